@@ -1,0 +1,8 @@
+// blockrnn — TensorFlow's fused RNN block ops, exactly, and fast. Umbrella header.
+#pragma once
+
+#include "blockrnn/context.h"
+#include "blockrnn/error.h"
+#include "blockrnn/gru.h"
+#include "blockrnn/ops.h"
+#include "blockrnn/tensor.h"

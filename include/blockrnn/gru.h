@@ -1,0 +1,70 @@
+// blockrnn/gru.h — the GRU block cell: GRUBlockCell, GRUBlockCellGrad and the full cell backward.
+//
+// Shape letters: B batch, I input size, H cell size. Gate layout of w_ru / b_ru: [r | u].
+//   ru_bar = [x, h_prev]·w_ru + b_ru;  r = σ(ru_bar[:, :H]);  u = σ(ru_bar[:, H:])
+//   c      = tanh([x, h_prev⊙r]·w_c + b_c)
+//   h      = u⊙(h_prev − c) + c
+// Exactly TensorFlow's kernels (SPEC §2–§3, docs/ops.md). dtypes: float16, float32, float64.
+// Every function validates first and throws blockrnn::Error on bad input. Outputs passed by the
+// caller must have the documented shapes and the inputs' dtype and must not alias the inputs.
+#pragma once
+
+#include "blockrnn/tensor.h"
+
+namespace blockrnn {
+
+struct GRUBlockCellInputs {
+  TensorView x;       // [B, I]
+  TensorView h_prev;  // [B, H]
+  TensorView w_ru;    // [I+H, 2H]
+  TensorView w_c;     // [I+H, H]
+  TensorView b_ru;    // [2H]
+  TensorView b_c;     // [H]
+};
+struct GRUBlockCellOutputs {
+  MutableTensorView r, u, c, h;  // each [B, H]
+};
+struct GRUBlockCellResult {
+  Tensor r, u, c, h;
+};
+void gru_block_cell(const GRUBlockCellInputs& in, const GRUBlockCellOutputs& out);
+GRUBlockCellResult gru_block_cell(const GRUBlockCellInputs& in);
+
+// TensorFlow's GRUBlockCellGrad kernel: gradients w.r.t. x, h_prev and the gate
+// pre-activations. x, b_ru and b_c are only shape-checked (the kernel never reads them).
+struct GRUBlockCellGradInputs {
+  TensorView x, h_prev, w_ru, w_c, b_ru, b_c;  // as GRUBlockCellInputs
+  TensorView r, u, c;                          // [B, H], forward outputs
+  TensorView d_h;                              // [B, H], ∂L/∂h
+};
+struct GRUBlockCellGradOutputs {
+  MutableTensorView d_x;            // [B, I]
+  MutableTensorView d_h_prev;       // [B, H]
+  MutableTensorView d_c_bar;        // [B, H]
+  MutableTensorView d_r_bar_u_bar;  // [B, 2H]
+};
+struct GRUBlockCellGradResult {
+  Tensor d_x, d_h_prev, d_c_bar, d_r_bar_u_bar;
+};
+void gru_block_cell_grad(const GRUBlockCellGradInputs& in, const GRUBlockCellGradOutputs& out);
+GRUBlockCellGradResult gru_block_cell_grad(const GRUBlockCellGradInputs& in);
+
+// The full backward of GRUBlockCell: the kernel above plus the parameter gradients that
+// TensorFlow computed in Python (SPEC §3.4). One gradient per forward input.
+using GRUBlockCellBackwardInputs = GRUBlockCellGradInputs;
+struct GRUBlockCellBackwardOutputs {
+  MutableTensorView x;       // [B, I]
+  MutableTensorView h_prev;  // [B, H]
+  MutableTensorView w_ru;    // [I+H, 2H]
+  MutableTensorView w_c;     // [I+H, H]
+  MutableTensorView b_ru;    // [2H]
+  MutableTensorView b_c;     // [H]
+};
+struct GRUBlockCellBackwardResult {
+  Tensor x, h_prev, w_ru, w_c, b_ru, b_c;
+};
+void gru_block_cell_backward(const GRUBlockCellBackwardInputs& in,
+                             const GRUBlockCellBackwardOutputs& out);
+GRUBlockCellBackwardResult gru_block_cell_backward(const GRUBlockCellBackwardInputs& in);
+
+}  // namespace blockrnn

@@ -1,0 +1,59 @@
+// blockrnn/ops.h — the generic, name-based interface to every op.
+//
+// Each op is described by an OpDef (TensorFlow's input, attr and output names, in TensorFlow's
+// order, with the op definition's attr defaults). `run_op` validates and runs any op by name;
+// the Python bindings, the fuzzer and the command-line tool use this interface, while C++
+// users normally call the typed functions of gru.h, lstm.h and sequence.h.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "blockrnn/tensor.h"
+
+namespace blockrnn {
+
+enum class AttrKind { kFloat, kBool };
+
+struct AttrDef {
+  std::string name;
+  AttrKind kind;
+  bool has_default;
+  double default_value;  // bools as 0 / 1
+};
+
+struct OpDef {
+  std::string name;                  // e.g. "GRUBlockCell", or "gradients.GRUBlockCell"
+  std::vector<std::string> inputs;   // TF's input names, in order
+  std::vector<AttrDef> attrs;        // TF's attrs (excluding the dtype attr T)
+  std::vector<std::string> outputs;  // TF's output names, in order
+};
+
+// Attr values by name; bools are 0 or 1. Missing attrs take the op's default; a missing
+// required attr or an unknown name is an InvalidArgument error.
+using AttrMap = std::map<std::string, double, std::less<>>;
+
+// All ops, in a stable order.
+const std::vector<OpDef>& list_ops();
+// Throws Error(kInvalidArgument) for an unknown name.
+const OpDef& find_op(std::string_view name);
+
+struct OutputSpec {
+  DType dtype;
+  std::vector<Shape> shapes;  // one per output
+};
+
+// Validates inputs and attrs and returns the outputs' dtype and shapes.
+OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
+                         const AttrMap& attrs = {});
+// Validates, then computes into caller-owned outputs (which must match infer_outputs).
+void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
+            std::span<const MutableTensorView> outputs);
+// Validates, allocates the outputs and computes.
+std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
+                           const AttrMap& attrs = {});
+
+}  // namespace blockrnn

@@ -1,0 +1,112 @@
+// Validation helpers (see validate.h).
+#include "core/validate.h"
+
+#include <limits>
+
+namespace blockrnn::core {
+
+void Checker::fail(const std::string& message) const {
+  throw Error(ErrorCode::kInvalidArgument, std::string(op_) + ": " + message);
+}
+
+void Checker::rank(const char* name, const TensorView& t, int rank) const {
+  if (t.shape.rank() != rank) {
+    fail(std::string(name) + " must be rank " + std::to_string(rank) + ", got rank " +
+         std::to_string(t.shape.rank()) + " (shape " + t.shape.to_string() + ")");
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] < 0) {
+      fail(std::string(name) + " has a negative dimension: shape " + t.shape.to_string());
+    }
+  }
+}
+
+void Checker::shape(const char* name, const TensorView& t, const Shape& expected,
+                    const char* meaning) const {
+  if (t.shape != expected) {
+    fail(std::string(name) + " must have shape " + expected.to_string() + " (" + meaning +
+         "), got " + t.shape.to_string());
+  }
+}
+
+void Checker::scalar(const char* name, const TensorView& t) const {
+  if (t.shape.rank() != 0) {
+    fail(std::string(name) + " must be a scalar (rank 0), got shape " + t.shape.to_string());
+  }
+}
+
+DType Checker::same_float_dtype(std::span<const char* const> names,
+                                std::span<const TensorView> ts) const {
+  const DType first = ts[0].dtype;
+  for (std::size_t k = 0; k < ts.size(); ++k) {
+    if (!is_floating(ts[k].dtype)) {
+      fail(std::string(names[k]) + " must be float16, float32 or float64, got " +
+           dtype_name(ts[k].dtype));
+    }
+    if (ts[k].dtype != first) {
+      fail(std::string(names[k]) + " must have the dtype of " + names[0] + " (" +
+           dtype_name(first) + "), got " + dtype_name(ts[k].dtype));
+    }
+  }
+  return first;
+}
+
+void Checker::int64(const char* name, const TensorView& t) const {
+  if (t.dtype != DType::kInt64) {
+    fail(std::string(name) + " must be int64, got " + dtype_name(t.dtype));
+  }
+}
+
+void Checker::storage(const char* name, const TensorView& t) const {
+  std::int64_t n = 0;
+  try {
+    n = t.shape.num_elements();
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string(op_) + ": " + name + ": " + e.what());
+  }
+  const std::size_t elem = dtype_size(t.dtype);
+  if (static_cast<std::uint64_t>(n) > std::numeric_limits<std::size_t>::max() / 2 / elem) {
+    throw Error(ErrorCode::kResourceExhausted, std::string(op_) + ": " + name + " of shape " +
+                                                   t.shape.to_string() +
+                                                   " needs more bytes than can be addressed");
+  }
+  if (n > 0 && t.data == nullptr) {
+    fail(std::string(name) + " has " + std::to_string(n) + " elements but no data (null pointer)");
+  }
+}
+
+void check_outputs(const char* op, std::span<const char* const> names, DType dtype,
+                   std::span<const Shape> shapes, std::span<const MutableTensorView> outputs) {
+  Checker check(op);
+  if (outputs.size() != shapes.size()) {
+    check.fail("expected " + std::to_string(shapes.size()) + " outputs, got " +
+               std::to_string(outputs.size()));
+  }
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const std::string name = std::string("output ") + names[k];
+    if (outputs[k].dtype != dtype) {
+      check.fail(name + " must be " + dtype_name(dtype) + ", got " + dtype_name(outputs[k].dtype));
+    }
+    if (outputs[k].shape != shapes[k]) {
+      check.fail(name + " must have shape " + shapes[k].to_string() + ", got " +
+                 outputs[k].shape.to_string());
+    }
+    check.storage(name.c_str(), outputs[k]);
+  }
+}
+
+std::int64_t checked_add(const char* op, std::int64_t a, std::int64_t b) {
+  if (a > std::numeric_limits<std::int64_t>::max() - b) {
+    throw Error(ErrorCode::kResourceExhausted, std::string(op) + ": size overflow");
+  }
+  return a + b;
+}
+
+std::int64_t checked_mul(const char* op, std::int64_t a, std::int64_t b) {
+  if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a) {
+    throw Error(ErrorCode::kResourceExhausted, std::string(op) + ": size overflow");
+  }
+  return a * b;
+}
+
+}  // namespace blockrnn::core

@@ -1,0 +1,120 @@
+// Fast GRU block cell: BLAS GEMMs on the x and h row blocks of the weights (no [x, h]
+// concatenation) and one fused element-wise pass per stage. Same math and signature as
+// src/ref/gru_cell.cc; see there for the equations.
+#include <vector>
+
+#include "blas/gemm.h"
+#include "core/activations.h"
+#include "core/parallel.h"
+#include "ref/gru_cell.h"
+
+namespace blockrnn::cpu {
+
+using blas::gemm;
+using blas::Trans;
+
+template <typename T>
+void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H;
+  if (B == 0 || H == 0) return;
+  const T* w_ru_x = a.w_ru;              // [I, 2H]
+  const T* w_ru_h = a.w_ru + I * 2 * H;  // [H, 2H]
+  const T* w_c_x = a.w_c;                // [I, H]
+  const T* w_c_h = a.w_c + I * H;        // [H, H]
+  std::vector<T> ru_bar(B * 2 * H), hr(B * H);
+  // ru_bar = x·w_ru_x + h_prev·w_ru_h      [B,2H] = [B,I]·[I,2H] + [B,H]·[H,2H]
+  gemm<T>(Trans::kNo, Trans::kNo, B, 2 * H, I, T(1), a.x, I, w_ru_x, 2 * H, T(0), ru_bar.data(),
+          2 * H);
+  gemm<T>(Trans::kNo, Trans::kNo, B, 2 * H, H, T(1), a.h_prev, H, w_ru_h, 2 * H, T(1),
+          ru_bar.data(), 2 * H);
+  core::parallel_for(B, 2 * H, [&](std::int64_t n0, std::int64_t n1) {
+    for (std::int64_t n = n0; n < n1; ++n) {
+      const T* rub = ru_bar.data() + n * 2 * H;
+      for (std::int64_t j = 0; j < H; ++j) {
+        const T r = core::sigmoid(rub[j] + a.b_ru[j]);
+        a.r[n * H + j] = r;
+        a.u[n * H + j] = core::sigmoid(rub[H + j] + a.b_ru[H + j]);
+        hr[n * H + j] = a.h_prev[n * H + j] * r;
+      }
+    }
+  });
+  // c_bar = x·w_c_x + (h_prev⊙r)·w_c_h      [B,H] = [B,I]·[I,H] + [B,H]·[H,H]  (into c)
+  gemm<T>(Trans::kNo, Trans::kNo, B, H, I, T(1), a.x, I, w_c_x, H, T(0), a.c, H);
+  gemm<T>(Trans::kNo, Trans::kNo, B, H, H, T(1), hr.data(), H, w_c_h, H, T(1), a.c, H);
+  core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
+    for (std::int64_t e = n0 * H; e < n1 * H; ++e) {
+      const T c = core::tanh_act(a.c[e] + a.b_c[e % H]);
+      a.c[e] = c;
+      a.h[e] = a.u[e] * (a.h_prev[e] - c) + c;
+    }
+  });
+}
+
+template <typename T>
+void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H;
+  const T* w_ru_x = a.w_ru;
+  const T* w_ru_h = a.w_ru + I * 2 * H;
+  const T* w_c_x = a.w_c;
+  const T* w_c_h = a.w_c + I * H;
+  std::vector<T> d_hr(B * H);
+  core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
+    for (std::int64_t n = n0; n < n1; ++n) {
+      for (std::int64_t j = 0; j < H; ++j) {
+        const std::int64_t e = n * H + j;
+        const T u = a.u[e], c = a.c[e], dh = a.d_h[e];
+        a.d_c_bar[e] = (dh * (T(1) - u)) * (T(1) - c * c);
+        a.d_r_bar_u_bar[n * 2 * H + H + j] = ((dh * (a.h_prev[e] - c)) * u) * (T(1) - u);
+      }
+    }
+  });
+  // d_hr = d_c_bar·w_c_hᵀ      [B,H] = [B,H]·[H,H]ᵀ
+  gemm<T>(Trans::kNo, Trans::kYes, B, H, H, T(1), a.d_c_bar, H, w_c_h, H, T(0), d_hr.data(), H);
+  core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
+    for (std::int64_t n = n0; n < n1; ++n) {
+      for (std::int64_t j = 0; j < H; ++j) {
+        const std::int64_t e = n * H + j;
+        const T r = a.r[e];
+        a.d_r_bar_u_bar[n * 2 * H + j] = ((d_hr[e] * a.h_prev[e]) * r) * (T(1) - r);
+      }
+    }
+  });
+  // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ      [B,I] = [B,2H]·[I,2H]ᵀ + [B,H]·[I,H]ᵀ
+  gemm<T>(Trans::kNo, Trans::kYes, B, I, 2 * H, T(1), a.d_r_bar_u_bar, 2 * H, w_ru_x, 2 * H, T(0),
+          a.d_x, I);
+  gemm<T>(Trans::kNo, Trans::kYes, B, I, H, T(1), a.d_c_bar, H, w_c_x, H, T(1), a.d_x, I);
+  // d_h_prev = d_ru·w_ru_hᵀ + d_hr⊙r + d_h⊙u      [B,H] = [B,2H]·[H,2H]ᵀ
+  gemm<T>(Trans::kNo, Trans::kYes, B, H, 2 * H, T(1), a.d_r_bar_u_bar, 2 * H, w_ru_h, 2 * H, T(0),
+          a.d_h_prev, H);
+  core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
+    for (std::int64_t e = n0 * H; e < n1 * H; ++e) {
+      a.d_h_prev[e] = (a.d_h_prev[e] + d_hr[e] * a.r[e]) + a.d_h[e] * a.u[e];
+    }
+  });
+  if (a.d_w_ru == nullptr) return;
+  std::vector<T> hr(B * H);
+  for (std::int64_t e = 0; e < B * H; ++e) hr[e] = a.h_prev[e] * a.r[e];
+  // d_w_ru = [x, h_prev]ᵀ·d_ru      [I+H,2H] = [B,I+H]ᵀ·[B,2H], as two row blocks
+  gemm<T>(Trans::kYes, Trans::kNo, I, 2 * H, B, T(1), a.x, I, a.d_r_bar_u_bar, 2 * H, T(0),
+          a.d_w_ru, 2 * H);
+  gemm<T>(Trans::kYes, Trans::kNo, H, 2 * H, B, T(1), a.h_prev, H, a.d_r_bar_u_bar, 2 * H, T(0),
+          a.d_w_ru + I * 2 * H, 2 * H);
+  // d_w_c = [x, h_prev⊙r]ᵀ·d_c_bar      [I+H,H] = [B,I+H]ᵀ·[B,H]
+  gemm<T>(Trans::kYes, Trans::kNo, I, H, B, T(1), a.x, I, a.d_c_bar, H, T(0), a.d_w_c, H);
+  gemm<T>(Trans::kYes, Trans::kNo, H, H, B, T(1), hr.data(), H, a.d_c_bar, H, T(0), a.d_w_c + I * H,
+          H);
+  // d_b_ru = Σ_b d_ru;  d_b_c = Σ_b d_c_bar
+  for (std::int64_t j = 0; j < 2 * H; ++j) a.d_b_ru[j] = T(0);
+  for (std::int64_t j = 0; j < H; ++j) a.d_b_c[j] = T(0);
+  for (std::int64_t n = 0; n < B; ++n) {
+    for (std::int64_t j = 0; j < 2 * H; ++j) a.d_b_ru[j] += a.d_r_bar_u_bar[n * 2 * H + j];
+    for (std::int64_t j = 0; j < H; ++j) a.d_b_c[j] += a.d_c_bar[n * H + j];
+  }
+}
+
+template void gru_cell_fwd<float>(const GRUDims&, const GRUCellFwdArgs<float>&);
+template void gru_cell_fwd<double>(const GRUDims&, const GRUCellFwdArgs<double>&);
+template void gru_cell_bwd<float>(const GRUDims&, const GRUCellBwdArgs<float>&);
+template void gru_cell_bwd<double>(const GRUDims&, const GRUCellBwdArgs<double>&);
+
+}  // namespace blockrnn::cpu

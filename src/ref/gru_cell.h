@@ -1,0 +1,64 @@
+// Kernel interface of the GRU block cell, shared by the reference (namespace ref) and the fast
+// path (namespace cpu): the same signature, so tests and the reference switch can swap them.
+// Pointers are dense row-major; shapes in the comments. Inputs are validated by the caller.
+#pragma once
+
+#include <cstdint>
+
+namespace blockrnn {
+
+struct GRUDims {
+  std::int64_t B, I, H;
+};
+
+template <typename T>
+struct GRUCellFwdArgs {
+  const T* x;       // [B, I]
+  const T* h_prev;  // [B, H]
+  const T* w_ru;    // [I+H, 2H]
+  const T* w_c;     // [I+H, H]
+  const T* b_ru;    // [2H]
+  const T* b_c;     // [H]
+  T* r;             // [B, H]
+  T* u;             // [B, H]
+  T* c;             // [B, H]
+  T* h;             // [B, H]
+};
+
+template <typename T>
+struct GRUCellBwdArgs {
+  const T* x;        // [B, I]   (only for the parameter gradients)
+  const T* h_prev;   // [B, H]
+  const T* w_ru;     // [I+H, 2H]
+  const T* w_c;      // [I+H, H]
+  const T* r;        // [B, H]
+  const T* u;        // [B, H]
+  const T* c;        // [B, H]
+  const T* d_h;      // [B, H]
+  T* d_x;            // [B, I]
+  T* d_h_prev;       // [B, H]
+  T* d_c_bar;        // [B, H]
+  T* d_r_bar_u_bar;  // [B, 2H]
+  // Optional parameter gradients (SPEC §3.4); all null for GRUBlockCellGrad. When set they
+  // are overwritten (not accumulated).
+  T* d_w_ru = nullptr;  // [I+H, 2H]
+  T* d_w_c = nullptr;   // [I+H, H]
+  T* d_b_ru = nullptr;  // [2H]
+  T* d_b_c = nullptr;   // [H]
+};
+
+namespace ref {
+template <typename T>
+void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a);
+template <typename T>
+void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a);
+}  // namespace ref
+
+namespace cpu {
+template <typename T>
+void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a);
+template <typename T>
+void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a);
+}  // namespace cpu
+
+}  // namespace blockrnn

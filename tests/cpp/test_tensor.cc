@@ -1,0 +1,72 @@
+// Tensor basics: half conversion, shapes, overflow checks.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "test_util.h"
+
+namespace blockrnn {
+namespace {
+
+TEST(Half, RoundTripsEveryHalfValue) {
+  for (std::uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    const Half h{static_cast<std::uint16_t>(bits)};
+    const float f = half_to_float(h);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(half_to_float(float_to_half(f)))) << bits;
+      continue;
+    }
+    EXPECT_EQ(float_to_half(f).bits, bits) << "bits " << bits << " value " << f;
+  }
+}
+
+TEST(Half, RoundsToNearestEven) {
+  EXPECT_EQ(half_to_float(float_to_half(1.0f + 1.0f / 2048)), 1.0f);  // tie -> even (1.0)
+  EXPECT_EQ(half_to_float(float_to_half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+  EXPECT_EQ(half_to_float(float_to_half(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(half_to_float(float_to_half(65520.0f))));
+  EXPECT_EQ(half_to_float(float_to_half(65519.0f)), 65504.0f);
+  EXPECT_EQ(half_to_float(float_to_half(std::ldexp(1.0f, -24))), std::ldexp(1.0f, -24));
+  EXPECT_EQ(half_to_float(float_to_half(std::ldexp(1.0f, -26))), 0.0f);
+  EXPECT_EQ(half_to_float(float_to_half(-0.0f)), 0.0f);
+  EXPECT_TRUE(std::signbit(half_to_float(float_to_half(-0.0f))));
+}
+
+TEST(Shape, BasicsAndOverflow) {
+  const Shape s{2, 3, 4};
+  EXPECT_EQ(s.rank(), 3);
+  EXPECT_EQ(s.num_elements(), 24);
+  EXPECT_EQ(s.to_string(), "[2, 3, 4]");
+  EXPECT_EQ(Shape{}.num_elements(), 1);
+  EXPECT_EQ((Shape{5, 0, 7}).num_elements(), 0);
+  const std::int64_t big = std::int64_t{1} << 40;
+  try {
+    (void)Shape{big, big}.num_elements();
+    ADD_FAILURE() << "overflow not detected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
+  }
+  const std::int64_t dims[9] = {};
+  EXPECT_THROW(Shape::from_dims(dims, 9), Error);
+}
+
+TEST(Tensor, RefusesUnaddressableSizes) {
+  const std::int64_t big = std::int64_t{1} << 61;
+  EXPECT_THROW(Tensor(DType::kFloat64, Shape{big}), Error);
+}
+
+TEST(Ops, UnknownOpAndAttrs) {
+  testing::expect_invalid([] { find_op("NoSuchOp"); }, "unknown op 'NoSuchOp'");
+  testing::expect_invalid([] { run_op("GRUBlockCell", {}, {}); }, "expected 6 inputs, got 0");
+}
+
+TEST(Context, Threads) {
+  const int saved = get_num_threads();
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  set_num_threads(saved);
+  testing::expect_invalid([] { set_num_threads(0); }, "at least 1");
+}
+
+}  // namespace
+}  // namespace blockrnn

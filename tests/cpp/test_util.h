@@ -1,0 +1,130 @@
+// Helpers for the C++ tests: seeded random tensors, poisoned outputs, comparisons, and a
+// finite-difference driver. Seeds are printed on failure (SCOPED_TRACE) so a case replays.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "blockrnn/blockrnn.h"
+
+namespace blockrnn::testing {
+
+inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng, double lo = -1,
+                            double hi = 1) {
+  Tensor t(dtype, shape);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  const std::int64_t n = t.num_elements();
+  for (std::int64_t e = 0; e < n; ++e) {
+    const double v = dist(rng);
+    switch (dtype) {
+      case DType::kFloat16:
+        t.data_as<Half>()[e] = float_to_half(static_cast<float>(v));
+        break;
+      case DType::kFloat32:
+        t.data_as<float>()[e] = static_cast<float>(v);
+        break;
+      case DType::kFloat64:
+        t.data_as<double>()[e] = v;
+        break;
+      case DType::kInt64:
+        t.data_as<std::int64_t>()[e] = static_cast<std::int64_t>(v);
+        break;
+    }
+  }
+  return t;
+}
+
+inline double get(const Tensor& t, std::int64_t e) {
+  switch (t.dtype()) {
+    case DType::kFloat16:
+      return half_to_float(t.data_as<Half>()[e]);
+    case DType::kFloat32:
+      return t.data_as<float>()[e];
+    case DType::kFloat64:
+      return t.data_as<double>()[e];
+    case DType::kInt64:
+      return static_cast<double>(t.data_as<std::int64_t>()[e]);
+  }
+  return 0;
+}
+
+inline void set(Tensor& t, std::int64_t e, double v) {
+  switch (t.dtype()) {
+    case DType::kFloat16:
+      t.data_as<Half>()[e] = float_to_half(static_cast<float>(v));
+      break;
+    case DType::kFloat32:
+      t.data_as<float>()[e] = static_cast<float>(v);
+      break;
+    case DType::kFloat64:
+      t.data_as<double>()[e] = v;
+      break;
+    case DType::kInt64:
+      t.data_as<std::int64_t>()[e] = static_cast<std::int64_t>(v);
+      break;
+  }
+}
+
+// Fills with NaN so that an element an op forgets to write fails the comparison.
+inline Tensor poisoned(DType dtype, Shape shape) {
+  Tensor t(dtype, shape);
+  for (std::int64_t e = 0; e < t.num_elements(); ++e) {
+    set(t, e, std::numeric_limits<double>::quiet_NaN());
+  }
+  return t;
+}
+
+inline Tensor scalar_int64(std::int64_t v) {
+  Tensor t(DType::kInt64, Shape{});
+  t.data_as<std::int64_t>()[0] = v;
+  return t;
+}
+
+// |a - b| <= atol + rtol * |b| elementwise; NaN never matches.
+inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol,
+                                            double atol) {
+  if (a.shape() != b.shape()) {
+    return ::testing::AssertionFailure()
+           << "shape " << a.shape().to_string() << " vs " << b.shape().to_string();
+  }
+  for (std::int64_t e = 0; e < a.num_elements(); ++e) {
+    const double x = get(a, e), y = get(b, e);
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) {
+      return ::testing::AssertionFailure() << "element " << e << ": " << x << " vs " << y
+                                           << " (rtol " << rtol << ", atol " << atol << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Expects `f` to throw blockrnn::Error(kInvalidArgument) whose message contains `needle`.
+template <typename F>
+void expect_invalid(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected InvalidArgument containing '" << needle << "', nothing thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message '" << e.what() << "' lacks '" << needle << "'";
+  }
+}
+
+// Restores the reference switch on scope exit.
+class ReferenceMode {
+ public:
+  explicit ReferenceMode(bool on) : saved_(force_reference()) { set_force_reference(on); }
+  ~ReferenceMode() { set_force_reference(saved_); }
+
+ private:
+  bool saved_;
+};
+
+}  // namespace blockrnn::testing
