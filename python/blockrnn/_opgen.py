@@ -39,7 +39,8 @@ def _convert_inputs(op, names, values):
                     f"{op}: {name} must be float16, float32 or float64, got {a.dtype}")
         else:
             a = np.asarray(v, dtype=common)
-        arrays.append(np.ascontiguousarray(a))
+        # (np.ascontiguousarray would turn a 0-d array into 1-d.)
+        arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))
     return arrays
 
 

@@ -1,0 +1,60 @@
+"""Shared fixtures for the Python suite.
+
+TensorFlow (tensorflow-cpu, pinned in scripts/requirements-test.txt) is the oracle. Every
+randomized test draws from a seed that is printed on failure; replay a case with
+`pytest -k <test> --blockrnn-seed N`.
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import blockrnn  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--blockrnn-seed", type=int, default=None,
+                     help="base seed of the randomized tests (default: fixed per test)")
+
+
+@pytest.fixture(scope="session")
+def tf():
+    import tensorflow as tf
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    return tf
+
+
+@pytest.fixture(params=[False, True], ids=["fast", "reference"])
+def path(request):
+    """Runs a test on the fast path and with the reference forced (SPEC habit 1)."""
+    saved = blockrnn.force_reference()
+    blockrnn.set_force_reference(request.param)
+    yield request.param
+    blockrnn.set_force_reference(saved)
+
+
+@pytest.fixture
+def base_seed(request):
+    return request.config.getoption("--blockrnn-seed")
+
+
+SIZES = [0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 3, 5, 13, 37, 97, 127, 257, 509]
+
+
+def draw_size(rng, allow_zero=True, cap=512):
+    s = int(rng.choice([v for v in SIZES if v <= cap and (allow_zero or v > 0)]))
+    return s
+
+
+def assert_close(got, want, rtol, atol, what, seed):
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} vs {want.shape} (seed {seed})"
+    err = np.abs(got - want) - (atol + rtol * np.abs(want))
+    if err.size and not np.all(err <= 0) or np.isnan(got).any() != np.isnan(want).any():
+        k = int(np.nanargmax(err)) if err.size else 0
+        pytest.fail(f"{what}: element {np.unravel_index(k, got.shape)}: {got.flat[k]!r} vs "
+                    f"{want.flat[k]!r} (rtol {rtol}, atol {atol}); replay with "
+                    f"--blockrnn-seed {seed}")
