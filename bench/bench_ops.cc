@@ -1,0 +1,129 @@
+// Google Benchmark targets for every op, fast path and reference, reporting GFLOP/s of GEMM
+// work. Inputs are built generically from each op's TensorFlow input names, so every op in
+// the table is benchmarked. Shapes: bench/shapes.txt.
+//
+//   build/release/bench/blockrnn_bench --benchmark_filter=BlockLSTM
+//   BLOCKRNN_NUM_THREADS=2 build/release/bench/blockrnn_bench
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "blockrnn/blockrnn.h"
+
+namespace {
+
+using blockrnn::DType;
+using blockrnn::Shape;
+using blockrnn::Tensor;
+
+struct Dims {
+  std::string name;
+  std::int64_t T, B, I, H;
+};
+
+std::vector<Dims> read_shapes() {
+  std::vector<Dims> out;
+  std::ifstream f(BLOCKRNN_BENCH_SHAPES);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream s(line);
+    Dims d;
+    if (s >> d.name >> d.T >> d.B >> d.I >> d.H) out.push_back(d);
+  }
+  return out;
+}
+
+bool is_sequence(const std::string& op) {
+  return op.rfind("Block", 0) == 0;
+}
+
+int gates(const std::string& op) {
+  if (op.find("LSTM") != std::string::npos) return 4;
+  return 3;
+}
+
+// Shape of an input from its TensorFlow name.
+Shape shape_of(const std::string& op, const std::string& name, const Dims& d) {
+  const bool seq = is_sequence(op);
+  const std::int64_t I = d.I, H = d.H, K = I + H;
+  if (name == "seq_len_max") return Shape{};
+  if (name == "x") return seq ? Shape{d.T, d.B, I} : Shape{d.B, I};
+  if (name == "cs_prev" || name == "h_prev") return Shape{d.B, H};
+  if (name == "w") return Shape{K, 4 * H};
+  if (name == "w_ru") return Shape{K, 2 * H};
+  if (name == "w_c") return Shape{K, H};
+  if (name == "wci" || name == "wcf" || name == "wco" || name == "b_c") return Shape{H};
+  if (name == "b") return Shape{4 * H};
+  if (name == "b_ru") return Shape{2 * H};
+  return seq ? Shape{d.T, d.B, H} : Shape{d.B, H};  // gates, states and their gradients
+}
+
+void run(benchmark::State& state, const std::string& op, const Dims& d, bool reference) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  const blockrnn::OpDef& def = blockrnn::find_op(op);
+  std::vector<Tensor> inputs;
+  for (const std::string& name : def.inputs) {
+    if (name == "seq_len_max") {
+      Tensor t(DType::kInt64, Shape{});
+      t.data_as<std::int64_t>()[0] = d.T;
+      inputs.push_back(std::move(t));
+      continue;
+    }
+    Tensor t(DType::kFloat32, shape_of(op, name, d));
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) t.data_as<float>()[e] = dist(rng);
+    inputs.push_back(std::move(t));
+  }
+  std::vector<blockrnn::TensorView> views(inputs.begin(), inputs.end());
+  blockrnn::AttrMap attrs;
+  for (const blockrnn::AttrDef& a : def.attrs) {
+    if (!a.has_default) attrs[a.name] = 0;  // use_peephole on the grads
+  }
+  const blockrnn::OutputSpec spec = blockrnn::infer_outputs(op, views, attrs);
+  std::vector<Tensor> outputs;
+  std::vector<blockrnn::MutableTensorView> out_views;
+  for (const Shape& s : spec.shapes) {
+    outputs.emplace_back(DType::kFloat32, s);
+    out_views.push_back(outputs.back().mutable_view());
+  }
+  blockrnn::set_force_reference(reference);
+  for (auto _ : state) {
+    blockrnn::run_op(op, views, attrs, out_views);
+    benchmark::ClobberMemory();
+  }
+  blockrnn::set_force_reference(false);
+  const double steps = is_sequence(op) ? double(d.T) : 1.0;
+  const double fwd = 2.0 * steps * d.B * double(d.I + d.H) * gates(op) * d.H;
+  const bool backward = op.find("Grad") != std::string::npos || op.rfind("gradients.", 0) == 0;
+  state.counters["GFLOP/s"] = benchmark::Counter((backward ? 2 * fwd : fwd) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  for (const blockrnn::OpDef& def : blockrnn::list_ops()) {
+    for (const Dims& d : read_shapes()) {
+      for (bool reference : {false, true}) {
+        // The reference is plain loops: only the smallest shape.
+        if (reference && d.B * (d.I + d.H) * d.H * (is_sequence(def.name) ? d.T : 1) > 50'000'000)
+          continue;
+        const std::string name = def.name + "/" + d.name + (reference ? "/reference" : "/fast");
+        benchmark::RegisterBenchmark(
+            name.c_str(),
+            [op = def.name, d, reference](benchmark::State& s) { run(s, op, d, reference); })
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      }
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

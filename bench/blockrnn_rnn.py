@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Times blockrnn on the same work as the peers in bench/peers/, with the same JSON output.
+
+  --op block_lstm   BlockLSTM forward, then BlockLSTMGrad (no peepholes, cell_clip=-1,
+                    forget_bias=1, seq_len_max=T) — the same work as tf_rnn.py --op block_lstm
+  --op block_gru    BlockGRU forward, then BlockGRUGrad (all parameter gradients included)
+  --op lstm_cell    T=1: LSTMBlockCell, then gradients.LSTMBlockCell (the kernel + the
+                    parameter gradients, like tf_rnn.py --full-grad)
+  --op gru_cell     T=1: GRUBlockCell, then gradients.GRUBlockCell
+
+One JSON object on stdout: peer, op, T, B, I, H, threads, fwd_ms, fwdbwd_ms (medians),
+fwd_min_ms, fwdbwd_min_ms, reps, warmup, peak_rss_mb, rss_increase_mb.
+"""
+import argparse
+import json
+import resource
+import time
+
+import numpy as np
+
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--op", choices=["block_lstm", "block_gru", "lstm_cell", "gru_cell"],
+                   required=True)
+    p.add_argument("--T", type=int, default=50)
+    p.add_argument("--B", type=int, default=64)
+    p.add_argument("--I", type=int, default=512)
+    p.add_argument("--H", type=int, default=512)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1234)
+    a = p.parse_args()
+
+    import blockrnn
+    blockrnn.set_num_threads(a.threads)
+    ops, grads = blockrnn.raw_ops, blockrnn.gradients
+    rng = np.random.default_rng(a.seed)
+    T, B, I, H = a.T, a.B, a.I, a.H
+    ws = 1.0 / np.sqrt(I + H)
+    f32 = lambda *shape, s=1.0: rng.uniform(-s, s, size=shape).astype(np.float32)  # noqa: E731
+    slm = np.int64(T)
+    baseline = rss_mb()
+
+    if a.op == "block_lstm":
+        kw = dict(seq_len_max=slm, x=f32(T, B, I), cs_prev=f32(B, H), h_prev=f32(B, H),
+                  w=f32(I + H, 4 * H, s=ws), wci=f32(H), wcf=f32(H), wco=f32(H), b=f32(4 * H))
+        cs_grad, h_grad = f32(T, B, H), f32(T, B, H)
+
+        def fwd():
+            return ops.BlockLSTM(**kw, forget_bias=1.0, cell_clip=-1.0, use_peephole=False)
+
+        def bwd(o):
+            return ops.BlockLSTMGrad(**kw, i=o.i, cs=o.cs, f=o.f, o=o.o, ci=o.ci, co=o.co, h=o.h,
+                                     cs_grad=cs_grad, h_grad=h_grad, use_peephole=False)
+    elif a.op == "block_gru":
+        kw = dict(seq_len_max=slm, x=f32(T, B, I), h_prev=f32(B, H), w_ru=f32(I + H, 2 * H, s=ws),
+                  w_c=f32(I + H, H, s=ws), b_ru=f32(2 * H), b_c=f32(H))
+        h_grad = f32(T, B, H)
+
+        def fwd():
+            return ops.BlockGRU(**kw)
+
+        def bwd(o):
+            return ops.BlockGRUGrad(**kw, r=o.r, u=o.u, c=o.c, h=o.h, h_grad=h_grad)
+    elif a.op == "lstm_cell":
+        kw = dict(x=f32(B, I), cs_prev=f32(B, H), h_prev=f32(B, H), w=f32(I + H, 4 * H, s=ws),
+                  wci=f32(H), wcf=f32(H), wco=f32(H), b=f32(4 * H))
+        cs_grad, h_grad = f32(B, H), f32(B, H)
+
+        def fwd():
+            return ops.LSTMBlockCell(**kw, forget_bias=1.0, cell_clip=-1.0, use_peephole=False)
+
+        def bwd(o):
+            return grads.LSTMBlockCell(**kw, i=o.i, cs=o.cs, f=o.f, o=o.o, ci=o.ci, co=o.co,
+                                       cs_grad=cs_grad, h_grad=h_grad, use_peephole=False)
+    else:
+        kw = dict(x=f32(B, I), h_prev=f32(B, H), w_ru=f32(I + H, 2 * H, s=ws),
+                  w_c=f32(I + H, H, s=ws), b_ru=f32(2 * H), b_c=f32(H))
+        d_h = f32(B, H)
+
+        def fwd():
+            return ops.GRUBlockCell(**kw)
+
+        def bwd(o):
+            return grads.GRUBlockCell(**kw, r=o.r, u=o.u, c=o.c, d_h=d_h)
+
+    for _ in range(a.warmup):
+        bwd(fwd())
+    fwd_t, all_t = [], []
+    for _ in range(a.reps):
+        t0 = time.perf_counter()
+        o = fwd()
+        t1 = time.perf_counter()
+        bwd(o)
+        t2 = time.perf_counter()
+        fwd_t.append((t1 - t0) * 1e3)
+        all_t.append((t2 - t0) * 1e3)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    rec = dict(peer="blockrnn", op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
+               fwd_ms=float(np.median(fwd_t)), fwdbwd_ms=float(np.median(all_t)),
+               fwd_min_ms=min(fwd_t), fwdbwd_min_ms=min(all_t), reps=a.reps, warmup=a.warmup,
+               peak_rss_mb=peak, rss_baseline_mb=baseline, rss_increase_mb=peak - baseline)
+    print(json.dumps(rec, separators=(",", ":")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
