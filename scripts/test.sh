@@ -24,6 +24,26 @@ if [[ "${1:-}" != "--quick" ]]; then
     ctest --preset asan-ubsan -j "$JOBS"
 fi
 
+if [[ "${1:-}" != "--quick" ]]; then
+  echo "== Fuzzing every op family (libFuzzer + ASan/UBSan, ${BLOCKRNN_FUZZ_SECONDS:-60} s each)"
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j "$JOBS"
+  corpus_dir="$(mktemp -d)"
+  for family in GRUBlockCell LSTMBlockCell BlockLSTM BlockGRU; do
+    echo "-- fuzz $family"
+    log="$corpus_dir/$family.log"
+    if ! BLOCKRNN_FUZZ_OPS="$family" BLOCKRNN_NUM_THREADS=1 build/fuzz/tests/fuzz/blockrnn_fuzz \
+        -max_total_time="${BLOCKRNN_FUZZ_SECONDS:-60}" -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$corpus_dir/" \
+        "$corpus_dir" tests/fuzz/corpus >"$log" 2>&1; then
+      tail -50 "$log"
+      echo "fuzzing $family found a failure (reproduce with the crash-* file above)"
+      exit 1
+    fi
+    grep -E "^stat::number_of_executed_units|^Done" "$log" || true
+  done
+  rm -rf "$corpus_dir"
+fi
+
 echo "== Python suite"
 .venv/bin/python -m pip install -q --no-build-isolation .
 .venv/bin/python -m pytest -q tests/python

@@ -1,6 +1,8 @@
 // The op table and the name-based entry points of ops.h.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 
 #include "blockrnn/error.h"
@@ -34,7 +36,8 @@ const OpImpl& find_impl(std::string_view name) {
 }
 
 Attrs resolve_attrs(const OpDef& def, const AttrMap& given) {
-  for (const auto& [name, value] : given) {
+  for (const auto& entry : given) {
+    const std::string& name = entry.first;
     const bool known = std::any_of(def.attrs.begin(), def.attrs.end(),
                                    [&](const AttrDef& a) { return a.name == name; });
     if (!known) {
@@ -106,6 +109,21 @@ void check_no_alias(const OpDef& def, std::span<const TensorView> inputs,
   }
 }
 
+// Every output must be addressable in bytes before anything is allocated (issue 7: size
+// arithmetic never overflows; a shape too large for the machine is a clear error).
+void check_output_sizes(const OpDef& def, const OutputSpec& spec) {
+  for (std::size_t k = 0; k < spec.shapes.size(); ++k) {
+    const std::int64_t n = spec.shapes[k].num_elements();  // throws on int64 overflow
+    if (static_cast<std::uint64_t>(n) >
+        static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max()) /
+            dtype_size(spec.dtype)) {
+      throw Error(ErrorCode::kResourceExhausted, def.name + ": output " + def.outputs[k] +
+                                                     " of shape " + spec.shapes[k].to_string() +
+                                                     " needs more bytes than can be addressed");
+    }
+  }
+}
+
 }  // namespace
 
 void register_op(OpImpl impl) {
@@ -163,7 +181,9 @@ OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs
   const core::OpImpl& impl = core::find_impl(op);
   core::check_input_count(impl.def, inputs);
   const core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
-  return impl.infer(inputs, resolved);
+  OutputSpec spec = impl.infer(inputs, resolved);
+  core::check_output_sizes(impl.def, spec);
+  return spec;
 }
 
 void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
@@ -172,6 +192,7 @@ void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrM
   core::check_input_count(impl.def, inputs);
   const core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
   const OutputSpec spec = impl.infer(inputs, resolved);
+  core::check_output_sizes(impl.def, spec);
   std::vector<const char*> names;
   for (const std::string& n : impl.def.outputs) names.push_back(n.c_str());
   core::check_outputs(impl.def.name.c_str(), names, spec.dtype, spec.shapes, outputs);
@@ -185,6 +206,7 @@ std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inpu
   core::check_input_count(impl.def, inputs);
   const core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
   const OutputSpec spec = impl.infer(inputs, resolved);
+  core::check_output_sizes(impl.def, spec);
   std::vector<Tensor> out;
   std::vector<MutableTensorView> views;
   for (const Shape& s : spec.shapes) {
