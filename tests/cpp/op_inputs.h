@@ -1,0 +1,52 @@
+// Consistent random inputs for any op, built from TensorFlow's input names (see
+// tests/python/opinputs.py for the Python twin), for suites that cover every op.
+#pragma once
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace blockrnn::testing {
+
+inline Shape input_shape(const std::string& op, const std::string& name, std::int64_t T,
+                         std::int64_t B, std::int64_t I, std::int64_t H) {
+  const bool seq = op.rfind("Block", 0) == 0;
+  const std::int64_t K = I + H;
+  if (name == "seq_len_max") return Shape{};
+  if (name == "x") return seq ? Shape{T, B, I} : Shape{B, I};
+  if (name == "cs_prev" || name == "h_prev") return Shape{B, H};
+  if (name == "w") return Shape{K, 4 * H};
+  if (name == "w_ru") return Shape{K, 2 * H};
+  if (name == "w_c") return Shape{K, H};
+  if (name == "wci" || name == "wcf" || name == "wco" || name == "b_c") return Shape{H};
+  if (name == "b") return Shape{4 * H};
+  if (name == "b_ru") return Shape{2 * H};
+  return seq ? Shape{T, B, H} : Shape{B, H};
+}
+
+struct OpCall {
+  std::string op;
+  std::vector<Tensor> inputs;
+  AttrMap attrs;
+  std::vector<TensorView> views() const { return {inputs.begin(), inputs.end()}; }
+};
+
+inline OpCall make_call(const OpDef& def, std::mt19937_64& rng, std::int64_t T, std::int64_t B,
+                        std::int64_t I, std::int64_t H, DType dtype = DType::kFloat32) {
+  OpCall c{def.name, {}, {}};
+  for (const std::string& name : def.inputs) {
+    if (name == "seq_len_max") {
+      c.inputs.push_back(scalar_int64(T));
+    } else {
+      c.inputs.push_back(random_tensor(dtype, input_shape(def.name, name, T, B, I, H), rng));
+    }
+  }
+  for (const AttrDef& a : def.attrs) {
+    if (!a.has_default) c.attrs[a.name] = 0;  // use_peephole on the grads
+  }
+  return c;
+}
+
+}  // namespace blockrnn::testing
