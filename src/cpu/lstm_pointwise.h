@@ -1,0 +1,273 @@
+// Fused element-wise LSTM kernels: everything of one LSTM step that is not a GEMM, in one pass
+// over memory. Shared by the cell ops (src/cpu/lstm_cell.cc) and the sequence ops
+// (src/cpu/block_lstm.cc), which call them once per time step. STABLE INTERFACE: other files
+// depend on it; change it only together with its callers.
+//
+// Shape letters: B rows (the batch of one step), H cell size. Gate layout (ICFO or IFCO, SPEC
+// §1.3) decides only the column blocks of `gates`, `b` and `dgates`; see lstm_gate_blocks().
+//
+// Forward, per element (groupings exactly as TensorFlow's CPU kernel, SPEC §5.2):
+//   z_x = gates[:, block_x] + b[block_x]            (b may be null: bias already in gates)
+//   i  = σ( z_i [+ cs_prev⊙wci] )
+//   ci = tanh( z_c )
+//   f  = σ( (z_f + forget_bias) [+ cs_prev⊙wcf] )
+//   cs = i⊙ci + f⊙cs_prev;   if cell_clip > 0: cs = min(max(cs, −cell_clip), cell_clip)
+//   co = tanh(cs)
+//   o  = σ( z_o [+ cs⊙wco] )                         (peephole on the new, clipped cs)
+//   h  = o⊙co
+// Backward, per element (SPEC §6.2 / §8.2; the clip is straight-through, as in TensorFlow):
+//   dh  = h_grad [+ h_grad_carry];   dcs_in = cs_grad [+ cs_grad_carry]
+//   do  = ((o⊙(1−o))⊙dh)⊙co
+//   dcs = ((1−co⊙co)⊙dh)⊙o + dcs_in      [then + do⊙wco]
+//   dci = ((1−ci⊙ci)⊙dcs)⊙i
+//   df  = ((f⊙(1−f))⊙dcs)⊙cs_prev
+//   di  = ((i⊙(1−i))⊙dcs)⊙ci
+//   dgates = di | dci | df | do in the layout's column blocks
+//   cs_prev_grad = dcs⊙f                 [then (· + di⊙wci) + df⊙wcf]
+// Peephole and bias gradients are column reductions over the rows (lstm_peephole_grads,
+// lstm_bias_grad):  wci_grad = Σ_n di⊙cs_prev;  wcf_grad = Σ_n df⊙cs_prev;  wco_grad = Σ_n do⊙cs;
+//                   b_grad = Σ_n dgates.
+// [..] terms are present only with use_peephole; without it wci/wcf/wco are never read.
+//
+// T is float or double (float16 is computed in float32 by the caller, SPEC A2). All pointers
+// are dense row-major with the shapes given; the row functions process rows [n0, n1) and touch
+// nothing outside them, so callers may split rows over threads themselves. Outputs must not
+// alias inputs, except where noted.
+#pragma once
+
+#include <cstdint>
+
+#include "core/activations.h"
+#include "core/parallel.h"
+#include "ref/lstm_cell.h"
+
+namespace blockrnn::cpu {
+
+// Per-op constants of the forward pass.
+template <typename T>
+struct LSTMFwdParams {
+  std::int64_t H = 0;                     // cell size
+  LSTMLayout layout = LSTMLayout::kICFO;  // column blocks of `gates` and `b`
+  T forget_bias = T(0);                   // BlockLSTMV2: 0
+  T cell_clip = T(0);                     // clip only when > 0 (0, negative and NaN disable it)
+  bool use_peephole = false;
+  const T* b = nullptr;    // [4H] bias in `layout`, or nullptr when `gates` already holds it
+  const T* wci = nullptr;  // [H]  (read only with use_peephole)
+  const T* wcf = nullptr;  // [H]
+  const T* wco = nullptr;  // [H]
+};
+
+// The tensors of one forward step.
+template <typename T>
+struct LSTMFwdStep {
+  const T* gates = nullptr;    // [B, 4H]  [x, h_prev]·w (+ b when LSTMFwdParams::b is null)
+  const T* cs_prev = nullptr;  // [B, H]   state entering the step
+  T* i = nullptr;              // [B, H]
+  T* cs = nullptr;             // [B, H]
+  T* f = nullptr;              // [B, H]
+  T* o = nullptr;              // [B, H]
+  T* ci = nullptr;             // [B, H]
+  T* co = nullptr;             // [B, H]
+  T* h = nullptr;              // [B, H]
+};
+
+// Per-op constants of the backward pass.
+template <typename T>
+struct LSTMBwdParams {
+  std::int64_t H = 0;
+  LSTMLayout layout = LSTMLayout::kICFO;  // column blocks of `dgates`
+  bool use_peephole = false;
+  const T* wci = nullptr;  // [H]  (read only with use_peephole)
+  const T* wcf = nullptr;  // [H]
+  const T* wco = nullptr;  // [H]
+};
+
+// The tensors of one backward step.
+template <typename T>
+struct LSTMBwdStep {
+  const T* cs_prev = nullptr;  // [B, H]  state that entered the step
+  const T* i = nullptr;        // [B, H]  forward outputs of the step
+  const T* cs = nullptr;       // [B, H]
+  const T* f = nullptr;        // [B, H]
+  const T* o = nullptr;        // [B, H]
+  const T* ci = nullptr;       // [B, H]
+  const T* co = nullptr;       // [B, H]
+  // ∂L/∂cs and ∂L/∂h: the external parts, or the totals when no carries are given.
+  const T* cs_grad = nullptr;        // [B, H]
+  const T* h_grad = nullptr;         // [B, H]
+  const T* cs_grad_carry = nullptr;  // [B, H] optional, added to cs_grad (recurrent carry)
+  const T* h_grad_carry = nullptr;   // [B, H] optional, added to h_grad
+  T* dgates = nullptr;               // [B, 4H] ∂L/∂gates in the layout
+  // May alias cs_grad_carry (each element is read before it is written).
+  T* cs_prev_grad = nullptr;  // [B, H]
+};
+
+namespace detail {
+
+template <typename T, bool kPeephole>
+inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t n0,
+                          std::int64_t n1) {
+  const std::int64_t H = p.H;
+  const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
+  const T fb = p.forget_bias, clip = p.cell_clip;
+  const bool do_clip = clip > T(0);  // false for NaN
+  for (std::int64_t n = n0; n < n1; ++n) {
+    const T* gates = s.gates + n * 4 * H;
+    const T* gi = gates + g.i * H;
+    const T* gc = gates + g.c * H;
+    const T* gf = gates + g.f * H;
+    const T* go = gates + g.o * H;
+    const T* csp = s.cs_prev + n * H;
+    const std::int64_t r = n * H;
+    for (std::int64_t j = 0; j < H; ++j) {
+      T zi = gi[j], zc = gc[j], zf = gf[j], zo = go[j];
+      if (p.b != nullptr) {
+        zi = zi + p.b[g.i * H + j];
+        zc = zc + p.b[g.c * H + j];
+        zf = zf + p.b[g.f * H + j];
+        zo = zo + p.b[g.o * H + j];
+      }
+      const T cp = csp[j];
+      if constexpr (kPeephole) zi = zi + cp * p.wci[j];
+      const T vi = core::sigmoid(zi);
+      const T vci = core::tanh_act(zc);
+      zf = zf + fb;
+      if constexpr (kPeephole) zf = zf + cp * p.wcf[j];
+      const T vf = core::sigmoid(zf);
+      T vcs = vi * vci + vf * cp;
+      if (do_clip) {  // min(max(cs, −clip), clip); a NaN cs stays NaN, as in TensorFlow
+        if (vcs < -clip) vcs = -clip;
+        if (vcs > clip) vcs = clip;
+      }
+      const T vco = core::tanh_act(vcs);
+      if constexpr (kPeephole) zo = zo + vcs * p.wco[j];
+      const T vo = core::sigmoid(zo);
+      s.i[r + j] = vi;
+      s.ci[r + j] = vci;
+      s.f[r + j] = vf;
+      s.cs[r + j] = vcs;
+      s.co[r + j] = vco;
+      s.o[r + j] = vo;
+      s.h[r + j] = vo * vco;
+    }
+  }
+}
+
+template <typename T, bool kPeephole>
+inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t n0,
+                          std::int64_t n1) {
+  const std::int64_t H = p.H;
+  const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
+  for (std::int64_t n = n0; n < n1; ++n) {
+    const std::int64_t r = n * H;
+    T* dg = s.dgates + n * 4 * H;
+    for (std::int64_t j = 0; j < H; ++j) {
+      const std::int64_t e = r + j;
+      const T i = s.i[e], f = s.f[e], o = s.o[e], ci = s.ci[e], co = s.co[e], cp = s.cs_prev[e];
+      T dh = s.h_grad[e];
+      if (s.h_grad_carry != nullptr) dh = dh + s.h_grad_carry[e];
+      T dcs_in = s.cs_grad[e];
+      if (s.cs_grad_carry != nullptr) dcs_in = dcs_in + s.cs_grad_carry[e];
+      const T d_o = ((o * (T(1) - o)) * dh) * co;
+      T dcs = ((T(1) - co * co) * dh) * o + dcs_in;
+      if constexpr (kPeephole) dcs = dcs + d_o * p.wco[j];
+      const T dci = ((T(1) - ci * ci) * dcs) * i;
+      const T df = ((f * (T(1) - f)) * dcs) * cp;
+      const T di = ((i * (T(1) - i)) * dcs) * ci;
+      dg[g.i * H + j] = di;
+      dg[g.c * H + j] = dci;
+      dg[g.f * H + j] = df;
+      dg[g.o * H + j] = d_o;
+      T dcsp = dcs * f;
+      if constexpr (kPeephole) dcsp = (dcsp + di * p.wci[j]) + df * p.wcf[j];
+      s.cs_prev_grad[e] = dcsp;
+    }
+  }
+}
+
+}  // namespace detail
+
+// Forward element-wise pass over rows [n0, n1) of one step.
+template <typename T>
+inline void lstm_fwd_pointwise_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s,
+                                    std::int64_t n0, std::int64_t n1) {
+  if (p.use_peephole) {
+    detail::lstm_fwd_rows<T, true>(p, s, n0, n1);
+  } else {
+    detail::lstm_fwd_rows<T, false>(p, s, n0, n1);
+  }
+}
+
+// Forward element-wise pass over all B rows of one step, threaded over rows (core::parallel_for;
+// results do not depend on the thread count).
+template <typename T>
+inline void lstm_fwd_pointwise(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t B) {
+  core::parallel_for(
+      B, 8 * p.H, [&](std::int64_t n0, std::int64_t n1) { lstm_fwd_pointwise_rows(p, s, n0, n1); });
+}
+
+// Backward element-wise pass over rows [n0, n1) of one step: dgates and cs_prev_grad.
+template <typename T>
+inline void lstm_bwd_pointwise_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s,
+                                    std::int64_t n0, std::int64_t n1) {
+  if (p.use_peephole) {
+    detail::lstm_bwd_rows<T, true>(p, s, n0, n1);
+  } else {
+    detail::lstm_bwd_rows<T, false>(p, s, n0, n1);
+  }
+}
+
+// Backward element-wise pass over all B rows of one step, threaded over rows.
+template <typename T>
+inline void lstm_bwd_pointwise(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t B) {
+  core::parallel_for(
+      B, 8 * p.H, [&](std::int64_t n0, std::int64_t n1) { lstm_bwd_pointwise_rows(p, s, n0, n1); });
+}
+
+// Peephole gradients of one step from its dgates (written by lstm_bwd_pointwise), over B rows:
+//   wci_grad (+)= Σ_n di⊙cs_prev;  wcf_grad (+)= Σ_n df⊙cs_prev;  wco_grad (+)= Σ_n do⊙cs
+// `accumulate` false overwrites, true adds (the sequence ops sum over steps). Reads
+// s.dgates, s.cs_prev and s.cs only. Threaded over columns; each column is summed over n in
+// increasing order, so results do not depend on the thread count. Call it only with peepholes
+// (without them the gradients are zero and the caller zero-fills).
+template <typename T>
+inline void lstm_peephole_grads(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t B,
+                                bool accumulate, T* wci_grad, T* wcf_grad, T* wco_grad) {
+  const std::int64_t H = p.H;
+  const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
+  core::parallel_for(H, 3 * B, [&](std::int64_t j0, std::int64_t j1) {
+    if (!accumulate) {
+      for (std::int64_t j = j0; j < j1; ++j) wci_grad[j] = wcf_grad[j] = wco_grad[j] = T(0);
+    }
+    for (std::int64_t n = 0; n < B; ++n) {
+      const T* dg = s.dgates + n * 4 * H;
+      const T* cp = s.cs_prev + n * H;
+      const T* cs = s.cs + n * H;
+      for (std::int64_t j = j0; j < j1; ++j) {
+        wci_grad[j] += dg[g.i * H + j] * cp[j];
+        wcf_grad[j] += dg[g.f * H + j] * cp[j];
+        wco_grad[j] += dg[g.o * H + j] * cs[j];
+      }
+    }
+  });
+}
+
+// Bias gradient: b_grad[k] (+)= Σ_n dgates[n, k] over `rows` rows of dgates [rows, 4H]
+// (layout-independent; the sequence ops may pass all T·B rows at once). Threaded over columns,
+// each summed over n in increasing order.
+template <typename T>
+inline void lstm_bias_grad(std::int64_t H, std::int64_t rows, const T* dgates, bool accumulate,
+                           T* b_grad) {
+  const std::int64_t G = 4 * H;
+  core::parallel_for(G, rows, [&](std::int64_t k0, std::int64_t k1) {
+    if (!accumulate) {
+      for (std::int64_t k = k0; k < k1; ++k) b_grad[k] = T(0);
+    }
+    for (std::int64_t n = 0; n < rows; ++n) {
+      const T* dg = dgates + n * G;
+      for (std::int64_t k = k0; k < k1; ++k) b_grad[k] += dg[k];
+    }
+  });
+}
+
+}  // namespace blockrnn::cpu

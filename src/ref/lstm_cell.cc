@@ -1,0 +1,159 @@
+// Reference LSTM block cell: plain loops, the executable form of SPEC §5.2, §6.2 and §6.4.
+// Written independently of the fast path's fused kernels (src/cpu/lstm_pointwise.h) so that the
+// two check each other. Shape letters: B batch, I input size, H cell size.
+//
+//   xh    = [x, h_prev]                                          [B, I+H]
+//   gates = xh·w  (rounded), then + b                            [B, 4H]  (blocks per layout)
+//   i  = σ(g_i [+ cs_prev⊙wci]);  ci = tanh(g_c);  f = σ((g_f + forget_bias) [+ cs_prev⊙wcf])
+//   cs = i⊙ci + f⊙cs_prev;  if cell_clip > 0: cs = min(max(cs, −cell_clip), cell_clip)
+//   co = tanh(cs);  o = σ(g_o [+ cs⊙wco]);  h = o⊙co
+// Backward (groupings as TensorFlow evaluates them; the clip is not differentiated):
+//   do  = ((o⊙(1−o))⊙h_grad)⊙co
+//   dcs = ((1−co⊙co)⊙h_grad)⊙o + cs_grad  [+ do⊙wco]
+//   dci = ((1−ci⊙ci)⊙dcs)⊙i;  df = ((f⊙(1−f))⊙dcs)⊙cs_prev;  di = ((i⊙(1−i))⊙dcs)⊙ci
+//   dgates = [di, dci, df, do] (ICFO; IFCO: [di, df, dci, do])
+//   cs_prev_grad = dcs⊙f  [+ di⊙wci + df⊙wcf]
+//   wci_grad = Σ_b di⊙cs_prev;  wcf_grad = Σ_b df⊙cs_prev;  wco_grad = Σ_b do⊙cs  (else 0)
+// Full backward (SPEC §6.4):
+//   xh_grad = dgates·wᵀ  → x_grad = xh_grad[:, :I], h_prev_grad = xh_grad[:, I:]
+//   w_grad = xhᵀ·dgates;  b_grad = Σ_b dgates
+#include "ref/lstm_cell.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/activations.h"
+
+namespace blockrnn::ref {
+namespace {
+
+// [a, b] along columns: [B, Ia] and [B, Ib] -> [B, Ia+Ib]
+template <typename T>
+std::vector<T> concat_cols(std::int64_t B, std::int64_t Ia, const T* a, std::int64_t Ib,
+                           const T* b) {
+  std::vector<T> out(B * (Ia + Ib));
+  for (std::int64_t n = 0; n < B; ++n) {
+    for (std::int64_t k = 0; k < Ia; ++k) out[n * (Ia + Ib) + k] = a[n * Ia + k];
+    for (std::int64_t k = 0; k < Ib; ++k) out[n * (Ia + Ib) + Ia + k] = b[n * Ib + k];
+  }
+  return out;
+}
+
+}  // namespace
+
+template <typename T>
+void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, K = I + H, G = 4 * H;
+  const LSTMGateBlocks blk = lstm_gate_blocks(a.layout);
+  const std::vector<T> xh = concat_cols(B, I, a.x, H, a.h_prev);
+  // gates = xh·w      [B, 4H] = [B, I+H]·[I+H, 4H]; stored, then the bias is added
+  std::vector<T> gates(B * G);
+  for (std::int64_t n = 0; n < B; ++n) {
+    for (std::int64_t k = 0; k < G; ++k) {
+      T acc = T(0);
+      for (std::int64_t m = 0; m < K; ++m) acc += xh[n * K + m] * a.w[m * G + k];
+      gates[n * G + k] = acc;
+    }
+  }
+  for (std::int64_t n = 0; n < B; ++n) {
+    for (std::int64_t k = 0; k < G; ++k) gates[n * G + k] = gates[n * G + k] + a.b[k];
+  }
+  const bool clip = a.cell_clip > T(0);
+  for (std::int64_t n = 0; n < B; ++n) {
+    for (std::int64_t j = 0; j < H; ++j) {
+      const std::int64_t e = n * H + j;
+      const T g_i = gates[n * G + blk.i * H + j], g_c = gates[n * G + blk.c * H + j],
+              g_f = gates[n * G + blk.f * H + j], g_o = gates[n * G + blk.o * H + j];
+      const T cs_prev = a.cs_prev[e];
+      const T i = core::sigmoid(a.use_peephole ? g_i + cs_prev * a.wci[j] : g_i);
+      const T ci = core::tanh_act(g_c);
+      const T f = core::sigmoid(a.use_peephole ? (g_f + a.forget_bias) + cs_prev * a.wcf[j]
+                                               : g_f + a.forget_bias);
+      T cs = i * ci + f * cs_prev;
+      if (clip) cs = std::min(std::max(cs, -a.cell_clip), a.cell_clip);
+      const T co = core::tanh_act(cs);
+      const T o = core::sigmoid(a.use_peephole ? g_o + cs * a.wco[j] : g_o);
+      a.i[e] = i;
+      a.cs[e] = cs;
+      a.f[e] = f;
+      a.o[e] = o;
+      a.ci[e] = ci;
+      a.co[e] = co;
+      a.h[e] = o * co;
+    }
+  }
+}
+
+template <typename T>
+void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, K = I + H, G = 4 * H;
+  const LSTMGateBlocks blk = lstm_gate_blocks(a.layout);
+  for (std::int64_t n = 0; n < B; ++n) {
+    for (std::int64_t j = 0; j < H; ++j) {
+      const std::int64_t e = n * H + j;
+      const T i = a.i[e], f = a.f[e], o = a.o[e], ci = a.ci[e], co = a.co[e];
+      const T h_grad = a.h_grad[e], cs_prev = a.cs_prev[e];
+      const T d_o = ((o * (T(1) - o)) * h_grad) * co;
+      T dcs = ((T(1) - co * co) * h_grad) * o + a.cs_grad[e];
+      if (a.use_peephole) dcs = dcs + d_o * a.wco[j];
+      const T dci = ((T(1) - ci * ci) * dcs) * i;
+      const T df = ((f * (T(1) - f)) * dcs) * cs_prev;
+      const T di = ((i * (T(1) - i)) * dcs) * ci;
+      a.dgates[n * G + blk.i * H + j] = di;
+      a.dgates[n * G + blk.c * H + j] = dci;
+      a.dgates[n * G + blk.f * H + j] = df;
+      a.dgates[n * G + blk.o * H + j] = d_o;
+      T cs_prev_grad = dcs * f;
+      if (a.use_peephole) cs_prev_grad = (cs_prev_grad + di * a.wci[j]) + df * a.wcf[j];
+      a.cs_prev_grad[e] = cs_prev_grad;
+    }
+  }
+  for (std::int64_t j = 0; j < H; ++j) {
+    T sci = T(0), scf = T(0), sco = T(0);
+    if (a.use_peephole) {
+      for (std::int64_t n = 0; n < B; ++n) {
+        sci += a.dgates[n * G + blk.i * H + j] * a.cs_prev[n * H + j];
+        scf += a.dgates[n * G + blk.f * H + j] * a.cs_prev[n * H + j];
+        sco += a.dgates[n * G + blk.o * H + j] * a.cs[n * H + j];
+      }
+    }
+    a.wci_grad[j] = sci;
+    a.wcf_grad[j] = scf;
+    a.wco_grad[j] = sco;
+  }
+  if (!a.full) return;
+  // xh_grad = dgates·wᵀ      [B, I+H] = [B, 4H]·[I+H, 4H]ᵀ
+  for (std::int64_t n = 0; n < B; ++n) {
+    for (std::int64_t m = 0; m < K; ++m) {
+      T acc = T(0);
+      for (std::int64_t k = 0; k < G; ++k) acc += a.dgates[n * G + k] * a.w[m * G + k];
+      if (m < I) {
+        a.x_grad[n * I + m] = acc;
+      } else {
+        a.h_prev_grad[n * H + (m - I)] = acc;
+      }
+    }
+  }
+  // w_grad = xhᵀ·dgates      [I+H, 4H] = [B, I+H]ᵀ·[B, 4H]
+  const std::vector<T> xh = concat_cols(B, I, a.x, H, a.h_prev);
+  for (std::int64_t m = 0; m < K; ++m) {
+    for (std::int64_t k = 0; k < G; ++k) {
+      T acc = T(0);
+      for (std::int64_t n = 0; n < B; ++n) acc += xh[n * K + m] * a.dgates[n * G + k];
+      a.w_grad[m * G + k] = acc;
+    }
+  }
+  // b_grad = Σ_b dgates      [4H]
+  for (std::int64_t k = 0; k < G; ++k) {
+    T acc = T(0);
+    for (std::int64_t n = 0; n < B; ++n) acc += a.dgates[n * G + k];
+    a.b_grad[k] = acc;
+  }
+}
+
+template void lstm_cell_fwd<float>(const LSTMDims&, const LSTMCellFwdArgs<float>&);
+template void lstm_cell_fwd<double>(const LSTMDims&, const LSTMCellFwdArgs<double>&);
+template void lstm_cell_bwd<float>(const LSTMDims&, const LSTMCellBwdArgs<float>&);
+template void lstm_cell_bwd<double>(const LSTMDims&, const LSTMCellBwdArgs<double>&);
+
+}  // namespace blockrnn::ref

@@ -1,0 +1,106 @@
+// Kernel interface of the LSTM block cell (LSTMBlockCell, LSTMBlockCellGrad and the full cell
+// backward), shared by the reference (namespace ref) and the fast path (namespace cpu): the same
+// signature, so tests and the reference switch can swap them. Also the gate layouts (SPEC §1.3)
+// that every LSTM kernel uses, the sequence ops included.
+//
+// Shape letters: B batch, I input size, H cell size. Pointers are dense row-major; shapes in the
+// comments. Inputs are validated by the caller (src/ops/lstm_ops.cc).
+//
+//   gates = [x, h_prev]·w + b                                  [B, 4H], column blocks per layout
+//   i  = σ(g_i [+ cs_prev⊙wci]);  ci = tanh(g_c);  f = σ((g_f + forget_bias) [+ cs_prev⊙wcf])
+//   cs = clip(i⊙ci + f⊙cs_prev, cell_clip);  co = tanh(cs);  o = σ(g_o [+ cs⊙wco]);  h = o⊙co
+// The equations of the backward are in src/ref/lstm_cell.cc and docs/ops.md.
+#pragma once
+
+#include <cstdint>
+
+namespace blockrnn {
+
+// Column order of the four H-wide gate blocks of w, b and the gate gradient (SPEC §1.3).
+// ICFO: LSTMBlockCell(Grad), BlockLSTM(Grad). IFCO: BlockLSTMV2, BlockLSTMGradV2.
+enum class LSTMLayout : std::uint8_t { kICFO, kIFCO };
+
+// Column block index (multiply by H for the column offset) of each gate in a layout.
+struct LSTMGateBlocks {
+  std::int64_t i, c, f, o;
+};
+constexpr LSTMGateBlocks lstm_gate_blocks(LSTMLayout layout) {
+  return layout == LSTMLayout::kICFO ? LSTMGateBlocks{0, 1, 2, 3} : LSTMGateBlocks{0, 2, 1, 3};
+}
+
+struct LSTMDims {
+  std::int64_t B, I, H;
+};
+
+template <typename T>
+struct LSTMCellFwdArgs {
+  const T* x;            // [B, I]
+  const T* cs_prev;      // [B, H]
+  const T* h_prev;       // [B, H]
+  const T* w;            // [I+H, 4H]  rows: x then h_prev; column blocks per `layout`
+  const T* wci;          // [H]  (read only when use_peephole)
+  const T* wcf;          // [H]
+  const T* wco;          // [H]
+  const T* b;            // [4H]  column blocks per `layout`
+  T* i;                  // [B, H]
+  T* cs;                 // [B, H]
+  T* f;                  // [B, H]
+  T* o;                  // [B, H]
+  T* ci;                 // [B, H]
+  T* co;                 // [B, H]
+  T* h;                  // [B, H]
+  T forget_bias = T(1);  // added to f's pre-activation after b
+  T cell_clip = T(3);    // cs is clipped to [−cell_clip, cell_clip] only when cell_clip > 0
+  bool use_peephole = false;
+  LSTMLayout layout = LSTMLayout::kICFO;
+};
+
+template <typename T>
+struct LSTMCellBwdArgs {
+  const T* x;        // [B, I]     (only for the parameter gradients)
+  const T* cs_prev;  // [B, H]
+  const T* h_prev;   // [B, H]     (only for the parameter gradients)
+  const T* w;        // [I+H, 4H]  (only for x_grad / h_prev_grad)
+  const T* wci;      // [H]  (read only when use_peephole)
+  const T* wcf;      // [H]
+  const T* wco;      // [H]
+  const T* i;        // [B, H], forward outputs
+  const T* cs;       // [B, H]
+  const T* f;        // [B, H]
+  const T* o;        // [B, H]
+  const T* ci;       // [B, H]
+  const T* co;       // [B, H]
+  const T* cs_grad;  // [B, H], total ∂L/∂cs of this step
+  const T* h_grad;   // [B, H], ∂L/∂h
+  T* cs_prev_grad;   // [B, H]
+  T* dgates;         // [B, 4H], ∂L/∂gates in `layout` (TensorFlow's `dicfo` for ICFO)
+  T* wci_grad;       // [H]  (zeros without peepholes)
+  T* wcf_grad;       // [H]
+  T* wco_grad;       // [H]
+  bool use_peephole = false;
+  LSTMLayout layout = LSTMLayout::kICFO;
+  // The full backward (SPEC §6.4, gradients.LSTMBlockCell): when `full` is set, also the input
+  // and parameter gradients below, overwritten (not accumulated); LSTMBlockCellGrad leaves it
+  // unset. (A flag, not null pointers: an empty x_grad, I = 0, may legitimately be null.)
+  bool full = false;
+  T* x_grad = nullptr;       // [B, I]
+  T* h_prev_grad = nullptr;  // [B, H]
+  T* w_grad = nullptr;       // [I+H, 4H]
+  T* b_grad = nullptr;       // [4H]
+};
+
+namespace ref {
+template <typename T>
+void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a);
+template <typename T>
+void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a);
+}  // namespace ref
+
+namespace cpu {
+template <typename T>
+void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a);
+template <typename T>
+void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a);
+}  // namespace cpu
+
+}  // namespace blockrnn
