@@ -28,7 +28,8 @@ def _str(s):
 
 
 def _tensor(name, a):
-    a = np.ascontiguousarray(a)
+    a = np.asarray(a)
+    a = a if a.flags.c_contiguous else a.copy(order="C")  # keeps 0-d arrays 0-d
     out = _str(name) + struct.pack("<BI", DTYPE_CODES[a.dtype], a.ndim)
     out += b"".join(struct.pack("<q", d) for d in a.shape)
     return out + a.astype(a.dtype.newbyteorder("<")).tobytes()

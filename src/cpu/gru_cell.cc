@@ -1,11 +1,12 @@
 // Fast GRU block cell: BLAS GEMMs on the x and h row blocks of the weights (no [x, h]
-// concatenation) and one fused element-wise pass per stage. Same math and signature as
+// concatenation) and one fused element-wise pass per stage (the row kernels of
+// src/cpu/gru_pointwise.h, shared with BlockGRU). Same math and signature as
 // src/ref/gru_cell.cc; see there for the equations.
 #include <vector>
 
 #include "blas/gemm.h"
-#include "core/activations.h"
 #include "core/parallel.h"
+#include "cpu/gru_pointwise.h"
 #include "ref/gru_cell.h"
 
 namespace blockrnn::cpu {
@@ -29,23 +30,16 @@ void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a) {
           ru_bar.data(), 2 * H);
   core::parallel_for(B, 2 * H, [&](std::int64_t n0, std::int64_t n1) {
     for (std::int64_t n = n0; n < n1; ++n) {
-      const T* rub = ru_bar.data() + n * 2 * H;
-      for (std::int64_t j = 0; j < H; ++j) {
-        const T r = core::sigmoid(rub[j] + a.b_ru[j]);
-        a.r[n * H + j] = r;
-        a.u[n * H + j] = core::sigmoid(rub[H + j] + a.b_ru[H + j]);
-        hr[n * H + j] = a.h_prev[n * H + j] * r;
-      }
+      gru_fwd_gates_row(H, ru_bar.data() + n * 2 * H, a.b_ru, a.h_prev + n * H, a.r + n * H,
+                        a.u + n * H, hr.data() + n * H);
     }
   });
   // c_bar = x·w_c_x + (h_prev⊙r)·w_c_h      [B,H] = [B,I]·[I,H] + [B,H]·[H,H]  (into c)
   gemm<T>(Trans::kNo, Trans::kNo, B, H, I, T(1), a.x, I, w_c_x, H, T(0), a.c, H);
   gemm<T>(Trans::kNo, Trans::kNo, B, H, H, T(1), hr.data(), H, w_c_h, H, T(1), a.c, H);
   core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
-    for (std::int64_t e = n0 * H; e < n1 * H; ++e) {
-      const T c = core::tanh_act(a.c[e] + a.b_c[e % H]);
-      a.c[e] = c;
-      a.h[e] = a.u[e] * (a.h_prev[e] - c) + c;
+    for (std::int64_t n = n0; n < n1; ++n) {
+      gru_fwd_candidate_row(H, a.b_c, a.u + n * H, a.h_prev + n * H, a.c + n * H, a.h + n * H);
     }
   });
 }
@@ -60,23 +54,16 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   std::vector<T> d_hr(B * H);
   core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
     for (std::int64_t n = n0; n < n1; ++n) {
-      for (std::int64_t j = 0; j < H; ++j) {
-        const std::int64_t e = n * H + j;
-        const T u = a.u[e], c = a.c[e], dh = a.d_h[e];
-        a.d_c_bar[e] = (dh * (T(1) - u)) * (T(1) - c * c);
-        a.d_r_bar_u_bar[n * 2 * H + H + j] = ((dh * (a.h_prev[e] - c)) * u) * (T(1) - u);
-      }
+      gru_bwd_cu_row(H, a.u + n * H, a.c + n * H, a.h_prev + n * H, a.d_h + n * H,
+                     a.d_c_bar + n * H, a.d_r_bar_u_bar + n * 2 * H + H);
     }
   });
   // d_hr = d_c_bar·w_c_hᵀ      [B,H] = [B,H]·[H,H]ᵀ
   gemm<T>(Trans::kNo, Trans::kYes, B, H, H, T(1), a.d_c_bar, H, w_c_h, H, T(0), d_hr.data(), H);
   core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
     for (std::int64_t n = n0; n < n1; ++n) {
-      for (std::int64_t j = 0; j < H; ++j) {
-        const std::int64_t e = n * H + j;
-        const T r = a.r[e];
-        a.d_r_bar_u_bar[n * 2 * H + j] = ((d_hr[e] * a.h_prev[e]) * r) * (T(1) - r);
-      }
+      gru_bwd_r_row(H, d_hr.data() + n * H, a.h_prev + n * H, a.r + n * H,
+                    a.d_r_bar_u_bar + n * 2 * H);
     }
   });
   // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ      [B,I] = [B,2H]·[I,2H]ᵀ + [B,H]·[I,H]ᵀ
@@ -87,8 +74,9 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   gemm<T>(Trans::kNo, Trans::kYes, B, H, 2 * H, T(1), a.d_r_bar_u_bar, 2 * H, w_ru_h, 2 * H, T(0),
           a.d_h_prev, H);
   core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
-    for (std::int64_t e = n0 * H; e < n1 * H; ++e) {
-      a.d_h_prev[e] = (a.d_h_prev[e] + d_hr[e] * a.r[e]) + a.d_h[e] * a.u[e];
+    for (std::int64_t n = n0; n < n1; ++n) {
+      gru_bwd_h_prev_row(H, d_hr.data() + n * H, a.r + n * H, a.d_h + n * H, a.u + n * H,
+                         a.d_h_prev + n * H);
     }
   });
   if (a.d_w_ru == nullptr) return;

@@ -1,6 +1,16 @@
-// BlockLSTM(V2), BlockLSTMGrad(V2), BlockGRU, BlockGRUGrad — not built yet (issue 4).
+// Registration of the sequence ops (SPEC §7–§8, A6). Each family lives in its own file:
+//   src/ops/block_lstm_ops.cc  BlockLSTM, BlockLSTMV2, BlockLSTMGrad, BlockLSTMGradV2
+//   src/ops/block_gru_ops.cc   BlockGRU, BlockGRUGrad
 #include "core/op_impl.h"
 
 namespace blockrnn::core {
-void register_sequence_ops() {}
+
+void register_block_lstm_ops();
+void register_block_gru_ops();
+
+void register_sequence_ops() {
+  register_block_lstm_ops();
+  register_block_gru_ops();
+}
+
 }  // namespace blockrnn::core

@@ -1,0 +1,133 @@
+// blockrnn/sequence.h — the sequence ops: BlockLSTM, BlockLSTMGrad (ICFO), BlockLSTMV2,
+// BlockLSTMGradV2 (IFCO), and the new BlockGRU, BlockGRUGrad (SPEC §7–§8, A6).
+//
+// Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
+// x is time-major [T, B, I]. Steps t < S run the cell (LSTMBlockCell / GRUBlockCell) on x[t]
+// with the state of step t−1 (the initial state at t = 0); every output of a step t ≥ S is zero.
+// The grads run t = S−1 … 0, ignore incoming gradients at t ≥ S, return zero x_grad there, and
+// sum the weight, bias and peephole gradients over the steps.
+//
+// LSTM, per step (gate column blocks of w/b: ICFO = [i, ci, f, o], IFCO = [i, f, ci, o]):
+//   gates = x[t]·w_x + h[t−1]·w_h + b;  i = σ(g_i [+ cs[t−1]⊙wci]);  ci = tanh(g_c)
+//   f = σ(g_f + forget_bias [+ cs[t−1]⊙wcf]);  cs = clip(i⊙ci + f⊙cs[t−1]);  co = tanh(cs)
+//   o = σ(g_o [+ cs⊙wco]);  h = o⊙co          (clip at ±cell_clip only when cell_clip > 0)
+// GRU, per step: as blockrnn/gru.h.
+//
+// Exactly TensorFlow's kernels (docs/ops.md lists the deliberate differences, SPEC A4: all
+// outputs past S are zero; BlockLSTMGradV2 is the correct IFCO gradient). dtypes: float16,
+// float32, float64. Every function validates first and throws blockrnn::Error on bad input.
+// Outputs passed by the caller must have the documented shapes and the inputs' dtype and must
+// not alias the inputs; every element of them is written.
+#pragma once
+
+#include <cstdint>
+
+#include "blockrnn/tensor.h"
+
+namespace blockrnn {
+
+// ---- BlockLSTM / BlockLSTMV2 ----------------------------------------------------------------
+
+struct BlockLSTMInputs {
+  std::int64_t seq_len_max = 0;  // S, in [0, T]
+  TensorView x;                  // [T, B, I]
+  TensorView cs_prev;            // [B, H]  initial cell state
+  TensorView h_prev;             // [B, H]  initial hidden state
+  TensorView w;                  // [I+H, 4H]  rows: x part then h part
+  TensorView wci, wcf, wco;      // [H] each  peephole vectors (read only with use_peephole)
+  TensorView b;                  // [4H]
+};
+struct BlockLSTMOutputs {
+  MutableTensorView i, cs, f, o, ci, co, h;  // each [T, B, H]
+};
+struct BlockLSTMResult {
+  Tensor i, cs, f, o, ci, co, h;
+};
+// BlockLSTM (ICFO). Defaults are the op definition's, not TF's Python wrappers' (SPEC §1.2).
+struct BlockLSTMAttrs {
+  double forget_bias = 1.0;  // added to the forget gate's pre-activation after b
+  double cell_clip = 3.0;    // clip cs only when > 0 (0, negative and NaN disable it)
+  bool use_peephole = false;
+};
+void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
+                const BlockLSTMAttrs& attrs = {});
+BlockLSTMResult block_lstm(const BlockLSTMInputs& in, const BlockLSTMAttrs& attrs = {});
+
+// BlockLSTMV2 (IFCO, no forget bias).
+struct BlockLSTMV2Attrs {
+  double cell_clip = 0.0;
+  bool use_peephole = false;
+};
+void block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
+                   const BlockLSTMV2Attrs& attrs = {});
+BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMV2Attrs& attrs = {});
+
+// ---- BlockLSTMGrad / BlockLSTMGradV2 --------------------------------------------------------
+
+struct BlockLSTMGradInputs {
+  std::int64_t seq_len_max = 0;
+  TensorView x, cs_prev, h_prev, w, wci, wcf, wco, b;  // as BlockLSTMInputs
+  TensorView i, cs, f, o, ci, co, h;                   // [T, B, H], forward outputs
+  TensorView cs_grad;                                  // [T, B, H], external ∂L/∂cs[t]
+  TensorView h_grad;                                   // [T, B, H], external ∂L/∂h[t]
+};
+struct BlockLSTMGradOutputs {
+  MutableTensorView x_grad;                        // [T, B, I]
+  MutableTensorView cs_prev_grad;                  // [B, H]
+  MutableTensorView h_prev_grad;                   // [B, H]
+  MutableTensorView w_grad;                        // [I+H, 4H]  in the op's layout
+  MutableTensorView wci_grad, wcf_grad, wco_grad;  // [H] each (zero without peepholes)
+  MutableTensorView b_grad;                        // [4H]  in the op's layout
+};
+struct BlockLSTMGradResult {
+  Tensor x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad, wco_grad, b_grad;
+};
+// use_peephole is required (no default), as in TensorFlow. H = w.dim(1) / 4 must be positive.
+void block_lstm_grad(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
+                     bool use_peephole);
+BlockLSTMGradResult block_lstm_grad(const BlockLSTMGradInputs& in, bool use_peephole);
+void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
+                        bool use_peephole);
+BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& in, bool use_peephole);
+
+// ---- BlockGRU / BlockGRUGrad (new, SPEC A6) --------------------------------------------------
+
+struct BlockGRUInputs {
+  std::int64_t seq_len_max = 0;  // S, in [0, T]
+  TensorView x;                  // [T, B, I]
+  TensorView h_prev;             // [B, H]
+  TensorView w_ru;               // [I+H, 2H]  columns [r | u]
+  TensorView w_c;                // [I+H, H]
+  TensorView b_ru;               // [2H]
+  TensorView b_c;                // [H]
+};
+struct BlockGRUOutputs {
+  MutableTensorView r, u, c, h;  // each [T, B, H]
+};
+struct BlockGRUResult {
+  Tensor r, u, c, h;
+};
+void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out);
+BlockGRUResult block_gru(const BlockGRUInputs& in);
+
+struct BlockGRUGradInputs {
+  std::int64_t seq_len_max = 0;
+  TensorView x, h_prev, w_ru, w_c, b_ru, b_c;  // as BlockGRUInputs
+  TensorView r, u, c, h;                       // [T, B, H], forward outputs
+  TensorView h_grad;                           // [T, B, H], external ∂L/∂h[t]
+};
+struct BlockGRUGradOutputs {
+  MutableTensorView x_grad;       // [T, B, I]
+  MutableTensorView h_prev_grad;  // [B, H]
+  MutableTensorView w_ru_grad;    // [I+H, 2H]
+  MutableTensorView w_c_grad;     // [I+H, H]
+  MutableTensorView b_ru_grad;    // [2H]
+  MutableTensorView b_c_grad;     // [H]
+};
+struct BlockGRUGradResult {
+  Tensor x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad;
+};
+void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out);
+BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in);
+
+}  // namespace blockrnn

@@ -1,0 +1,192 @@
+// Fast BlockLSTM(V2) and BlockLSTMGrad(V2) (SPEC §7–§8, A8). Same math and signature as
+// src/ref/block_lstm.cc; the element-wise work of a step is one fused pass of
+// src/cpu/lstm_pointwise.h (shared with the cell ops).
+//
+// Shape letters: T time, B batch, I input, H cell, G = 4H, S = seq_len_max. The weights are
+// split by rows into w_x = w[0:I] [I, 4H] and w_h = w[I:] [H, 4H] (views, no copies).
+//
+// Forward:
+//   before the loop   gates = x·w_x for all S steps, x viewed as [S·B, I]   (one GEMM)
+//   per step t        gates[t] += h[t−1]·w_h                                (recurrent GEMM)
+//                     one fused pass: bias, activations, cs (clipped), co, h
+// Backward (the carries live in the outputs cs_prev_grad and h_prev_grad):
+//   per step t = S−1 … 0
+//                     one fused pass: dh = carry_h + h_grad[t], dcs_in = carry_cs + cs_grad[t],
+//                     dgates[t] (kept for all steps), carry_cs = dcs⊙f [+ peepholes]
+//                     carry_h = dgates[t]·w_hᵀ                              (recurrent GEMM)
+//   after the loop    x_grad = dgates·w_xᵀ;  w_grad = [x, h_{t−1}]ᵀ·dgates (row blocks);
+//                     b_grad and the peephole gradients as column reductions over all S·B rows
+//                     (accumulated in double for float: they sum S·B terms)
+// Rounding differs from TensorFlow's per-step [x, h]·w only in GEMM accumulation order
+// (x·w_x and h·w_h are each rounded before they are added), well inside SPEC A7.
+#include <algorithm>
+
+#include "blas/gemm.h"
+#include "cpu/lstm_pointwise.h"
+#include "cpu/sequence_common.h"
+#include "ref/block_lstm.h"
+
+namespace blockrnn::cpu {
+
+using blas::gemm;
+using blas::Trans;
+
+namespace {
+
+// Peephole gradients over all S·B rows after the backward loop (SPEC §8.2, summed over steps):
+//   wci_grad = Σ di⊙cs[t−1];  wcf_grad = Σ df⊙cs[t−1];  wco_grad = Σ do⊙cs[t]
+// with cs[−1] = cs_prev. Threads split the columns; each column is summed in row order with a
+// double accumulator for float (like column_sums), so the result does not depend on threads.
+template <typename T>
+void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, const T* cs_prev,
+                    const T* cs, const BlockLSTMBwdArgs<T>& a) {
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, G = 4 * H;
+  constexpr std::int64_t kChunk = 128;
+  const std::int64_t chunks = (H + kChunk - 1) / kChunk;
+  core::parallel_for(chunks, 3 * S * B * kChunk, [&](std::int64_t c0, std::int64_t c1) {
+    Acc<T> ai[kChunk], af[kChunk], ao[kChunk];
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int64_t j0 = c * kChunk, n = std::min(kChunk, H - j0);
+      std::fill(ai, ai + n, Acc<T>(0));
+      std::fill(af, af + n, Acc<T>(0));
+      std::fill(ao, ao + n, Acc<T>(0));
+      for (std::int64_t t = 0; t < S; ++t) {
+        for (std::int64_t b = 0; b < B; ++b) {
+          const T* dg = dgates + (t * B + b) * G + j0;
+          const T* csp = (t == 0 ? cs_prev : cs + (t - 1) * B * H) + b * H + j0;
+          const T* cst = cs + (t * B + b) * H + j0;
+          for (std::int64_t j = 0; j < n; ++j) {
+            ai[j] += Acc<T>(dg[g.i * H + j]) * csp[j];
+            af[j] += Acc<T>(dg[g.f * H + j]) * csp[j];
+            ao[j] += Acc<T>(dg[g.o * H + j]) * cst[j];
+          }
+        }
+      }
+      for (std::int64_t j = 0; j < n; ++j) {
+        a.wci_grad[j0 + j] = static_cast<T>(ai[j]);
+        a.wcf_grad[j0 + j] = static_cast<T>(af[j]);
+        a.wco_grad[j0 + j] = static_cast<T>(ao[j]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+template <typename T>
+void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
+  for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  const T* w_x = a.w;          // [I, 4H]
+  const T* w_h = a.w + I * G;  // [H, 4H]
+  Workspace<T> ws("BlockLSTM", {S * B * G});
+  T* const gates = ws.slice(0);  // [S, B, 4H]  gate pre-activations without bias
+
+  // gates = x·w_x for all steps      [S·B, 4H] = [S·B, I]·[I, 4H]
+  gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, T(1), a.x, I, w_x, G, T(0), gates, G);
+
+  LSTMFwdParams<T> p;
+  p.H = H;
+  p.layout = a.layout;
+  p.forget_bias = a.forget_bias;
+  p.cell_clip = a.cell_clip;
+  p.use_peephole = a.use_peephole;
+  p.b = a.b;
+  p.wci = a.wci;
+  p.wcf = a.wcf;
+  p.wco = a.wco;
+  for (std::int64_t t = 0; t < S; ++t) {
+    const std::int64_t o = t * BH;
+    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;  // [B, H]
+    T* const gates_t = gates + t * B * G;
+    // gates[t] += h[t−1]·w_h      [B, 4H] += [B, H]·[H, 4H]
+    gemm<T>(Trans::kNo, Trans::kNo, B, G, H, T(1), hp, H, w_h, G, T(1), gates_t, G);
+    const LSTMFwdStep<T> step{.gates = gates_t,
+                              .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
+                              .i = a.i + o,
+                              .cs = a.cs + o,
+                              .f = a.f + o,
+                              .o = a.o + o,
+                              .ci = a.ci + o,
+                              .co = a.co + o,
+                              .h = a.h + o};
+    lstm_fwd_pointwise(p, step, B);
+  }
+}
+
+template <typename T>
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
+  zero(a.x_grad + S * B * I, (d.T - S) * B * I);
+  zero(a.cs_prev_grad, BH);
+  zero(a.h_prev_grad, BH);
+  if (!a.use_peephole || S == 0) {
+    zero(a.wci_grad, H);
+    zero(a.wcf_grad, H);
+    zero(a.wco_grad, H);
+  }
+  if (S == 0) {
+    zero(a.w_grad, K * G);
+    zero(a.b_grad, G);
+    return;
+  }
+  const T* w_x = a.w;          // [I, 4H]
+  const T* w_h = a.w + I * G;  // [H, 4H]
+  Workspace<T> ws("BlockLSTMGrad", {S * B * G});
+  T* const dgates = ws.slice(0);       // [S, B, 4H]  ∂L/∂gates of every step, in the layout
+  T* const carry_cs = a.cs_prev_grad;  // [B, H]  ∂L/∂cs[t] flowing back from step t+1
+  T* const carry_h = a.h_prev_grad;    // [B, H]  ∂L/∂h[t] flowing back from step t+1
+
+  LSTMBwdParams<T> p;
+  p.H = H;
+  p.layout = a.layout;
+  p.use_peephole = a.use_peephole;
+  p.wci = a.wci;
+  p.wcf = a.wcf;
+  p.wco = a.wco;
+  for (std::int64_t t = S - 1; t >= 0; --t) {
+    const std::int64_t o = t * BH;
+    T* const dgates_t = dgates + t * B * G;
+    const LSTMBwdStep<T> step{
+        .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
+        .i = a.i + o,
+        .cs = a.cs + o,
+        .f = a.f + o,
+        .o = a.o + o,
+        .ci = a.ci + o,
+        .co = a.co + o,
+        .cs_grad = a.cs_grad + o,
+        .h_grad = a.h_grad + o,
+        .cs_grad_carry = carry_cs,
+        .h_grad_carry = carry_h,
+        .dgates = dgates_t,
+        .cs_prev_grad = carry_cs,  // in place: each element is read before it is written
+    };
+    lstm_bwd_pointwise(p, step, B);
+    // carry_h = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, B, H, G, T(1), dgates_t, G, w_h, G, T(0), carry_h, H);
+  }
+
+  const std::int64_t SB = S * B;
+  // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
+  gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, T(1), dgates, G, w_x, G, T(0), a.x_grad, I);
+  // w_grad[0:I] = xᵀ·dgates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
+  gemm<T>(Trans::kYes, Trans::kNo, I, G, SB, T(1), a.x, I, dgates, G, T(0), a.w_grad, G);
+  // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates, as two GEMMs so the previous-h sequence is never
+  // copied:  [H, 4H] = [B, H]ᵀ·[B, 4H] (t = 0) + [(S−1)·B, H]ᵀ·[(S−1)·B, 4H] (t ≥ 1)
+  T* const w_grad_h = a.w_grad + I * G;
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, T(1), a.h_prev, H, dgates, G, T(0), w_grad_h, G);
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, (S - 1) * B, T(1), a.h, H, dgates + B * G, G, T(1),
+          w_grad_h, G);
+  // b_grad = Σ over all S·B rows of dgates      [4H]
+  column_sums(SB, G, dgates, G, a.b_grad);
+  if (a.use_peephole) peephole_grads(d, lstm_gate_blocks(a.layout), dgates, a.cs_prev, a.cs, a);
+}
+
+template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);
+template void block_lstm_fwd<double>(const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&);
+template void block_lstm_bwd<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<float>&);
+template void block_lstm_bwd<double>(const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&);
+
+}  // namespace blockrnn::cpu

@@ -1,0 +1,83 @@
+// Helpers shared by the fast sequence drivers (src/cpu/block_gru.cc, src/cpu/block_lstm.cc):
+// the per-call workspace, zero fills and the column reductions that give bias and peephole
+// gradients over all T·B rows after the backward loop.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "blockrnn/error.h"
+#include "core/parallel.h"
+
+namespace blockrnn::cpu {
+
+// One allocation per call, carved into named slices before the time loop; nothing inside the
+// loop allocates. The memory is left uninitialised (every slice is fully written before it is
+// read). Sizes are overflow-checked and allocation failure is a library error.
+template <typename T>
+class Workspace {
+ public:
+  Workspace(const char* op, std::initializer_list<std::int64_t> sizes) {
+    std::int64_t total = 0;
+    for (std::int64_t s : sizes) {
+      if (s < 0 ||
+          total > std::numeric_limits<std::int64_t>::max() / 2 / std::int64_t(sizeof(T)) - s) {
+        overflow(op);
+      }
+      offsets_.push_back(total);
+      total += s;
+    }
+    try {
+      buffer_ = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(total));
+    } catch (const std::bad_alloc&) {
+      overflow(op);
+    }
+  }
+  T* slice(std::size_t k) { return buffer_.get() + offsets_[k]; }
+
+ private:
+  [[noreturn]] static void overflow(const char* op) {
+    throw Error(ErrorCode::kResourceExhausted,
+                std::string(op) + ": cannot allocate the workspace for this problem size");
+  }
+  std::unique_ptr<T[]> buffer_;
+  std::vector<std::int64_t> offsets_;
+};
+
+template <typename T>
+inline void zero(T* p, std::int64_t n) {
+  if (n > 0) std::fill(p, p + n, T(0));
+}
+
+// Accumulator of reductions: float sums run in double (bias gradients sum T·B terms).
+template <typename T>
+using Acc = std::conditional_t<sizeof(T) < sizeof(double), double, T>;
+
+// out[j] = Σ_r m[r, j] for a [rows, cols] matrix with row stride ld. Threads split the
+// columns; each column is summed in row order, so the result does not depend on threads.
+template <typename T>
+void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t ld, T* out) {
+  constexpr std::int64_t kChunk = 256;
+  const std::int64_t chunks = (cols + kChunk - 1) / kChunk;
+  core::parallel_for(chunks, rows * kChunk, [&](std::int64_t c0, std::int64_t c1) {
+    Acc<T> acc[kChunk];
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int64_t j0 = c * kChunk, n = std::min(kChunk, cols - j0);
+      std::fill(acc, acc + n, Acc<T>(0));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* row = m + r * ld + j0;
+        for (std::int64_t j = 0; j < n; ++j) acc[j] += row[j];
+      }
+      for (std::int64_t j = 0; j < n; ++j) out[j0 + j] = static_cast<T>(acc[j]);
+    }
+  });
+}
+
+}  // namespace blockrnn::cpu

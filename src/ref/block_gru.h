@@ -1,0 +1,68 @@
+// Kernel interface of BlockGRU and BlockGRUGrad (SPEC A6), shared by the reference (namespace
+// ref, src/ref/block_gru.cc) and the fast path (namespace cpu, src/cpu/block_gru.cc): the same
+// signature, so tests and the reference switch can swap them.
+//
+// Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
+// Step t < S is GRUBlockCell on x[t] with state h[t−1] (h_prev at t = 0); every output of a
+// step t ≥ S is zero. The backward runs t = S−1 … 0 with d_h = carry + h_grad[t] and sums the
+// parameter gradients of SPEC §3.4 over the steps; x_grad[t] = 0 for t ≥ S.
+// Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
+#pragma once
+
+#include <cstdint>
+
+namespace blockrnn {
+
+struct BlockGRUDims {
+  std::int64_t T, B, I, H;
+  std::int64_t seq_len_max;  // S, in [0, T]
+};
+
+template <typename T>
+struct BlockGRUFwdArgs {
+  const T* x;       // [T, B, I]
+  const T* h_prev;  // [B, H]
+  const T* w_ru;    // [I+H, 2H]
+  const T* w_c;     // [I+H, H]
+  const T* b_ru;    // [2H]
+  const T* b_c;     // [H]
+  T* r;             // [T, B, H]
+  T* u;             // [T, B, H]
+  T* c;             // [T, B, H]
+  T* h;             // [T, B, H]
+};
+
+template <typename T>
+struct BlockGRUBwdArgs {
+  const T* x;       // [T, B, I]
+  const T* h_prev;  // [B, H]
+  const T* w_ru;    // [I+H, 2H]
+  const T* w_c;     // [I+H, H]
+  const T* r;       // [T, B, H]  forward outputs
+  const T* u;       // [T, B, H]
+  const T* c;       // [T, B, H]
+  const T* h;       // [T, B, H]
+  const T* h_grad;  // [T, B, H]  external ∂L/∂h[t]
+  T* x_grad;        // [T, B, I]
+  T* h_prev_grad;   // [B, H]
+  T* w_ru_grad;     // [I+H, 2H]
+  T* w_c_grad;      // [I+H, H]
+  T* b_ru_grad;     // [2H]
+  T* b_c_grad;      // [H]
+};
+
+namespace ref {
+template <typename T>
+void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
+template <typename T>
+void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
+}  // namespace ref
+
+namespace cpu {
+template <typename T>
+void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
+template <typename T>
+void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
+}  // namespace cpu
+
+}  // namespace blockrnn

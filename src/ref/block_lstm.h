@@ -1,0 +1,95 @@
+// Kernel interface of BlockLSTM(V2) and BlockLSTMGrad(V2) (SPEC §7–§8), shared by the
+// reference (namespace ref, src/ref/block_lstm.cc) and the fast path (namespace cpu,
+// src/cpu/block_lstm.cc): the same signature, so tests and the reference switch can swap them.
+//
+// Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
+// Step t < S is LSTMBlockCell on x[t] with state (cs[t−1], h[t−1]) ((cs_prev, h_prev) at t = 0);
+// the recurrence carries the clipped cs. Every output of a step t ≥ S is zero (SPEC A4).
+// The backward runs t = S−1 … 0 with
+//   dcs_in = carry_cs + cs_grad[t],  dh = carry_h + h_grad[t]
+//   (dgates, carry_cs) = LSTMBlockCellGrad(…, dcs_in, dh);  carry_h = dgates·w_hᵀ
+//   x_grad[t] = dgates·w_xᵀ;  w_grad += [x[t], h[t−1]]ᵀ·dgates;  b_grad += Σ_b dgates;
+//   peephole grads += Σ_b (SPEC §8.2)
+// and x_grad[t] = 0 for t ≥ S; cs_prev_grad = carry_cs, h_prev_grad = carry_h.
+// Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
+#pragma once
+
+#include <cstdint>
+
+#include "ref/lstm_cell.h"
+
+namespace blockrnn {
+
+struct BlockLSTMDims {
+  std::int64_t T, B, I, H;
+  std::int64_t seq_len_max;  // S, in [0, T]
+};
+
+template <typename T>
+struct BlockLSTMFwdArgs {
+  const T* x;            // [T, B, I]
+  const T* cs_prev;      // [B, H]
+  const T* h_prev;       // [B, H]
+  const T* w;            // [I+H, 4H]  rows: x then h; column blocks per `layout`
+  const T* wci;          // [H]  (read only when use_peephole)
+  const T* wcf;          // [H]
+  const T* wco;          // [H]
+  const T* b;            // [4H]
+  T* i;                  // [T, B, H]
+  T* cs;                 // [T, B, H]
+  T* f;                  // [T, B, H]
+  T* o;                  // [T, B, H]
+  T* ci;                 // [T, B, H]
+  T* co;                 // [T, B, H]
+  T* h;                  // [T, B, H]
+  T forget_bias = T(0);  // BlockLSTM: the attr; BlockLSTMV2: 0
+  T cell_clip = T(0);    // clip only when > 0
+  bool use_peephole = false;
+  LSTMLayout layout = LSTMLayout::kICFO;
+};
+
+template <typename T>
+struct BlockLSTMBwdArgs {
+  const T* x;        // [T, B, I]
+  const T* cs_prev;  // [B, H]
+  const T* h_prev;   // [B, H]
+  const T* w;        // [I+H, 4H]
+  const T* wci;      // [H]  (read only when use_peephole)
+  const T* wcf;      // [H]
+  const T* wco;      // [H]
+  const T* i;        // [T, B, H]  forward outputs
+  const T* cs;       // [T, B, H]
+  const T* f;        // [T, B, H]
+  const T* o;        // [T, B, H]
+  const T* ci;       // [T, B, H]
+  const T* co;       // [T, B, H]
+  const T* h;        // [T, B, H]
+  const T* cs_grad;  // [T, B, H]  external ∂L/∂cs[t]
+  const T* h_grad;   // [T, B, H]  external ∂L/∂h[t]
+  T* x_grad;         // [T, B, I]
+  T* cs_prev_grad;   // [B, H]
+  T* h_prev_grad;    // [B, H]
+  T* w_grad;         // [I+H, 4H]  in `layout`
+  T* wci_grad;       // [H]  (zeros without peepholes)
+  T* wcf_grad;       // [H]
+  T* wco_grad;       // [H]
+  T* b_grad;         // [4H]  in `layout`
+  bool use_peephole = false;
+  LSTMLayout layout = LSTMLayout::kICFO;
+};
+
+namespace ref {
+template <typename T>
+void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
+template <typename T>
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
+}  // namespace ref
+
+namespace cpu {
+template <typename T>
+void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
+template <typename T>
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
+}  // namespace cpu
+
+}  // namespace blockrnn

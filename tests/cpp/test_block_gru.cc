@@ -1,0 +1,438 @@
+// BlockGRU and BlockGRUGrad (SPEC A6): fast path vs reference, equality with stepping the
+// GRU cell ops, seq_len_max semantics, finite differences in float64, empty shapes, float16,
+// caller memory and validation.
+#include <array>
+
+#include "test_util.h"
+
+namespace blockrnn {
+namespace {
+
+using testing::all_close;
+using testing::expect_invalid;
+using testing::poisoned;
+using testing::random_tensor;
+
+struct BlockGRUCase {
+  std::int64_t T, B, I, H;
+  Tensor x, h_prev, w_ru, w_c, b_ru, b_c;
+  BlockGRUCase(DType dt, std::int64_t T_, std::int64_t B_, std::int64_t I_, std::int64_t H_,
+               std::mt19937_64& rng)
+      : T(T_),
+        B(B_),
+        I(I_),
+        H(H_),
+        x(random_tensor(dt, {T, B, I}, rng)),
+        h_prev(random_tensor(dt, {B, H}, rng)),
+        // Weights ~U(±1/√(I+H)) (SPEC A7's unit scale), biases ~U(±1).
+        w_ru(random_tensor(dt, {I + H, 2 * H}, rng, -scale(), scale())),
+        w_c(random_tensor(dt, {I + H, H}, rng, -scale(), scale())),
+        b_ru(random_tensor(dt, {2 * H}, rng)),
+        b_c(random_tensor(dt, {H}, rng)) {}
+  double scale() const {
+    return 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(I + H, 1)));
+  }
+  BlockGRUInputs inputs(std::int64_t S) const { return {S, x, h_prev, w_ru, w_c, b_ru, b_c}; }
+  BlockGRUGradInputs grad_inputs(std::int64_t S, const BlockGRUResult& f,
+                                 const Tensor& h_grad) const {
+    return {S, x, h_prev, w_ru, w_c, b_ru, b_c, f.r, f.u, f.c, f.h, h_grad};
+  }
+};
+
+BlockGRUResult forward(const BlockGRUCase& c, std::int64_t S, bool reference) {
+  testing::ReferenceMode mode(reference);
+  return block_gru(c.inputs(S));
+}
+
+BlockGRUGradResult backward(const BlockGRUCase& c, std::int64_t S, const BlockGRUResult& f,
+                            const Tensor& h_grad, bool reference) {
+  testing::ReferenceMode mode(reference);
+  return block_gru_grad(c.grad_inputs(S, f, h_grad));
+}
+
+// A view of step t of a [T, B, H] (or [T, B, I]) tensor.
+template <typename T>
+TensorView step(const Tensor& t, std::int64_t k) {
+  const std::int64_t n = t.shape()[1] * t.shape()[2];
+  return TensorView(t.data_as<T>() + k * n, Shape{t.shape()[1], t.shape()[2]});
+}
+
+bool all_zero(const Tensor& t, std::int64_t from = 0) {
+  for (std::int64_t e = from; e < t.num_elements(); ++e) {
+    if (testing::get(t, e) != 0.0) return false;
+  }
+  return true;
+}
+
+TEST(BlockGRU, FastMatchesReference) {
+  const std::array<std::int64_t, 7> sizes = {1, 2, 3, 7, 8, 9, 17};
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    std::mt19937_64 rng(seed);
+    const std::int64_t T = 1 + rng() % 6, B = sizes[rng() % 7], I = sizes[rng() % 7],
+                       H = sizes[rng() % 7];
+    const std::int64_t S_choices[] = {0, 1, T - 1, T};
+    const std::int64_t S = S_choices[rng() % 4];
+    SCOPED_TRACE("seed " + std::to_string(seed) + " T=" + std::to_string(T) +
+                 " B=" + std::to_string(B) + " I=" + std::to_string(I) + " H=" + std::to_string(H) +
+                 " S=" + std::to_string(S));
+    for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+      const BlockGRUCase c(dt, T, B, I, H, rng);
+      const BlockGRUResult ref = forward(c, S, true), fast = forward(c, S, false);
+      // Different GEMM splits and accumulation orders, compounded over ≤ 6 steps.
+      const double tol = dt == DType::kFloat32 ? 2e-5 : 1e-12;
+      EXPECT_TRUE(all_close(fast.r, ref.r, tol, tol));
+      EXPECT_TRUE(all_close(fast.u, ref.u, tol, tol));
+      EXPECT_TRUE(all_close(fast.c, ref.c, tol, tol));
+      EXPECT_TRUE(all_close(fast.h, ref.h, tol, tol));
+      const Tensor h_grad = random_tensor(dt, {T, B, H}, rng);
+      const BlockGRUGradResult gr = backward(c, S, ref, h_grad, true),
+                               gf = backward(c, S, ref, h_grad, false);
+      // Weight gradients sum S·B terms.
+      const double wtol = tol * std::sqrt(static_cast<double>(std::max<std::int64_t>(S * B, 1)));
+      EXPECT_TRUE(all_close(gf.x_grad, gr.x_grad, tol, tol));
+      EXPECT_TRUE(all_close(gf.h_prev_grad, gr.h_prev_grad, tol, tol));
+      EXPECT_TRUE(all_close(gf.w_ru_grad, gr.w_ru_grad, wtol, wtol));
+      EXPECT_TRUE(all_close(gf.w_c_grad, gr.w_c_grad, wtol, wtol));
+      EXPECT_TRUE(all_close(gf.b_ru_grad, gr.b_ru_grad, wtol, wtol));
+      EXPECT_TRUE(all_close(gf.b_c_grad, gr.b_c_grad, wtol, wtol));
+    }
+  }
+}
+
+// SPEC A6: BlockGRU is GRUBlockCell stepped over time; BlockGRUGrad is the full cell backward
+// stepped in reverse with the carry, its parameter gradients summed over steps.
+TEST(BlockGRU, EqualsSteppingTheCell) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(11);
+    const std::int64_t T = 5, B = 3, I = 4, H = 6, S = 4;
+    const BlockGRUCase c(DType::kFloat64, T, B, I, H, rng);
+    const BlockGRUResult f = block_gru(c.inputs(S));
+    const Tensor h_grad = random_tensor(DType::kFloat64, {T, B, H}, rng);
+    const BlockGRUGradResult g = block_gru_grad(c.grad_inputs(S, f, h_grad));
+    std::vector<GRUBlockCellResult> cells;
+    for (std::int64_t t = 0; t < S; ++t) {
+      const TensorView hp = t == 0 ? TensorView(c.h_prev) : TensorView(cells.back().h);
+      cells.push_back(gru_block_cell({step<double>(c.x, t), hp, c.w_ru, c.w_c, c.b_ru, c.b_c}));
+      const double* want = cells.back().h.data_as<double>();
+      for (std::int64_t e = 0; e < B * H; ++e) {
+        EXPECT_NEAR(f.h.data_as<double>()[t * B * H + e], want[e], 1e-13);
+        EXPECT_NEAR(f.r.data_as<double>()[t * B * H + e], cells.back().r.data_as<double>()[e],
+                    1e-13);
+      }
+    }
+    Tensor carry(DType::kFloat64, {B, H});
+    Tensor w_ru(DType::kFloat64, {I + H, 2 * H}), b_c(DType::kFloat64, {H});
+    for (std::int64_t t = S - 1; t >= 0; --t) {
+      Tensor d_h(DType::kFloat64, {B, H});
+      for (std::int64_t e = 0; e < B * H; ++e) {
+        d_h.data_as<double>()[e] =
+            carry.data_as<double>()[e] + h_grad.data_as<double>()[t * B * H + e];
+      }
+      const TensorView hp = t == 0 ? TensorView(c.h_prev) : TensorView(cells[t - 1].h);
+      GRUBlockCellBackwardResult cb =
+          gru_block_cell_backward({step<double>(c.x, t), hp, c.w_ru, c.w_c, c.b_ru, c.b_c,
+                                   cells[t].r, cells[t].u, cells[t].c, d_h});
+      for (std::int64_t e = 0; e < B * I; ++e) {
+        EXPECT_NEAR(g.x_grad.data_as<double>()[t * B * I + e], cb.x.data_as<double>()[e], 1e-12);
+      }
+      for (std::int64_t e = 0; e < w_ru.num_elements(); ++e) {
+        w_ru.data_as<double>()[e] += cb.w_ru.data_as<double>()[e];
+      }
+      for (std::int64_t e = 0; e < H; ++e) b_c.data_as<double>()[e] += cb.b_c.data_as<double>()[e];
+      carry = std::move(cb.h_prev);
+    }
+    EXPECT_TRUE(all_close(g.h_prev_grad, carry, 1e-12, 1e-12));
+    EXPECT_TRUE(all_close(g.w_ru_grad, w_ru, 1e-12, 1e-12));
+    EXPECT_TRUE(all_close(g.b_c_grad, b_c, 1e-12, 1e-12));
+    EXPECT_TRUE(all_zero(g.x_grad, S * B * I));  // x_grad past seq_len_max
+  }
+}
+
+TEST(BlockGRU, StepsPastSeqLenMaxAreZeroAndIgnored) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(3);
+    const std::int64_t T = 6, B = 2, I = 3, H = 5;
+    const BlockGRUCase c(DType::kFloat32, T, B, I, H, rng);
+    for (std::int64_t S : {0, 1, 4}) {
+      const BlockGRUResult f = block_gru(c.inputs(S));
+      for (const Tensor* out : {&f.r, &f.u, &f.c, &f.h}) EXPECT_TRUE(all_zero(*out, S * B * H));
+      // The steps before S do not depend on T: a truncated sequence gives the same values.
+      const BlockGRUResult full = block_gru(c.inputs(T));
+      for (std::int64_t e = 0; e < S * B * H; ++e) {
+        EXPECT_EQ(f.h.data_as<float>()[e], full.h.data_as<float>()[e]);
+      }
+      Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+      const BlockGRUGradResult g1 = block_gru_grad(c.grad_inputs(S, f, h_grad));
+      for (std::int64_t e = S * B * H; e < T * B * H; ++e) h_grad.data_as<float>()[e] = 1e3f;
+      const BlockGRUGradResult g2 = block_gru_grad(c.grad_inputs(S, f, h_grad));
+      EXPECT_TRUE(all_close(g1.w_ru_grad, g2.w_ru_grad, 0, 0));
+      EXPECT_TRUE(all_close(g1.h_prev_grad, g2.h_prev_grad, 0, 0));
+      EXPECT_TRUE(all_close(g1.x_grad, g2.x_grad, 0, 0));
+      EXPECT_TRUE(all_zero(g1.x_grad, S * B * I));
+      if (S == 0) {
+        for (const Tensor* t :
+             {&g1.h_prev_grad, &g1.w_ru_grad, &g1.w_c_grad, &g1.b_ru_grad, &g1.b_c_grad}) {
+          EXPECT_TRUE(all_zero(*t));
+        }
+      }
+    }
+  }
+}
+
+TEST(BlockGRU, WritesEveryOutputElementIntoCallerMemory) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(7);
+    const std::int64_t T = 4, B = 3, I = 5, H = 4, S = 2;
+    const BlockGRUCase c(DType::kFloat32, T, B, I, H, rng);
+    const DType f = DType::kFloat32;
+    Tensor r = poisoned(f, {T, B, H}), u = poisoned(f, {T, B, H}), cc = poisoned(f, {T, B, H}),
+           h = poisoned(f, {T, B, H});
+    block_gru(c.inputs(S),
+              {r.mutable_view(), u.mutable_view(), cc.mutable_view(), h.mutable_view()});
+    const BlockGRUResult want = block_gru(c.inputs(S));
+    EXPECT_TRUE(all_close(r, want.r, 0, 0));
+    EXPECT_TRUE(all_close(u, want.u, 0, 0));
+    EXPECT_TRUE(all_close(cc, want.c, 0, 0));
+    EXPECT_TRUE(all_close(h, want.h, 0, 0));
+    const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
+    Tensor dx = poisoned(f, {T, B, I}), dh = poisoned(f, {B, H}),
+           dwru = poisoned(f, {I + H, 2 * H}), dwc = poisoned(f, {I + H, H}),
+           dbru = poisoned(f, {2 * H}), dbc = poisoned(f, {H});
+    block_gru_grad(c.grad_inputs(S, want, h_grad),
+                   {dx.mutable_view(), dh.mutable_view(), dwru.mutable_view(), dwc.mutable_view(),
+                    dbru.mutable_view(), dbc.mutable_view()});
+    const BlockGRUGradResult g = block_gru_grad(c.grad_inputs(S, want, h_grad));
+    EXPECT_TRUE(all_close(dx, g.x_grad, 0, 0));
+    EXPECT_TRUE(all_close(dh, g.h_prev_grad, 0, 0));
+    EXPECT_TRUE(all_close(dwru, g.w_ru_grad, 0, 0));
+    EXPECT_TRUE(all_close(dwc, g.w_c_grad, 0, 0));
+    EXPECT_TRUE(all_close(dbru, g.b_ru_grad, 0, 0));
+    EXPECT_TRUE(all_close(dbc, g.b_c_grad, 0, 0));
+  }
+}
+
+// L = Σ_t Σ h_grad[t]⊙h[t] with a random h_grad; every gradient of BlockGRUGrad against
+// central differences in float64 (SPEC A7: 1e-6 relative), with seq_len_max < T too.
+TEST(BlockGRU, GradientsMatchFiniteDifferences) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (auto [T, S] : std::array<std::array<std::int64_t, 2>, 2>{{{4, 4}, {5, 3}}}) {
+      std::mt19937_64 rng(2024 + T);
+      const std::int64_t B = 2, I = 3, H = 4;
+      BlockGRUCase c(DType::kFloat64, T, B, I, H, rng);
+      const Tensor h_grad = random_tensor(DType::kFloat64, {T, B, H}, rng);
+      const BlockGRUResult fwd = block_gru(c.inputs(S));
+      const BlockGRUGradResult g = block_gru_grad(c.grad_inputs(S, fwd, h_grad));
+      auto loss = [&] {
+        const BlockGRUResult f = block_gru(c.inputs(S));
+        double l = 0;
+        for (std::int64_t e = 0; e < T * B * H; ++e) {
+          l += h_grad.data_as<double>()[e] * f.h.data_as<double>()[e];
+        }
+        return l;
+      };
+      const std::array<std::pair<Tensor*, const Tensor*>, 6> pairs = {{{&c.x, &g.x_grad},
+                                                                       {&c.h_prev, &g.h_prev_grad},
+                                                                       {&c.w_ru, &g.w_ru_grad},
+                                                                       {&c.w_c, &g.w_c_grad},
+                                                                       {&c.b_ru, &g.b_ru_grad},
+                                                                       {&c.b_c, &g.b_c_grad}}};
+      const char* names[] = {"x", "h_prev", "w_ru", "w_c", "b_ru", "b_c"};
+      for (int k = 0; k < 6; ++k) {
+        Tensor& p = *pairs[k].first;
+        const Tensor& grad = *pairs[k].second;
+        double max_err = 0, max_ref = 0;
+        for (std::int64_t e = 0; e < p.num_elements(); ++e) {
+          double* v = p.data_as<double>() + e;
+          const double saved = *v, eps = 1e-6;
+          *v = saved + eps;
+          const double lp = loss();
+          *v = saved - eps;
+          const double lm = loss();
+          *v = saved;
+          const double num = (lp - lm) / (2 * eps);
+          max_err = std::max(max_err, std::abs(num - grad.data_as<double>()[e]));
+          max_ref = std::max(max_ref, std::abs(num));
+        }
+        EXPECT_LE(max_err, 1e-6 * std::max(1.0, max_ref))
+            << names[k] << " T=" << T << " S=" << S << " reference=" << reference;
+      }
+    }
+  }
+}
+
+TEST(BlockGRU, EmptyShapesGiveEmptyOutputs) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(1);
+    for (auto [T, B, I, H] : std::array<std::array<std::int64_t, 4>, 6>{{{3, 0, 3, 4},
+                                                                         {3, 2, 0, 4},
+                                                                         {3, 2, 3, 0},
+                                                                         {0, 2, 3, 4},
+                                                                         {2, 0, 0, 0},
+                                                                         {1, 1, 1, 1}}}) {
+      const BlockGRUCase c(DType::kFloat32, T, B, I, H, rng);
+      const BlockGRUResult f = block_gru(c.inputs(T));
+      EXPECT_EQ(f.h.shape(), (Shape{T, B, H}));
+      const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+      const BlockGRUGradResult g = block_gru_grad(c.grad_inputs(T, f, h_grad));
+      EXPECT_EQ(g.x_grad.shape(), (Shape{T, B, I}));
+      EXPECT_EQ(g.w_ru_grad.shape(), (Shape{I + H, 2 * H}));
+      EXPECT_EQ(g.b_c_grad.shape(), (Shape{H}));
+      if (B == 0 || T == 0) {  // no rows: nothing to accumulate
+        EXPECT_TRUE(all_zero(g.w_ru_grad));
+        EXPECT_TRUE(all_zero(g.w_c_grad));
+        EXPECT_TRUE(all_zero(g.b_ru_grad));
+      }
+      if (H == 0) EXPECT_TRUE(all_zero(g.x_grad));  // no gates: x has no influence
+      if (I == 0 && B > 0 && H > 0) EXPECT_TRUE(std::isfinite(f.h.data_as<float>()[0]));
+    }
+  }
+}
+
+TEST(BlockGRU, Float16ComputesInFloat32) {
+  std::mt19937_64 rng(5);
+  const std::int64_t T = 3, B = 4, I = 6, H = 8;
+  const BlockGRUCase h16(DType::kFloat16, T, B, I, H, rng);
+  auto widen = [](const Tensor& t) {
+    Tensor w(DType::kFloat32, t.shape());
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) w.data_as<float>()[e] = testing::get(t, e);
+    return w;
+  };
+  const BlockGRUResult a = block_gru(h16.inputs(T));
+  const Tensor x = widen(h16.x), hp = widen(h16.h_prev), wru = widen(h16.w_ru), wc = widen(h16.w_c),
+               bru = widen(h16.b_ru), bc = widen(h16.b_c);
+  const BlockGRUResult b = block_gru({T, x, hp, wru, wc, bru, bc});
+  EXPECT_EQ(a.h.dtype(), DType::kFloat16);
+  // The whole sequence runs in float32; each stored value is rounded once to half.
+  EXPECT_TRUE(all_close(a.h, b.h, 1.0 / 2048, 1e-7));
+  EXPECT_TRUE(all_close(a.r, b.r, 1.0 / 2048, 1e-7));
+  const Tensor hg16 = random_tensor(DType::kFloat16, {T, B, H}, rng);
+  const BlockGRUGradResult ga = block_gru_grad(h16.grad_inputs(T, a, hg16));
+  const BlockGRUGradResult gb = block_gru_grad(
+      {T, x, hp, wru, wc, bru, bc, widen(a.r), widen(a.u), widen(a.c), widen(a.h), widen(hg16)});
+  EXPECT_EQ(ga.w_ru_grad.dtype(), DType::kFloat16);
+  EXPECT_TRUE(all_close(ga.w_ru_grad, gb.w_ru_grad, 1.0 / 2048, 1e-6));
+  EXPECT_TRUE(all_close(ga.x_grad, gb.x_grad, 1.0 / 2048, 1e-6));
+}
+
+TEST(BlockGRU, Validation) {
+  std::mt19937_64 rng(3);
+  const DType f = DType::kFloat32;
+  const std::int64_t T = 5, B = 4, I = 3, H = 16;
+  const BlockGRUCase c(f, T, B, I, H, rng);
+  const BlockGRUInputs ok = c.inputs(T);
+  const Tensor rank2 = random_tensor(f, {4, 3}, rng), rank1 = random_tensor(f, {4}, rng);
+  auto fwd_with = [&](int k, const TensorView& v) {
+    BlockGRUInputs in = ok;
+    TensorView* slots[] = {&in.x, &in.h_prev, &in.w_ru, &in.w_c, &in.b_ru, &in.b_c};
+    *slots[k] = v;
+    block_gru(in);
+  };
+  expect_invalid([&] { fwd_with(0, rank2); },
+                 "BlockGRU: x must be rank 3, got rank 2 (shape [4, 3])");
+  expect_invalid([&] { fwd_with(1, rank1); }, "h_prev must be rank 2");
+  expect_invalid([&] { fwd_with(2, rank1); }, "w_ru must be rank 2");
+  expect_invalid([&] { fwd_with(3, rank1); }, "w_c must be rank 2");
+  expect_invalid([&] { fwd_with(4, rank2); }, "b_ru must be rank 1");
+  expect_invalid([&] { fwd_with(5, rank2); }, "b_c must be rank 1");
+  const Tensor hp_bad = random_tensor(f, {5, 16}, rng);
+  expect_invalid([&] { fwd_with(1, hp_bad); },
+                 "BlockGRU: h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]");
+  const Tensor w_ru_bad = random_tensor(f, {19, 31}, rng),
+               w_c_bad = random_tensor(f, {18, 16}, rng);
+  expect_invalid([&] { fwd_with(2, w_ru_bad); }, "w_ru must have shape [19, 32]");
+  expect_invalid([&] { fwd_with(3, w_c_bad); }, "w_c must have shape [19, 16]");
+  expect_invalid([&] { fwd_with(4, c.b_c); },
+                 "b_ru must have shape [32] (2 * cell_size), got [16]");
+  expect_invalid([&] { fwd_with(5, c.b_ru); }, "b_c must have shape [16] (cell_size), got [32]");
+  // Ranks first: a wrong rank anywhere wins over a wrong dimension elsewhere.
+  expect_invalid(
+      [&] {
+        BlockGRUInputs in = ok;
+        in.h_prev = hp_bad;
+        in.b_c = rank2;
+        block_gru(in);
+      },
+      "b_c must be rank 1");
+  // seq_len_max: range, scalar, dtype (the generic interface takes any tensor).
+  for (std::int64_t S : {std::int64_t{-1}, T + 1}) {
+    expect_invalid(
+        [&] { block_gru(c.inputs(S)); },
+        "BlockGRU: seq_len_max must be between 0 and 5 (time_len of x), got " + std::to_string(S));
+  }
+  std::vector<TensorView> ins = {TensorView(), c.x, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c};
+  const Tensor s_vec(DType::kInt64, {1}), s_f32(DType::kFloat32, {});
+  ins[0] = s_vec;
+  expect_invalid([&] { run_op("BlockGRU", ins); },
+                 "BlockGRU: seq_len_max must be a scalar (rank 0), got shape [1]");
+  ins[0] = s_f32;
+  expect_invalid([&] { run_op("BlockGRU", ins); }, "seq_len_max must be int64, got float32");
+  const BlockGRUCase d(DType::kFloat64, T, B, I, H, rng);
+  expect_invalid(
+      [&] {
+        BlockGRUInputs in = ok;
+        in.w_c = d.w_c;
+        block_gru(in);
+      },
+      "w_c must have the dtype of x (float32), got float64");
+  // Grad: r, u, c, h and h_grad must each be [T, B, H].
+  const BlockGRUResult fwd = block_gru(ok);
+  const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
+  const BlockGRUGradInputs gok = c.grad_inputs(T, fwd, h_grad);
+  EXPECT_NO_THROW(block_gru_grad(gok));
+  const Tensor wrong_t = random_tensor(f, {T - 1, B, H}, rng),
+               wrong_h = random_tensor(f, {T, B, H - 1}, rng),
+               rank2_bh = random_tensor(f, {B, H}, rng);
+  const char* names[] = {"r", "u", "c", "h", "h_grad"};
+  for (int k = 0; k < 5; ++k) {
+    for (const Tensor* bad : {&wrong_t, &wrong_h}) {
+      BlockGRUGradInputs in = gok;
+      TensorView* slots[] = {&in.r, &in.u, &in.c, &in.h, &in.h_grad};
+      *slots[k] = *bad;
+      expect_invalid([&] { block_gru_grad(in); },
+                     std::string("BlockGRUGrad: ") + names[k] + " must have shape [5, 4, 16] " +
+                         "(time_len, batch_size, cell_size), got " + bad->shape().to_string());
+      *slots[k] = rank2_bh;
+      expect_invalid([&] { block_gru_grad(in); },
+                     std::string("BlockGRUGrad: ") + names[k] + " must be rank 3");
+    }
+  }
+  expect_invalid(
+      [&] {
+        BlockGRUGradInputs in = gok;
+        in.seq_len_max = T + 1;
+        block_gru_grad(in);
+      },
+      "BlockGRUGrad: seq_len_max must be between 0 and 5");
+  expect_invalid(
+      [&] {
+        BlockGRUGradInputs in = gok;
+        in.h_prev = hp_bad;
+        block_gru_grad(in);
+      },
+      "BlockGRUGrad: h_prev must have shape [4, 16]");
+  // Caller outputs are checked; outputs must not alias inputs.
+  Tensor r(f, {T, B, H}), u(f, {T, B, H}), cc(f, {T, B, H}), small(f, {T, B, H - 1});
+  expect_invalid(
+      [&] {
+        block_gru(ok,
+                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), small.mutable_view()});
+      },
+      "output h must have shape [5, 4, 16], got [5, 4, 15]");
+  Tensor x_copy(f, {T, B, H});
+  expect_invalid(
+      [&] {
+        BlockGRUInputs in = ok;
+        in.x = TensorView(x_copy.data_as<float>(), {T, B, I});
+        block_gru(in,
+                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), x_copy.mutable_view()});
+      },
+      "overlaps input x");
+}
+
+}  // namespace
+}  // namespace blockrnn

@@ -1,0 +1,589 @@
+// BlockLSTM, BlockLSTMV2, BlockLSTMGrad, BlockLSTMGradV2 (SPEC §7–§8): fast path vs reference,
+// equality with stepping LSTMBlockCell, V1 ≡ V2 with reordered weights, seq_len_max semantics,
+// finite differences in float64, empty shapes, float16, caller memory and validation.
+#include <array>
+#include <cstring>
+#include <functional>
+
+#include "test_util.h"
+
+namespace blockrnn {
+namespace {
+
+using testing::all_close;
+using testing::expect_invalid;
+using testing::poisoned;
+using testing::random_tensor;
+
+Tensor clone(const Tensor& t) {
+  Tensor c(t.dtype(), t.shape());
+  if (t.num_bytes() > 0) std::memcpy(c.data(), t.data(), t.num_bytes());
+  return c;
+}
+
+struct BlockLSTMCase {
+  std::int64_t T, B, I, H;
+  Tensor x, cs_prev, h_prev, w, wci, wcf, wco, b;
+  BlockLSTMCase(DType dt, std::int64_t T_, std::int64_t B_, std::int64_t I_, std::int64_t H_,
+                std::mt19937_64& rng)
+      : T(T_),
+        B(B_),
+        I(I_),
+        H(H_),
+        x(random_tensor(dt, {T, B, I}, rng)),
+        cs_prev(random_tensor(dt, {B, H}, rng)),
+        h_prev(random_tensor(dt, {B, H}, rng)),
+        // Weights ~U(±1/√(I+H)) (SPEC A7's unit scale); peepholes and biases ~U(±1).
+        w(random_tensor(dt, {I + H, 4 * H}, rng, -scale(), scale())),
+        wci(random_tensor(dt, {H}, rng)),
+        wcf(random_tensor(dt, {H}, rng)),
+        wco(random_tensor(dt, {H}, rng)),
+        b(random_tensor(dt, {4 * H}, rng)) {}
+  BlockLSTMCase(const BlockLSTMCase& o)
+      : T(o.T),
+        B(o.B),
+        I(o.I),
+        H(o.H),
+        x(clone(o.x)),
+        cs_prev(clone(o.cs_prev)),
+        h_prev(clone(o.h_prev)),
+        w(clone(o.w)),
+        wci(clone(o.wci)),
+        wcf(clone(o.wcf)),
+        wco(clone(o.wco)),
+        b(clone(o.b)) {}
+  double scale() const {
+    return 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(I + H, 1)));
+  }
+  BlockLSTMInputs inputs(std::int64_t S) const {
+    return {S, x, cs_prev, h_prev, w, wci, wcf, wco, b};
+  }
+  BlockLSTMGradInputs grad_inputs(std::int64_t S, const BlockLSTMResult& f, const Tensor& cs_grad,
+                                  const Tensor& h_grad) const {
+    return {S,   x,    cs_prev, h_prev, w,    wci,  wcf, wco,     b,
+            f.i, f.cs, f.f,     f.o,    f.ci, f.co, f.h, cs_grad, h_grad};
+  }
+};
+
+// One op configuration: V1 (ICFO, forget_bias) or V2 (IFCO), clip and peepholes.
+struct Config {
+  bool v2;
+  double forget_bias, cell_clip;
+  bool peephole;
+  std::string name() const {
+    return std::string(v2 ? "V2" : "V1") + " fb=" + std::to_string(forget_bias) +
+           " clip=" + std::to_string(cell_clip) + " peephole=" + std::to_string(peephole);
+  }
+};
+
+BlockLSTMResult forward(const BlockLSTMCase& c, std::int64_t S, const Config& k) {
+  if (k.v2) return block_lstm_v2(c.inputs(S), {k.cell_clip, k.peephole});
+  return block_lstm(c.inputs(S), {k.forget_bias, k.cell_clip, k.peephole});
+}
+
+BlockLSTMGradResult backward(const BlockLSTMCase& c, std::int64_t S, const Config& k,
+                             const BlockLSTMResult& f, const Tensor& cs_grad,
+                             const Tensor& h_grad) {
+  const BlockLSTMGradInputs in = c.grad_inputs(S, f, cs_grad, h_grad);
+  return k.v2 ? block_lstm_grad_v2(in, k.peephole) : block_lstm_grad(in, k.peephole);
+}
+
+bool all_zero(const Tensor& t, std::int64_t from = 0) {
+  for (std::int64_t e = from; e < t.num_elements(); ++e) {
+    if (testing::get(t, e) != 0.0) return false;
+  }
+  return true;
+}
+
+const Tensor& output(const BlockLSTMResult& r, int k) {
+  const Tensor* o[] = {&r.i, &r.cs, &r.f, &r.o, &r.ci, &r.co, &r.h};
+  return *o[k];
+}
+
+const Tensor& grad_output(const BlockLSTMGradResult& r, int k) {
+  const Tensor* o[] = {&r.x_grad,   &r.cs_prev_grad, &r.h_prev_grad, &r.w_grad,
+                       &r.wci_grad, &r.wcf_grad,     &r.wco_grad,    &r.b_grad};
+  return *o[k];
+}
+
+const char* const kGradNames[] = {"x_grad",   "cs_prev_grad", "h_prev_grad", "w_grad",
+                                  "wci_grad", "wcf_grad",     "wco_grad",    "b_grad"};
+
+TEST(BlockLSTM, FastMatchesReference) {
+  const std::array<std::int64_t, 7> sizes = {1, 2, 3, 7, 8, 9, 17};
+  const Config configs[] = {{false, 1.0, 3.0, false},
+                            {false, 0.5, 0.0, true},
+                            {true, 0.0, 0.0, false},
+                            {true, 0.0, 0.4, true}};
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    std::mt19937_64 rng(seed);
+    const std::int64_t T = 1 + rng() % 6, B = sizes[rng() % 7], I = sizes[rng() % 7],
+                       H = sizes[rng() % 7];
+    const std::int64_t S_choices[] = {0, 1, T - 1, T};
+    const std::int64_t S = S_choices[rng() % 4];
+    const Config& k = configs[seed % 4];
+    SCOPED_TRACE("seed " + std::to_string(seed) + " T=" + std::to_string(T) +
+                 " B=" + std::to_string(B) + " I=" + std::to_string(I) + " H=" + std::to_string(H) +
+                 " S=" + std::to_string(S) + " " + k.name());
+    for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+      const BlockLSTMCase c(dt, T, B, I, H, rng);
+      BlockLSTMResult ref, fast;
+      {
+        testing::ReferenceMode mode(true);
+        ref = forward(c, S, k);
+      }
+      {
+        testing::ReferenceMode mode(false);
+        fast = forward(c, S, k);
+      }
+      // Different GEMM splits and accumulation orders, compounded over ≤ 6 steps.
+      const double tol = dt == DType::kFloat32 ? 2e-5 : 1e-12;
+      for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_close(output(fast, o), output(ref, o), tol, tol));
+      const Tensor cs_grad = random_tensor(dt, {T, B, H}, rng),
+                   h_grad = random_tensor(dt, {T, B, H}, rng);
+      BlockLSTMGradResult gr, gf;
+      {
+        testing::ReferenceMode mode(true);
+        gr = backward(c, S, k, ref, cs_grad, h_grad);
+      }
+      {
+        testing::ReferenceMode mode(false);
+        gf = backward(c, S, k, ref, cs_grad, h_grad);
+      }
+      // Weight, bias and peephole gradients sum S·B terms.
+      const double wtol = tol * std::sqrt(static_cast<double>(std::max<std::int64_t>(S * B, 1)));
+      for (int o = 0; o < 8; ++o) {
+        const double t = o >= 3 ? wtol : tol;
+        EXPECT_TRUE(all_close(grad_output(gf, o), grad_output(gr, o), t, t)) << kGradNames[o];
+      }
+    }
+  }
+}
+
+// SPEC §7.2: BlockLSTM is LSTMBlockCell stepped over time (the recurrence carries the clipped
+// cs). The clip is active here (cell_clip 0.3 with |cs| up to ~2).
+TEST(BlockLSTM, EqualsSteppingTheCell) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(11);
+    const std::int64_t T = 5, B = 3, I = 4, H = 6, S = 4;
+    const BlockLSTMCase c(DType::kFloat64, T, B, I, H, rng);
+    const BlockLSTMAttrs attrs{0.7, 0.3, true};
+    const BlockLSTMResult f = block_lstm(c.inputs(S), attrs);
+    std::vector<LSTMBlockCellResult> cells;
+    for (std::int64_t t = 0; t < S; ++t) {
+      const TensorView x_t(c.x.data_as<double>() + t * B * I, Shape{B, I});
+      const TensorView csp = t == 0 ? TensorView(c.cs_prev) : TensorView(cells.back().cs);
+      const TensorView hp = t == 0 ? TensorView(c.h_prev) : TensorView(cells.back().h);
+      cells.push_back(lstm_block_cell({x_t, csp, hp, c.w, c.wci, c.wcf, c.wco, c.b},
+                                      {attrs.forget_bias, attrs.cell_clip, attrs.use_peephole}));
+      const LSTMBlockCellResult& cell = cells.back();
+      const Tensor* want[] = {&cell.i, &cell.cs, &cell.f, &cell.o, &cell.ci, &cell.co, &cell.h};
+      for (int o = 0; o < 7; ++o) {
+        for (std::int64_t e = 0; e < B * H; ++e) {
+          EXPECT_NEAR(output(f, o).data_as<double>()[t * B * H + e], want[o]->data_as<double>()[e],
+                      1e-13)
+              << "output " << o << " step " << t;
+        }
+      }
+    }
+    for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_zero(output(f, o), S * B * H));
+  }
+}
+
+// ICFO → IFCO: swap column blocks 1 and 2 (SPEC §1.3). Applies to w, b, w_grad and b_grad.
+Tensor icfo_to_ifco(const Tensor& t, std::int64_t H) {
+  Tensor out(t.dtype(), t.shape());
+  const std::int64_t rows = t.shape().rank() == 2 ? t.shape()[0] : 1, G = 4 * H;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t k = 0; k < G; ++k) {
+      const std::int64_t block = k / H, j = k % H;
+      const std::int64_t src = (block == 1 ? 2 : block == 2 ? 1 : block) * H + j;
+      testing::set(out, r * G + k, testing::get(t, r * G + src));
+    }
+  }
+  return out;
+}
+
+// SPEC §9.6 item 4: with forget_bias 0, V1 and V2 are the same function of reordered weights;
+// their gradients agree after reordering (T > 1, where TensorFlow's autodiff of V2 is wrong).
+TEST(BlockLSTM, V1EqualsV2WithReorderedWeights) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (bool peephole : {false, true}) {
+      std::mt19937_64 rng(21 + peephole);
+      const std::int64_t T = 6, B = 3, I = 5, H = 7, S = 5;
+      const BlockLSTMCase v1(DType::kFloat64, T, B, I, H, rng);
+      BlockLSTMCase v2 = v1;
+      v2.w = icfo_to_ifco(v1.w, H);
+      v2.b = icfo_to_ifco(v1.b, H);
+      const double clip = peephole ? 0.5 : 0.0;
+      const BlockLSTMResult f1 = block_lstm(v1.inputs(S), {0.0, clip, peephole});
+      const BlockLSTMResult f2 = block_lstm_v2(v2.inputs(S), {clip, peephole});
+      for (int o = 0; o < 7; ++o)
+        EXPECT_TRUE(all_close(output(f1, o), output(f2, o), 1e-14, 1e-14));
+      const Tensor cs_grad = random_tensor(DType::kFloat64, {T, B, H}, rng),
+                   h_grad = random_tensor(DType::kFloat64, {T, B, H}, rng);
+      const BlockLSTMGradResult g1 =
+          block_lstm_grad(v1.grad_inputs(S, f1, cs_grad, h_grad), peephole);
+      const BlockLSTMGradResult g2 =
+          block_lstm_grad_v2(v2.grad_inputs(S, f2, cs_grad, h_grad), peephole);
+      for (int o : {0, 1, 2, 4, 5, 6}) {
+        EXPECT_TRUE(all_close(grad_output(g1, o), grad_output(g2, o), 1e-12, 1e-12))
+            << kGradNames[o];
+      }
+      EXPECT_TRUE(all_close(icfo_to_ifco(g1.w_grad, H), g2.w_grad, 1e-12, 1e-12));
+      EXPECT_TRUE(all_close(icfo_to_ifco(g1.b_grad, H), g2.b_grad, 1e-12, 1e-12));
+    }
+  }
+}
+
+TEST(BlockLSTM, StepsPastSeqLenMaxAreZeroAndIgnored) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(3);
+    const std::int64_t T = 6, B = 2, I = 3, H = 5;
+    const BlockLSTMCase c(DType::kFloat32, T, B, I, H, rng);
+    for (std::int64_t S : {0, 1, 5}) {
+      for (bool v2 : {false, true}) {
+        const Config k{v2, v2 ? 0.0 : 1.0, v2 ? 0.0 : 3.0, true};
+        const BlockLSTMResult f = forward(c, S, k);
+        for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_zero(output(f, o), S * B * H));
+        Tensor cs_grad = random_tensor(DType::kFloat32, {T, B, H}, rng),
+               h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+        const BlockLSTMGradResult g1 = backward(c, S, k, f, cs_grad, h_grad);
+        for (std::int64_t e = S * B * H; e < T * B * H; ++e) {
+          cs_grad.data_as<float>()[e] = 1e3f;
+          h_grad.data_as<float>()[e] = -1e3f;
+        }
+        const BlockLSTMGradResult g2 = backward(c, S, k, f, cs_grad, h_grad);
+        for (int o = 0; o < 8; ++o) {
+          EXPECT_TRUE(all_close(grad_output(g1, o), grad_output(g2, o), 0, 0)) << kGradNames[o];
+        }
+        EXPECT_TRUE(all_zero(g1.x_grad, S * B * I));
+        if (S == 0) {
+          for (int o = 0; o < 8; ++o) EXPECT_TRUE(all_zero(grad_output(g1, o))) << kGradNames[o];
+        }
+      }
+    }
+  }
+}
+
+TEST(BlockLSTM, WritesEveryOutputElementIntoCallerMemory) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(7);
+    const std::int64_t T = 4, B = 3, I = 5, H = 4, S = 2;
+    const BlockLSTMCase c(DType::kFloat32, T, B, I, H, rng);
+    const DType f = DType::kFloat32;
+    for (bool v2 : {false, true}) {
+      std::vector<Tensor> outs;
+      for (int o = 0; o < 7; ++o) outs.push_back(poisoned(f, {T, B, H}));
+      const BlockLSTMOutputs views{outs[0].mutable_view(), outs[1].mutable_view(),
+                                   outs[2].mutable_view(), outs[3].mutable_view(),
+                                   outs[4].mutable_view(), outs[5].mutable_view(),
+                                   outs[6].mutable_view()};
+      if (v2) {
+        block_lstm_v2(c.inputs(S), views, {0.0, true});
+      } else {
+        block_lstm(c.inputs(S), views, {1.0, 3.0, true});
+      }
+      const Config k{v2, v2 ? 0.0 : 1.0, v2 ? 0.0 : 3.0, true};
+      const BlockLSTMResult want = forward(c, S, k);
+      for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_close(outs[o], output(want, o), 0, 0));
+      const Tensor cs_grad = random_tensor(f, {T, B, H}, rng),
+                   h_grad = random_tensor(f, {T, B, H}, rng);
+      for (bool peephole : {false, true}) {
+        std::vector<Tensor> g;
+        const BlockLSTMGradResult gw =
+            v2 ? block_lstm_grad_v2(c.grad_inputs(S, want, cs_grad, h_grad), peephole)
+               : block_lstm_grad(c.grad_inputs(S, want, cs_grad, h_grad), peephole);
+        for (int o = 0; o < 8; ++o) g.push_back(poisoned(f, grad_output(gw, o).shape()));
+        const BlockLSTMGradOutputs gv{g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(),
+                                      g[3].mutable_view(), g[4].mutable_view(), g[5].mutable_view(),
+                                      g[6].mutable_view(), g[7].mutable_view()};
+        if (v2) {
+          block_lstm_grad_v2(c.grad_inputs(S, want, cs_grad, h_grad), gv, peephole);
+        } else {
+          block_lstm_grad(c.grad_inputs(S, want, cs_grad, h_grad), gv, peephole);
+        }
+        for (int o = 0; o < 8; ++o) {
+          EXPECT_TRUE(all_close(g[o], grad_output(gw, o), 0, 0)) << kGradNames[o];
+        }
+        if (!peephole) EXPECT_TRUE(all_zero(g[4]) && all_zero(g[5]) && all_zero(g[6]));
+      }
+    }
+  }
+}
+
+// L = Σ_t Σ (cs_grad[t]⊙cs[t] + h_grad[t]⊙h[t]) with random cs_grad, h_grad; every gradient of
+// BlockLSTMGrad / BlockLSTMGradV2 against central differences in float64 (SPEC A7: 1e-6
+// relative), peepholes on and off, seq_len_max < T too. No clipping: TensorFlow's backward
+// treats the clip as the identity (SPEC §6.2), which is not the derivative where it is active.
+TEST(BlockLSTM, GradientsMatchFiniteDifferences) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (const Config& k : {Config{false, 0.8, 0.0, true}, Config{false, 1.0, -1.0, false},
+                            Config{true, 0.0, 0.0, true}, Config{true, 0.0, 0.0, false}}) {
+      const std::int64_t T = 4, S = k.peephole ? 3 : 4, B = 2, I = 3, H = 3;
+      std::mt19937_64 rng(2024 + k.v2 * 2 + k.peephole);
+      BlockLSTMCase c(DType::kFloat64, T, B, I, H, rng);
+      const Tensor cs_grad = random_tensor(DType::kFloat64, {T, B, H}, rng),
+                   h_grad = random_tensor(DType::kFloat64, {T, B, H}, rng);
+      const BlockLSTMResult fwd = forward(c, S, k);
+      const BlockLSTMGradResult g = backward(c, S, k, fwd, cs_grad, h_grad);
+      auto loss = [&] {
+        const BlockLSTMResult f = forward(c, S, k);
+        double l = 0;
+        for (std::int64_t e = 0; e < T * B * H; ++e) {
+          l += cs_grad.data_as<double>()[e] * f.cs.data_as<double>()[e] +
+               h_grad.data_as<double>()[e] * f.h.data_as<double>()[e];
+        }
+        return l;
+      };
+      Tensor* params[] = {&c.x, &c.cs_prev, &c.h_prev, &c.w, &c.wci, &c.wcf, &c.wco, &c.b};
+      for (int p = 0; p < 8; ++p) {
+        Tensor& t = *params[p];
+        const Tensor& grad = grad_output(g, p);
+        double max_err = 0, max_ref = 0;
+        for (std::int64_t e = 0; e < t.num_elements(); ++e) {
+          double* v = t.data_as<double>() + e;
+          const double saved = *v, eps = 1e-6;
+          *v = saved + eps;
+          const double lp = loss();
+          *v = saved - eps;
+          const double lm = loss();
+          *v = saved;
+          const double num = (lp - lm) / (2 * eps);
+          max_err = std::max(max_err, std::abs(num - grad.data_as<double>()[e]));
+          max_ref = std::max(max_ref, std::abs(num));
+        }
+        EXPECT_LE(max_err, 1e-6 * std::max(1.0, max_ref))
+            << kGradNames[p] << " " << k.name() << " reference=" << reference;
+      }
+    }
+  }
+}
+
+TEST(BlockLSTM, EmptyShapes) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(1);
+    for (auto [T, B, I, H] : std::array<std::array<std::int64_t, 4>, 5>{
+             {{3, 0, 3, 4}, {3, 2, 0, 4}, {3, 2, 3, 0}, {0, 2, 3, 4}, {2, 0, 0, 0}}}) {
+      const BlockLSTMCase c(DType::kFloat32, T, B, I, H, rng);
+      for (bool v2 : {false, true}) {
+        const Config k{v2, 1.0, 3.0, true};
+        const BlockLSTMResult f = forward(c, T, k);
+        EXPECT_EQ(f.h.shape(), (Shape{T, B, H}));
+        const Tensor cs_grad = random_tensor(DType::kFloat32, {T, B, H}, rng),
+                     h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+        if (H == 0) {  // as TensorFlow: w must have a positive multiple of 4 columns
+          expect_invalid([&] { backward(c, T, k, f, cs_grad, h_grad); },
+                         "w must have a positive multiple of 4 columns");
+          continue;
+        }
+        const BlockLSTMGradResult g = backward(c, T, k, f, cs_grad, h_grad);
+        EXPECT_EQ(g.x_grad.shape(), (Shape{T, B, I}));
+        EXPECT_EQ(g.w_grad.shape(), (Shape{I + H, 4 * H}));
+        if (B == 0 || T == 0) {
+          for (int o = 3; o < 8; ++o) EXPECT_TRUE(all_zero(grad_output(g, o))) << kGradNames[o];
+        }
+        if (I == 0 && B > 0) EXPECT_TRUE(std::isfinite(f.h.data_as<float>()[0]));
+      }
+    }
+  }
+}
+
+TEST(BlockLSTM, Float16ComputesInFloat32) {
+  std::mt19937_64 rng(5);
+  const std::int64_t T = 3, B = 4, I = 6, H = 8;
+  const BlockLSTMCase h16(DType::kFloat16, T, B, I, H, rng);
+  auto widen = [](const Tensor& t) {
+    Tensor w(DType::kFloat32, t.shape());
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) w.data_as<float>()[e] = testing::get(t, e);
+    return w;
+  };
+  BlockLSTMCase h32 = h16;
+  for (Tensor* t :
+       {&h32.x, &h32.cs_prev, &h32.h_prev, &h32.w, &h32.wci, &h32.wcf, &h32.wco, &h32.b}) {
+    *t = widen(*t);
+  }
+  // forget_bias 0.5 and cell_clip 0.75 are exact in half.
+  const BlockLSTMAttrs attrs{0.5, 0.75, true};
+  const BlockLSTMResult a = block_lstm(h16.inputs(T), attrs), b = block_lstm(h32.inputs(T), attrs);
+  EXPECT_EQ(a.h.dtype(), DType::kFloat16);
+  // The whole sequence runs in float32; each stored value is rounded once to half.
+  for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_close(output(a, o), output(b, o), 1.0 / 2048, 1e-7));
+  const Tensor csg = random_tensor(DType::kFloat16, {T, B, H}, rng),
+               hg = random_tensor(DType::kFloat16, {T, B, H}, rng);
+  const BlockLSTMResult a32{widen(a.i),  widen(a.cs), widen(a.f), widen(a.o),
+                            widen(a.ci), widen(a.co), widen(a.h)};
+  const BlockLSTMGradResult ga = block_lstm_grad(h16.grad_inputs(T, a, csg, hg), true);
+  const BlockLSTMGradResult gb =
+      block_lstm_grad(h32.grad_inputs(T, a32, widen(csg), widen(hg)), true);
+  EXPECT_EQ(ga.w_grad.dtype(), DType::kFloat16);
+  for (int o = 0; o < 8; ++o) {
+    EXPECT_TRUE(all_close(grad_output(ga, o), grad_output(gb, o), 1.0 / 2048, 1e-6))
+        << kGradNames[o];
+  }
+}
+
+TEST(BlockLSTM, Validation) {
+  std::mt19937_64 rng(3);
+  const DType f = DType::kFloat32;
+  const std::int64_t T = 5, B = 4, I = 3, H = 16;
+  const BlockLSTMCase c(f, T, B, I, H, rng);
+  const BlockLSTMInputs ok = c.inputs(T);
+  const Tensor rank2 = random_tensor(f, {4, 3}, rng), rank1 = random_tensor(f, {4}, rng);
+  const char* names[] = {"x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"};
+  auto fwd_with = [&](const char* op, int k, const TensorView& v) {
+    BlockLSTMInputs in = ok;
+    TensorView* slots[] = {&in.x, &in.cs_prev, &in.h_prev, &in.w, &in.wci, &in.wcf, &in.wco, &in.b};
+    *slots[k] = v;
+    if (std::string(op) == "BlockLSTM") {
+      block_lstm(in);
+    } else {
+      block_lstm_v2(in);
+    }
+  };
+  for (const char* op : {"BlockLSTM", "BlockLSTMV2"}) {
+    const std::string p = std::string(op) + ": ";
+    expect_invalid([&] { fwd_with(op, 0, rank2); },
+                   p + "x must be rank 3, got rank 2 (shape [4, 3])");
+    for (int k : {1, 2, 3}) {
+      expect_invalid([&] { fwd_with(op, k, rank1); }, p + names[k] + " must be rank 2");
+    }
+    for (int k : {4, 5, 6, 7}) {
+      expect_invalid([&] { fwd_with(op, k, rank2); }, p + names[k] + " must be rank 1");
+    }
+    // H comes from cs_prev; h_prev must match it.
+    const Tensor bh_bad_b = random_tensor(f, {5, 16}, rng),
+                 bh_bad_h = random_tensor(f, {4, 15}, rng);
+    expect_invalid([&] { fwd_with(op, 1, bh_bad_b); },
+                   p + "cs_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]");
+    expect_invalid([&] { fwd_with(op, 2, bh_bad_h); },
+                   p + "h_prev must have shape [4, 16] (batch_size, cell_size), got [4, 15]");
+    const Tensor w_bad = random_tensor(f, {18, 64}, rng);
+    expect_invalid(
+        [&] { fwd_with(op, 3, w_bad); },
+        p + "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got [18, 64]");
+    const Tensor h3 = random_tensor(f, {3}, rng);
+    for (int k : {4, 5, 6}) {
+      expect_invalid([&] { fwd_with(op, k, h3); },
+                     p + names[k] + " must have shape [16] (cell_size), got [3]");
+    }
+    const Tensor b_long = random_tensor(f, {65}, rng);
+    expect_invalid([&] { fwd_with(op, 7, b_long); },
+                   p + "b must have shape [64] (4 * cell_size), got [65]");
+    // seq_len_max range.
+    for (std::int64_t S : {std::int64_t{-1}, T + 1}) {
+      BlockLSTMInputs in = ok;
+      in.seq_len_max = S;
+      expect_invalid(
+          [&] { std::string(op) == "BlockLSTM" ? (void)block_lstm(in) : (void)block_lstm_v2(in); },
+          p + "seq_len_max must be between 0 and 5 (time_len of x), got " + std::to_string(S));
+    }
+    // seq_len_max scalar and dtype through the generic interface.
+    std::vector<TensorView> ins = {TensorView(), c.x,   c.cs_prev, c.h_prev, c.w,
+                                   c.wci,        c.wcf, c.wco,     c.b};
+    const Tensor s_mat(DType::kInt64, {13, 11, 0}), s_f32(DType::kFloat32, {});
+    ins[0] = s_mat;
+    expect_invalid([&] { run_op(op, ins); },
+                   p + "seq_len_max must be a scalar (rank 0), got shape [13, 11, 0]");
+    ins[0] = s_f32;
+    expect_invalid([&] { run_op(op, ins); }, p + "seq_len_max must be int64, got float32");
+    const Tensor wco64 = random_tensor(DType::kFloat64, {H}, rng);
+    expect_invalid([&] { fwd_with(op, 6, wco64); },
+                   p + "wco must have the dtype of x (float32), got float64");
+  }
+  // Attrs: V1's forget_bias on V2 is unknown; use_peephole is required on the grads.
+  const Tensor s_ok = testing::scalar_int64(T);
+  std::vector<TensorView> fins = {s_ok, c.x, c.cs_prev, c.h_prev, c.w, c.wci, c.wcf, c.wco, c.b};
+  expect_invalid(
+      [&] {
+        run_op("BlockLSTMV2", fins, {{"forget_bias", 1.0}});
+      },
+      "BlockLSTMV2: unknown attr 'forget_bias'");
+
+  // Grads.
+  const BlockLSTMResult fwd = block_lstm(ok);
+  const Tensor cs_grad = random_tensor(f, {T, B, H}, rng),
+               h_grad = random_tensor(f, {T, B, H}, rng);
+  const BlockLSTMGradInputs gok = c.grad_inputs(T, fwd, cs_grad, h_grad);
+  EXPECT_NO_THROW(block_lstm_grad(gok, true));
+  const char* step_names[] = {"i", "cs", "f", "o", "ci", "co", "h", "cs_grad", "h_grad"};
+  auto grad_with = [&](const char* op, std::function<void(BlockLSTMGradInputs&)> edit) {
+    BlockLSTMGradInputs in = gok;
+    edit(in);
+    if (std::string(op) == "BlockLSTMGrad") {
+      block_lstm_grad(in, true);
+    } else {
+      block_lstm_grad_v2(in, false);
+    }
+  };
+  // Caller-provided outputs are checked like the inputs.
+  {
+    const BlockLSTMGradResult want = block_lstm_grad(gok, false);
+    std::vector<Tensor> g;
+    for (int o = 0; o < 8; ++o) g.push_back(Tensor(f, grad_output(want, o).shape()));
+    Tensor small(f, {I + H, 4 * H - 1});
+    const BlockLSTMGradOutputs gv{g[0].mutable_view(),  g[1].mutable_view(), g[2].mutable_view(),
+                                  small.mutable_view(), g[4].mutable_view(), g[5].mutable_view(),
+                                  g[6].mutable_view(),  g[7].mutable_view()};
+    expect_invalid([&] { block_lstm_grad(gok, gv, false); },
+                   "BlockLSTMGrad: output w_grad must have shape [19, 64], got [19, 63]");
+  }
+  for (const char* op : {"BlockLSTMGrad", "BlockLSTMGradV2"}) {
+    const std::string p = std::string(op) + ": ";
+    const Tensor wrong_t = random_tensor(f, {T - 1, B, H}, rng),
+                 wrong_b = random_tensor(f, {T, B + 1, H}, rng),
+                 wrong_h = random_tensor(f, {T, B, H - 1}, rng), bh = random_tensor(f, {B, H}, rng);
+    for (int k = 0; k < 9; ++k) {
+      auto slot = [k](BlockLSTMGradInputs& in) -> TensorView& {
+        TensorView* s[] = {&in.i,  &in.cs, &in.f,       &in.o,     &in.ci,
+                           &in.co, &in.h,  &in.cs_grad, &in.h_grad};
+        return *s[k];
+      };
+      for (const Tensor* bad : {&wrong_t, &wrong_b, &wrong_h}) {
+        expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { slot(in) = *bad; }); },
+                       p + step_names[k] + " must have shape [5, 4, 16] (time_len, batch_size, " +
+                           "cell_size), got " + bad->shape().to_string());
+      }
+      expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { slot(in) = bh; }); },
+                     p + step_names[k] + " must be rank 3, got rank 2");
+    }
+    // H comes from w: a positive multiple of 4 columns; then I + H rows.
+    const Tensor w63 = random_tensor(f, {19, 63}, rng), w0 = random_tensor(f, {3, 0}, rng),
+                 w_rows = random_tensor(f, {20, 64}, rng);
+    expect_invalid(
+        [&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.w = w63; }); },
+        p + "w must have a positive multiple of 4 columns (4 * cell_size), got shape [19, 63]");
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.w = w0; }); },
+                   p + "w must have a positive multiple of 4 columns");
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.w = w_rows; }); },
+                   p + "w must have shape [19, 64]");
+    // The checks TensorFlow misses (SPEC §8.3).
+    const Tensor bh_bad = random_tensor(f, {B, H + 1}, rng), h3 = random_tensor(f, {3}, rng),
+                 b_long = random_tensor(f, {4 * H + 3}, rng);
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.cs_prev = bh_bad; }); },
+                   p + "cs_prev must have shape [4, 16] (batch_size, cell_size), got [4, 17]");
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.h_prev = bh_bad; }); },
+                   p + "h_prev must have shape [4, 16]");
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.wcf = h3; }); },
+                   p + "wcf must have shape [16] (cell_size), got [3]");
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.b = b_long; }); },
+                   p + "b must have shape [64] (4 * cell_size), got [67]");
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.seq_len_max = T + 1; }); },
+                   p + "seq_len_max must be between 0 and 5 (time_len of x), got 6");
+    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.x = rank2; }); },
+                   p + "x must be rank 3");
+    std::vector<TensorView> gins = {s_ok,  c.x,    c.cs_prev, c.h_prev, c.w,     c.wci,
+                                    c.wcf, c.wco,  c.b,       fwd.i,    fwd.cs,  fwd.f,
+                                    fwd.o, fwd.ci, fwd.co,    fwd.h,    cs_grad, h_grad};
+    expect_invalid([&] { run_op(op, gins); }, p + "attr use_peephole is required");
+  }
+}
+
+}  // namespace
+}  // namespace blockrnn

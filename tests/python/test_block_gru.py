@@ -1,0 +1,232 @@
+"""BlockGRU and BlockGRUGrad (SPEC A6) against stepping tensorflow-cpu's GRUBlockCell and
+GRUBlockCellGrad over time (TF has no GRU sequence op) with the parameter gradients of SPEC
+§3.4 summed over steps; finite differences in float64; float16; every validation path."""
+import numpy as np
+import pytest
+
+import blockrnn
+from conftest import assert_close, draw_size
+
+INPUTS = ["x", "h_prev", "w_ru", "w_c", "b_ru", "b_c"]
+OUTPUTS = ["r", "u", "c", "h"]
+GRADS = ["x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_grad"]
+
+
+def gru_inputs(rng, T, B, I, H, dtype=np.float32):
+    """SPEC A7's unit scale: inputs, state and biases ~U(±1), weights ~U(±1/√(I+H))."""
+    s = 1.0 / np.sqrt(max(I + H, 1))
+    u = lambda shape, a=1.0: rng.uniform(-a, a, size=shape).astype(dtype)  # noqa: E731
+    return dict(x=u((T, B, I)), h_prev=u((B, H)), w_ru=u((I + H, 2 * H), s),
+                w_c=u((I + H, H), s), b_ru=u((2 * H,)), b_c=u((H,)))
+
+
+def tf_stepped_forward(tf, inp, S):
+    """GRUBlockCell on x[t] with state h[t−1] for t < S; zeros after (SPEC A6)."""
+    T, B, _ = inp["x"].shape
+    H = inp["h_prev"].shape[1]
+    out = {k: np.zeros((T, B, H), np.float32) for k in OUTPUTS}
+    hp = inp["h_prev"]
+    for t in range(S):
+        step = tf.raw_ops.GRUBlockCell(x=inp["x"][t], h_prev=hp, w_ru=inp["w_ru"],
+                                       w_c=inp["w_c"], b_ru=inp["b_ru"], b_c=inp["b_c"])
+        for k, name in enumerate(OUTPUTS):
+            out[name][t] = step[k].numpy()
+        hp = out["h"][t]
+    return out
+
+
+def tf_stepped_backward(tf, inp, fwd, h_grad, S):
+    """GRUBlockCellGrad stepped t = S−1 … 0 with the carry, plus the parameter gradients TF's
+    registered Python gradient computed (SPEC §3.4), summed over steps (in float64)."""
+    T, B, I = inp["x"].shape
+    H = inp["h_prev"].shape[1]
+    g = {"x_grad": np.zeros((T, B, I)), "w_ru_grad": np.zeros((I + H, 2 * H)),
+         "w_c_grad": np.zeros((I + H, H)), "b_ru_grad": np.zeros(2 * H),
+         "b_c_grad": np.zeros(H)}
+    carry = np.zeros((B, H), np.float32)
+    for t in reversed(range(S)):
+        hp = inp["h_prev"] if t == 0 else fwd["h"][t - 1]
+        d_h = carry + h_grad[t]
+        d_x, d_h_prev, d_c_bar, d_ru = [a.numpy() for a in tf.raw_ops.GRUBlockCellGrad(
+            x=inp["x"][t], h_prev=hp, w_ru=inp["w_ru"], w_c=inp["w_c"], b_ru=inp["b_ru"],
+            b_c=inp["b_c"], r=fwd["r"][t], u=fwd["u"][t], c=fwd["c"][t], d_h=d_h)]
+        xh = tf.concat([inp["x"][t], hp], axis=1)
+        xhr = tf.concat([inp["x"][t], hp * fwd["r"][t]], axis=1)
+        g["x_grad"][t] = d_x
+        g["w_ru_grad"] += tf.matmul(xh, d_ru, transpose_a=True).numpy()
+        g["w_c_grad"] += tf.matmul(xhr, d_c_bar, transpose_a=True).numpy()
+        g["b_ru_grad"] += tf.reduce_sum(d_ru, axis=0).numpy()
+        g["b_c_grad"] += tf.reduce_sum(d_c_bar, axis=0).numpy()
+        carry = d_h_prev
+    g["h_prev_grad"] = carry
+    return g
+
+
+# 64 random cases per path in 8 groups with their own seeds; T from 1 to 100, sizes from
+# conftest.SIZES shrunk to keep the stepped TensorFlow loop and the plain-loop reference quick.
+# Case 0 of every group has B = 0 and case 1 has B = 1.
+@pytest.mark.parametrize("group", range(8))
+def test_matches_stepped_tensorflow(tf, path, group, base_seed):
+    seed = (base_seed if base_seed is not None else 5000) + group
+    rng = np.random.default_rng(seed)
+    budget = 2e6 if path else 3e7  # T·B·(I+H)·3H multiply-adds
+    for case in range(8):
+        # T uniform in [1, 100] half of the time, else one of the extremes.
+        T = int(rng.integers(1, 101)) if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 100]))
+        B = 0 if case == 0 else 1 if case == 1 else draw_size(rng, cap=64)
+        I, H = draw_size(rng, cap=128), draw_size(rng, cap=128)
+        while T * max(B, 1) * (I + H) * 3 * H > budget:
+            H, I = max(H // 2, 1), I // 2
+        S = int(rng.choice([0, 1, T - 1, T]))
+        inp = gru_inputs(rng, T, B, I, H)
+        what = f"seed {seed} case {case} T={T} B={B} I={I} H={H} S={S}"
+        tol = 1e-4  # SPEC A7: sequence ops within 1e-4 at unit scale for T ≤ 100
+        want = tf_stepped_forward(tf, inp, S)
+        got = blockrnn.raw_ops.BlockGRU(seq_len_max=S, **inp)
+        for name in OUTPUTS:
+            assert getattr(got, name).dtype == np.float32
+            assert_close(getattr(got, name), want[name], tol, tol, f"{name} {what}", seed)
+        h_grad = rng.uniform(-1, 1, size=(T, B, H)).astype(np.float32)
+        want_g = tf_stepped_backward(tf, inp, want, h_grad, S)
+        got_g = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=S, **inp, **want, h_grad=h_grad)
+        for k, name in enumerate(GRADS):
+            g = getattr(got_g, name)
+            assert g.shape == inp[INPUTS[k]].shape and g.dtype == np.float32
+            if H == 0 and name == "x_grad":
+                # TF's GRUBlockCellGrad never writes d_x when H = 0 (uninitialised memory);
+                # ours is the correct zero (docs/ops.md).
+                assert not np.any(g)
+                continue
+            assert_close(g, want_g[name], tol, tol, f"{name} {what}", seed)
+        assert not np.any(got_g.x_grad[S:])
+
+
+def loss_and_grads(inp, S, h_grad):
+    out = blockrnn.raw_ops.BlockGRU(seq_len_max=S, **inp)
+    g = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=S, **inp, **out._asdict(), h_grad=h_grad)
+    return float(np.sum(out.h * h_grad)), g
+
+
+@pytest.mark.parametrize("shape", [(4, 2, 3, 4, 4), (5, 3, 2, 3, 3), (3, 1, 0, 2, 3),
+                                   (2, 2, 4, 5, 1)])
+def test_finite_differences_float64(path, shape):
+    """L = Σ h_grad⊙h with a random h_grad (not all ones); every gradient of BlockGRUGrad
+    against central differences (SPEC A7: 1e-6 relative), seq_len_max < T included."""
+    T, B, I, H, S = shape
+    rng = np.random.default_rng(sum(shape))
+    inp = gru_inputs(rng, T, B, I, H, np.float64)
+    h_grad = rng.uniform(-1, 1, size=(T, B, H))
+    _, g = loss_and_grads(inp, S, h_grad)
+    eps = 1e-6
+    for name, gname in zip(INPUTS, GRADS):
+        p = inp[name]
+        num = np.zeros_like(p)
+        for idx in np.ndindex(p.shape):
+            saved = p[idx]
+            p[idx] = saved + eps
+            lp, _ = loss_and_grads(inp, S, h_grad)
+            p[idx] = saved - eps
+            lm, _ = loss_and_grads(inp, S, h_grad)
+            p[idx] = saved
+            num[idx] = (lp - lm) / (2 * eps)
+        ana = getattr(g, gname)
+        assert ana.dtype == np.float64
+        scale = max(1.0, float(np.max(np.abs(num), initial=0)))
+        assert np.max(np.abs(ana - num), initial=0) <= 1e-6 * scale, gname
+
+
+def test_float16_within_tensorflow_tolerance(tf):
+    """float16 runs in float32 and rounds once per stored value (SPEC A2). TF has no half GRU:
+    compare with its float32 on the same values, at TF's fp16 tolerance."""
+    rng = np.random.default_rng(60)
+    T, B, I, H, S = 6, 4, 8, 16, 5
+    inp16 = gru_inputs(rng, T, B, I, H, np.float16)
+    inp32 = {k: v.astype(np.float32) for k, v in inp16.items()}
+    got = blockrnn.raw_ops.BlockGRU(seq_len_max=S, **inp16)
+    want = tf_stepped_forward(tf, inp32, S)
+    for name in OUTPUTS:
+        assert getattr(got, name).dtype == np.float16
+        assert_close(getattr(got, name), want[name], 8e-3, 8e-4, name, 60)
+    h_grad = rng.uniform(-1, 1, size=(T, B, H)).astype(np.float16)
+    g16 = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=S, **inp16, **got._asdict(), h_grad=h_grad)
+    want_g = tf_stepped_backward(tf, inp32, {k: getattr(got, k).astype(np.float32)
+                                             for k in OUTPUTS}, h_grad.astype(np.float32), S)
+    for name in GRADS:
+        assert getattr(g16, name).dtype == np.float16
+        assert_close(getattr(g16, name), want_g[name], 8e-3, 8e-4, name, 60)
+
+
+def test_outputs_fields_and_empty_shapes():
+    rng = np.random.default_rng(61)
+    inp = gru_inputs(rng, 3, 2, 3, 4)
+    out = blockrnn.raw_ops.BlockGRU(seq_len_max=np.int64(2), **inp, name="ignored")
+    assert out._fields == tuple(OUTPUTS)
+    assert not np.any(out.h[2:])
+    g = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=np.array(2), **inp, **out._asdict(),
+                                      h_grad=out.h)
+    assert g._fields == tuple(GRADS)
+    for T, B, I, H in [(3, 0, 3, 4), (3, 2, 0, 4), (3, 2, 3, 0), (0, 2, 3, 4), (2, 0, 0, 0)]:
+        inp = gru_inputs(rng, T, B, I, H)
+        out = blockrnn.raw_ops.BlockGRU(seq_len_max=T, **inp)
+        assert all(getattr(out, n).shape == (T, B, H) for n in OUTPUTS)
+        g = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=T, **inp, **out._asdict(), h_grad=out.h)
+        for k, name in enumerate(GRADS):
+            assert getattr(g, name).shape == inp[INPUTS[k]].shape
+        if B == 0 or T == 0:
+            assert not any(np.any(getattr(g, n)) for n in GRADS)
+
+
+Z = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
+
+# (argument, bad value, message without the op prefix); T=5, B=4, I=3, H=16.
+VALIDATION = [
+    ("seq_len_max", np.zeros((2,), np.int64),
+     "seq_len_max must be a scalar (rank 0), got shape [2]"),
+    ("seq_len_max", 6, "seq_len_max must be between 0 and 5 (time_len of x), got 6"),
+    ("seq_len_max", -2, "seq_len_max must be between 0 and 5 (time_len of x), got -2"),
+    ("seq_len_max", 1.0, "seq_len_max must be an integer (int64), got float64"),
+    ("x", Z(4, 3), "x must be rank 3, got rank 2 (shape [4, 3])"),
+    ("h_prev", Z(4, 16, 1), "h_prev must be rank 2"),
+    ("w_ru", Z(19), "w_ru must be rank 2"),
+    ("w_c", Z(19), "w_c must be rank 2"),
+    ("b_ru", Z(32, 1), "b_ru must be rank 1"),
+    ("b_c", Z(), "b_c must be rank 1"),
+    ("h_prev", Z(5, 16), "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
+    ("w_ru", Z(18, 32), "w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size)"),
+    ("w_ru", Z(19, 31), "w_ru must have shape [19, 32]"),
+    ("w_c", Z(19, 15), "w_c must have shape [19, 16] (input_size + cell_size, cell_size)"),
+    ("b_ru", Z(31), "b_ru must have shape [32] (2 * cell_size), got [31]"),
+    ("b_c", Z(17), "b_c must have shape [16] (cell_size), got [17]"),
+    ("b_c", np.zeros(16, np.float64), "b_c must have the dtype of x (float32), got float64"),
+    ("x", np.zeros((5, 4, 3), np.int32), "x must be float16, float32 or float64, got int32"),
+]
+
+
+@pytest.mark.parametrize("arg,value,message", VALIDATION)
+def test_validation(arg, value, message):
+    rng = np.random.default_rng(62)
+    inp = dict(seq_len_max=5, **gru_inputs(rng, 5, 4, 3, 16))
+    out = blockrnn.raw_ops.BlockGRU(**inp)
+    with pytest.raises(blockrnn.InvalidArgumentError) as e:
+        blockrnn.raw_ops.BlockGRU(**dict(inp, **{arg: value}))
+    assert f"BlockGRU: {message}" in str(e.value)
+    with pytest.raises(blockrnn.InvalidArgumentError) as e:
+        blockrnn.raw_ops.BlockGRUGrad(**dict(inp, **{arg: value}), **out._asdict(), h_grad=out.h)
+    assert f"BlockGRUGrad: {message}" in str(e.value)
+
+
+@pytest.mark.parametrize("arg", OUTPUTS + ["h_grad"])
+def test_grad_validation(arg):
+    """Every per-step tensor of the grad must be [T, B, H] (SPEC A3)."""
+    rng = np.random.default_rng(63)
+    inp = dict(seq_len_max=5, **gru_inputs(rng, 5, 4, 3, 16))
+    out = blockrnn.raw_ops.BlockGRU(**inp)
+    kw = dict(inp, **out._asdict(), h_grad=out.h)
+    blockrnn.raw_ops.BlockGRUGrad(**kw)
+    for bad in (Z(4, 4, 16), Z(5, 3, 16), Z(5, 4, 15)):
+        with pytest.raises(blockrnn.InvalidArgumentError) as e:
+            blockrnn.raw_ops.BlockGRUGrad(**dict(kw, **{arg: bad}))
+        assert (f"BlockGRUGrad: {arg} must have shape [5, 4, 16] (time_len, batch_size, "
+                f"cell_size), got {list(bad.shape)}") in str(e.value)
+    with pytest.raises(blockrnn.InvalidArgumentError, match=f"{arg} must be rank 3, got rank 2"):
+        blockrnn.raw_ops.BlockGRUGrad(**dict(kw, **{arg: Z(4, 16)}))
