@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PACKAGES=(build-essential cmake git python3-venv libopenblas-dev libgtest-dev
+DEB_PACKAGES=(build-essential cmake git python3-venv libopenblas-dev libopenblas-openmp-dev libgtest-dev
               libbenchmark-dev libcli11-dev libdnnl-dev clang libclang-rt-14-dev)
 
 missing=()

@@ -38,9 +38,9 @@ namespace {
 // with cs[−1] = cs_prev. Threads split the columns; each column is summed in row order with a
 // double accumulator for float (like column_sums), so the result does not depend on threads.
 template <typename T>
-void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, const T* cs_prev,
-                    const T* cs, const BlockLSTMBwdArgs<T>& a) {
-  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, G = 4 * H;
+void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, std::int64_t G,
+                    const T* cs_prev, const T* cs, const BlockLSTMBwdArgs<T>& a) {
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max;  // G: row stride of dgates
   constexpr std::int64_t kChunk = 128;
   const std::int64_t chunks = (H + kChunk - 1) / kChunk;
   core::parallel_for(chunks, 3 * S * B * kChunk, [&](std::int64_t c0, std::int64_t c1) {
@@ -78,13 +78,19 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
-  const T* w_x = a.w;          // [I, 4H]
-  const T* w_h = a.w + I * G;  // [H, 4H]
-  Workspace<T> ws("BlockLSTM", {S * B * G});
-  T* const gates = ws.slice(0);  // [S, B, 4H]  gate pre-activations without bias
+  const T* w_x = a.w;  // [I, 4H]
+  // Workspace rows are padded to Gp >= 4H (padded_ld); w_h is copied once into that stride.
+  const std::int64_t Gp = padded_ld(G);
+  Workspace<T> ws("BlockLSTM", {S * B * Gp, Gp != G ? H * Gp : 0});
+  T* const gates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  pre-activations without bias
+  const T* w_h = a.w + I * G;    // [H, 4H] (row stride Gp after the copy)
+  if (Gp != G) {
+    copy_padded(H, G, w_h, Gp, ws.slice(1));
+    w_h = ws.slice(1);
+  }
 
   // gates = x·w_x for all steps      [S·B, 4H] = [S·B, I]·[I, 4H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, T(1), a.x, I, w_x, G, T(0), gates, G);
+  gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, T(1), a.x, I, w_x, G, T(0), gates, Gp);
 
   LSTMFwdParams<T> p;
   p.H = H;
@@ -99,9 +105,9 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   for (std::int64_t t = 0; t < S; ++t) {
     const std::int64_t o = t * BH;
     const T* hp = t == 0 ? a.h_prev : a.h + o - BH;  // [B, H]
-    T* const gates_t = gates + t * B * G;
+    T* const gates_t = gates + t * B * Gp;
     // gates[t] += h[t−1]·w_h      [B, 4H] += [B, H]·[H, 4H]
-    gemm<T>(Trans::kNo, Trans::kNo, B, G, H, T(1), hp, H, w_h, G, T(1), gates_t, G);
+    gemm<T>(Trans::kNo, Trans::kNo, B, G, H, T(1), hp, H, w_h, Gp, T(1), gates_t, Gp);
     const LSTMFwdStep<T> step{.gates = gates_t,
                               .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
                               .i = a.i + o,
@@ -110,7 +116,8 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
                               .o = a.o + o,
                               .ci = a.ci + o,
                               .co = a.co + o,
-                              .h = a.h + o};
+                              .h = a.h + o,
+                              .gates_ld = Gp};
     lstm_fwd_pointwise(p, step, B);
   }
 }
@@ -131,10 +138,15 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
     zero(a.b_grad, G);
     return;
   }
-  const T* w_x = a.w;          // [I, 4H]
-  const T* w_h = a.w + I * G;  // [H, 4H]
-  Workspace<T> ws("BlockLSTMGrad", {S * B * G});
-  T* const dgates = ws.slice(0);       // [S, B, 4H]  ∂L/∂gates of every step, in the layout
+  const T* w_x = a.w;                    // [I, 4H]
+  const std::int64_t Gp = padded_ld(G);  // workspace row stride (see padded_ld)
+  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, Gp != G ? H * Gp : 0});
+  T* const dgates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  ∂L/∂gates of every step
+  const T* w_h = a.w + I * G;     // [H, 4H] (row stride Gp after the copy)
+  if (Gp != G) {
+    copy_padded(H, G, w_h, Gp, ws.slice(1));
+    w_h = ws.slice(1);
+  }
   T* const carry_cs = a.cs_prev_grad;  // [B, H]  ∂L/∂cs[t] flowing back from step t+1
   T* const carry_h = a.h_prev_grad;    // [B, H]  ∂L/∂h[t] flowing back from step t+1
 
@@ -147,7 +159,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   p.wco = a.wco;
   for (std::int64_t t = S - 1; t >= 0; --t) {
     const std::int64_t o = t * BH;
-    T* const dgates_t = dgates + t * B * G;
+    T* const dgates_t = dgates + t * B * Gp;
     const LSTMBwdStep<T> step{
         .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
         .i = a.i + o,
@@ -162,26 +174,27 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
         .h_grad_carry = carry_h,
         .dgates = dgates_t,
         .cs_prev_grad = carry_cs,  // in place: each element is read before it is written
+        .dgates_ld = Gp,
     };
     lstm_bwd_pointwise(p, step, B);
     // carry_h = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, B, H, G, T(1), dgates_t, G, w_h, G, T(0), carry_h, H);
+    gemm<T>(Trans::kNo, Trans::kYes, B, H, G, T(1), dgates_t, Gp, w_h, Gp, T(0), carry_h, H);
   }
 
   const std::int64_t SB = S * B;
   // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, T(1), dgates, G, w_x, G, T(0), a.x_grad, I);
+  gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, T(1), dgates, Gp, w_x, G, T(0), a.x_grad, I);
   // w_grad[0:I] = xᵀ·dgates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, G, SB, T(1), a.x, I, dgates, G, T(0), a.w_grad, G);
+  gemm<T>(Trans::kYes, Trans::kNo, I, G, SB, T(1), a.x, I, dgates, Gp, T(0), a.w_grad, G);
   // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates, as two GEMMs so the previous-h sequence is never
   // copied:  [H, 4H] = [B, H]ᵀ·[B, 4H] (t = 0) + [(S−1)·B, H]ᵀ·[(S−1)·B, 4H] (t ≥ 1)
   T* const w_grad_h = a.w_grad + I * G;
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, T(1), a.h_prev, H, dgates, G, T(0), w_grad_h, G);
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, (S - 1) * B, T(1), a.h, H, dgates + B * G, G, T(1),
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, T(1), a.h_prev, H, dgates, Gp, T(0), w_grad_h, G);
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, (S - 1) * B, T(1), a.h, H, dgates + B * Gp, Gp, T(1),
           w_grad_h, G);
   // b_grad = Σ over all S·B rows of dgates      [4H]
-  column_sums(SB, G, dgates, G, a.b_grad);
-  if (a.use_peephole) peephole_grads(d, lstm_gate_blocks(a.layout), dgates, a.cs_prev, a.cs, a);
+  column_sums(SB, G, dgates, Gp, a.b_grad);
+  if (a.use_peephole) peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a);
 }
 
 template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);

@@ -16,19 +16,23 @@
 
 #include <cstdint>
 
-#include "core/activations.h"
+#include <type_traits>
+
+#include "core/fast_math.h"
 
 namespace blockrnn::cpu {
+namespace detail {
 
 // r, u and h_prev⊙r of one row from the gate pre-activations without bias.
 template <typename T>
-inline void gru_fwd_gates_row(std::int64_t H, const T* ru_bar /* [2H] */, const T* b_ru /* [2H] */,
+inline void gru_fwd_gates_row_generic(std::int64_t H, const T* ru_bar /* [2H] */, const T* b_ru /* [2H] */,
                               const T* h_prev /* [H] */, T* r /* [H] */, T* u /* [H] */,
                               T* hr /* [H] */) {
+#pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
-    const T rj = core::sigmoid(ru_bar[j] + b_ru[j]);
+    const T rj = core::act_sigmoid(ru_bar[j] + b_ru[j]);
     r[j] = rj;
-    u[j] = core::sigmoid(ru_bar[H + j] + b_ru[H + j]);
+    u[j] = core::act_sigmoid(ru_bar[H + j] + b_ru[H + j]);
     hr[j] = h_prev[j] * rj;
   }
 }
@@ -36,10 +40,11 @@ inline void gru_fwd_gates_row(std::int64_t H, const T* ru_bar /* [2H] */, const 
 // c and h of one row. `c` holds the candidate pre-activation without bias on entry and the
 // activated candidate on exit.
 template <typename T>
-inline void gru_fwd_candidate_row(std::int64_t H, const T* b_c /* [H] */, const T* u /* [H] */,
+inline void gru_fwd_candidate_row_generic(std::int64_t H, const T* b_c /* [H] */, const T* u /* [H] */,
                                   const T* h_prev /* [H] */, T* c /* [H] */, T* h /* [H] */) {
+#pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
-    const T cj = core::tanh_act(c[j] + b_c[j]);
+    const T cj = core::act_tanh(c[j] + b_c[j]);
     c[j] = cj;
     h[j] = u[j] * (h_prev[j] - cj) + cj;
   }
@@ -47,9 +52,10 @@ inline void gru_fwd_candidate_row(std::int64_t H, const T* b_c /* [H] */, const 
 
 // d_c_bar and d_u_bar of one row (d_u_bar into the u-block of a [2H] row).
 template <typename T>
-inline void gru_bwd_cu_row(std::int64_t H, const T* u /* [H] */, const T* c /* [H] */,
+inline void gru_bwd_cu_row_generic(std::int64_t H, const T* u /* [H] */, const T* c /* [H] */,
                            const T* h_prev /* [H] */, const T* d_h /* [H] */, T* d_c_bar /* [H] */,
                            T* d_u_bar /* [H] */) {
+#pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
     const T uj = u[j], cj = c[j], dh = d_h[j];
     d_c_bar[j] = (dh * (T(1) - uj)) * (T(1) - cj * cj);
@@ -59,8 +65,9 @@ inline void gru_bwd_cu_row(std::int64_t H, const T* u /* [H] */, const T* c /* [
 
 // d_r_bar of one row (into the r-block of a [2H] row).
 template <typename T>
-inline void gru_bwd_r_row(std::int64_t H, const T* d_hr /* [H] */, const T* h_prev /* [H] */,
+inline void gru_bwd_r_row_generic(std::int64_t H, const T* d_hr /* [H] */, const T* h_prev /* [H] */,
                           const T* r /* [H] */, T* d_r_bar /* [H] */) {
+#pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
     const T rj = r[j];
     d_r_bar[j] = ((d_hr[j] * h_prev[j]) * rj) * (T(1) - rj);
@@ -69,9 +76,81 @@ inline void gru_bwd_r_row(std::int64_t H, const T* d_hr /* [H] */, const T* h_pr
 
 // d_h_prev of one row; `g` holds d_ru·w_ru_hᵀ on entry and d_h_prev on exit.
 template <typename T>
-inline void gru_bwd_h_prev_row(std::int64_t H, const T* d_hr /* [H] */, const T* r /* [H] */,
+inline void gru_bwd_h_prev_row_generic(std::int64_t H, const T* d_hr /* [H] */, const T* r /* [H] */,
                                const T* d_h /* [H] */, const T* u /* [H] */, T* g /* [H] */) {
+#pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) g[j] = (g[j] + d_hr[j] * r[j]) + d_h[j] * u[j];
+}
+
+}  // namespace detail
+
+// float32 rows run the per-ISA clones of src/cpu/pointwise_isa.cc (AVX-512, AVX2+FMA or
+// baseline, chosen once at load time); float64 rows run the generic code.
+namespace isa {
+void gru_fwd_gates_row_f32(std::int64_t H, const float* ru_bar, const float* b_ru,
+                           const float* h_prev, float* r, float* u, float* hr);
+void gru_fwd_candidate_row_f32(std::int64_t H, const float* b_c, const float* u,
+                               const float* h_prev, float* c, float* h);
+void gru_bwd_cu_row_f32(std::int64_t H, const float* u, const float* c, const float* h_prev,
+                        const float* d_h, float* d_c_bar, float* d_u_bar);
+void gru_bwd_r_row_f32(std::int64_t H, const float* d_hr, const float* h_prev, const float* r,
+                       float* d_r_bar);
+void gru_bwd_h_prev_row_f32(std::int64_t H, const float* d_hr, const float* r, const float* d_h,
+                            const float* u, float* g);
+}  // namespace isa
+
+// r, u and h_prev⊙r of one row (see the file header).
+template <typename T>
+inline void gru_fwd_gates_row(std::int64_t H, const T* ru_bar, const T* b_ru, const T* h_prev,
+                              T* r, T* u, T* hr) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::gru_fwd_gates_row_f32(H, ru_bar, b_ru, h_prev, r, u, hr);
+  } else {
+    detail::gru_fwd_gates_row_generic(H, ru_bar, b_ru, h_prev, r, u, hr);
+  }
+}
+
+// c and h of one row; `c` holds the candidate pre-activation without bias on entry.
+template <typename T>
+inline void gru_fwd_candidate_row(std::int64_t H, const T* b_c, const T* u, const T* h_prev, T* c,
+                                  T* h) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::gru_fwd_candidate_row_f32(H, b_c, u, h_prev, c, h);
+  } else {
+    detail::gru_fwd_candidate_row_generic(H, b_c, u, h_prev, c, h);
+  }
+}
+
+// d_c_bar and d_u_bar of one row.
+template <typename T>
+inline void gru_bwd_cu_row(std::int64_t H, const T* u, const T* c, const T* h_prev, const T* d_h,
+                           T* d_c_bar, T* d_u_bar) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::gru_bwd_cu_row_f32(H, u, c, h_prev, d_h, d_c_bar, d_u_bar);
+  } else {
+    detail::gru_bwd_cu_row_generic(H, u, c, h_prev, d_h, d_c_bar, d_u_bar);
+  }
+}
+
+// d_r_bar of one row.
+template <typename T>
+inline void gru_bwd_r_row(std::int64_t H, const T* d_hr, const T* h_prev, const T* r, T* d_r_bar) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::gru_bwd_r_row_f32(H, d_hr, h_prev, r, d_r_bar);
+  } else {
+    detail::gru_bwd_r_row_generic(H, d_hr, h_prev, r, d_r_bar);
+  }
+}
+
+// d_h_prev of one row; `g` holds d_ru·w_ru_hᵀ on entry and d_h_prev on exit.
+template <typename T>
+inline void gru_bwd_h_prev_row(std::int64_t H, const T* d_hr, const T* r, const T* d_h, const T* u,
+                               T* g) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::gru_bwd_h_prev_row_f32(H, d_hr, r, d_h, u, g);
+  } else {
+    detail::gru_bwd_h_prev_row_generic(H, d_hr, r, d_h, u, g);
+  }
 }
 
 }  // namespace blockrnn::cpu

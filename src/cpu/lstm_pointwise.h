@@ -37,7 +37,9 @@
 
 #include <cstdint>
 
-#include "core/activations.h"
+#include <type_traits>
+
+#include "core/fast_math.h"
 #include "core/parallel.h"
 #include "ref/lstm_cell.h"
 
@@ -69,6 +71,7 @@ struct LSTMFwdStep {
   T* ci = nullptr;             // [B, H]
   T* co = nullptr;             // [B, H]
   T* h = nullptr;              // [B, H]
+  std::int64_t gates_ld = 0;   // row stride of gates (0: dense, 4H)
 };
 
 // Per-op constants of the backward pass.
@@ -99,7 +102,8 @@ struct LSTMBwdStep {
   const T* h_grad_carry = nullptr;   // [B, H] optional, added to h_grad
   T* dgates = nullptr;               // [B, 4H] ∂L/∂gates in the layout
   // May alias cs_grad_carry (each element is read before it is written).
-  T* cs_prev_grad = nullptr;  // [B, H]
+  T* cs_prev_grad = nullptr;   // [B, H]
+  std::int64_t dgates_ld = 0;  // row stride of dgates (0: dense, 4H)
 };
 
 namespace detail {
@@ -112,13 +116,14 @@ inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, st
   const T fb = p.forget_bias, clip = p.cell_clip;
   const bool do_clip = clip > T(0);  // false for NaN
   for (std::int64_t n = n0; n < n1; ++n) {
-    const T* gates = s.gates + n * 4 * H;
+    const T* gates = s.gates + n * (s.gates_ld ? s.gates_ld : 4 * H);
     const T* gi = gates + g.i * H;
     const T* gc = gates + g.c * H;
     const T* gf = gates + g.f * H;
     const T* go = gates + g.o * H;
     const T* csp = s.cs_prev + n * H;
     const std::int64_t r = n * H;
+#pragma GCC ivdep
     for (std::int64_t j = 0; j < H; ++j) {
       T zi = gi[j], zc = gc[j], zf = gf[j], zo = go[j];
       if (p.b != nullptr) {
@@ -129,19 +134,19 @@ inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, st
       }
       const T cp = csp[j];
       if constexpr (kPeephole) zi = zi + cp * p.wci[j];
-      const T vi = core::sigmoid(zi);
-      const T vci = core::tanh_act(zc);
+      const T vi = core::act_sigmoid(zi);
+      const T vci = core::act_tanh(zc);
       zf = zf + fb;
       if constexpr (kPeephole) zf = zf + cp * p.wcf[j];
-      const T vf = core::sigmoid(zf);
+      const T vf = core::act_sigmoid(zf);
       T vcs = vi * vci + vf * cp;
       if (do_clip) {  // min(max(cs, −clip), clip); a NaN cs stays NaN, as in TensorFlow
         if (vcs < -clip) vcs = -clip;
         if (vcs > clip) vcs = clip;
       }
-      const T vco = core::tanh_act(vcs);
+      const T vco = core::act_tanh(vcs);
       if constexpr (kPeephole) zo = zo + vcs * p.wco[j];
-      const T vo = core::sigmoid(zo);
+      const T vo = core::act_sigmoid(zo);
       s.i[r + j] = vi;
       s.ci[r + j] = vci;
       s.f[r + j] = vf;
@@ -160,7 +165,8 @@ inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, st
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   for (std::int64_t n = n0; n < n1; ++n) {
     const std::int64_t r = n * H;
-    T* dg = s.dgates + n * 4 * H;
+    T* dg = s.dgates + n * (s.dgates_ld ? s.dgates_ld : 4 * H);
+#pragma GCC ivdep
     for (std::int64_t j = 0; j < H; ++j) {
       const std::int64_t e = r + j;
       const T i = s.i[e], f = s.f[e], o = s.o[e], ci = s.ci[e], co = s.co[e], cp = s.cs_prev[e];
@@ -187,11 +193,22 @@ inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, st
 
 }  // namespace detail
 
+// float32 rows run the per-ISA clones of src/cpu/pointwise_isa.cc (AVX-512, AVX2+FMA or
+// baseline, chosen once at load time); float64 rows run the generic code.
+namespace isa {
+void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
+                       std::int64_t n1);
+void lstm_bwd_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
+                       std::int64_t n1);
+}  // namespace isa
+
 // Forward element-wise pass over rows [n0, n1) of one step.
 template <typename T>
 inline void lstm_fwd_pointwise_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s,
                                     std::int64_t n0, std::int64_t n1) {
-  if (p.use_peephole) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::lstm_fwd_rows_f32(p, s, n0, n1);
+  } else if (p.use_peephole) {
     detail::lstm_fwd_rows<T, true>(p, s, n0, n1);
   } else {
     detail::lstm_fwd_rows<T, false>(p, s, n0, n1);
@@ -210,7 +227,9 @@ inline void lstm_fwd_pointwise(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& 
 template <typename T>
 inline void lstm_bwd_pointwise_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s,
                                     std::int64_t n0, std::int64_t n1) {
-  if (p.use_peephole) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::lstm_bwd_rows_f32(p, s, n0, n1);
+  } else if (p.use_peephole) {
     detail::lstm_bwd_rows<T, true>(p, s, n0, n1);
   } else {
     detail::lstm_bwd_rows<T, false>(p, s, n0, n1);
@@ -240,7 +259,7 @@ inline void lstm_peephole_grads(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>&
       for (std::int64_t j = j0; j < j1; ++j) wci_grad[j] = wcf_grad[j] = wco_grad[j] = T(0);
     }
     for (std::int64_t n = 0; n < B; ++n) {
-      const T* dg = s.dgates + n * 4 * H;
+      const T* dg = s.dgates + n * (s.dgates_ld ? s.dgates_ld : 4 * H);
       const T* cp = s.cs_prev + n * H;
       const T* cs = s.cs + n * H;
       for (std::int64_t j = j0; j < j1; ++j) {
