@@ -79,7 +79,7 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
                          a.d_h_prev + n * H);
     }
   });
-  if (a.d_w_ru == nullptr) return;
+  if (!a.full) return;
   std::vector<T> hr(B * H);
   for (std::int64_t e = 0; e < B * H; ++e) hr[e] = a.h_prev[e] * a.r[e];
   // d_w_ru = [x, h_prev]ᵀ·d_ru      [I+H,2H] = [B,I+H]ᵀ·[B,2H], as two row blocks

@@ -115,6 +115,7 @@ void compute_backward(std::span<const TensorView> in, const core::Attrs&,
     std::vector<T> d_c_bar(d.B * d.H), d_ru(d.B * 2 * d.H);
     GRUCellBwdArgs<T> a{b.in[0], b.in[1], b.in[2],  b.in[3],  b.in[6],        b.in[7],
                         b.in[8], b.in[9], b.out[0], b.out[1], d_c_bar.data(), d_ru.data()};
+    a.full = true;
     a.d_w_ru = b.out[2];
     a.d_w_c = b.out[3];
     a.d_b_ru = b.out[4];

@@ -57,6 +57,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
                            next.data(),
                            d_c_bar.data(),
                            d_ru.data()};
+    step.full = true;
     step.d_w_ru = dw_ru.data();
     step.d_w_c = dw_c.data();
     step.d_b_ru = db_ru.data();

@@ -129,7 +129,7 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
       a.d_h_prev[e] = (g1[n * K + I + j] + g2[n * K + I + j] * a.r[e]) + a.d_h[e] * a.u[e];
     }
   }
-  if (a.d_w_ru == nullptr) return;
+  if (!a.full) return;
   const std::vector<T> xh = concat_cols(B, I, a.x, H, a.h_prev);
   std::vector<T> hr(B * H);
   for (std::int64_t e = 0; e < B * H; ++e) hr[e] = a.h_prev[e] * a.r[e];

@@ -41,6 +41,8 @@ struct GRUCellBwdArgs {
   T* d_r_bar_u_bar;  // [B, 2H]
   // Optional parameter gradients (SPEC §3.4); all null for GRUBlockCellGrad. When set they
   // are overwritten (not accumulated).
+  // `full` asks for them explicitly: a null pointer is also what an empty output looks like.
+  bool full = false;
   T* d_w_ru = nullptr;  // [I+H, 2H]
   T* d_w_c = nullptr;   // [I+H, H]
   T* d_b_ru = nullptr;  // [2H]
