@@ -11,7 +11,7 @@ ValueError) with the same message as the C++ library.
 from . import _core
 from ._core import (InternalError, InvalidArgumentError, ResourceExhaustedError,
                     UnimplementedError)
-from . import raw_ops, gradients
+from . import raw_ops, gradients, layers
 
 __version__ = _core.version()
 
@@ -34,6 +34,6 @@ def force_reference() -> bool:
     return _core.force_reference()
 
 
-__all__ = ["raw_ops", "gradients", "InvalidArgumentError", "UnimplementedError",
+__all__ = ["raw_ops", "gradients", "layers", "InvalidArgumentError", "UnimplementedError",
            "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads",
            "set_force_reference", "force_reference", "__version__"]

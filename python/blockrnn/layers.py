@@ -1,0 +1,302 @@
+"""Recurrent layers on the sequence ops: parameters as numpy arrays in TensorFlow's block-op
+layout, a forward pass over a whole sequence and its backward pass, and conversion from and
+to the weights of Keras' LSTM and GRU layers.
+
+    lstm = blockrnn.layers.LSTM(input_size=64, hidden_size=256, seed=0)
+    h_seq, (cs, h) = lstm.forward(x)                  # x [T, B, I], time-major
+    dx, (dcs0, dh0) = lstm.backward(dh_seq)           # fills lstm.grads["w"], lstm.grads["b"]
+
+Shape letters: T time steps, B batch, I input size, H hidden size. Sequences are time-major
+([T, B, ...]) as the ops; Keras is batch-major, so `x_keras = x.transpose(1, 0, 2)`.
+
+LSTM = BlockLSTM / BlockLSTMGrad (gate columns ICFO = [i, ci, f, o]):
+    gates = [x_t, h_{t-1}]·w + b;   i = σ(g_i [+ cs_{t-1}⊙wci]);   ci = tanh(g_ci)
+    f = σ(g_f + forget_bias [+ cs_{t-1}⊙wcf]);   cs_t = clip(i⊙ci + f⊙cs_{t-1})
+    o = σ(g_o [+ cs_t⊙wco]);   h_t = o⊙tanh(cs_t)
+GRU = BlockGRU / BlockGRUGrad (GRUBlockCell's math, Keras' reset_after=False variant):
+    [r, u] = σ([x_t, h_{t-1}]·w_ru + b_ru);   c = tanh([x_t, r⊙h_{t-1}]·w_c + b_c)
+    h_t = u⊙h_{t-1} + (1 − u)⊙c
+
+Keras conversion (`from_keras` / `to_keras`): Keras keeps `kernel` [I, nH] and
+`recurrent_kernel` [H, nH] apart (the op stacks them as rows [kernel; recurrent_kernel]) and
+orders the gate columns LSTM i, f, c, o (the op: i, c, f, o) and GRU z, r, h (the op: w_ru =
+[r | z], w_c = h; Keras' z is the op's u). Keras adds no forget bias at run time (its
+unit_forget_bias only initialises the bias), so a converted LSTM has forget_bias = 0; both
+directions move numbers without arithmetic, so a round trip is bit-exact.
+"""
+import numpy as np
+
+from . import raw_ops
+
+__all__ = ["LSTM", "GRU"]
+
+_DTYPES = (np.float16, np.float32, np.float64)
+
+
+def _uniform(rng, shape, scale, dtype):
+    return rng.uniform(-scale, scale, size=shape).astype(dtype)
+
+
+def _check_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in [np.dtype(d) for d in _DTYPES]:
+        raise ValueError(f"dtype must be float16, float32 or float64, got {dtype}")
+    return dtype
+
+
+def _keras_arrays(weights, n_gates, what):
+    """[kernel, recurrent_kernel, bias] from a Keras layer or its get_weights() list."""
+    if hasattr(weights, "get_weights"):
+        weights = weights.get_weights()
+    weights = [np.asarray(a) for a in weights]
+    if len(weights) != 3:
+        raise ValueError(f"{what}: expected [kernel, recurrent_kernel, bias] (a layer built "
+                         f"with use_bias=True), got {len(weights)} arrays")
+    kernel, recurrent, bias = weights
+    if recurrent.ndim != 2 or recurrent.shape[1] % n_gates or \
+            recurrent.shape[0] * n_gates != recurrent.shape[1]:
+        raise ValueError(f"{what}: recurrent_kernel must be [H, {n_gates}H], got "
+                         f"{recurrent.shape}")
+    H = recurrent.shape[0]
+    if kernel.ndim != 2 or kernel.shape[1] != n_gates * H:
+        raise ValueError(f"{what}: kernel must be [I, {n_gates * H}], got {kernel.shape}")
+    if bias.shape != (n_gates * H,):
+        if bias.shape == (2, n_gates * H):
+            raise ValueError(f"{what}: a bias of shape (2, {n_gates * H}) is Keras' "
+                             "reset_after=True GRU; these ops compute reset_after=False")
+        raise ValueError(f"{what}: bias must be [{n_gates * H}], got {bias.shape}")
+    return kernel, recurrent, bias, H
+
+
+class _Recurrent:
+    """Shared parts: parameter bookkeeping, dtype handling, the saved forward pass."""
+
+    _PARAMS = ()
+
+    def parameters(self):
+        """The parameter arrays by op input name (the arrays themselves, not copies)."""
+        return {name: getattr(self, name) for name in self._PARAMS}
+
+    def _input(self, x):
+        x = np.asarray(x, dtype=self.dtype)
+        if x.ndim != 3 or x.shape[2] != self.input_size:
+            raise ValueError(f"{type(self).__name__}: x must be [T, B, {self.input_size}] "
+                             f"(time-major), got shape {x.shape}")
+        return x
+
+    def _state_array(self, a, batch, what):
+        a = np.asarray(a, dtype=self.dtype)
+        if a.shape != (batch, self.hidden_size):
+            raise ValueError(f"{type(self).__name__}: {what} must be [{batch}, "
+                             f"{self.hidden_size}], got shape {a.shape}")
+        return a
+
+    def _saved(self):
+        if self._cache is None:
+            raise RuntimeError(f"{type(self).__name__}.backward() needs a forward() first")
+        return self._cache
+
+    def _grad_h(self, grad_h_seq, T, B):
+        g = np.asarray(grad_h_seq, dtype=self.dtype)
+        if g.shape != (T, B, self.hidden_size):
+            raise ValueError(f"{type(self).__name__}: grad_h_seq must be "
+                             f"[{T}, {B}, {self.hidden_size}], got shape {g.shape}")
+        return g
+
+    def __call__(self, x, state=None):
+        return self.forward(x, state)
+
+
+class LSTM(_Recurrent):
+    """An LSTM layer on BlockLSTM (ICFO). Parameters (numpy, op layout):
+    w [I+H, 4H], b [4H] and, with use_peephole, wci, wcf, wco [H] each.
+
+    forget_bias is added to the forget gate at run time (1.0: TensorFlow's LSTMBlockCell /
+    LSTMBlockFusedCell default; 0.0 for weights converted from Keras). cell_clip clips the cell
+    state at ±cell_clip when positive; None disables it."""
+
+    def __init__(self, input_size, hidden_size, *, forget_bias=1.0, cell_clip=None,
+                 use_peephole=False, dtype=np.float32, seed=None):
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        if self.input_size < 0 or self.hidden_size < 1:
+            raise ValueError(f"LSTM: need input_size >= 0 and hidden_size >= 1, got "
+                             f"{input_size}, {hidden_size}")
+        self.dtype = _check_dtype(dtype)
+        self.forget_bias = float(forget_bias)
+        self.cell_clip = None if cell_clip is None or cell_clip <= 0 else float(cell_clip)
+        self.use_peephole = bool(use_peephole)
+        I, H = self.input_size, self.hidden_size
+        rng = np.random.default_rng(seed)
+        s = 1.0 / np.sqrt(H)
+        self.w = _uniform(rng, (I + H, 4 * H), s, self.dtype)  # [I+H, 4H] ICFO
+        self.b = np.zeros(4 * H, self.dtype)                     # [4H]
+        self.wci, self.wcf, self.wco = (
+            _uniform(rng, (H,), s, self.dtype) if self.use_peephole else
+            np.zeros(H, self.dtype) for _ in range(3))           # [H] each
+        self.grads = {}
+        self._cache = None
+
+    @property
+    def _PARAMS(self):
+        return ("w", "b", "wci", "wcf", "wco") if self.use_peephole else ("w", "b")
+
+    def zero_state(self, batch):
+        """(cs, h), each zeros [B, H]."""
+        z = np.zeros((batch, self.hidden_size), self.dtype)
+        return z, z.copy()
+
+    def _op_args(self):
+        return dict(w=self.w, wci=self.wci, wcf=self.wcf, wco=self.wco, b=self.b)
+
+    def forward(self, x, state=None):
+        """x [T, B, I], state (cs, h) each [B, H] or None (zeros).
+        Returns (h_seq [T, B, H], (cs_T, h_T)) and keeps what backward() needs."""
+        x = self._input(x)
+        T, B = x.shape[0], x.shape[1]
+        cs0, h0 = self.zero_state(B) if state is None else state
+        cs0 = self._state_array(cs0, B, "state[0] (cs)")
+        h0 = self._state_array(h0, B, "state[1] (h)")
+        out = raw_ops.BlockLSTM(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
+                                **self._op_args(), forget_bias=self.forget_bias,
+                                cell_clip=self.cell_clip if self.cell_clip else -1.0,
+                                use_peephole=self.use_peephole)
+        self._cache = (x, cs0, h0, out)
+        final = (out.cs[-1].copy(), out.h[-1].copy()) if T else (cs0.copy(), h0.copy())
+        return out.h, final
+
+    def backward(self, grad_h_seq, grad_state=None):
+        """grad_h_seq [T, B, H] = ∂L/∂h_seq; grad_state (dcs_T, dh_T) or None: ∂L/∂ of the
+        final state. Returns (dx [T, B, I], (dcs_0, dh_0)) and sets self.grads (same keys
+        and shapes as parameters())."""
+        x, cs0, h0, out = self._saved()
+        T, B = x.shape[0], x.shape[1]
+        h_grad = self._grad_h(grad_h_seq, T, B).copy()
+        cs_grad = np.zeros_like(h_grad)
+        if grad_state is not None:
+            dcs_T = self._state_array(grad_state[0], B, "grad_state[0] (cs)")
+            dh_T = self._state_array(grad_state[1], B, "grad_state[1] (h)")
+            if T == 0:
+                self.grads = {k: np.zeros_like(v) for k, v in self.parameters().items()}
+                return np.zeros_like(x), (dcs_T.copy(), dh_T.copy())
+            cs_grad[-1] += dcs_T
+            h_grad[-1] += dh_T
+        g = raw_ops.BlockLSTMGrad(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
+                                  **self._op_args(), i=out.i, cs=out.cs, f=out.f, o=out.o,
+                                  ci=out.ci, co=out.co, h=out.h, cs_grad=cs_grad, h_grad=h_grad,
+                                  use_peephole=self.use_peephole)
+        self.grads = {"w": g.w_grad, "b": g.b_grad}
+        if self.use_peephole:
+            self.grads.update(wci=g.wci_grad, wcf=g.wcf_grad, wco=g.wco_grad)
+        return g.x_grad, (g.cs_prev_grad, g.h_prev_grad)
+
+    # ---- Keras ----
+
+    @classmethod
+    def from_keras(cls, weights, dtype=None):
+        """A layer computing what keras.layers.LSTM (default activations: tanh and sigmoid)
+        computes with these weights: a Keras LSTM layer, or its get_weights() list
+        [kernel [I, 4H], recurrent_kernel [H, 4H], bias [4H]] with gate columns i, f, c, o."""
+        kernel, recurrent, bias, H = _keras_arrays(weights, 4, "LSTM.from_keras")
+        dtype = kernel.dtype if dtype is None else dtype
+        layer = cls(kernel.shape[0], H, forget_bias=0.0, dtype=dtype)
+        w = np.concatenate([kernel, recurrent], axis=0)
+        i, f, c, o = (slice(k * H, (k + 1) * H) for k in range(4))
+        layer.w = np.ascontiguousarray(
+            np.concatenate([w[:, i], w[:, c], w[:, f], w[:, o]], axis=1), dtype=layer.dtype)
+        layer.b = np.concatenate([bias[i], bias[c], bias[f], bias[o]]).astype(layer.dtype)
+        return layer
+
+    def to_keras(self):
+        """[kernel, recurrent_kernel, bias] for keras.layers.LSTM(H).set_weights(...).
+        A non-zero forget_bias is folded into the forget-gate bias (exact when it is 0);
+        peepholes and cell clipping have no Keras equivalent (ValueError)."""
+        if self.use_peephole or self.cell_clip:
+            raise ValueError("LSTM.to_keras: Keras' LSTM has no peepholes and no cell clipping")
+        I, H = self.input_size, self.hidden_size
+        i, c, f, o = (slice(k * H, (k + 1) * H) for k in range(4))
+        w = np.concatenate([self.w[:, i], self.w[:, f], self.w[:, c], self.w[:, o]], axis=1)
+        b_f = self.b[f] + self.dtype.type(self.forget_bias) if self.forget_bias else self.b[f]
+        bias = np.concatenate([self.b[i], b_f, self.b[c], self.b[o]])
+        return [np.ascontiguousarray(w[:I]), np.ascontiguousarray(w[I:]), bias]
+
+
+class GRU(_Recurrent):
+    """A GRU layer on BlockGRU (GRUBlockCell's math = Keras GRU with reset_after=False).
+    Parameters (numpy, op layout): w_ru [I+H, 2H] (columns [r | u]), w_c [I+H, H], b_ru [2H],
+    b_c [H]. Initial b_ru = 1, b_c = 0, as TensorFlow's GRUBlockCell."""
+
+    _PARAMS = ("w_ru", "w_c", "b_ru", "b_c")
+
+    def __init__(self, input_size, hidden_size, *, dtype=np.float32, seed=None):
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        if self.input_size < 0 or self.hidden_size < 1:
+            raise ValueError(f"GRU: need input_size >= 0 and hidden_size >= 1, got "
+                             f"{input_size}, {hidden_size}")
+        self.dtype = _check_dtype(dtype)
+        I, H = self.input_size, self.hidden_size
+        rng = np.random.default_rng(seed)
+        s = 1.0 / np.sqrt(H)
+        self.w_ru = _uniform(rng, (I + H, 2 * H), s, self.dtype)  # [I+H, 2H]
+        self.w_c = _uniform(rng, (I + H, H), s, self.dtype)       # [I+H, H]
+        self.b_ru = np.ones(2 * H, self.dtype)                    # [2H]
+        self.b_c = np.zeros(H, self.dtype)                        # [H]
+        self.grads = {}
+        self._cache = None
+
+    def zero_state(self, batch):
+        """h, zeros [B, H]."""
+        return np.zeros((batch, self.hidden_size), self.dtype)
+
+    def forward(self, x, state=None):
+        """x [T, B, I], state h [B, H] or None (zeros). Returns (h_seq [T, B, H], h_T)."""
+        x = self._input(x)
+        T, B = x.shape[0], x.shape[1]
+        h0 = self._state_array(self.zero_state(B) if state is None else state, B, "state")
+        out = raw_ops.BlockGRU(seq_len_max=np.int64(T), x=x, h_prev=h0, **self.parameters())
+        self._cache = (x, h0, out)
+        return out.h, (out.h[-1].copy() if T else h0.copy())
+
+    def backward(self, grad_h_seq, grad_state=None):
+        """grad_h_seq [T, B, H]; grad_state dh_T [B, H] or None. Returns (dx [T, B, I], dh_0)
+        and sets self.grads."""
+        x, h0, out = self._saved()
+        T, B = x.shape[0], x.shape[1]
+        h_grad = self._grad_h(grad_h_seq, T, B).copy()
+        if grad_state is not None:
+            dh_T = self._state_array(grad_state, B, "grad_state")
+            if T == 0:
+                self.grads = {k: np.zeros_like(v) for k, v in self.parameters().items()}
+                return np.zeros_like(x), dh_T.copy()
+            h_grad[-1] += dh_T
+        g = raw_ops.BlockGRUGrad(seq_len_max=np.int64(T), x=x, h_prev=h0, **self.parameters(),
+                                 r=out.r, u=out.u, c=out.c, h=out.h, h_grad=h_grad)
+        self.grads = {"w_ru": g.w_ru_grad, "w_c": g.w_c_grad, "b_ru": g.b_ru_grad,
+                      "b_c": g.b_c_grad}
+        return g.x_grad, g.h_prev_grad
+
+    # ---- Keras ----
+
+    @classmethod
+    def from_keras(cls, weights, dtype=None):
+        """A layer computing what keras.layers.GRU(reset_after=False) (default activations)
+        computes with these weights: the layer, or [kernel [I, 3H], recurrent_kernel [H, 3H],
+        bias [3H]] with gate columns z, r, h."""
+        kernel, recurrent, bias, H = _keras_arrays(weights, 3, "GRU.from_keras")
+        dtype = kernel.dtype if dtype is None else dtype
+        layer = cls(kernel.shape[0], H, dtype=dtype)
+        w = np.concatenate([kernel, recurrent], axis=0)
+        z, r, hh = (slice(k * H, (k + 1) * H) for k in range(3))
+        layer.w_ru = np.ascontiguousarray(np.concatenate([w[:, r], w[:, z]], axis=1),
+                                          dtype=layer.dtype)
+        layer.w_c = np.ascontiguousarray(w[:, hh], dtype=layer.dtype)
+        layer.b_ru = np.concatenate([bias[r], bias[z]]).astype(layer.dtype)
+        layer.b_c = np.array(bias[hh], dtype=layer.dtype)
+        return layer
+
+    def to_keras(self):
+        """[kernel, recurrent_kernel, bias] for keras.layers.GRU(H, reset_after=False)."""
+        I, H = self.input_size, self.hidden_size
+        r, u = slice(0, H), slice(H, 2 * H)
+        w = np.concatenate([self.w_ru[:, u], self.w_ru[:, r], self.w_c], axis=1)
+        bias = np.concatenate([self.b_ru[u], self.b_ru[r], self.b_c])
+        return [np.ascontiguousarray(w[:I]), np.ascontiguousarray(w[I:]), bias]

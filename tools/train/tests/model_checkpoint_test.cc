@@ -1,0 +1,155 @@
+// Tests of CharModel ⇄ Checkpoint: a bit-exact round trip (weights, Adam state, vocabulary,
+// metadata; identical bytes when saved again), and clear errors for checkpoints that parse
+// but do not describe a consistent model.
+#include "train/model_checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <random>
+
+namespace blockrnn::train {
+namespace {
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+Checkpoint sample_checkpoint(CellKind cell, bool with_adam) {
+  const Vocabulary vocab = Vocabulary::from_text("hello, world\n");
+  ModelConfig c{cell, vocab.size(), 5, 6, 2};
+  CharModel<float> model(c);
+  model.init(11);
+  AdamState adam;
+  adam.t = 42;
+  std::mt19937_64 rng(1);
+  for (size_t k = 0; k < model.num_tensors(); ++k) {
+    adam.m.emplace_back(model.param(k).size());
+    adam.v.emplace_back(model.param(k).size());
+    for (float& x : adam.m.back()) x = static_cast<float>(rng() % 1000) * 1e-7f - 5e-5f;
+    for (float& x : adam.v.back()) x = static_cast<float>(rng() % 1000) * 1e-9f;
+  }
+  // Values whose bits must survive exactly: a denormal, -0 and the largest float.
+  model.param(0)[0] = std::numeric_limits<float>::denorm_min();
+  model.param(0)[1] = -0.0f;
+  model.param(0)[2] = std::numeric_limits<float>::max();
+  return make_checkpoint(model, vocab, 123, with_adam ? &adam : nullptr, {{"seed", "11"}});
+}
+
+TEST(ModelCheckpoint, RoundTripIsBitExact) {
+  for (CellKind cell : {CellKind::kLstm, CellKind::kGru}) {
+    const Checkpoint ckpt = sample_checkpoint(cell, true);
+    const std::vector<uint8_t> bytes = serialize_checkpoint(ckpt);
+    const std::string path =
+        (std::filesystem::path(::testing::TempDir()) / "model_roundtrip.brnn").string();
+    save_checkpoint(path, ckpt);
+    TrainedModel loaded = load_trained_model(path);
+    EXPECT_EQ(loaded.config.cell, cell);
+    EXPECT_EQ(loaded.config.embed, 5);
+    EXPECT_EQ(loaded.config.hidden, 6);
+    EXPECT_EQ(loaded.config.layers, 2);
+    EXPECT_EQ(loaded.vocabulary.symbols(), Vocabulary::from_text("hello, world\n").symbols());
+    EXPECT_EQ(loaded.step, 123);
+    EXPECT_EQ(loaded.metadata.at("seed"), "11");
+    ASSERT_TRUE(loaded.adam.has_value());
+    EXPECT_EQ(loaded.adam->t, 42);
+    for (size_t k = 0; k < loaded.model.num_tensors(); ++k) {
+      const std::string& name = loaded.model.specs()[k].name;
+      EXPECT_TRUE(same_bits(loaded.model.param(k), ckpt.tensors.at(name).data)) << name;
+      EXPECT_TRUE(same_bits(loaded.adam->m[k], ckpt.tensors.at("adam/m/" + name).data)) << name;
+      EXPECT_TRUE(same_bits(loaded.adam->v[k], ckpt.tensors.at("adam/v/" + name).data)) << name;
+    }
+    // Saving what was loaded gives the same bytes.
+    const Checkpoint again = make_checkpoint(loaded.model, loaded.vocabulary, loaded.step,
+                                             &*loaded.adam, {{"seed", "11"}});
+    EXPECT_EQ(serialize_checkpoint(again), bytes);
+  }
+}
+
+TEST(ModelCheckpoint, WithoutAdamState) {
+  const Checkpoint ckpt = sample_checkpoint(CellKind::kLstm, false);
+  const TrainedModel m = model_from_checkpoint(ckpt, "x");
+  EXPECT_FALSE(m.adam.has_value());
+  EXPECT_EQ(ckpt.metadata.count("adam_t"), 0u);
+}
+
+void expect_error(const Checkpoint& ckpt, const std::string& needle) {
+  try {
+    model_from_checkpoint(ckpt, "bad.brnn");
+    ADD_FAILURE() << "expected an error containing: " << needle;
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("checkpoint 'bad.brnn'"), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+  }
+}
+
+TEST(ModelCheckpoint, InconsistentCheckpointsAreRejectedClearly) {
+  const Checkpoint good = sample_checkpoint(CellKind::kLstm, true);
+  {
+    Checkpoint c = good;
+    c.tensors.erase("layer1/w");
+    expect_error(c, "tensor 'layer1/w' is missing");
+  }
+  {
+    Checkpoint c = good;
+    c.tensors["layer0/b"].shape = {4, 6};
+    expect_error(c, "tensor 'layer0/b' has shape [4, 6]");
+  }
+  {
+    Checkpoint c = good;
+    c.hidden = 7;  // the tensors no longer fit the config
+    expect_error(c, "has shape");
+  }
+  {
+    Checkpoint c = good;
+    c.cell = "gru";
+    expect_error(c, "tensor 'layer0/w_ru' is missing");
+  }
+  {
+    Checkpoint c = good;
+    c.tensors["extra"] = NamedArray{{1}, {0.0f}};
+    expect_error(c, "unexpected tensor 'extra'");
+  }
+  {
+    Checkpoint c = good;
+    c.tensors["softmax/b"].data[0] = std::nanf("");
+    expect_error(c, "non-finite");
+  }
+  {
+    Checkpoint c = good;
+    c.tensors["adam/v/softmax/b"].data[0] = -1.0f;
+    expect_error(c, "negative");
+  }
+  {
+    Checkpoint c = good;
+    c.metadata.erase("model");
+    expect_error(c, "not a character language model");
+  }
+  {
+    Checkpoint c = good;
+    c.metadata["embed"] = "5x";
+    expect_error(c, "metadata 'embed' must be an integer");
+  }
+  {
+    Checkpoint c = good;
+    c.metadata.erase("step");
+    expect_error(c, "metadata 'step' is missing");
+  }
+  {
+    Checkpoint c = good;
+    c.layers = 17;
+    expect_error(c, "number of layers must be in [1, 16]");
+  }
+  {
+    Checkpoint c = good;
+    c.tensors.erase("adam/m/embedding");
+    expect_error(c, "tensor 'adam/m/embedding' is missing");
+  }
+}
+
+}  // namespace
+}  // namespace blockrnn::train
