@@ -1,5 +1,5 @@
-// One GEMM interface over the BLAS backend (OpenBLAS's CBLAS today; see docs/performance.md
-// for how the backend is chosen). Row-major throughout:
+// One GEMM interface over the BLAS backends (oneDNN's sgemm and OpenBLAS, chosen per operand
+// layout by measurement: gemm.cc, docs/performance.md). Row-major throughout:
 //   C[M,N] = alpha * op(A)[M,K] · op(B)[K,N] + beta * C
 // op(X) = X or Xᵀ. Degenerate sizes are handled here (M or N = 0: nothing; K = 0: C = beta*C),
 // so callers never special-case empty tensors.

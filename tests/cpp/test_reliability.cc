@@ -15,22 +15,30 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 
 class EveryOp : public ::testing::TestWithParam<std::string> {};
 
+// Shapes (T, B, I, H) chosen to reach every GEMM path: a batch of 64 (oneDNN's A·B), batches
+// of 1 and 5 (OpenBLAS for few rows), reductions of 333 and 700 values (not multiples of 32 and
+// above OpenBLAS's K block, where its threaded driver would otherwise change the summation).
 TEST_P(EveryOp, DeterministicAcrossRunsAndThreadCounts) {
   const int saved = get_num_threads();
-  std::mt19937_64 rng(21);
-  const testing::OpCall call = testing::make_call(find_op(GetParam()), rng, 5, 64, 96, 128);
-  std::vector<std::vector<Tensor>> results;
-  for (int threads : {1, 2, 4, 2}) {
-    set_num_threads(threads);
-    results.push_back(run_op(call.op, call.views(), call.attrs));
-  }
-  set_num_threads(saved);
-  for (std::size_t r = 1; r < results.size(); ++r) {
-    for (std::size_t k = 0; k < results[0].size(); ++k) {
-      EXPECT_TRUE(bitwise_equal(results[r][k], results[0][k]))
-          << GetParam() << " output " << find_op(GetParam()).outputs[k] << " run " << r;
+  const std::int64_t shapes[][4] = {{5, 64, 96, 128}, {3, 5, 333, 333}, {4, 1, 700, 90}};
+  for (const auto& s : shapes) {
+    std::mt19937_64 rng(21);
+    const testing::OpCall call =
+        testing::make_call(find_op(GetParam()), rng, s[0], s[1], s[2], s[3]);
+    std::vector<std::vector<Tensor>> results;
+    for (int threads : {1, 2, 4, 2}) {
+      set_num_threads(threads);
+      results.push_back(run_op(call.op, call.views(), call.attrs));
+    }
+    for (std::size_t r = 1; r < results.size(); ++r) {
+      for (std::size_t k = 0; k < results[0].size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(results[r][k], results[0][k]))
+            << GetParam() << " output " << find_op(GetParam()).outputs[k] << " run " << r
+            << " shape T=" << s[0] << " B=" << s[1] << " I=" << s[2] << " H=" << s[3];
+      }
     }
   }
+  set_num_threads(saved);
 }
 
 TEST_P(EveryOp, ConcurrentCallsGiveSerialResults) {
