@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
+#include "op_shapes.h"
 
 namespace {
 
@@ -39,28 +40,12 @@ std::vector<Dims> read_shapes() {
 }
 
 bool is_sequence(const std::string& op) {
-  return op.rfind("Block", 0) == 0;
+  return blockrnn::testing::is_sequence_op(op);
 }
 
 int gates(const std::string& op) {
   if (op.find("LSTM") != std::string::npos) return 4;
   return 3;
-}
-
-// Shape of an input from its TensorFlow name.
-Shape shape_of(const std::string& op, const std::string& name, const Dims& d) {
-  const bool seq = is_sequence(op);
-  const std::int64_t I = d.I, H = d.H, K = I + H;
-  if (name == "seq_len_max") return Shape{};
-  if (name == "x") return seq ? Shape{d.T, d.B, I} : Shape{d.B, I};
-  if (name == "cs_prev" || name == "h_prev") return Shape{d.B, H};
-  if (name == "w") return Shape{K, 4 * H};
-  if (name == "w_ru") return Shape{K, 2 * H};
-  if (name == "w_c") return Shape{K, H};
-  if (name == "wci" || name == "wcf" || name == "wco" || name == "b_c") return Shape{H};
-  if (name == "b") return Shape{4 * H};
-  if (name == "b_ru") return Shape{2 * H};
-  return seq ? Shape{d.T, d.B, H} : Shape{d.B, H};  // gates, states and their gradients
 }
 
 void run(benchmark::State& state, const std::string& op, const Dims& d, bool reference) {
@@ -75,7 +60,7 @@ void run(benchmark::State& state, const std::string& op, const Dims& d, bool ref
       inputs.push_back(std::move(t));
       continue;
     }
-    Tensor t(DType::kFloat32, shape_of(op, name, d));
+    Tensor t(DType::kFloat32, blockrnn::testing::input_shape(op, name, d.T, d.B, d.I, d.H));
     for (std::int64_t e = 0; e < t.num_elements(); ++e) t.data_as<float>()[e] = dist(rng);
     inputs.push_back(std::move(t));
   }

@@ -9,8 +9,15 @@
 #include "cpu/gru_pointwise.h"
 #include "cpu/lstm_pointwise.h"
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define BLOCKRNN_ISA_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
+#else
+// Other compilers (clang rejects target_clones together with flatten) and other CPUs: one
+// generic build of each function, vectorised for the compiler's target flags. Correct
+// everywhere; the release build (GCC) is the fast one. The fuzz preset uses this path.
+#define BLOCKRNN_ISA_CLONES
+#endif
 
 namespace blockrnn::cpu::isa {
 

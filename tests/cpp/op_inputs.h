@@ -6,25 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "op_shapes.h"
 #include "test_util.h"
 
 namespace blockrnn::testing {
-
-inline Shape input_shape(const std::string& op, const std::string& name, std::int64_t T,
-                         std::int64_t B, std::int64_t I, std::int64_t H) {
-  const bool seq = op.rfind("Block", 0) == 0;
-  const std::int64_t K = I + H;
-  if (name == "seq_len_max") return Shape{};
-  if (name == "x") return seq ? Shape{T, B, I} : Shape{B, I};
-  if (name == "cs_prev" || name == "h_prev") return Shape{B, H};
-  if (name == "w") return Shape{K, 4 * H};
-  if (name == "w_ru") return Shape{K, 2 * H};
-  if (name == "w_c") return Shape{K, H};
-  if (name == "wci" || name == "wcf" || name == "wco" || name == "b_c") return Shape{H};
-  if (name == "b") return Shape{4 * H};
-  if (name == "b_ru") return Shape{2 * H};
-  return seq ? Shape{T, B, H} : Shape{B, H};
-}
 
 struct OpCall {
   std::string op;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
+#include "op_shapes.h"
 
 namespace {
 
@@ -69,26 +70,6 @@ const std::vector<const blockrnn::OpDef*>& selected_ops() {
   return ops;
 }
 
-bool is_sequence(const std::string& op) {
-  return op.rfind("Block", 0) == 0;
-}
-
-Shape consistent_shape(const std::string& op, const std::string& name, std::int64_t T,
-                       std::int64_t B, std::int64_t I, std::int64_t H) {
-  const bool seq = is_sequence(op);
-  const std::int64_t K = I + H;
-  if (name == "seq_len_max") return Shape{};
-  if (name == "x") return seq ? Shape{T, B, I} : Shape{B, I};
-  if (name == "cs_prev" || name == "h_prev") return Shape{B, H};
-  if (name == "w") return Shape{K, 4 * H};
-  if (name == "w_ru") return Shape{K, 2 * H};
-  if (name == "w_c") return Shape{K, H};
-  if (name == "wci" || name == "wcf" || name == "wco" || name == "b_c") return Shape{H};
-  if (name == "b") return Shape{4 * H};
-  if (name == "b_ru") return Shape{2 * H};
-  return seq ? Shape{T, B, H} : Shape{B, H};
-}
-
 constexpr std::int64_t kMaxBacked = 1 << 16;  // elements we actually allocate per tensor
 
 }  // namespace
@@ -107,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<DType> types;
   bool backed = true;
   for (const std::string& name : def.inputs) {
-    Shape s = consistent_shape(def.name, name, T, B, I, H);
+    Shape s = blockrnn::testing::input_shape(def.name, name, T, B, I, H);
     DType t = name == "seq_len_max" ? DType::kInt64 : base;
     const std::uint8_t m = in.u8(), arg = in.u8();
     std::int64_t dims[Shape::kMaxRank] = {};
@@ -192,9 +173,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const blockrnn::OutputSpec spec = blockrnn::infer_outputs(def.name, views, attrs);
     if (!backed || (flags & 4)) return 0;
-    std::int64_t out_elems = 0;
-    for (const Shape& s : spec.shapes) out_elems += s.num_elements();
-    if (out_elems > 8 * kMaxBacked) return 0;  // valid but too big to be worth computing
+    // Valid but too big to be worth computing (each output is at most 2^62 bytes, so checking
+    // them one by one cannot overflow).
+    for (const Shape& s : spec.shapes) {
+      if (s.num_elements() > 8 * kMaxBacked) return 0;
+    }
     if (flags & 2) {
       std::vector<Tensor> outs;
       std::vector<blockrnn::MutableTensorView> out_views;
