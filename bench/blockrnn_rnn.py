@@ -101,10 +101,11 @@ def main():
         t0 = time.perf_counter()
         o = fwd()
         t1 = time.perf_counter()
-        bwd(o)
+        g = bwd(o)
         t2 = time.perf_counter()
         fwd_t.append((t1 - t0) * 1e3)
         all_t.append((t2 - t0) * 1e3)
+        del o, g  # as the TensorFlow peer does: one step's tensors alive at a time
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     rec = dict(peer="blockrnn", op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
                fwd_ms=float(np.median(fwd_t)), fwdbwd_ms=float(np.median(all_t)),

@@ -131,7 +131,7 @@ PEER_ORDER = ["blockrnn", "tensorflow", "onednn", "openblas_gemm_floor", "onednn
 def render(results, a):
     out = []
     hdr = ("| shape | threads | peer | fwd ms | fwd+bwd ms | GFLOP/s | blockrnn speedup | "
-           "floor ratio | peak RSS MB |")
+           "floor ratio | memory MB |")
     out += [hdr, "|" + "---|" * 9]
     for r in results:
         s, th, rows = r["shape"], r["threads"], r["rows"]
@@ -148,7 +148,9 @@ def render(results, a):
             speed = f"{rec['fwdbwd_ms'] / ours['fwdbwd_ms']:.2f}×" if ours and peer != "blockrnn" \
                 else ""
             fr = f"{floor / ms:.2f}" if floor else ""
-            rss = rec.get("peak_rss_mb")
+            # Python peers: growth of the process RSS over its baseline after imports (the
+            # op's own memory); the C++ peers: the whole process's peak RSS.
+            rss = rec.get("rss_increase_mb", rec.get("peak_rss_mb"))
             out.append(f"| {s['name']} | {th} | {peer} | {rec['fwd_ms']:.2f} | {ms:.2f} | "
                        f"{gf / (ms / 1e3):.1f} | {speed} | {fr} | "
                        f"{'' if rss is None else f'{rss:.0f}'} |")
@@ -195,7 +197,9 @@ def write_docs(results, table, a):
                 "measured time. `blockrnn speedup` is the peer's time over blockrnn's. "
                 "`floor ratio` is the GEMM-only floor's time (the faster of OpenBLAS and "
                 "oneDNN sgemm, rows padded or not) over the row's time: 1.0 means running at "
-                "the floor.\n\n")
+                "the floor. `memory MB`: for blockrnn and TensorFlow the growth of the process's "
+                "peak RSS over its RSS after imports and input creation (the op's own memory); "
+                "for the C++ peers the whole process's peak RSS.\n\n")
         f.write("What each peer runs: blockrnn `BlockLSTM`+`BlockLSTMGrad`, `BlockGRU`+"
                 "`BlockGRUGrad`, or at T = 1 the cell op + `gradients.<Cell>`; TensorFlow "
                 "`BlockLSTM`+`BlockLSTMGrad`, for GRU `GRUBlockCell`+`GRUBlockCellGrad` stepped "
