@@ -17,59 +17,9 @@
 #include <vector>
 
 #include "core/activations.h"
+#include "ref/ref_linalg.h"
 
 namespace blockrnn::ref {
-namespace {
-
-// C[M,N] = A[M,K]·B[K,N], plain triple loop.
-template <typename T>
-void matmul(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
-  for (std::int64_t i = 0; i < M; ++i) {
-    for (std::int64_t j = 0; j < N; ++j) {
-      T acc = T(0);
-      for (std::int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
-      C[i * N + j] = acc;
-    }
-  }
-}
-
-// C[M,N] = A[M,K]·B[N,K]ᵀ
-template <typename T>
-void matmul_bt(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
-  for (std::int64_t i = 0; i < M; ++i) {
-    for (std::int64_t j = 0; j < N; ++j) {
-      T acc = T(0);
-      for (std::int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[j * K + k];
-      C[i * N + j] = acc;
-    }
-  }
-}
-
-// C[M,N] = A[K,M]ᵀ·B[K,N]
-template <typename T>
-void matmul_at(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
-  for (std::int64_t i = 0; i < M; ++i) {
-    for (std::int64_t j = 0; j < N; ++j) {
-      T acc = T(0);
-      for (std::int64_t k = 0; k < K; ++k) acc += A[k * M + i] * B[k * N + j];
-      C[i * N + j] = acc;
-    }
-  }
-}
-
-// [a, b] along columns: [B, Ia] and [B, Ib] -> [B, Ia+Ib]
-template <typename T>
-std::vector<T> concat_cols(std::int64_t B, std::int64_t Ia, const T* a, std::int64_t Ib,
-                           const T* b) {
-  std::vector<T> out(B * (Ia + Ib));
-  for (std::int64_t n = 0; n < B; ++n) {
-    for (std::int64_t k = 0; k < Ia; ++k) out[n * (Ia + Ib) + k] = a[n * Ia + k];
-    for (std::int64_t k = 0; k < Ib; ++k) out[n * (Ia + Ib) + Ia + k] = b[n * Ib + k];
-  }
-  return out;
-}
-
-}  // namespace
 
 template <typename T>
 void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a) {
@@ -136,16 +86,8 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   const std::vector<T> xhr = concat_cols(B, I, a.x, H, hr.data());
   matmul_at(K, 2 * H, B, xh.data(), a.d_r_bar_u_bar, a.d_w_ru);  // xhᵀ·d_ru   [I+H, 2H]
   matmul_at(K, H, B, xhr.data(), a.d_c_bar, a.d_w_c);            // xhrᵀ·d_c  [I+H, H]
-  for (std::int64_t j = 0; j < 2 * H; ++j) {
-    T acc = T(0);
-    for (std::int64_t n = 0; n < B; ++n) acc += a.d_r_bar_u_bar[n * 2 * H + j];
-    a.d_b_ru[j] = acc;
-  }
-  for (std::int64_t j = 0; j < H; ++j) {
-    T acc = T(0);
-    for (std::int64_t n = 0; n < B; ++n) acc += a.d_c_bar[n * H + j];
-    a.d_b_c[j] = acc;
-  }
+  column_sums(B, 2 * H, a.d_r_bar_u_bar, a.d_b_ru);              // d_b_ru = Σ_b d_r_bar_u_bar
+  column_sums(B, H, a.d_c_bar, a.d_b_c);                         // d_b_c  = Σ_b d_c_bar
 }
 
 template void gru_cell_fwd<float>(const GRUDims&, const GRUCellFwdArgs<float>&);

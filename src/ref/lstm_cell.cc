@@ -23,23 +23,9 @@
 #include <vector>
 
 #include "core/activations.h"
+#include "ref/ref_linalg.h"
 
 namespace blockrnn::ref {
-namespace {
-
-// [a, b] along columns: [B, Ia] and [B, Ib] -> [B, Ia+Ib]
-template <typename T>
-std::vector<T> concat_cols(std::int64_t B, std::int64_t Ia, const T* a, std::int64_t Ib,
-                           const T* b) {
-  std::vector<T> out(B * (Ia + Ib));
-  for (std::int64_t n = 0; n < B; ++n) {
-    for (std::int64_t k = 0; k < Ia; ++k) out[n * (Ia + Ib) + k] = a[n * Ia + k];
-    for (std::int64_t k = 0; k < Ib; ++k) out[n * (Ia + Ib) + Ia + k] = b[n * Ib + k];
-  }
-  return out;
-}
-
-}  // namespace
 
 template <typename T>
 void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
@@ -48,13 +34,7 @@ void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
   const std::vector<T> xh = concat_cols(B, I, a.x, H, a.h_prev);
   // gates = xh·w      [B, 4H] = [B, I+H]·[I+H, 4H]; stored, then the bias is added
   std::vector<T> gates(B * G);
-  for (std::int64_t n = 0; n < B; ++n) {
-    for (std::int64_t k = 0; k < G; ++k) {
-      T acc = T(0);
-      for (std::int64_t m = 0; m < K; ++m) acc += xh[n * K + m] * a.w[m * G + k];
-      gates[n * G + k] = acc;
-    }
-  }
+  matmul(B, G, K, xh.data(), a.w, gates.data());
   for (std::int64_t n = 0; n < B; ++n) {
     for (std::int64_t k = 0; k < G; ++k) gates[n * G + k] = gates[n * G + k] + a.b[k];
   }
@@ -123,32 +103,17 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   }
   if (!a.full) return;
   // xh_grad = dgates·wᵀ      [B, I+H] = [B, 4H]·[I+H, 4H]ᵀ
+  std::vector<T> xh_grad(B * K);
+  matmul_bt(B, K, G, a.dgates, a.w, xh_grad.data());
   for (std::int64_t n = 0; n < B; ++n) {
-    for (std::int64_t m = 0; m < K; ++m) {
-      T acc = T(0);
-      for (std::int64_t k = 0; k < G; ++k) acc += a.dgates[n * G + k] * a.w[m * G + k];
-      if (m < I) {
-        a.x_grad[n * I + m] = acc;
-      } else {
-        a.h_prev_grad[n * H + (m - I)] = acc;
-      }
-    }
+    for (std::int64_t m = 0; m < I; ++m) a.x_grad[n * I + m] = xh_grad[n * K + m];
+    for (std::int64_t j = 0; j < H; ++j) a.h_prev_grad[n * H + j] = xh_grad[n * K + I + j];
   }
   // w_grad = xhᵀ·dgates      [I+H, 4H] = [B, I+H]ᵀ·[B, 4H]
   const std::vector<T> xh = concat_cols(B, I, a.x, H, a.h_prev);
-  for (std::int64_t m = 0; m < K; ++m) {
-    for (std::int64_t k = 0; k < G; ++k) {
-      T acc = T(0);
-      for (std::int64_t n = 0; n < B; ++n) acc += xh[n * K + m] * a.dgates[n * G + k];
-      a.w_grad[m * G + k] = acc;
-    }
-  }
+  matmul_at(K, G, B, xh.data(), a.dgates, a.w_grad);
   // b_grad = Σ_b dgates      [4H]
-  for (std::int64_t k = 0; k < G; ++k) {
-    T acc = T(0);
-    for (std::int64_t n = 0; n < B; ++n) acc += a.dgates[n * G + k];
-    a.b_grad[k] = acc;
-  }
+  column_sums(B, G, a.dgates, a.b_grad);
 }
 
 template void lstm_cell_fwd<float>(const LSTMDims&, const LSTMCellFwdArgs<float>&);
