@@ -344,23 +344,11 @@ TEST(BlockLSTM, GradientsMatchFiniteDifferences) {
       };
       Tensor* params[] = {&c.x, &c.cs_prev, &c.h_prev, &c.w, &c.wci, &c.wcf, &c.wco, &c.b};
       for (int p = 0; p < 8; ++p) {
-        Tensor& t = *params[p];
-        const Tensor& grad = grad_output(g, p);
-        double max_err = 0, max_ref = 0;
-        for (std::int64_t e = 0; e < t.num_elements(); ++e) {
-          double* v = t.data_as<double>() + e;
-          const double saved = *v, eps = 1e-6;
-          *v = saved + eps;
-          const double lp = loss();
-          *v = saved - eps;
-          const double lm = loss();
-          *v = saved;
-          const double num = (lp - lm) / (2 * eps);
-          max_err = std::max(max_err, std::abs(num - grad.data_as<double>()[e]));
-          max_ref = std::max(max_ref, std::abs(num));
-        }
-        EXPECT_LE(max_err, 1e-6 * std::max(1.0, max_ref))
-            << kGradNames[p] << " " << k.name() << " reference=" << reference;
+        const testing::FiniteDifference fd =
+            testing::finite_difference(*params[p], grad_output(g, p), loss);
+        EXPECT_TRUE(fd.within(1e-6))
+            << "max |numeric - analytic| " << fd.max_err << " " << kGradNames[p] << " " << k.name()
+            << " reference=" << reference;
       }
     }
   }

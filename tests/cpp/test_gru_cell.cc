@@ -110,22 +110,10 @@ TEST(GRUBlockCell, GradientsMatchFiniteDifferences) {
                                                                      {&c.b_c, &g.b_c}}};
     const char* names[] = {"x", "h_prev", "w_ru", "w_c", "b_ru", "b_c"};
     for (int k = 0; k < 6; ++k) {
-      Tensor& p = *pairs[k].first;
-      const Tensor& grad = *pairs[k].second;
-      double max_err = 0, max_ref = 0;
-      for (std::int64_t e = 0; e < p.num_elements(); ++e) {
-        double* v = p.data_as<double>() + e;
-        const double saved = *v, eps = 1e-6;
-        *v = saved + eps;
-        const double lp = loss();
-        *v = saved - eps;
-        const double lm = loss();
-        *v = saved;
-        const double num = (lp - lm) / (2 * eps);
-        max_err = std::max(max_err, std::abs(num - grad.data_as<double>()[e]));
-        max_ref = std::max(max_ref, std::abs(num));
-      }
-      EXPECT_LE(max_err, 1e-6 * std::max(1.0, max_ref)) << names[k] << " reference=" << reference;
+      const testing::FiniteDifference fd =
+          testing::finite_difference(*pairs[k].first, *pairs[k].second, loss);
+      EXPECT_TRUE(fd.within(1e-6)) << "max |numeric - analytic| " << fd.max_err << " " << names[k]
+                                   << " reference=" << reference;
     }
   }
 }

@@ -236,25 +236,13 @@ TEST(LSTMBlockCell, GradientsMatchFiniteDifferences) {
                                                                        {&c.b, &g.b}}};
       const char* names[] = {"x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"};
       for (int k = 0; k < 8; ++k) {
-        Tensor& p = *pairs[k].first;
-        const Tensor& grad = *pairs[k].second;
-        double max_err = 0, max_ref = 0;
-        for (std::int64_t e = 0; e < p.num_elements(); ++e) {
-          double* v = p.data_as<double>() + e;
-          const double saved = *v, eps = 1e-6;
-          *v = saved + eps;
-          const double lp = loss();
-          *v = saved - eps;
-          const double lm = loss();
-          *v = saved;
-          const double num = (lp - lm) / (2 * eps);
-          max_err = std::max(max_err, std::abs(num - grad.data_as<double>()[e]));
-          max_ref = std::max(max_ref, std::abs(num));
-        }
-        EXPECT_LE(max_err, 1e-6 * std::max(1.0, max_ref))
-            << names[k] << " reference=" << reference << " peephole=" << attrs.use_peephole
+        const testing::FiniteDifference fd =
+            testing::finite_difference(*pairs[k].first, *pairs[k].second, loss);
+        EXPECT_TRUE(fd.within(1e-6))
+            << "max |numeric - analytic| " << fd.max_err << " " << names[k]
+            << " reference=" << reference << " peephole=" << attrs.use_peephole
             << " cell_clip=" << attrs.cell_clip;
-        if (!attrs.use_peephole && (k >= 4 && k <= 6)) EXPECT_EQ(max_ref, 0.0) << names[k];
+        if (!attrs.use_peephole && (k >= 4 && k <= 6)) EXPECT_EQ(fd.max_ref, 0.0) << names[k];
       }
     }
   }

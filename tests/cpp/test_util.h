@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -115,6 +116,31 @@ void expect_invalid(F&& f, const std::string& needle) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
         << "message '" << e.what() << "' lacks '" << needle << "'";
   }
+}
+
+// Central differences in float64: for every element of `param`, (L(p+ε) − L(p−ε)) / 2ε
+// against the analytic `grad`. Returns the largest absolute difference and the largest
+// |numeric| value (SPEC A7 compares the first against 1e-6 · max(1, the second)).
+struct FiniteDifference {
+  double max_err = 0, max_ref = 0;
+  bool within(double rel) const { return max_err <= rel * std::max(1.0, max_ref); }
+};
+template <typename F>
+FiniteDifference finite_difference(Tensor& param, const Tensor& grad, F&& loss, double eps = 1e-6) {
+  FiniteDifference r;
+  for (std::int64_t e = 0; e < param.num_elements(); ++e) {
+    double* v = param.data_as<double>() + e;
+    const double saved = *v;
+    *v = saved + eps;
+    const double lp = loss();
+    *v = saved - eps;
+    const double lm = loss();
+    *v = saved;
+    const double num = (lp - lm) / (2 * eps);
+    r.max_err = std::max(r.max_err, std::abs(num - grad.data_as<double>()[e]));
+    r.max_ref = std::max(r.max_ref, std::abs(num));
+  }
+  return r;
 }
 
 // Restores the reference switch on scope exit.
