@@ -25,9 +25,9 @@ namespace detail {
 
 // r, u and h_prev⊙r of one row from the gate pre-activations without bias.
 template <typename T>
-inline void gru_fwd_gates_row_generic(std::int64_t H, const T* ru_bar /* [2H] */, const T* b_ru /* [2H] */,
-                              const T* h_prev /* [H] */, T* r /* [H] */, T* u /* [H] */,
-                              T* hr /* [H] */) {
+inline void gru_fwd_gates_row_generic(std::int64_t H, const T* ru_bar /* [2H] */,
+                                      const T* b_ru /* [2H] */, const T* h_prev /* [H] */,
+                                      T* r /* [H] */, T* u /* [H] */, T* hr /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
     const T rj = core::act_sigmoid(ru_bar[j] + b_ru[j]);
@@ -40,8 +40,9 @@ inline void gru_fwd_gates_row_generic(std::int64_t H, const T* ru_bar /* [2H] */
 // c and h of one row. `c` holds the candidate pre-activation without bias on entry and the
 // activated candidate on exit.
 template <typename T>
-inline void gru_fwd_candidate_row_generic(std::int64_t H, const T* b_c /* [H] */, const T* u /* [H] */,
-                                  const T* h_prev /* [H] */, T* c /* [H] */, T* h /* [H] */) {
+inline void gru_fwd_candidate_row_generic(std::int64_t H, const T* b_c /* [H] */,
+                                          const T* u /* [H] */, const T* h_prev /* [H] */,
+                                          T* c /* [H] */, T* h /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
     const T cj = core::act_tanh(c[j] + b_c[j]);
@@ -53,8 +54,8 @@ inline void gru_fwd_candidate_row_generic(std::int64_t H, const T* b_c /* [H] */
 // d_c_bar and d_u_bar of one row (d_u_bar into the u-block of a [2H] row).
 template <typename T>
 inline void gru_bwd_cu_row_generic(std::int64_t H, const T* u /* [H] */, const T* c /* [H] */,
-                           const T* h_prev /* [H] */, const T* d_h /* [H] */, T* d_c_bar /* [H] */,
-                           T* d_u_bar /* [H] */) {
+                                   const T* h_prev /* [H] */, const T* d_h /* [H] */,
+                                   T* d_c_bar /* [H] */, T* d_u_bar /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
     const T uj = u[j], cj = c[j], dh = d_h[j];
@@ -65,8 +66,9 @@ inline void gru_bwd_cu_row_generic(std::int64_t H, const T* u /* [H] */, const T
 
 // d_r_bar of one row (into the r-block of a [2H] row).
 template <typename T>
-inline void gru_bwd_r_row_generic(std::int64_t H, const T* d_hr /* [H] */, const T* h_prev /* [H] */,
-                          const T* r /* [H] */, T* d_r_bar /* [H] */) {
+inline void gru_bwd_r_row_generic(std::int64_t H, const T* d_hr /* [H] */,
+                                  const T* h_prev /* [H] */, const T* r /* [H] */,
+                                  T* d_r_bar /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
     const T rj = r[j];
@@ -76,8 +78,9 @@ inline void gru_bwd_r_row_generic(std::int64_t H, const T* d_hr /* [H] */, const
 
 // d_h_prev of one row; `g` holds d_ru·w_ru_hᵀ on entry and d_h_prev on exit.
 template <typename T>
-inline void gru_bwd_h_prev_row_generic(std::int64_t H, const T* d_hr /* [H] */, const T* r /* [H] */,
-                               const T* d_h /* [H] */, const T* u /* [H] */, T* g /* [H] */) {
+inline void gru_bwd_h_prev_row_generic(std::int64_t H, const T* d_hr /* [H] */,
+                                       const T* r /* [H] */, const T* d_h /* [H] */,
+                                       const T* u /* [H] */, T* g /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) g[j] = (g[j] + d_hr[j] * r[j]) + d_h[j] * u[j];
 }
@@ -101,8 +104,8 @@ void gru_bwd_h_prev_row_f32(std::int64_t H, const float* d_hr, const float* r, c
 
 // r, u and h_prev⊙r of one row (see the file header).
 template <typename T>
-inline void gru_fwd_gates_row(std::int64_t H, const T* ru_bar, const T* b_ru, const T* h_prev,
-                              T* r, T* u, T* hr) {
+inline void gru_fwd_gates_row(std::int64_t H, const T* ru_bar, const T* b_ru, const T* h_prev, T* r,
+                              T* u, T* hr) {
   if constexpr (std::is_same_v<T, float>) {
     isa::gru_fwd_gates_row_f32(H, ru_bar, b_ru, h_prev, r, u, hr);
   } else {

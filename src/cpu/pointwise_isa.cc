@@ -22,8 +22,8 @@
 namespace blockrnn::cpu::isa {
 
 BLOCKRNN_ISA_CLONES
-void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s,
-                       std::int64_t n0, std::int64_t n1) {
+void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
+                       std::int64_t n1) {
   if (p.use_peephole) {
     detail::lstm_fwd_rows<float, true>(p, s, n0, n1);
   } else {
@@ -32,8 +32,8 @@ void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& 
 }
 
 BLOCKRNN_ISA_CLONES
-void lstm_bwd_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s,
-                       std::int64_t n0, std::int64_t n1) {
+void lstm_bwd_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
+                       std::int64_t n1) {
   if (p.use_peephole) {
     detail::lstm_bwd_rows<float, true>(p, s, n0, n1);
   } else {
