@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(build-essential cmake git python3-venv libopenblas-dev libopenblas-openmp-dev libgtest-dev
-              libbenchmark-dev libcli11-dev libdnnl-dev clang libclang-rt-14-dev)
+              libbenchmark-dev libcli11-dev libdnnl-dev clang libclang-rt-14-dev libomp-dev)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
