@@ -2,9 +2,10 @@
 # Runs every test of blockrnn from a fresh clone: installs what is missing (scripts/setup.sh),
 # then
 #   1. the C++ suite (GoogleTest via CTest), on the fast path and with the reference forced;
-#   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the libFuzzer
+#      target over every op family (60 s each);
 #   3. the Python package (pip install .) and the pytest suite against tensorflow-cpu.
-# Usage: scripts/test.sh [--quick]   (--quick skips the sanitizer build)
+# Usage: scripts/test.sh [--quick]   (--quick skips the sanitizer build and the fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${BLOCKRNN_JOBS:-2}"
