@@ -176,44 +176,52 @@ const OpDef& find_op(std::string_view name) {
   return core::find_impl(name).def;
 }
 
-OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
-                         const AttrMap& attrs) {
+namespace {
+
+// Everything every entry point does before computing: find the op, check the inputs, resolve
+// the attrs, validate and infer the outputs, and check their sizes.
+struct Prepared {
+  const core::OpImpl& impl;
+  core::Attrs attrs;
+  OutputSpec spec;
+};
+
+Prepared prepare(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs) {
   const core::OpImpl& impl = core::find_impl(op);
   core::check_input_count(impl.def, inputs);
-  const core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
+  core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
   OutputSpec spec = impl.infer(inputs, resolved);
   core::check_output_sizes(impl.def, spec);
-  return spec;
+  return {impl, std::move(resolved), std::move(spec)};
+}
+
+}  // namespace
+
+OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
+                         const AttrMap& attrs) {
+  return prepare(op, inputs, attrs).spec;
 }
 
 void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
             std::span<const MutableTensorView> outputs) {
-  const core::OpImpl& impl = core::find_impl(op);
-  core::check_input_count(impl.def, inputs);
-  const core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
-  const OutputSpec spec = impl.infer(inputs, resolved);
-  core::check_output_sizes(impl.def, spec);
+  const Prepared p = prepare(op, inputs, attrs);
   std::vector<const char*> names;
-  for (const std::string& n : impl.def.outputs) names.push_back(n.c_str());
-  core::check_outputs(impl.def.name.c_str(), names, spec.dtype, spec.shapes, outputs);
-  core::check_no_alias(impl.def, inputs, outputs);
-  impl.compute(inputs, resolved, outputs);
+  for (const std::string& n : p.impl.def.outputs) names.push_back(n.c_str());
+  core::check_outputs(p.impl.def.name.c_str(), names, p.spec.dtype, p.spec.shapes, outputs);
+  core::check_no_alias(p.impl.def, inputs, outputs);
+  p.impl.compute(inputs, p.attrs, outputs);
 }
 
 std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
                            const AttrMap& attrs) {
-  const core::OpImpl& impl = core::find_impl(op);
-  core::check_input_count(impl.def, inputs);
-  const core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
-  const OutputSpec spec = impl.infer(inputs, resolved);
-  core::check_output_sizes(impl.def, spec);
+  const Prepared p = prepare(op, inputs, attrs);
   std::vector<Tensor> out;
   std::vector<MutableTensorView> views;
-  for (const Shape& s : spec.shapes) {
-    out.emplace_back(spec.dtype, s);
+  for (const Shape& s : p.spec.shapes) {
+    out.emplace_back(p.spec.dtype, s);
     views.push_back(out.back().mutable_view());
   }
-  impl.compute(inputs, resolved, views);
+  p.impl.compute(inputs, p.attrs, views);
   return out;
 }
 
