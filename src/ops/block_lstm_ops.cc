@@ -16,6 +16,7 @@
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "core/op_impl.h"
+#include "ops/lstm_attrs.h"
 #include "ref/block_lstm.h"
 
 namespace blockrnn {
@@ -96,28 +97,8 @@ BlockLSTMDims dims_of(std::span<const TensorView> in) {
           core::read_int64_scalar(in[0])};
 }
 
-// An attr in the op's dtype, as TensorFlow's kernel converts it (T(forget_bias)); float16
-// rounds to half, and the kernel (which computes in float32 for half) widens it back exactly.
-// The same conversion as the cell ops (src/ops/lstm_ops.cc), so BlockLSTM at T = 1 equals
-// LSTMBlockCell in every dtype.
-template <typename T>
-T attr_in_dtype(double v, DType dtype) {
-  if (dtype == DType::kFloat16) return half_to_float(float_to_half(static_cast<float>(v)));
-  return static_cast<T>(v);
-}
-
-// cell_clip in the op's dtype. TensorFlow decides whether to clip from the float attr
-// (cell_clip > 0) and then clips at T(cell_clip): a positive clip below half's smallest
-// subnormal clips to ±0 in float16; clipping at float's smallest subnormal gives the same half
-// outputs.
-template <typename T>
-T clip_in_dtype(double v, DType dtype) {
-  T c = attr_in_dtype<T>(v, dtype);
-  if (dtype == DType::kFloat16 && static_cast<float>(v) > 0.0f && !(c > T(0))) {
-    c = std::numeric_limits<float>::denorm_min();
-  }
-  return c;
-}
+using ops::attr_in_dtype;
+using ops::clip_in_dtype;
 
 // attrs: forget_bias, cell_clip, use_peephole (V1) or cell_clip, use_peephole (V2, whose
 // kernel uses forget_bias 0).

@@ -17,6 +17,7 @@
 #include "blockrnn/lstm.h"
 #include "blockrnn/ops.h"
 #include "core/op_impl.h"
+#include "ops/lstm_attrs.h"
 #include "ref/lstm_cell.h"
 
 namespace blockrnn {
@@ -100,26 +101,8 @@ LSTMDims dims_of(std::span<const TensorView> in) {
   return {in[0].shape[0], in[0].shape[1], in[1].shape[1]};
 }
 
-// An attr in the op's dtype (TensorFlow: T(forget_bias)); float16 rounds to half, and the
-// kernel (which computes in float32 for half) then widens it back exactly.
-template <typename T>
-T attr_in_dtype(double v, DType dtype) {
-  if (dtype == DType::kFloat16) return half_to_float(float_to_half(static_cast<float>(v)));
-  return static_cast<T>(v);
-}
-
-// cell_clip in the op's dtype. TensorFlow decides whether to clip from the float attr
-// (cell_clip > 0) and then clips at T(cell_clip): a positive clip below half's smallest
-// subnormal clips to ±0 in float16. Clipping at float's smallest subnormal instead gives the
-// same half outputs (every value it leaves rounds to ±0 when stored).
-template <typename T>
-T clip_in_dtype(double v, DType dtype) {
-  T c = attr_in_dtype<T>(v, dtype);
-  if (dtype == DType::kFloat16 && static_cast<float>(v) > 0.0f && !(c > T(0))) {
-    c = std::numeric_limits<float>::denorm_min();
-  }
-  return c;
-}
+using ops::attr_in_dtype;
+using ops::clip_in_dtype;
 
 void compute_fwd(std::span<const TensorView> in, const core::Attrs& attrs,
                  std::span<const MutableTensorView> out) {

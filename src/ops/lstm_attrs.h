@@ -1,0 +1,33 @@
+// The LSTM attrs forget_bias and cell_clip in an op's dtype, shared by the cell ops
+// (lstm_ops.cc) and the sequence ops (block_lstm_ops.cc), so BlockLSTM at T = 1 equals
+// LSTMBlockCell in every dtype.
+#pragma once
+
+#include <limits>
+
+#include "blockrnn/tensor.h"
+
+namespace blockrnn::ops {
+
+// An attr in the op's dtype, as TensorFlow's kernel converts it (T(forget_bias)); float16
+// rounds to half, and the kernel (which computes in float32 for half) widens it back exactly.
+template <typename T>
+T attr_in_dtype(double v, DType dtype) {
+  if (dtype == DType::kFloat16) return half_to_float(float_to_half(static_cast<float>(v)));
+  return static_cast<T>(v);
+}
+
+// cell_clip in the op's dtype. TensorFlow decides whether to clip from the float attr
+// (cell_clip > 0) and then clips at T(cell_clip): a positive clip below half's smallest
+// subnormal clips to ±0 in float16. Clipping at float's smallest subnormal instead gives the
+// same half outputs (every value it leaves rounds to ±0 when stored).
+template <typename T>
+T clip_in_dtype(double v, DType dtype) {
+  T c = attr_in_dtype<T>(v, dtype);
+  if (dtype == DType::kFloat16 && static_cast<float>(v) > 0.0f && !(c > T(0))) {
+    c = std::numeric_limits<float>::denorm_min();
+  }
+  return c;
+}
+
+}  // namespace blockrnn::ops
