@@ -1,59 +1,97 @@
-// Process-wide settings: thread count and the reference switch (see blockrnn/context.h).
+// Process-wide settings: thread count and the reference switch (see blockrnn/context.h). The
+// CPU path lives in core/isa.cc.
 #include "blockrnn/context.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
-#include "blas/gemm.h"
 #include "blockrnn/error.h"
 
 namespace blockrnn {
 namespace {
 
-int env_int(const char* name, int fallback) {
+// Parses a thread count from the environment: nullopt-like 0 when unset or empty; an error
+// naming the variable when it is not an integer in [1, kMaxThreads]. For OMP_NUM_THREADS only
+// the first entry of a nesting list ("4,2") counts.
+int env_threads(const char* name) {
   const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 1 || n > 4096) return fallback;
+  if (v == nullptr || *v == '\0') return 0;
+  std::string s(v);
+  if (std::string(name) == "OMP_NUM_THREADS") s = s.substr(0, s.find(','));
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  std::size_t start = 0;
+  while (start < s.size() && s[start] == ' ') ++start;
+  s = s.substr(start);
+  long n = 0;
+  bool ok = !s.empty() && s.size() <= 6;
+  for (char c : s) {
+    if (c < '0' || c > '9') {
+      ok = false;
+      break;
+    }
+    n = n * 10 + (c - '0');
+  }
+  if (!ok || n < 1 || n > kMaxThreads) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(name) + " must be an integer in [1, " +
+                                                 std::to_string(kMaxThreads) + "], got \"" + v +
+                                                 "\"");
+  }
   return static_cast<int>(n);
 }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
+// Cores this process may run on (its affinity mask), else the hardware's.
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return hw > 0 ? hw : 1;
 }
 
-std::atomic<int>& threads() {
-  static std::atomic<int> n = [] {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    const int value = env_int("BLOCKRNN_NUM_THREADS", cores > 0 ? cores : 1);
-    blas::set_num_threads(value);
-    return value;
-  }();
-  return n;
+int default_threads() {
+  if (int n = env_threads("BLOCKRNN_NUM_THREADS")) return n;
+  if (int n = env_threads("OMP_NUM_THREADS")) return n;
+  return std::min(available_cores(), kMaxThreads);
 }
+
+// 0 until the first set_num_threads() or get_num_threads(). A bad environment value throws on
+// every get_num_threads() until set_num_threads() gives a valid count.
+std::atomic<int> g_threads{0};
 
 std::atomic<bool>& reference() {
-  static std::atomic<bool> on{env_flag("BLOCKRNN_FORCE_REFERENCE")};
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("BLOCKRNN_FORCE_REFERENCE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }()};
   return on;
 }
 
 }  // namespace
 
 void set_num_threads(int n) {
-  if (n < 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "set_num_threads: n must be at least 1, got " + std::to_string(n));
+  if (n < 1 || n > kMaxThreads) {
+    throw Error(ErrorCode::kInvalidArgument, "set_num_threads: n must be in [1, " +
+                                                 std::to_string(kMaxThreads) + "], got " +
+                                                 std::to_string(n));
   }
-  threads().store(n);
-  blas::set_num_threads(n);
+  g_threads.store(n);
 }
 
 int get_num_threads() {
-  return threads().load();
+  int n = g_threads.load(std::memory_order_relaxed);
+  if (n == 0) {
+    n = default_threads();
+    int expected = 0;
+    if (!g_threads.compare_exchange_strong(expected, n)) n = expected;
+  }
+  return n;
 }
 
 void set_force_reference(bool on) {

@@ -23,16 +23,16 @@
 // last (beta = 1), a rounding-level difference (SPEC A7).
 #include <vector>
 
-#include "blas/gemm.h"
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
+#include "gemm/gemm.h"
 #include "ref/block_gru.h"
 
 namespace blockrnn::cpu {
 
-using blas::gemm;
-using blas::Trans;
+using gemm::gemm;
+using gemm::Trans;
 
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
@@ -41,27 +41,20 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   if (S == 0 || BH == 0) return;
   const T* w_ru_x = a.w_ru;  // [I, 2H]
   const T* w_c_x = a.w_c;    // [I, H]
-  // The recurrent weights and the gate workspace get padded row strides (padded_ld): the
-  // recurrent weights are copied once per call.
-  const std::int64_t R = padded_ld(2 * H), Hp = padded_ld(H);
-  Workspace<T> ws("BlockGRU", {S * B * R, BH, R != 2 * H ? H * R : 0, Hp != H ? H * Hp : 0});
-  T* const ru = ws.slice(0);             // [S, B, 2H] (row stride R)  pre-activations, no bias
-  T* const hr = ws.slice(1);             // [B, H]      h[t−1]⊙r[t] of the current step
-  const T* w_ru_h = a.w_ru + I * 2 * H;  // [H, 2H] (row stride R after the copy)
-  const T* w_c_h = a.w_c + I * H;        // [H, H]  (row stride Hp after the copy)
-  if (R != 2 * H) {
-    copy_padded(H, 2 * H, w_ru_h, R, ws.slice(2));
-    w_ru_h = ws.slice(2);
-  }
-  if (Hp != H) {
-    copy_padded(H, H, w_c_h, Hp, ws.slice(3));
-    w_c_h = ws.slice(3);
-  }
+  // The gate workspace gets a padded row stride (padded_ld); the recurrent weights are packed
+  // once per call for the S recurrent products.
+  const std::int64_t R = padded_ld(2 * H);
+  Workspace<T> ws("BlockGRU", {S * B * R, BH});
+  T* const ru = ws.slice(0);  // [S, B, 2H] (row stride R)  pre-activations, no bias
+  T* const hr = ws.slice(1);  // [B, H]      h[t−1]⊙r[t] of the current step
+  gemm::PackedB<T> w_ru_h, w_c_h;
+  w_ru_h.pack(Trans::kNo, H, 2 * H, a.w_ru + I * 2 * H, 2 * H);  // w_ru[I:]  [H, 2H]
+  w_c_h.pack(Trans::kNo, H, H, a.w_c + I * H, H);                // w_c[I:]   [H, H]
 
   // ru = x·w_ru_x for all steps      [S·B, 2H] = [S·B, I]·[I, 2H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, 2 * H, I, T(1), a.x, I, w_ru_x, 2 * H, T(0), ru, R);
+  gemm<T>(Trans::kNo, Trans::kNo, S * B, 2 * H, I, a.x, I, w_ru_x, 2 * H, T(0), ru, R);
   // c = x·w_c_x for all steps        [S·B, H] = [S·B, I]·[I, H]   (pre-activation, in the output)
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, H, I, T(1), a.x, I, w_c_x, H, T(0), a.c, H);
+  gemm<T>(Trans::kNo, Trans::kNo, S * B, H, I, a.x, I, w_c_x, H, T(0), a.c, H);
 
   for (std::int64_t t = 0; t < S; ++t) {
     const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
@@ -71,7 +64,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
     T* const c_t = a.c + t * BH;
     T* const h_t = a.h + t * BH;
     // ru[t] += h[t−1]·w_ru_h      [B, 2H] += [B, H]·[H, 2H]
-    gemm<T>(Trans::kNo, Trans::kNo, B, 2 * H, H, T(1), hp, H, w_ru_h, R, T(1), ru_t, R);
+    gemm<T>(Trans::kNo, B, hp, H, w_ru_h, T(1), ru_t, R);
     core::parallel_for(B, 2 * H, [&](std::int64_t n0, std::int64_t n1) {
       for (std::int64_t n = n0; n < n1; ++n) {
         gru_fwd_gates_row(H, ru_t + n * R, a.b_ru, hp + n * H, r_t + n * H, u_t + n * H,
@@ -79,7 +72,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
       }
     });
     // c[t] += (h[t−1]⊙r[t])·w_c_h      [B, H] += [B, H]·[H, H]
-    gemm<T>(Trans::kNo, Trans::kNo, B, H, H, T(1), hr, H, w_c_h, Hp, T(1), c_t, H);
+    gemm<T>(Trans::kNo, B, hr, H, w_c_h, T(1), c_t, H);
     core::parallel_for(B, H, [&](std::int64_t n0, std::int64_t n1) {
       for (std::int64_t n = n0; n < n1; ++n) {
         gru_fwd_candidate_row(H, a.b_c, u_t + n * H, hp + n * H, c_t + n * H, h_t + n * H);
@@ -100,21 +93,14 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
     zero(a.b_c_grad, H);
     return;
   }
-  const T* w_ru_x = a.w_ru;                                    // [I, 2H]
-  const T* w_c_x = a.w_c;                                      // [I, H]
-  const std::int64_t R = padded_ld(2 * H), Hp = padded_ld(H);  // padded row strides
-  Workspace<T> ws("BlockGRUGrad",
-                  {S * B * R, S * BH, S * BH, BH, R != 2 * H ? H * R : 0, Hp != H ? H * Hp : 0});
-  const T* w_ru_h = a.w_ru + I * 2 * H;  // [H, 2H] (row stride R after the copy)
-  const T* w_c_h = a.w_c + I * H;        // [H, H]  (row stride Hp after the copy)
-  if (R != 2 * H) {
-    copy_padded(H, 2 * H, w_ru_h, R, ws.slice(4));
-    w_ru_h = ws.slice(4);
-  }
-  if (Hp != H) {
-    copy_padded(H, H, w_c_h, Hp, ws.slice(5));
-    w_c_h = ws.slice(5);
-  }
+  const T* w_ru_x = a.w_ru;                 // [I, 2H]
+  const T* w_c_x = a.w_c;                   // [I, H]
+  const std::int64_t R = padded_ld(2 * H);  // padded row stride of d_ru
+  Workspace<T> ws("BlockGRUGrad", {S * B * R, S * BH, S * BH, BH});
+  // The transposed recurrent weights, packed once for the S recurrent products.
+  gemm::PackedB<T> w_ru_h_t, w_c_h_t;
+  w_ru_h_t.pack(Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);  // w_ru[I:]ᵀ  [2H, H]
+  w_c_h_t.pack(Trans::kYes, H, H, a.w_c + I * H, H);                // w_c[I:]ᵀ   [H, H]
   T* const d_ru = ws.slice(0);     // [S, B, 2H] (row stride R)  [d_r_bar, d_u_bar] per step
   T* const d_c = ws.slice(1);      // [S, B, H]   d_c_bar of every step
   T* const hr = ws.slice(2);       // [S, B, H]   h[t−1]⊙r[t] of every step
@@ -139,7 +125,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
       }
     });
     // d_hr = d_c_bar[t]·w_c_hᵀ      [B, H] = [B, H]·[H, H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, B, H, H, T(1), d_c_t, H, w_c_h, Hp, T(0), d_hr, H);
+    gemm<T>(Trans::kNo, B, d_c_t, H, w_c_h_t, T(0), d_hr, H);
     core::parallel_for(B, 3 * H, [&](std::int64_t n0, std::int64_t n1) {
       for (std::int64_t n = n0; n < n1; ++n) {
         const std::int64_t o = n * H;
@@ -152,27 +138,26 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
       }
     });
     // carry += d_ru[t]·w_ru_hᵀ      [B, H] += [B, 2H]·[H, 2H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, B, H, 2 * H, T(1), d_ru_t, R, w_ru_h, R, T(1), carry, H);
+    gemm<T>(Trans::kNo, B, d_ru_t, R, w_ru_h_t, T(1), carry, H);
   }
 
   const std::int64_t SB = S * B;
   // x_grad[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
   //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, T(1), d_ru, R, w_ru_x, 2 * H, T(0), a.x_grad, I);
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, T(1), d_c, H, w_c_x, H, T(1), a.x_grad, I);
+  gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, w_ru_x, 2 * H, T(0), a.x_grad, I);
+  gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, w_c_x, H, T(1), a.x_grad, I);
   // w_ru_grad[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, 2 * H, SB, T(1), a.x, I, d_ru, R, T(0), a.w_ru_grad, 2 * H);
+  gemm<T>(Trans::kYes, Trans::kNo, I, 2 * H, SB, a.x, I, d_ru, R, T(0), a.w_ru_grad, 2 * H);
   // w_ru_grad[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru, as two GEMMs so the previous-h sequence is never
   // copied:  [H, 2H] = [B, H]ᵀ·[B, 2H] (t = 0) + [(S−1)·B, H]ᵀ·[(S−1)·B, 2H] (t ≥ 1)
   T* const w_ru_grad_h = a.w_ru_grad + I * 2 * H;
-  gemm<T>(Trans::kYes, Trans::kNo, H, 2 * H, B, T(1), a.h_prev, H, d_ru, R, T(0), w_ru_grad_h,
-          2 * H);
-  gemm<T>(Trans::kYes, Trans::kNo, H, 2 * H, (S - 1) * B, T(1), a.h, H, d_ru + B * R, R, T(1),
+  gemm<T>(Trans::kYes, Trans::kNo, H, 2 * H, B, a.h_prev, H, d_ru, R, T(0), w_ru_grad_h, 2 * H);
+  gemm<T>(Trans::kYes, Trans::kNo, H, 2 * H, (S - 1) * B, a.h, H, d_ru + B * R, R, T(1),
           w_ru_grad_h, 2 * H);
   // w_c_grad[0:I] = xᵀ·d_c_bar      [I, H] = [S·B, I]ᵀ·[S·B, H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, H, SB, T(1), a.x, I, d_c, H, T(0), a.w_c_grad, H);
+  gemm<T>(Trans::kYes, Trans::kNo, I, H, SB, a.x, I, d_c, H, T(0), a.w_c_grad, H);
   // w_c_grad[I:] = hrᵀ·d_c_bar      [H, H] = [S·B, H]ᵀ·[S·B, H]
-  gemm<T>(Trans::kYes, Trans::kNo, H, H, SB, T(1), hr, H, d_c, H, T(0), a.w_c_grad + I * H, H);
+  gemm<T>(Trans::kYes, Trans::kNo, H, H, SB, hr, H, d_c, H, T(0), a.w_c_grad + I * H, H);
   // b_ru_grad = Σ_rows d_ru [2H];  b_c_grad = Σ_rows d_c_bar [H]
   column_sums(SB, 2 * H, d_ru, R, a.b_ru_grad);
   column_sums(SB, H, d_c, H, a.b_c_grad);

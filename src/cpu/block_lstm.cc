@@ -3,7 +3,8 @@
 // src/cpu/lstm_pointwise.h (shared with the cell ops).
 //
 // Shape letters: T time, B batch, I input, H cell, G = 4H, S = seq_len_max. The weights are
-// split by rows into w_x = w[0:I] [I, 4H] and w_h = w[I:] [H, 4H] (views, no copies).
+// split by rows into w_x = w[0:I] [I, 4H] (a view) and w_h = w[I:] [H, 4H], packed once per
+// call into the GEMM engine's panel layout (w_h for the forward, w_hᵀ for the backward).
 //
 // Forward:
 //   before the loop   gates = x·w_x for all S steps, x viewed as [S·B, I]   (one GEMM)
@@ -21,15 +22,15 @@
 // (x·w_x and h·w_h are each rounded before they are added), well inside SPEC A7.
 #include <algorithm>
 
-#include "blas/gemm.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
+#include "gemm/gemm.h"
 #include "ref/block_lstm.h"
 
 namespace blockrnn::cpu {
 
-using blas::gemm;
-using blas::Trans;
+using gemm::gemm;
+using gemm::Trans;
 
 namespace {
 
@@ -79,18 +80,16 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
   const T* w_x = a.w;  // [I, 4H]
-  // Workspace rows are padded to Gp >= 4H (padded_ld); w_h is copied once into that stride.
+  // Workspace rows are padded to Gp >= 4H (padded_ld).
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTM", {S * B * Gp, Gp != G ? H * Gp : 0});
+  Workspace<T> ws("BlockLSTM", {S * B * Gp});
   T* const gates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  pre-activations without bias
-  const T* w_h = a.w + I * G;    // [H, 4H] (row stride Gp after the copy)
-  if (Gp != G) {
-    copy_padded(H, G, w_h, Gp, ws.slice(1));
-    w_h = ws.slice(1);
-  }
+  // w_h = w[I:]  [H, 4H], packed once for the S recurrent products.
+  gemm::PackedB<T> w_h;
+  w_h.pack(Trans::kNo, H, G, a.w + I * G, G);
 
   // gates = x·w_x for all steps      [S·B, 4H] = [S·B, I]·[I, 4H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, T(1), a.x, I, w_x, G, T(0), gates, Gp);
+  gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, a.x, I, w_x, G, T(0), gates, Gp);
 
   LSTMFwdParams<T> p;
   p.H = H;
@@ -107,7 +106,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
     const T* hp = t == 0 ? a.h_prev : a.h + o - BH;  // [B, H]
     T* const gates_t = gates + t * B * Gp;
     // gates[t] += h[t−1]·w_h      [B, 4H] += [B, H]·[H, 4H]
-    gemm<T>(Trans::kNo, Trans::kNo, B, G, H, T(1), hp, H, w_h, Gp, T(1), gates_t, Gp);
+    gemm<T>(Trans::kNo, B, hp, H, w_h, T(1), gates_t, Gp);
     const LSTMFwdStep<T> step{.gates = gates_t,
                               .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
                               .i = a.i + o,
@@ -140,13 +139,11 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   }
   const T* w_x = a.w;                    // [I, 4H]
   const std::int64_t Gp = padded_ld(G);  // workspace row stride (see padded_ld)
-  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, Gp != G ? H * Gp : 0});
+  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp});
   T* const dgates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  ∂L/∂gates of every step
-  const T* w_h = a.w + I * G;     // [H, 4H] (row stride Gp after the copy)
-  if (Gp != G) {
-    copy_padded(H, G, w_h, Gp, ws.slice(1));
-    w_h = ws.slice(1);
-  }
+  // w_hᵀ  [4H, H] (w_h = w[I:] [H, 4H]), packed once for the S recurrent products.
+  gemm::PackedB<T> w_h_t;
+  w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
   T* const carry_cs = a.cs_prev_grad;  // [B, H]  ∂L/∂cs[t] flowing back from step t+1
   T* const carry_h = a.h_prev_grad;    // [B, H]  ∂L/∂h[t] flowing back from step t+1
 
@@ -178,20 +175,20 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
     };
     lstm_bwd_pointwise(p, step, B);
     // carry_h = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, B, H, G, T(1), dgates_t, Gp, w_h, Gp, T(0), carry_h, H);
+    gemm<T>(Trans::kNo, B, dgates_t, Gp, w_h_t, T(0), carry_h, H);
   }
 
   const std::int64_t SB = S * B;
   // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, T(1), dgates, Gp, w_x, G, T(0), a.x_grad, I);
+  gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, dgates, Gp, w_x, G, T(0), a.x_grad, I);
   // w_grad[0:I] = xᵀ·dgates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, G, SB, T(1), a.x, I, dgates, Gp, T(0), a.w_grad, G);
+  gemm<T>(Trans::kYes, Trans::kNo, I, G, SB, a.x, I, dgates, Gp, T(0), a.w_grad, G);
   // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates, as two GEMMs so the previous-h sequence is never
   // copied:  [H, 4H] = [B, H]ᵀ·[B, 4H] (t = 0) + [(S−1)·B, H]ᵀ·[(S−1)·B, 4H] (t ≥ 1)
   T* const w_grad_h = a.w_grad + I * G;
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, T(1), a.h_prev, H, dgates, Gp, T(0), w_grad_h, G);
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, (S - 1) * B, T(1), a.h, H, dgates + B * Gp, Gp, T(1),
-          w_grad_h, G);
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, dgates, Gp, T(0), w_grad_h, G);
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, (S - 1) * B, a.h, H, dgates + B * Gp, Gp, T(1), w_grad_h,
+          G);
   // b_grad = Σ over all S·B rows of dgates      [4H]
   column_sums(SB, G, dgates, Gp, a.b_grad);
   if (a.use_peephole) peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a);

@@ -87,8 +87,8 @@ inline void gru_bwd_h_prev_row_generic(std::int64_t H, const T* d_hr /* [H] */,
 
 }  // namespace detail
 
-// float32 rows run the per-ISA clones of src/cpu/pointwise_isa.cc (AVX-512, AVX2+FMA or
-// baseline, chosen once at load time); float64 rows run the generic code.
+// float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (AVX-512, AVX2+FMA or
+// baseline, chosen at run time: core/isa.h); float64 rows run the generic code.
 namespace isa {
 void gru_fwd_gates_row_f32(std::int64_t H, const float* ru_bar, const float* b_ru,
                            const float* h_prev, float* r, float* u, float* hr);

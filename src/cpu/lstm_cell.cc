@@ -4,14 +4,14 @@
 // Shape letters: B batch, I input size, H cell size; w_x = w[0:I, :], w_h = w[I:I+H, :].
 #include <vector>
 
-#include "blas/gemm.h"
+#include "gemm/gemm.h"
 #include "cpu/lstm_pointwise.h"
 #include "ref/lstm_cell.h"
 
 namespace blockrnn::cpu {
 
-using blas::gemm;
-using blas::Trans;
+using gemm::gemm;
+using gemm::Trans;
 
 template <typename T>
 void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
@@ -21,8 +21,8 @@ void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
   const T* w_h = a.w + I * G;  // [H, 4H]
   std::vector<T> gates(B * G);
   // gates = x·w_x + h_prev·w_h      [B,4H] = [B,I]·[I,4H] + [B,H]·[H,4H]   (bias: pointwise)
-  gemm<T>(Trans::kNo, Trans::kNo, B, G, I, T(1), a.x, I, w_x, G, T(0), gates.data(), G);
-  gemm<T>(Trans::kNo, Trans::kNo, B, G, H, T(1), a.h_prev, H, w_h, G, T(1), gates.data(), G);
+  gemm<T>(Trans::kNo, Trans::kNo, B, G, I, a.x, I, w_x, G, T(0), gates.data(), G);
+  gemm<T>(Trans::kNo, Trans::kNo, B, G, H, a.h_prev, H, w_h, G, T(1), gates.data(), G);
   const LSTMFwdParams<T> p{H,   a.layout, a.forget_bias, a.cell_clip, a.use_peephole,
                            a.b, a.wci,    a.wcf,         a.wco};
   const LSTMFwdStep<T> s{gates.data(), a.cs_prev, a.i, a.cs, a.f, a.o, a.ci, a.co, a.h};
@@ -46,14 +46,14 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   const T* w_x = a.w;          // [I, 4H]
   const T* w_h = a.w + I * G;  // [H, 4H]
   // x_grad = dgates·w_xᵀ      [B,I] = [B,4H]·[I,4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, B, I, G, T(1), a.dgates, G, w_x, G, T(0), a.x_grad, I);
+  gemm<T>(Trans::kNo, Trans::kYes, B, I, G, a.dgates, G, w_x, G, T(0), a.x_grad, I);
   // h_prev_grad = dgates·w_hᵀ      [B,H] = [B,4H]·[H,4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, B, H, G, T(1), a.dgates, G, w_h, G, T(0), a.h_prev_grad, H);
+  gemm<T>(Trans::kNo, Trans::kYes, B, H, G, a.dgates, G, w_h, G, T(0), a.h_prev_grad, H);
   // w_grad = [x, h_prev]ᵀ·dgates      [I+H,4H] = [B,I+H]ᵀ·[B,4H], as two row blocks:
   //   w_grad[0:I]   = xᵀ·dgates        [I,4H] = [B,I]ᵀ·[B,4H]
   //   w_grad[I:I+H] = h_prevᵀ·dgates   [H,4H] = [B,H]ᵀ·[B,4H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, G, B, T(1), a.x, I, a.dgates, G, T(0), a.w_grad, G);
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, T(1), a.h_prev, H, a.dgates, G, T(0), a.w_grad + I * G,
+  gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.dgates, G, T(0), a.w_grad, G);
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.dgates, G, T(0), a.w_grad + I * G,
           G);
   // b_grad = Σ_b dgates      [4H]
   lstm_bias_grad(H, B, a.dgates, /*accumulate=*/false, a.b_grad);

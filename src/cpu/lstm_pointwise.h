@@ -193,8 +193,8 @@ inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, st
 
 }  // namespace detail
 
-// float32 rows run the per-ISA clones of src/cpu/pointwise_isa.cc (AVX-512, AVX2+FMA or
-// baseline, chosen once at load time); float64 rows run the generic code.
+// float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (AVX-512, AVX2+FMA or
+// baseline, chosen at run time: core/isa.h); float64 rows run the generic code.
 namespace isa {
 void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
                        std::int64_t n1);

@@ -60,14 +60,6 @@ inline std::int64_t padded_ld(std::int64_t cols) {
   return (cols >= 512 && cols % 512 == 0) ? cols + 16 : cols;
 }
 
-// Copies a [rows, cols] matrix (row stride cols) into one with row stride ld >= cols.
-template <typename T>
-inline void copy_padded(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld,
-                        T* dst) {
-  for (std::int64_t r = 0; r < rows; ++r)
-    std::copy(src + r * cols, src + (r + 1) * cols, dst + r * ld);
-}
-
 template <typename T>
 inline void zero(T* p, std::int64_t n) {
   if (n > 0) std::fill(p, p + n, T(0));

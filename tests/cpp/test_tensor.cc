@@ -65,7 +65,8 @@ TEST(Context, Threads) {
   set_num_threads(3);
   EXPECT_EQ(get_num_threads(), 3);
   set_num_threads(saved);
-  testing::expect_invalid([] { set_num_threads(0); }, "at least 1");
+  testing::expect_invalid([] { set_num_threads(0); }, "must be in [1, 4096], got 0");
+  testing::expect_invalid([] { set_num_threads(4097); }, "got 4097");
 }
 
 }  // namespace

@@ -1,10 +1,8 @@
 // CharModel: embedding → BlockLSTM/BlockGRU layers → softmax, forward and backward (see
 // char_model.h for the equations and shapes). The recurrent layers are the library's sequence
-// ops; the embedding gather/scatter and the output layer are done here (OpenBLAS for the two
-// output GEMMs).
+// ops; the embedding gather/scatter and the output layer are done here (the library's GEMM engine
+// for the two output GEMMs).
 #include "train/char_model.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,27 +12,20 @@
 
 #include "blockrnn/sequence.h"
 #include "blockrnn/tensor.h"
+#include "gemm/gemm.h"
 #include "train/softmax_xent.h"
 
 namespace blockrnn::train {
 namespace {
 
-// Row-major C[m,n] = op(A)[m,k]·op(B)[k,n] + beta·C, for the output layer.
-void gemm_rm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-             const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
-}
-void gemm_rm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-             const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+// Row-major C[m,n] = op(A)[m,k]·op(B)[k,n] + beta·C, for the output layer, on the library's
+// GEMM engine (deterministic across thread counts like the ops).
+template <typename T>
+void gemm_rm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+             int64_t ldb, T beta, T* c, int64_t ldc) {
+  using blockrnn::gemm::Trans;
+  blockrnn::gemm::gemm<T>(ta ? Trans::kYes : Trans::kNo, tb ? Trans::kYes : Trans::kNo, m, n, k, a,
+                          lda, b, ldb, beta, c, ldc);
 }
 
 // Uniform in [lo, hi) from the top 53 bits of one draw: the same values on every platform

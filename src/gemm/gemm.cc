@@ -1,0 +1,230 @@
+// The GEMM driver: picks the ISA path's kernels, fixes the output tiling from (M, N, K, path)
+// alone, and splits the tiles over threads (see gemm.h for the determinism argument).
+#include "gemm/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <string>
+
+#include "blockrnn/error.h"
+#include "core/isa.h"
+#include "gemm/kernels.h"
+
+namespace blockrnn::gemm {
+namespace {
+
+const detail::Path& path_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512:
+      return detail::kAvx512Path;
+    case Isa::kAvx2:
+      return detail::kAvx2Path;
+    case Isa::kBaseline:
+      break;
+  }
+  return detail::kBaselinePath;
+}
+
+template <typename T>
+const detail::PathKernels<T>& kernels_for(Isa isa) {
+  if constexpr (sizeof(T) == 4) {
+    return path_for(isa).f32;
+  } else {
+    return path_for(isa).f64;
+  }
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The output tiling: MT rows (all of M, rounded up to MR, when M fits one tile) × NT columns.
+// A function of (M, N, K, path) only — never of the thread count.
+template <typename T>
+void set_tiling(const detail::Blocking& bl, detail::Problem<T>& p) {
+  p.mt = std::min<std::int64_t>(ceil_div(p.m, bl.mr) * bl.mr, bl.mt_max);
+  p.nt = bl.nt;
+  p.tiles_m = ceil_div(p.m, p.mt);
+  p.tiles_n = ceil_div(p.n, p.nt);
+}
+
+// Threads for one product: no more than there are tiles, and about 2^17 multiply-adds per
+// thread at least (below that a parallel region costs more than it saves).
+template <typename T>
+int threads_for(const detail::Problem<T>& p) {
+  const std::int64_t tiles = p.tiles_m * p.tiles_n;
+  const double work = double(p.m) * double(p.n) * double(p.k);
+  const std::int64_t by_work =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(work / 131072.0));
+  return static_cast<int>(std::min<std::int64_t>({get_num_threads(), tiles, by_work}));
+}
+
+void check_dims(const char* what, std::initializer_list<std::int64_t> dims) {
+  for (std::int64_t v : dims) {
+    if (v < 0) {
+      throw Error(ErrorCode::kInternal,
+                  std::string("gemm: negative ") + what + " " + std::to_string(v));
+    }
+  }
+}
+
+// C = beta·C for K = 0 (beta = 0 writes zeros, whatever C held).
+template <typename T>
+void scale_c(std::int64_t m, std::int64_t n, T beta, T* c, std::int64_t ldc) {
+  for (std::int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    for (std::int64_t j = 0; j < n; ++j) row[j] = beta == T(0) ? T(0) : beta * row[j];
+  }
+}
+
+// Runs all tiles of p over `threads` threads; each thread takes a contiguous range of tiles
+// (the same range at every call with the same shape, so its part of a prepacked B stays in
+// its cache across the steps of a sequence).
+template <typename T>
+void run(const detail::PathKernels<T>& kern, const detail::Problem<T>& p) {
+  const std::int64_t tiles = p.tiles_m * p.tiles_n;
+  const int threads = threads_for(p);
+  const std::int64_t per_thread = detail::scratch_elems(kern.blocking, p);
+  std::unique_ptr<T[]> scratch;
+  if (per_thread > 0) {
+    try {
+      scratch = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(per_thread * threads));
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate the packing buffer");
+    }
+  }
+  if (threads <= 1) {
+    kern.run_tiles(p, 0, tiles, scratch.get());
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+    const std::int64_t t0 = tiles * id / nt, t1 = tiles * (id + 1) / nt;
+    if (t0 < t1) kern.run_tiles(p, t0, t1, scratch.get() + per_thread * id);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void PackedB<T>::Free::operator()(T* p) const {
+  ::operator delete[](p, std::align_val_t(64));
+}
+
+template <typename T>
+void PackedB<T>::pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb) {
+  pack(tb, k, n, b, ldb, core::active_isa());
+}
+
+template <typename T>
+void PackedB<T>::pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb,
+                      Isa isa) {
+  check_dims("packed dimension", {k, n, ldb});
+  const detail::PathKernels<T>& kern = kernels_for<T>(isa);
+  const std::int64_t nr = kern.blocking.nr, panels = ceil_div(n, nr);
+  if (k > 0 &&
+      panels > std::numeric_limits<std::int64_t>::max() / 4 / k / nr / std::int64_t(sizeof(T))) {
+    throw Error(ErrorCode::kResourceExhausted, "gemm: packed matrix too large");
+  }
+  const std::int64_t elems = std::max<std::int64_t>(panels * k * nr, 1);
+  T* mem = nullptr;
+  try {
+    mem = static_cast<T*>(
+        ::operator new[](static_cast<std::size_t>(elems) * sizeof(T), std::align_val_t(64)));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate a packed matrix");
+  }
+  data_.reset(mem);
+  k_ = k;
+  n_ = n;
+  isa_ = isa;
+  const int threads = static_cast<int>(std::min<std::int64_t>(
+      {get_num_threads(), panels, std::max<std::int64_t>(1, panels * k * nr / 65536)}));
+  if (threads <= 1) {
+    kern.pack_panels(tb == Trans::kYes, k, n, b, ldb, 0, panels, mem);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+    kern.pack_panels(tb == Trans::kYes, k, n, b, ldb, panels * id / nt, panels * (id + 1) / nt,
+                     mem);
+  }
+}
+
+template <typename T>
+void gemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  check_dims("dimension", {m, n, k, lda, ldb, ldc});
+  if (m == 0 || n == 0) return;
+  if (k == 0) return scale_c(m, n, beta, c, ldc);
+  const Isa isa = core::active_isa();
+  const detail::PathKernels<T>& kern = kernels_for<T>(isa);
+  detail::Problem<T> p;
+  p.trans_a = trans_a == Trans::kYes;
+  p.trans_b = trans_b == Trans::kYes;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = a;
+  p.lda = lda;
+  p.b = b;
+  p.ldb = ldb;
+  p.beta = beta;
+  p.c = c;
+  p.ldc = ldc;
+  set_tiling(kern.blocking, p);
+  if (p.tiles_m > 1) {
+    // More than one row tile would pack each block of B once per row tile: pack all of op(B)
+    // once instead (the panels then stream from cache for every row tile).
+    PackedB<T> packed;
+    packed.pack(trans_b, k, n, b, ldb, isa);
+    p.packed = packed.data();
+    run(kern, p);
+    return;
+  }
+  run(kern, p);
+}
+
+template <typename T>
+void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, T beta,
+          T* c, std::int64_t ldc) {
+  check_dims("dimension", {m, lda, ldc});
+  const std::int64_t n = b.n(), k = b.k();
+  if (m == 0 || n == 0) return;
+  if (k == 0) return scale_c(m, n, beta, c, ldc);
+  // The panels were laid out for the path active when b was packed.
+  const detail::PathKernels<T>& kern = kernels_for<T>(b.isa());
+  detail::Problem<T> p;
+  p.trans_a = trans_a == Trans::kYes;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = a;
+  p.lda = lda;
+  p.packed = b.data();
+  p.beta = beta;
+  p.c = c;
+  p.ldc = ldc;
+  set_tiling(kern.blocking, p);
+  run(kern, p);
+}
+
+template class PackedB<float>;
+template class PackedB<double>;
+template void gemm<float>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, const float*,
+                          std::int64_t, const float*, std::int64_t, float, float*, std::int64_t);
+template void gemm<double>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, const double*,
+                           std::int64_t, const double*, std::int64_t, double, double*,
+                           std::int64_t);
+template void gemm<float>(Trans, std::int64_t, const float*, std::int64_t, const PackedB<float>&,
+                          float, float*, std::int64_t);
+template void gemm<double>(Trans, std::int64_t, const double*, std::int64_t, const PackedB<double>&,
+                           double, double*, std::int64_t);
+
+}  // namespace blockrnn::gemm

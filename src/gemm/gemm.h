@@ -1,0 +1,67 @@
+// blockrnn's GEMM engine: every matrix product of the ops, deterministic by construction.
+//
+//   C[M,N] = beta·C + op(A)[M,K] · op(B)[K,N]        op(X) = X or Xᵀ, all row-major
+//
+// Determinism (docs/design.md, "Determinism"). Each output element is one fused multiply-add
+// chain over k = 0, 1, …, K−1 in order, seeded with beta·C (0 when beta = 0, C itself when
+// beta = 1):  c = fma(a[K−1]·b[K−1], … fma(a[0]·b[0], beta·c)).  The K blocking only stores
+// and reloads the running value (exact), so the bits depend on neither the blocking nor the
+// thread count. The output is cut into tiles whose shape depends only on (M, N, K, ISA); one
+// thread computes one tile over the whole K; K is never split across threads. The avx512 and
+// avx2 paths therefore give identical bits; the baseline path (SSE2, no FMA instruction)
+// rounds the product and the sum separately.
+//
+// Speed. Register-blocked micro-kernels (per ISA: MR rows × NR columns of accumulators) over
+// B packed into NR-wide column panels; A is read in place. PackedB packs a B once for many
+// products with different A (the recurrent weights of a sequence, used at every step).
+//
+// Degenerate sizes are handled here (M or N = 0: nothing; K = 0: C = beta·C), so callers
+// never special-case empty tensors. Nothing here allocates except gemm() (one scratch buffer
+// for the packed B blocks of each thread) and PackedB::pack.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "blockrnn/context.h"
+
+namespace blockrnn::gemm {
+
+enum class Trans : bool { kNo = false, kYes = true };
+
+// op(B) [K, N] packed into column panels for the micro-kernels of one ISA path: panel p holds
+// columns [p·NR, p·NR + NR) of rows 0..K−1, k-major ([K][NR] contiguous), zero-padded past N.
+template <typename T>
+class PackedB {
+ public:
+  PackedB() = default;
+  // Packs op(B) (B is [K, N] when tb = kNo, [N, K] when tb = kYes) for the active ISA path,
+  // threaded over panels. Allocates; throws Error(kResourceExhausted) when it cannot.
+  void pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb);
+  // The same for a given path (it must be one this CPU supports).
+  void pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, Isa isa);
+  std::int64_t k() const { return k_; }
+  std::int64_t n() const { return n_; }
+  Isa isa() const { return isa_; }
+  const T* data() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(T* p) const;
+  };
+  std::unique_ptr<T, Free> data_;
+  std::int64_t k_ = 0, n_ = 0;
+  Isa isa_ = Isa::kBaseline;
+};
+
+// C = beta·C + op(A)·op(B), threaded over output tiles (get_num_threads()).
+template <typename T>
+void gemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+
+// C = beta·C + op(A)·B with B packed beforehand (its K and N); threaded over output tiles.
+template <typename T>
+void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, T beta,
+          T* c, std::int64_t ldc);
+
+}  // namespace blockrnn::gemm

@@ -1,0 +1,62 @@
+// Internal interface between the GEMM driver (gemm.cc) and the per-ISA kernel files
+// (kernels_avx512.cc, kernels_avx2.cc, kernels_baseline.cc, each compiling kernels_impl.inc
+// with its own instruction-set flags). Nothing here depends on an ISA.
+#pragma once
+
+#include <cstdint>
+
+namespace blockrnn::gemm::detail {
+
+// Register and cache blocking of one (ISA, dtype) path. MR × NR is the micro-kernel's
+// accumulator tile; KC the K block (the packed B block of a tile is KC × NT); MT × NT the
+// output tile one thread computes. MT and NT are multiples of MR and NR.
+struct Blocking {
+  int mr, nr, kc, mt_max, nt;
+};
+
+// One product, with the output tiling chosen (depends only on M, N, K and the path).
+template <typename T>
+struct Problem {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  const T* a = nullptr;  // op(A) [M, K]: A is [M, K] (row stride lda) or [K, M] when trans_a
+  std::int64_t lda = 0;
+  const T* b = nullptr;  // op(B) [K, N]: B is [K, N] (row stride ldb) or [N, K] when trans_b
+  std::int64_t ldb = 0;
+  const T* packed = nullptr;  // B already packed (PackedB layout) for this path, or nullptr
+  T beta = T(0);
+  T* c = nullptr;  // [M, N] (row stride ldc)
+  std::int64_t ldc = 0;
+  std::int64_t mt = 0, nt = 0;  // output tile
+  std::int64_t tiles_m = 0, tiles_n = 0;
+};
+
+template <typename T>
+struct PathKernels {
+  Blocking blocking;
+  // Computes output tiles [t0, t1) (column-major tile order: t = in·tiles_m + im). scratch:
+  // scratch_elems(p) elements of this thread.
+  void (*run_tiles)(const Problem<T>& p, std::int64_t t0, std::int64_t t1, T* scratch);
+  // Packs op(B) panels [p0, p1) into dst (PackedB layout: panel p at dst + p·K·NR).
+  void (*pack_panels)(bool trans_b, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb,
+                      std::int64_t p0, std::int64_t p1, T* dst);
+};
+
+// Per-thread scratch of run_tiles: the packed B block (unless B is prepacked) and the packed
+// A block (transposed A).
+template <typename T>
+std::int64_t scratch_elems(const Blocking& bl, const Problem<T>& p) {
+  return (p.packed != nullptr ? 0 : std::int64_t(bl.kc) * p.nt) +
+         (p.trans_a ? std::int64_t(bl.kc) * p.mt : 0);
+}
+
+struct Path {
+  PathKernels<float> f32;
+  PathKernels<double> f64;
+};
+
+extern const Path kAvx512Path;
+extern const Path kAvx2Path;
+extern const Path kBaselinePath;
+
+}  // namespace blockrnn::gemm::detail
