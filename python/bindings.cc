@@ -163,6 +163,8 @@ NB_MODULE(_core, m) {
   m.def("op_defs", &op_defs, "(name, inputs, [(attr, kind, has_default, default)], outputs)");
   m.def("set_num_threads", &blockrnn::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &blockrnn::get_num_threads);
+  m.def("set_isa", [](const std::string& name) { blockrnn::set_isa(name); }, nb::arg("name"));
+  m.def("get_isa", &blockrnn::get_isa);
   m.def("set_force_reference", &blockrnn::set_force_reference, nb::arg("on"));
   m.def("force_reference", &blockrnn::force_reference);
   m.def("version", &blockrnn::version);

@@ -5,6 +5,8 @@
 #   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the libFuzzer
 #      target over every op family (60 s each);
 #   3. the Python package (pip install .) and the pytest suite against tensorflow-cpu.
+# Steps 1 and 3 run on every CPU path this machine has: the best one (default), then forced
+# avx2 and baseline (BLOCKRNN_ISA; docs/gemm.md).
 # Usage: scripts/test.sh [--quick]   (--quick skips the sanitizer build and the fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,3 +50,11 @@ fi
 echo "== Python suite"
 .venv/bin/python -m pip install -q --no-build-isolation .
 .venv/bin/python -m pytest -q tests/python
+for path in avx2 baseline; do
+  if .venv/bin/python -c "import blockrnn; blockrnn.set_isa('$path')" 2>/dev/null; then
+    echo "== Python suite on the $path path"
+    BLOCKRNN_ISA="$path" .venv/bin/python -m pytest -q tests/python
+  else
+    echo "== Python suite on the $path path: skipped (this CPU lacks it)"
+  fi
+done

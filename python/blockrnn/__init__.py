@@ -17,12 +17,26 @@ __version__ = _core.version()
 
 
 def set_num_threads(n: int) -> None:
-    """Threads used by every op (default: the machine's cores, or BLOCKRNN_NUM_THREADS)."""
+    """Threads used by every op, 1..4096 (default: BLOCKRNN_NUM_THREADS, else OMP_NUM_THREADS,
+    else the cores this process may use). Results are bitwise the same at every count; the
+    host's OpenMP settings are never changed."""
     _core.set_num_threads(int(n))
 
 
 def get_num_threads() -> int:
     return _core.get_num_threads()
+
+
+def set_isa(name: str) -> None:
+    """Force the CPU kernels' instruction-set path: "avx512", "avx2", "baseline" or "auto"
+    ("" returns to the default: BLOCKRNN_ISA, else the best this CPU has). A path the CPU
+    lacks is an InvalidArgumentError."""
+    _core.set_isa(str(name))
+
+
+def get_isa() -> str:
+    """The instruction-set path the CPU kernels use now."""
+    return _core.get_isa()
 
 
 def set_force_reference(on: bool) -> None:
@@ -36,4 +50,5 @@ def force_reference() -> bool:
 
 __all__ = ["raw_ops", "gradients", "layers", "InvalidArgumentError", "UnimplementedError",
            "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads",
+           "set_isa", "get_isa",
            "set_force_reference", "force_reference", "__version__"]
