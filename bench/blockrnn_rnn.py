@@ -9,7 +9,8 @@
   --op gru_cell     T=1: GRUBlockCell, then gradients.GRUBlockCell
 
 One JSON object on stdout: peer, op, T, B, I, H, threads, fwd_ms, fwdbwd_ms (medians),
-fwd_min_ms, fwdbwd_min_ms, reps, warmup, peak_rss_mb, rss_increase_mb.
+fwd_min_ms, fwdbwd_min_ms, reps, warmup, peak_rss_mb, rss_increase_mb, and isa (the kernel
+path blockrnn.get_isa() reports, null if this build of the package has no get_isa).
 """
 import argparse
 import json
@@ -43,6 +44,8 @@ def main():
 
     import blockrnn
     blockrnn.set_num_threads(a.threads)
+    get_isa = getattr(blockrnn, "get_isa", None)  # newer builds only
+    isa = get_isa() if callable(get_isa) else get_isa
     ops, grads = blockrnn.raw_ops, blockrnn.gradients
     rng = np.random.default_rng(a.seed)
     T, B, I, H = a.T, a.B, a.I, a.H
@@ -110,7 +113,8 @@ def main():
     rec = dict(peer="blockrnn", op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
                fwd_ms=float(np.median(fwd_t)), fwdbwd_ms=float(np.median(all_t)),
                fwd_min_ms=min(fwd_t), fwdbwd_min_ms=min(all_t), reps=a.reps, warmup=a.warmup,
-               peak_rss_mb=peak, rss_baseline_mb=baseline, rss_increase_mb=peak - baseline)
+               peak_rss_mb=peak, rss_baseline_mb=baseline, rss_increase_mb=peak - baseline,
+               isa=None if isa is None else str(isa))
     print(json.dumps(rec, separators=(",", ":")), flush=True)
 
 

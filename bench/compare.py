@@ -3,13 +3,18 @@
 
 In one run and at one thread count at a time, times identical work (float32, one layer,
 forward + backward) on the shapes of bench/compare_shapes.txt, prints a table of times,
-GFLOP/s and ratios, and regenerates docs/performance.md and docs/performance.png.
+GFLOP/s, the fraction of the machine's measured FMA peak and ratios, and regenerates
+docs/performance.md (naming the CPU, the command, the date and the FMA peaks) and
+docs/performance.png.
 
     scripts/setup.sh && .venv/bin/pip install --no-build-isolation .
     .venv/bin/python bench/compare.py [--threads 1 2] [--reps 10] [--quick]
 
+--quick is a smoke test (3 reps, the first LSTM and the first GRU shape only).
+
 Each measurement runs in its own process (bench/blockrnn_rnn.py, bench/peers/tf_rnn.py,
-bench/peers/onednn_rnn_peer), so no library's idle threads slow another's. Times are medians
+bench/peers/onednn_rnn_peer, and bench/peers/fma_peak once per thread count for the FMA
+peak), so no library's idle threads slow another's. Times are medians
 over --reps; absolute times on a shared machine are noisy, ratios within one run are the
 figures to read. This is a tool, not a test: nothing here asserts a speed.
 """
@@ -18,6 +23,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 
@@ -50,13 +56,56 @@ def run_json(cmd, timeout=900):
 
 
 def build_peers():
+    """Builds bench/peers into build/peers if either program is missing; returns the paths of
+    onednn_rnn_peer and fma_peak."""
     exe = os.path.join(PEERS_BUILD, "onednn_rnn_peer")
-    if not os.path.exists(exe):
+    fma = os.path.join(PEERS_BUILD, "fma_peak")
+    if not (os.path.exists(exe) and os.path.exists(fma)):
         subprocess.run(["cmake", "-S", os.path.join(ROOT, "bench", "peers"), "-B", PEERS_BUILD,
                         "-DCMAKE_BUILD_TYPE=Release"], check=True, stdout=subprocess.DEVNULL)
         subprocess.run(["cmake", "--build", PEERS_BUILD, "-j2"], check=True,
                        stdout=subprocess.DEVNULL)
-    return exe
+    return exe, fma
+
+
+def measure_fma_peak(fma_exe, threads):
+    """The machine's float32 FMA peak at `threads` threads (bench/peers/fma_peak's JSON
+    record), or None if it could not be measured."""
+    recs = run_json([fma_exe, "--threads", str(threads)], timeout=120)
+    return recs[0] if recs and recs[0].get("gflops") else None
+
+
+def peak_scaling_note(peaks, threads):
+    """A warning if the FMA peak at `threads` is well below `threads` times the best per-thread
+    figure of this run (another process was using the cores), else ''."""
+    per_thread = [pk["gflops_per_thread"] for pk in peaks.values() if pk]
+    pk = peaks.get(threads)
+    if not pk or not per_thread or pk["gflops_per_thread"] >= 0.8 * max(per_thread):
+        return ""
+    return (f"only {pk['gflops'] / max(per_thread):.2f}× the best single-thread rate at "
+            f"{threads} threads: were the cores busy?")
+
+
+def cpu_info():
+    """lscpu-like facts from /proc/cpuinfo (first processor): model name, family/model/stepping
+    and the SIMD flags that matter here."""
+    info, flags = {}, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # end of the first processor's block
+                key, _, val = line.partition(":")
+                key, val = key.strip(), val.strip()
+                if key == "flags":
+                    flags = set(val.split())
+                elif key in ("model name", "cpu family", "model", "stepping", "vendor_id"):
+                    info[key] = val
+    except OSError:
+        pass
+    info["flags"] = {f: f in flags for f in ("avx2", "fma", "avx512f", "avx512_bf16")}
+    info["hypervisor"] = "hypervisor" in flags
+    return info
 
 
 def read_shapes(path):
@@ -106,36 +155,56 @@ def measure(shape, threads, reps, peer_exe):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--reps", type=int, default=None,
+                   help="repetitions (default 10, 3 with --quick)")
     p.add_argument("--shapes", default=os.path.join(ROOT, "bench", "compare_shapes.txt"))
     p.add_argument("--only", nargs="*", help="shape names to run")
     p.add_argument("--no-docs", action="store_true", help="do not rewrite docs/performance.*")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: 3 reps (unless --reps is given), only the first shape of "
+                        "each cell (unless --only is given)")
     a = p.parse_args()
-    peer_exe = build_peers()
+    if a.reps is None:
+        a.reps = 3 if a.quick else 10
+    peer_exe, fma_exe = build_peers()
     shapes = [s for s in read_shapes(a.shapes) if not a.only or s["name"] in a.only]
-    results = []
+    if a.quick and not a.only:
+        firsts = {}
+        for s in shapes:
+            firsts.setdefault(s["cell"], s)
+        shapes = list(firsts.values())
+    results, peaks = [], {}
     for threads in a.threads:
+        print(f"== FMA peak threads={threads}", file=sys.stderr, flush=True)
+        peaks[threads] = measure_fma_peak(fma_exe, threads)
+        pk = peaks[threads]
+        print(f"   {pk['gflops']:.1f} GFLOP/s ({pk['isa']})" if pk else "   not measured",
+              file=sys.stderr, flush=True)
         for s in shapes:
             print(f"== {s['name']} threads={threads}", file=sys.stderr, flush=True)
             rows = measure(s, threads, a.reps, peer_exe)
             results.append(dict(shape=s, threads=threads, rows=rows))
-    lines = render(results, a)
+    for th in peaks:
+        if peak_scaling_note(peaks, th):
+            print(f"warning: FMA peak {peak_scaling_note(peaks, th)}", file=sys.stderr)
+    lines = render(results, peaks)
     print("\n".join(lines))
     if not a.no_docs:
-        write_docs(results, lines, a)
+        write_docs(results, peaks, lines, a)
 
 
 PEER_ORDER = ["blockrnn", "tensorflow", "onednn", "openblas_gemm_floor", "onednn_gemm_floor"]
 
 
-def render(results, a):
+def render(results, peaks):
     out = []
-    hdr = ("| shape | threads | peer | fwd ms | fwd+bwd ms | GFLOP/s | blockrnn speedup | "
-           "floor ratio | memory MB |")
-    out += [hdr, "|" + "---|" * 9]
+    hdr = ("| shape | threads | peer | fwd ms | fwd+bwd ms | GFLOP/s | % FMA peak | "
+           "blockrnn speedup | floor ratio | memory MB |")
+    out += [hdr, "|" + "---|" * 10]
     for r in results:
         s, th, rows = r["shape"], r["threads"], r["rows"]
         _, gf = gemm_gflop(s["cell"], s["T"], s["B"], s["I"], s["H"])
+        peak = peaks.get(th)
         ours = rows.get("blockrnn")
         floors = [rows[k]["fwdbwd_ms"] for k in ("openblas_gemm_floor", "onednn_gemm_floor")
                   if k in rows]
@@ -151,13 +220,30 @@ def render(results, a):
             # Python peers: growth of the process RSS over its baseline after imports (the
             # op's own memory); the C++ peers: the whole process's peak RSS.
             rss = rec.get("rss_increase_mb", rec.get("peak_rss_mb"))
+            gflops = gf / (ms / 1e3)
+            pct = f"{100.0 * gflops / peak['gflops']:.0f} %" if peak else ""
             out.append(f"| {s['name']} | {th} | {peer} | {rec['fwd_ms']:.2f} | {ms:.2f} | "
-                       f"{gf / (ms / 1e3):.1f} | {speed} | {fr} | "
+                       f"{gflops:.1f} | {pct} | {speed} | {fr} | "
                        f"{'' if rss is None else f'{rss:.0f}'} |")
     return out
 
 
-def write_docs(results, table, a):
+def command_line():
+    """The command that ran this script, as it would be typed in the repository root."""
+    def rel(path):
+        r = os.path.relpath(os.path.abspath(path), ROOT)
+        return path if r.startswith("..") else r
+    return shlex.join([rel(sys.executable), rel(sys.argv[0])] + sys.argv[1:])
+
+
+def blockrnn_isa(results):
+    """blockrnn's kernel path(s) as reported by bench/blockrnn_rnn.py (blockrnn.get_isa())."""
+    isas = sorted({str(r["rows"]["blockrnn"].get("isa")) for r in results
+                   if "blockrnn" in r["rows"] and r["rows"]["blockrnn"].get("isa")})
+    return ", ".join(f"`{i}`" for i in isas) if isas else None
+
+
+def write_docs(results, peaks, table, a):
     md = os.path.join(ROOT, "docs", "performance.md")
     png = os.path.join(ROOT, "docs", "performance.png")
     try:
@@ -176,25 +262,57 @@ def write_docs(results, table, a):
         width = 0.8 / len(series)
         for k, (peer, vals) in enumerate(series.items()):
             ax.bar([i + k * width for i in range(len(labels))], vals, width, label=peer)
+        # The measured FMA peak at each group's thread count, as a dashed segment over the group.
+        for i, r in enumerate(results):
+            pk = peaks.get(r["threads"])
+            if pk:
+                ax.hlines(pk["gflops"], i - width / 2, i + 0.8 - width / 2, colors="k",
+                          linestyles="dashed", label="FMA peak (measured)" if i == 0 else None)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))])
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_ylabel("GFLOP/s of GEMM work (forward + backward)")
+        ax.set_ylim(bottom=0)
         ax.set_title("blockrnn vs peers, float32 (higher is better)")
-        ax.legend(fontsize=8)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # headroom for the legend above the peaks
+        ax.legend(fontsize=8, ncol=3, loc="upper left")
         fig.tight_layout()
         fig.savefig(png, dpi=100)
     except ImportError:
         print("matplotlib missing: no chart", file=sys.stderr)
-    cmd = "bench/compare.py " + " ".join(sys.argv[1:])
+    cpu = cpu_info()
+    yes = lambda b: "yes" if b else "no"  # noqa: E731
+    ident = ", ".join(f"{k} {cpu[k]}" for k in ("cpu family", "model", "stepping") if k in cpu)
+    flags = ", ".join(f"`{k}` {yes(v)}" for k, v in cpu["flags"].items())
+    peak_txt = "; ".join(
+        (f"{th} thread{'s' if th > 1 else ''}: **{pk['gflops']:.1f} GFLOP/s** ({pk['isa']})"
+         + (f" (warning: {peak_scaling_note(peaks, th)})" if peak_scaling_note(peaks, th) else "")
+         if pk else f"{th} thread{'s' if th > 1 else ''}: not measured")
+        for th, pk in peaks.items())
+    pk0 = next((pk for pk in peaks.values() if pk), None)
+    how = f"{pk0['reps']} × {pk0['seconds']:g} s" if pk0 else "its repetitions"
+    isa = blockrnn_isa(results)
+    isa_txt = (f"{isa} (`blockrnn.get_isa()`)" if isa else
+               "not reported (this build of the package has no `blockrnn.get_isa()`)")
+    vm = ", under a hypervisor" if cpu["hypervisor"] else ""
     with open(md, "w") as f:
         f.write("# Performance\n\n")
-        f.write(f"Generated by `.venv/bin/python {cmd.strip()}` on "
-                f"{datetime.date.today().isoformat()} ({platform.machine()}, "
-                f"{os.cpu_count()} cores; reps {a.reps}). Do not edit by hand: rerun the "
-                "command. Times are medians; the machine is shared, so compare within one run.\n\n")
+        f.write("Generated by the command below; do not edit by hand: rerun it. Times are "
+                "medians; the machine is shared, so compare within one run.\n\n")
+        f.write(f"- Command: `{command_line()}`\n")
+        f.write(f"- Date: {datetime.date.today().isoformat()}\n")
+        f.write(f"- CPU: {cpu.get('model name', 'unknown')} ({ident}; {platform.machine()}, "
+                f"{os.cpu_count()} logical CPUs{vm}); flags: {flags}\n")
+        f.write(f"- Threads: {', '.join(str(t) for t in a.threads)}; reps {a.reps}\n")
+        f.write(f"- Measured float32 FMA peak (`bench/peers/fma_peak --threads N`: independent "
+                f"FMA chains in registers, best of {how}): {peak_txt}\n")
+        f.write(f"- blockrnn ISA path: {isa_txt}\n\n")
         f.write("Work: one layer, float32, forward + backward. `GFLOP/s` counts the GEMM work "
                 "of the layer (3 × 2·T·B·(I+H)·G·H, G = 4 for LSTM, 3 for GRU) over the "
-                "measured time. `blockrnn speedup` is the peer's time over blockrnn's. "
+                "measured time. `% FMA peak` is that GFLOP/s figure as a percentage of the FMA "
+                "peak measured above at the same thread count: the fraction of the physical "
+                "limit the GEMM work alone reaches (element-wise work and data movement are in "
+                "the time but not in the FLOP count). `blockrnn speedup` is the peer's time "
+                "over blockrnn's. "
                 "`floor ratio` is the GEMM-only floor's time (the faster of OpenBLAS and "
                 "oneDNN sgemm, rows padded or not) over the row's time: 1.0 means running at "
                 "the floor. `memory MB`: for blockrnn and TensorFlow the growth of the process's "
