@@ -184,9 +184,7 @@ void gemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int
     // once instead (the panels then stream from cache for every row tile).
     PackedB<T> packed;
     packed.pack(trans_b, k, n, b, ldb, isa);
-    p.packed = packed.data();
-    run(kern, p);
-    return;
+    return gemm(trans_a, m, a, lda, packed, beta, c, ldc);
   }
   run(kern, p);
 }
