@@ -4,23 +4,32 @@
 //
 // Shape letters: T time, B batch, I input, H cell, G = 4H, S = seq_len_max. The weights are
 // split by rows into w_x = w[0:I] [I, 4H] (a view) and w_h = w[I:] [H, 4H], packed once per
-// call into the GEMM engine's panel layout (w_h for the forward, w_hᵀ for the backward).
+// call into the GEMM engine's panel layout (w_h by gate column block for the forward, w_hᵀ for
+// the backward).
 //
+// The time loop is one parallel region (sequence_common.h, run_team): each thread owns the same
+// hidden-unit columns of all four gates for the whole sequence and meets the others at one
+// barrier per step.
 // Forward:
 //   before the loop   gates = x·w_x for all S steps, x viewed as [S·B, I]   (one GEMM)
-//   per step t        gates[t] += h[t−1]·w_h                                (recurrent GEMM)
-//                     one fused pass: bias, activations, cs (clipped), co, h
+//   per step t        own columns of each gate: gates[t] += h[t−1]·w_h      (recurrent GEMM)
+//                     one fused pass on own columns: bias, activations, cs (clipped), co, h
+//                     barrier (step t+1 reads all of h[t])
 // Backward (the carries live in the outputs cs_prev_grad and h_prev_grad):
 //   per step t = S−1 … 0
-//                     one fused pass: dh = carry_h + h_grad[t], dcs_in = carry_cs + cs_grad[t],
-//                     dgates[t] (kept for all steps), carry_cs = dcs⊙f [+ peepholes]
-//                     carry_h = dgates[t]·w_hᵀ                              (recurrent GEMM)
-//   after the loop    x_grad = dgates·w_xᵀ;  w_grad = [x, h_{t−1}]ᵀ·dgates (row blocks);
+//                     one fused pass on own columns: dh = carry_h + h_grad[t],
+//                     dcs_in = carry_cs + cs_grad[t], dgates[t] (kept for all steps),
+//                     carry_cs = dcs⊙f [+ peepholes]
+//                     barrier (the product reads all columns of dgates[t])
+//                     own columns: carry_h = dgates[t]·w_hᵀ                 (recurrent GEMM)
+//   after the loop    x_grad = dgates·w_xᵀ;  w_grad = [x, h_{t−1}]ᵀ·dgates (row blocks, on
+//                     dgates packed once);
 //                     b_grad and the peephole gradients as column reductions over all S·B rows
 //                     (accumulated in double for float: they sum S·B terms)
 // Rounding differs from TensorFlow's per-step [x, h]·w only in GEMM accumulation order
 // (x·w_x and h·w_h are each rounded before they are added), well inside SPEC A7.
 #include <algorithm>
+#include <array>
 
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
@@ -84,9 +93,11 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t Gp = padded_ld(G);
   Workspace<T> ws("BlockLSTM", {S * B * Gp});
   T* const gates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  pre-activations without bias
-  // w_h = w[I:]  [H, 4H], packed once for the S recurrent products.
-  gemm::PackedB<T> w_h;
-  w_h.pack(Trans::kNo, H, G, a.w + I * G, G);
+  // w_h = w[I:]  [H, 4H], packed once for the S recurrent products, one [H, H] column block
+  // per gate so that a thread's panel range covers the same units of every gate.
+  std::array<gemm::PackedB<T>, 4> w_h;
+  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
+  const std::int64_t panels = w_h[0].panels(), nr = w_h[0].panel_width();
 
   // gates = x·w_x for all steps      [S·B, 4H] = [S·B, I]·[I, 4H]
   gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, a.x, I, w_x, G, T(0), gates, Gp);
@@ -101,24 +112,30 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   p.wci = a.wci;
   p.wcf = a.wcf;
   p.wco = a.wco;
-  for (std::int64_t t = 0; t < S; ++t) {
-    const std::int64_t o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;  // [B, H]
-    T* const gates_t = gates + t * B * Gp;
-    // gates[t] += h[t−1]·w_h      [B, 4H] += [B, H]·[H, 4H]
-    gemm<T>(Trans::kNo, B, hp, H, w_h, T(1), gates_t, Gp);
-    const LSTMFwdStep<T> step{.gates = gates_t,
-                              .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
-                              .i = a.i + o,
-                              .cs = a.cs + o,
-                              .f = a.f + o,
-                              .o = a.o + o,
-                              .ci = a.ci + o,
-                              .co = a.co + o,
-                              .h = a.h + o,
-                              .gates_ld = Gp};
-    lstm_fwd_pointwise(p, step, B);
-  }
+  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
+    const UnitSplit u = unit_split(panels, nr, H, id, nt);
+    for (std::int64_t t = 0; t < S; ++t) {
+      const std::int64_t o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;  // [B, H]
+      T* const gates_t = gates + t * B * Gp;
+      // gates[t][:, own columns of gate q] += h[t−1]·w_h[q]      [B, H] += [B, H]·[H, H]
+      for (std::int64_t q = 0; q < 4; ++q) {
+        gemm::gemm_panels(B, hp, H, w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
+      }
+      const LSTMFwdStep<T> step{.gates = gates_t,
+                                .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
+                                .i = a.i + o,
+                                .cs = a.cs + o,
+                                .f = a.f + o,
+                                .o = a.o + o,
+                                .ci = a.ci + o,
+                                .co = a.co + o,
+                                .h = a.h + o,
+                                .gates_ld = Gp};
+      lstm_fwd_pointwise_rows(p, step, 0, B, u.j0, u.j1);
+#pragma omp barrier
+    }
+  });
 }
 
 template <typename T>
@@ -144,6 +161,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   // w_hᵀ  [4H, H] (w_h = w[I:] [H, 4H]), packed once for the S recurrent products.
   gemm::PackedB<T> w_h_t;
   w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
+  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
   T* const carry_cs = a.cs_prev_grad;  // [B, H]  ∂L/∂cs[t] flowing back from step t+1
   T* const carry_h = a.h_prev_grad;    // [B, H]  ∂L/∂h[t] flowing back from step t+1
 
@@ -154,41 +172,47 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   p.wci = a.wci;
   p.wcf = a.wcf;
   p.wco = a.wco;
-  for (std::int64_t t = S - 1; t >= 0; --t) {
-    const std::int64_t o = t * BH;
-    T* const dgates_t = dgates + t * B * Gp;
-    const LSTMBwdStep<T> step{
-        .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
-        .i = a.i + o,
-        .cs = a.cs + o,
-        .f = a.f + o,
-        .o = a.o + o,
-        .ci = a.ci + o,
-        .co = a.co + o,
-        .cs_grad = a.cs_grad + o,
-        .h_grad = a.h_grad + o,
-        .cs_grad_carry = carry_cs,
-        .h_grad_carry = carry_h,
-        .dgates = dgates_t,
-        .cs_prev_grad = carry_cs,  // in place: each element is read before it is written
-        .dgates_ld = Gp,
-    };
-    lstm_bwd_pointwise(p, step, B);
-    // carry_h = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
-    gemm<T>(Trans::kNo, B, dgates_t, Gp, w_h_t, T(0), carry_h, H);
-  }
+  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
+    const UnitSplit u = unit_split(panels, nr, H, id, nt);
+    for (std::int64_t t = S - 1; t >= 0; --t) {
+      const std::int64_t o = t * BH;
+      T* const dgates_t = dgates + t * B * Gp;
+      const LSTMBwdStep<T> step{
+          .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
+          .i = a.i + o,
+          .cs = a.cs + o,
+          .f = a.f + o,
+          .o = a.o + o,
+          .ci = a.ci + o,
+          .co = a.co + o,
+          .cs_grad = a.cs_grad + o,
+          .h_grad = a.h_grad + o,
+          .cs_grad_carry = carry_cs,
+          .h_grad_carry = carry_h,
+          .dgates = dgates_t,
+          .cs_prev_grad = carry_cs,  // in place: each element is read before it is written
+          .dgates_ld = Gp,
+      };
+      lstm_bwd_pointwise_rows(p, step, 0, B, u.j0, u.j1);
+#pragma omp barrier
+      // carry_h[:, own columns] = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
+      gemm::gemm_panels(B, dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
+    }
+  });
 
   const std::int64_t SB = S * B;
   // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
   gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, dgates, Gp, w_x, G, T(0), a.x_grad, I);
+  // dgates [S·B, 4H], packed once for both weight-gradient products.
+  gemm::PackedB<T> dgates_packed;
+  dgates_packed.pack(Trans::kNo, SB, G, dgates, Gp);
   // w_grad[0:I] = xᵀ·dgates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, G, SB, a.x, I, dgates, Gp, T(0), a.w_grad, G);
-  // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates, as two GEMMs so the previous-h sequence is never
-  // copied:  [H, 4H] = [B, H]ᵀ·[B, 4H] (t = 0) + [(S−1)·B, H]ᵀ·[(S−1)·B, 4H] (t ≥ 1)
+  gemm<T>(Trans::kYes, I, a.x, I, dgates_packed, T(0), a.w_grad, G);
+  // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates over two K ranges of the packed dgates, so the
+  // previous-h sequence is never copied:  [H, 4H] = [B, H]ᵀ·dgates[0:B] + [(S−1)·B, H]ᵀ·dgates[B:]
   T* const w_grad_h = a.w_grad + I * G;
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, dgates, Gp, T(0), w_grad_h, G);
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, (S - 1) * B, a.h, H, dgates + B * Gp, Gp, T(1), w_grad_h,
-          G);
+  gemm<T>(Trans::kYes, H, a.h_prev, H, dgates_packed, 0, B, T(0), w_grad_h, G);
+  gemm<T>(Trans::kYes, H, a.h, H, dgates_packed, B, SB, T(1), w_grad_h, G);
   // b_grad = Σ over all S·B rows of dgates      [4H]
   column_sums(SB, G, dgates, Gp, a.b_grad);
   if (a.use_peephole) peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a);

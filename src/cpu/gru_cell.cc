@@ -4,9 +4,9 @@
 // src/ref/gru_cell.cc; see there for the equations.
 #include <vector>
 
-#include "gemm/gemm.h"
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
+#include "gemm/gemm.h"
 #include "ref/gru_cell.h"
 
 namespace blockrnn::cpu {
@@ -24,13 +24,12 @@ void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a) {
   const T* w_c_h = a.w_c + I * H;        // [H, H]
   std::vector<T> ru_bar(B * 2 * H), hr(B * H);
   // ru_bar = x·w_ru_x + h_prev·w_ru_h      [B,2H] = [B,I]·[I,2H] + [B,H]·[H,2H]
-  gemm<T>(Trans::kNo, Trans::kNo, B, 2 * H, I, a.x, I, w_ru_x, 2 * H, T(0), ru_bar.data(),
+  gemm<T>(Trans::kNo, Trans::kNo, B, 2 * H, I, a.x, I, w_ru_x, 2 * H, T(0), ru_bar.data(), 2 * H);
+  gemm<T>(Trans::kNo, Trans::kNo, B, 2 * H, H, a.h_prev, H, w_ru_h, 2 * H, T(1), ru_bar.data(),
           2 * H);
-  gemm<T>(Trans::kNo, Trans::kNo, B, 2 * H, H, a.h_prev, H, w_ru_h, 2 * H, T(1),
-          ru_bar.data(), 2 * H);
   core::parallel_for(B, 2 * H, [&](std::int64_t n0, std::int64_t n1) {
     for (std::int64_t n = n0; n < n1; ++n) {
-      gru_fwd_gates_row(H, ru_bar.data() + n * 2 * H, a.b_ru, a.h_prev + n * H, a.r + n * H,
+      gru_fwd_gates_row(H, H, ru_bar.data() + n * 2 * H, a.b_ru, a.h_prev + n * H, a.r + n * H,
                         a.u + n * H, hr.data() + n * H);
     }
   });
@@ -67,8 +66,8 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
     }
   });
   // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ      [B,I] = [B,2H]·[I,2H]ᵀ + [B,H]·[I,H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, B, I, 2 * H, a.d_r_bar_u_bar, 2 * H, w_ru_x, 2 * H, T(0),
-          a.d_x, I);
+  gemm<T>(Trans::kNo, Trans::kYes, B, I, 2 * H, a.d_r_bar_u_bar, 2 * H, w_ru_x, 2 * H, T(0), a.d_x,
+          I);
   gemm<T>(Trans::kNo, Trans::kYes, B, I, H, a.d_c_bar, H, w_c_x, H, T(1), a.d_x, I);
   // d_h_prev = d_ru·w_ru_hᵀ + d_hr⊙r + d_h⊙u      [B,H] = [B,2H]·[H,2H]ᵀ
   gemm<T>(Trans::kNo, Trans::kYes, B, H, 2 * H, a.d_r_bar_u_bar, 2 * H, w_ru_h, 2 * H, T(0),
@@ -83,14 +82,13 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   std::vector<T> hr(B * H);
   for (std::int64_t e = 0; e < B * H; ++e) hr[e] = a.h_prev[e] * a.r[e];
   // d_w_ru = [x, h_prev]ᵀ·d_ru      [I+H,2H] = [B,I+H]ᵀ·[B,2H], as two row blocks
-  gemm<T>(Trans::kYes, Trans::kNo, I, 2 * H, B, a.x, I, a.d_r_bar_u_bar, 2 * H, T(0),
-          a.d_w_ru, 2 * H);
+  gemm<T>(Trans::kYes, Trans::kNo, I, 2 * H, B, a.x, I, a.d_r_bar_u_bar, 2 * H, T(0), a.d_w_ru,
+          2 * H);
   gemm<T>(Trans::kYes, Trans::kNo, H, 2 * H, B, a.h_prev, H, a.d_r_bar_u_bar, 2 * H, T(0),
           a.d_w_ru + I * 2 * H, 2 * H);
   // d_w_c = [x, h_prev⊙r]ᵀ·d_c_bar      [I+H,H] = [B,I+H]ᵀ·[B,H]
   gemm<T>(Trans::kYes, Trans::kNo, I, H, B, a.x, I, a.d_c_bar, H, T(0), a.d_w_c, H);
-  gemm<T>(Trans::kYes, Trans::kNo, H, H, B, hr.data(), H, a.d_c_bar, H, T(0), a.d_w_c + I * H,
-          H);
+  gemm<T>(Trans::kYes, Trans::kNo, H, H, B, hr.data(), H, a.d_c_bar, H, T(0), a.d_w_c + I * H, H);
   // d_b_ru = Σ_b d_ru;  d_b_c = Σ_b d_c_bar
   for (std::int64_t j = 0; j < 2 * H; ++j) a.d_b_ru[j] = T(0);
   for (std::int64_t j = 0; j < H; ++j) a.d_b_c[j] = T(0);

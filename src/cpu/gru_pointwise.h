@@ -23,13 +23,14 @@
 namespace blockrnn::cpu {
 namespace detail {
 
-// r, u and h_prev⊙r of one row from the gate pre-activations without bias.
+// r, u and h_prev⊙r of n columns of one row from the gate pre-activations without bias: the
+// r pre-activations at ru_bar[j], the u ones at ru_bar[H + j] (likewise b_ru).
 template <typename T>
-inline void gru_fwd_gates_row_generic(std::int64_t H, const T* ru_bar /* [2H] */,
+inline void gru_fwd_gates_row_generic(std::int64_t n, std::int64_t H, const T* ru_bar /* [2H] */,
                                       const T* b_ru /* [2H] */, const T* h_prev /* [H] */,
                                       T* r /* [H] */, T* u /* [H] */, T* hr /* [H] */) {
 #pragma GCC ivdep
-  for (std::int64_t j = 0; j < H; ++j) {
+  for (std::int64_t j = 0; j < n; ++j) {
     const T rj = core::act_sigmoid(ru_bar[j] + b_ru[j]);
     r[j] = rj;
     u[j] = core::act_sigmoid(ru_bar[H + j] + b_ru[H + j]);
@@ -90,7 +91,7 @@ inline void gru_bwd_h_prev_row_generic(std::int64_t H, const T* d_hr /* [H] */,
 // float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (AVX-512, AVX2+FMA or
 // baseline, chosen at run time: core/isa.h); float64 rows run the generic code.
 namespace isa {
-void gru_fwd_gates_row_f32(std::int64_t H, const float* ru_bar, const float* b_ru,
+void gru_fwd_gates_row_f32(std::int64_t n, std::int64_t H, const float* ru_bar, const float* b_ru,
                            const float* h_prev, float* r, float* u, float* hr);
 void gru_fwd_candidate_row_f32(std::int64_t H, const float* b_c, const float* u,
                                const float* h_prev, float* c, float* h);
@@ -102,14 +103,15 @@ void gru_bwd_h_prev_row_f32(std::int64_t H, const float* d_hr, const float* r, c
                             const float* u, float* g);
 }  // namespace isa
 
-// r, u and h_prev⊙r of one row (see the file header).
+// r, u and h_prev⊙r of n columns of one row, u's pre-activations H after r's (see the file
+// header).
 template <typename T>
-inline void gru_fwd_gates_row(std::int64_t H, const T* ru_bar, const T* b_ru, const T* h_prev, T* r,
-                              T* u, T* hr) {
+inline void gru_fwd_gates_row(std::int64_t n, std::int64_t H, const T* ru_bar, const T* b_ru,
+                              const T* h_prev, T* r, T* u, T* hr) {
   if constexpr (std::is_same_v<T, float>) {
-    isa::gru_fwd_gates_row_f32(H, ru_bar, b_ru, h_prev, r, u, hr);
+    isa::gru_fwd_gates_row_f32(n, H, ru_bar, b_ru, h_prev, r, u, hr);
   } else {
-    detail::gru_fwd_gates_row_generic(H, ru_bar, b_ru, h_prev, r, u, hr);
+    detail::gru_fwd_gates_row_generic(n, H, ru_bar, b_ru, h_prev, r, u, hr);
   }
 }
 

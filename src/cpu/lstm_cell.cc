@@ -4,8 +4,8 @@
 // Shape letters: B batch, I input size, H cell size; w_x = w[0:I, :], w_h = w[I:I+H, :].
 #include <vector>
 
-#include "gemm/gemm.h"
 #include "cpu/lstm_pointwise.h"
+#include "gemm/gemm.h"
 #include "ref/lstm_cell.h"
 
 namespace blockrnn::cpu {
@@ -53,8 +53,7 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   //   w_grad[0:I]   = xᵀ·dgates        [I,4H] = [B,I]ᵀ·[B,4H]
   //   w_grad[I:I+H] = h_prevᵀ·dgates   [H,4H] = [B,H]ᵀ·[B,4H]
   gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.dgates, G, T(0), a.w_grad, G);
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.dgates, G, T(0), a.w_grad + I * G,
-          G);
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.dgates, G, T(0), a.w_grad + I * G, G);
   // b_grad = Σ_b dgates      [4H]
   lstm_bias_grad(H, B, a.dgates, /*accumulate=*/false, a.b_grad);
 }

@@ -110,7 +110,7 @@ namespace detail {
 
 template <typename T, bool kPeephole>
 inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t n0,
-                          std::int64_t n1) {
+                          std::int64_t n1, std::int64_t j0, std::int64_t j1) {
   const std::int64_t H = p.H;
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   const T fb = p.forget_bias, clip = p.cell_clip;
@@ -124,7 +124,7 @@ inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, st
     const T* csp = s.cs_prev + n * H;
     const std::int64_t r = n * H;
 #pragma GCC ivdep
-    for (std::int64_t j = 0; j < H; ++j) {
+    for (std::int64_t j = j0; j < j1; ++j) {
       T zi = gi[j], zc = gc[j], zf = gf[j], zo = go[j];
       if (p.b != nullptr) {
         zi = zi + p.b[g.i * H + j];
@@ -160,14 +160,14 @@ inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, st
 
 template <typename T, bool kPeephole>
 inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t n0,
-                          std::int64_t n1) {
+                          std::int64_t n1, std::int64_t j0, std::int64_t j1) {
   const std::int64_t H = p.H;
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   for (std::int64_t n = n0; n < n1; ++n) {
     const std::int64_t r = n * H;
     T* dg = s.dgates + n * (s.dgates_ld ? s.dgates_ld : 4 * H);
 #pragma GCC ivdep
-    for (std::int64_t j = 0; j < H; ++j) {
+    for (std::int64_t j = j0; j < j1; ++j) {
       const std::int64_t e = r + j;
       const T i = s.i[e], f = s.f[e], o = s.o[e], ci = s.ci[e], co = s.co[e], cp = s.cs_prev[e];
       T dh = s.h_grad[e];
@@ -197,21 +197,26 @@ inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, st
 // baseline, chosen at run time: core/isa.h); float64 rows run the generic code.
 namespace isa {
 void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1);
+                       std::int64_t n1, std::int64_t j0, std::int64_t j1);
 void lstm_bwd_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1);
+                       std::int64_t n1, std::int64_t j0, std::int64_t j1);
 }  // namespace isa
 
-// Forward element-wise pass over rows [n0, n1) of one step.
+// Forward element-wise pass over rows [n0, n1) and cell columns [j0, j1) of one step (all
+// columns by default). A column range must start at a multiple of the vector width (the
+// sequence ops split at GEMM panel boundaries) so that every element takes the same path
+// through the vectorised loop as in a whole-row pass.
 template <typename T>
 inline void lstm_fwd_pointwise_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s,
-                                    std::int64_t n0, std::int64_t n1) {
+                                    std::int64_t n0, std::int64_t n1, std::int64_t j0 = 0,
+                                    std::int64_t j1 = -1) {
+  if (j1 < 0) j1 = p.H;
   if constexpr (std::is_same_v<T, float>) {
-    isa::lstm_fwd_rows_f32(p, s, n0, n1);
+    isa::lstm_fwd_rows_f32(p, s, n0, n1, j0, j1);
   } else if (p.use_peephole) {
-    detail::lstm_fwd_rows<T, true>(p, s, n0, n1);
+    detail::lstm_fwd_rows<T, true>(p, s, n0, n1, j0, j1);
   } else {
-    detail::lstm_fwd_rows<T, false>(p, s, n0, n1);
+    detail::lstm_fwd_rows<T, false>(p, s, n0, n1, j0, j1);
   }
 }
 
@@ -223,16 +228,19 @@ inline void lstm_fwd_pointwise(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& 
       B, 8 * p.H, [&](std::int64_t n0, std::int64_t n1) { lstm_fwd_pointwise_rows(p, s, n0, n1); });
 }
 
-// Backward element-wise pass over rows [n0, n1) of one step: dgates and cs_prev_grad.
+// Backward element-wise pass over rows [n0, n1) and cell columns [j0, j1) of one step (all
+// columns by default; the same rule on j0 as the forward): dgates and cs_prev_grad.
 template <typename T>
 inline void lstm_bwd_pointwise_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s,
-                                    std::int64_t n0, std::int64_t n1) {
+                                    std::int64_t n0, std::int64_t n1, std::int64_t j0 = 0,
+                                    std::int64_t j1 = -1) {
+  if (j1 < 0) j1 = p.H;
   if constexpr (std::is_same_v<T, float>) {
-    isa::lstm_bwd_rows_f32(p, s, n0, n1);
+    isa::lstm_bwd_rows_f32(p, s, n0, n1, j0, j1);
   } else if (p.use_peephole) {
-    detail::lstm_bwd_rows<T, true>(p, s, n0, n1);
+    detail::lstm_bwd_rows<T, true>(p, s, n0, n1, j0, j1);
   } else {
-    detail::lstm_bwd_rows<T, false>(p, s, n0, n1);
+    detail::lstm_bwd_rows<T, false>(p, s, n0, n1, j0, j1);
   }
 }
 

@@ -6,21 +6,21 @@
 
 namespace blockrnn::cpu::isa {
 
-#define BLOCKRNN_DECLARE_POINTWISE_PATH(NS)                                                      \
-  namespace NS {                                                                                 \
-  void lstm_fwd_rows_f32(const LSTMFwdParams<float>&, const LSTMFwdStep<float>&, std::int64_t,   \
-                         std::int64_t);                                                          \
-  void lstm_bwd_rows_f32(const LSTMBwdParams<float>&, const LSTMBwdStep<float>&, std::int64_t,   \
-                         std::int64_t);                                                          \
-  void gru_fwd_gates_row_f32(std::int64_t, const float*, const float*, const float*, float*,     \
-                             float*, float*);                                                    \
-  void gru_fwd_candidate_row_f32(std::int64_t, const float*, const float*, const float*, float*, \
-                                 float*);                                                        \
-  void gru_bwd_cu_row_f32(std::int64_t, const float*, const float*, const float*, const float*,  \
-                          float*, float*);                                                       \
-  void gru_bwd_r_row_f32(std::int64_t, const float*, const float*, const float*, float*);        \
-  void gru_bwd_h_prev_row_f32(std::int64_t, const float*, const float*, const float*,            \
-                              const float*, float*);                                             \
+#define BLOCKRNN_DECLARE_POINTWISE_PATH(NS)                                                        \
+  namespace NS {                                                                                   \
+  void lstm_fwd_rows_f32(const LSTMFwdParams<float>&, const LSTMFwdStep<float>&, std::int64_t,     \
+                         std::int64_t, std::int64_t, std::int64_t);                                \
+  void lstm_bwd_rows_f32(const LSTMBwdParams<float>&, const LSTMBwdStep<float>&, std::int64_t,     \
+                         std::int64_t, std::int64_t, std::int64_t);                                \
+  void gru_fwd_gates_row_f32(std::int64_t, std::int64_t, const float*, const float*, const float*, \
+                             float*, float*, float*);                                              \
+  void gru_fwd_candidate_row_f32(std::int64_t, const float*, const float*, const float*, float*,   \
+                                 float*);                                                          \
+  void gru_bwd_cu_row_f32(std::int64_t, const float*, const float*, const float*, const float*,    \
+                          float*, float*);                                                         \
+  void gru_bwd_r_row_f32(std::int64_t, const float*, const float*, const float*, float*);          \
+  void gru_bwd_h_prev_row_f32(std::int64_t, const float*, const float*, const float*,              \
+                              const float*, float*);                                               \
   }
 BLOCKRNN_DECLARE_POINTWISE_PATH(avx512)
 BLOCKRNN_DECLARE_POINTWISE_PATH(avx2)
@@ -40,18 +40,18 @@ BLOCKRNN_DECLARE_POINTWISE_PATH(baseline)
   return baseline::FN(__VA_ARGS__)
 
 void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1) {
-  BLOCKRNN_DISPATCH(lstm_fwd_rows_f32, p, s, n0, n1);
+                       std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+  BLOCKRNN_DISPATCH(lstm_fwd_rows_f32, p, s, n0, n1, j0, j1);
 }
 
 void lstm_bwd_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1) {
-  BLOCKRNN_DISPATCH(lstm_bwd_rows_f32, p, s, n0, n1);
+                       std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+  BLOCKRNN_DISPATCH(lstm_bwd_rows_f32, p, s, n0, n1, j0, j1);
 }
 
-void gru_fwd_gates_row_f32(std::int64_t H, const float* ru_bar, const float* b_ru,
+void gru_fwd_gates_row_f32(std::int64_t n, std::int64_t H, const float* ru_bar, const float* b_ru,
                            const float* h_prev, float* r, float* u, float* hr) {
-  BLOCKRNN_DISPATCH(gru_fwd_gates_row_f32, H, ru_bar, b_ru, h_prev, r, u, hr);
+  BLOCKRNN_DISPATCH(gru_fwd_gates_row_f32, n, H, ru_bar, b_ru, h_prev, r, u, hr);
 }
 
 void gru_fwd_candidate_row_f32(std::int64_t H, const float* b_c, const float* u,

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "blockrnn/context.h"
 #include "blockrnn/error.h"
 #include "core/parallel.h"
 
@@ -58,6 +59,55 @@ class Workspace {
 // with ld 2064 (docs/performance.md).
 inline std::int64_t padded_ld(std::int64_t cols) {
   return (cols >= 512 && cols % 512 == 0) ? cols + 16 : cols;
+}
+
+// The time loop of a sequence op runs in one parallel region: thread `id` of `nt` owns the
+// hidden-unit columns of GEMM panels [p0, p1) (NR = panel width) for the whole sequence. Per
+// step it computes its own columns of every gate's recurrent product (all of h[t−1] in, its
+// columns out), runs the element-wise step on exactly those columns, and meets the others at
+// one barrier before the next step reads the whole new h (the GRU, with two dependent products
+// per step, meets twice). Nothing in the loop allocates, forks or joins. The column split
+// changes only who computes an element, never how: the GEMM bits do not depend on the tiling,
+// and every range starts at a panel boundary, a multiple of the vector width.
+struct UnitSplit {
+  std::int64_t p0 = 0, p1 = 0;  // panels
+  std::int64_t j0 = 0, j1 = 0;  // columns [j0, j1) of H
+};
+
+inline UnitSplit unit_split(std::int64_t panels, std::int64_t nr, std::int64_t H, int id, int nt) {
+  UnitSplit u;
+  u.p0 = panels * id / nt;
+  u.p1 = panels * (id + 1) / nt;
+  u.j0 = std::min(u.p0 * nr, H);
+  u.j1 = std::min(u.p1 * nr, H);
+  return u;
+}
+
+// Threads for a time loop: at most one per panel and about 2^17 multiply-adds of recurrent
+// product per thread and step (below that a barrier costs more than the work it splits).
+inline int loop_threads(std::int64_t panels, double madds_per_step) {
+  const std::int64_t by_work =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(madds_per_step / 131072.0));
+  return static_cast<int>(std::min<std::int64_t>({get_num_threads(), panels, by_work}));
+}
+
+// Runs body(id, nt) on a team of `threads` (body may contain `#pragma omp barrier`; every
+// thread must reach each of them). One thread (or a team OpenMP refuses to grow, e.g. inside
+// the host's own parallel region without nesting) runs it directly.
+template <typename F>
+void run_team(int threads, F&& body) {
+  if (threads <= 1) {
+    body(0, 1);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+#ifdef _OPENMP
+    body(omp_get_thread_num(), omp_get_num_threads());
+#else
+    body(0, 1);
+#endif
+  }
 }
 
 template <typename T>

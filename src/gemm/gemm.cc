@@ -42,12 +42,15 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
 
-// The output tiling: MT rows (all of M, rounded up to MR, when M fits one tile) × NT columns.
+// The output tiling: MT rows (all of M, rounded up to MR, when M fits one tile) × NT columns
+// (wider for transposed A).
 // A function of (M, N, K, path) only — never of the thread count.
 template <typename T>
 void set_tiling(const detail::Blocking& bl, detail::Problem<T>& p) {
   p.mt = std::min<std::int64_t>(ceil_div(p.m, bl.mr) * bl.mr, bl.mt_max);
-  p.nt = bl.nt;
+  // Transposed A is packed per tile and K block: wider tiles pack it fewer times (the weight
+  // gradients, K = T·B, gained 73 → 88 GFLOP/s on one Zen 4 core).
+  p.nt = std::min<std::int64_t>(ceil_div(p.n, bl.nr) * bl.nr, p.trans_a ? bl.nt_trans_a : bl.nt);
   p.tiles_m = ceil_div(p.m, p.mt);
   p.tiles_n = ceil_div(p.n, p.nt);
 }
@@ -190,27 +193,67 @@ void gemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int
 }
 
 template <typename T>
-void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, T beta,
-          T* c, std::int64_t ldc) {
-  check_dims("dimension", {m, lda, ldc});
-  const std::int64_t n = b.n(), k = b.k();
-  if (m == 0 || n == 0) return;
-  if (k == 0) return scale_c(m, n, beta, c, ldc);
-  // The panels were laid out for the path active when b was packed.
-  const detail::PathKernels<T>& kern = kernels_for<T>(b.isa());
+std::int64_t PackedB<T>::panel_width() const {
+  return kernels_for<T>(isa_).blocking.nr;
+}
+
+namespace {
+
+// The problem C[:, j0:j0+n] = beta·C + op(A)·B[k0:k1, j0:j0+n] on a packed B (j0 = p0·NR).
+template <typename T>
+detail::Problem<T> packed_problem(const detail::PathKernels<T>& kern, bool trans_a, std::int64_t m,
+                                  const T* a, std::int64_t lda, const PackedB<T>& b,
+                                  std::int64_t k0, std::int64_t k1, std::int64_t p0, std::int64_t n,
+                                  T beta, T* c, std::int64_t ldc) {
+  const std::int64_t nr = kern.blocking.nr;
   detail::Problem<T> p;
-  p.trans_a = trans_a == Trans::kYes;
+  p.trans_a = trans_a;
   p.m = m;
   p.n = n;
-  p.k = k;
+  p.k = k1 - k0;
   p.a = a;
   p.lda = lda;
-  p.packed = b.data();
+  p.packed = b.data() + p0 * b.k() * nr + k0 * nr;
+  p.packed_ld = b.k() * nr;
   p.beta = beta;
-  p.c = c;
+  p.c = c + p0 * nr;
   p.ldc = ldc;
   set_tiling(kern.blocking, p);
-  run(kern, p);
+  return p;
+}
+
+}  // namespace
+
+template <typename T>
+void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, T beta,
+          T* c, std::int64_t ldc) {
+  gemm(trans_a, m, a, lda, b, 0, b.k(), beta, c, ldc);
+}
+
+template <typename T>
+void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b,
+          std::int64_t k0, std::int64_t k1, T beta, T* c, std::int64_t ldc) {
+  check_dims("dimension", {m, lda, ldc, k0, k1 - k0, b.k() - k1});
+  const std::int64_t n = b.n();
+  if (m == 0 || n == 0) return;
+  if (k1 == k0) return scale_c(m, n, beta, c, ldc);
+  // The panels were laid out for the path active when b was packed.
+  const detail::PathKernels<T>& kern = kernels_for<T>(b.isa());
+  run(kern, packed_problem(kern, trans_a == Trans::kYes, m, a, lda, b, k0, k1, 0, n, beta, c, ldc));
+}
+
+template <typename T>
+void gemm_panels(std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, std::int64_t p0,
+                 std::int64_t p1, T beta, T* c, std::int64_t ldc) {
+  const detail::PathKernels<T>& kern = kernels_for<T>(b.isa());
+  const std::int64_t nr = kern.blocking.nr;
+  check_dims("dimension", {m, lda, ldc, p0, p1 - p0});
+  const std::int64_t n = std::min(p1 * nr, b.n()) - p0 * nr;
+  if (m == 0 || n <= 0) return;
+  if (b.k() == 0) return scale_c(m, n, beta, c + p0 * nr, ldc);
+  const detail::Problem<T> p =
+      packed_problem(kern, false, m, a, lda, b, 0, b.k(), p0, n, beta, c, ldc);
+  kern.run_tiles(p, 0, p.tiles_m * p.tiles_n, nullptr);  // packed B, row-major A: no scratch
 }
 
 template class PackedB<float>;
@@ -224,5 +267,13 @@ template void gemm<float>(Trans, std::int64_t, const float*, std::int64_t, const
                           float, float*, std::int64_t);
 template void gemm<double>(Trans, std::int64_t, const double*, std::int64_t, const PackedB<double>&,
                            double, double*, std::int64_t);
+template void gemm<float>(Trans, std::int64_t, const float*, std::int64_t, const PackedB<float>&,
+                          std::int64_t, std::int64_t, float, float*, std::int64_t);
+template void gemm<double>(Trans, std::int64_t, const double*, std::int64_t, const PackedB<double>&,
+                           std::int64_t, std::int64_t, double, double*, std::int64_t);
+template void gemm_panels<float>(std::int64_t, const float*, std::int64_t, const PackedB<float>&,
+                                 std::int64_t, std::int64_t, float, float*, std::int64_t);
+template void gemm_panels<double>(std::int64_t, const double*, std::int64_t, const PackedB<double>&,
+                                  std::int64_t, std::int64_t, double, double*, std::int64_t);
 
 }  // namespace blockrnn::gemm

@@ -43,6 +43,9 @@ class PackedB {
   std::int64_t k() const { return k_; }
   std::int64_t n() const { return n_; }
   Isa isa() const { return isa_; }
+  // NR: the columns of one panel (a multiple of the path's vector width).
+  std::int64_t panel_width() const;
+  std::int64_t panels() const { return (n_ + panel_width() - 1) / panel_width(); }
   const T* data() const { return data_.get(); }
 
  private:
@@ -63,5 +66,20 @@ void gemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int
 template <typename T>
 void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, T beta,
           T* c, std::int64_t ldc);
+
+// The same over rows [k0, k1) of the packed B only: C = beta·C + op(A)·B[k0:k1, :], op(A) being
+// [M, k1 − k0]. Chaining ranges with beta = 1 gives the bits of one product over the whole K
+// (each output stays one in-order chain), so a product whose A lives in pieces needs one pack.
+template <typename T>
+void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b,
+          std::int64_t k0, std::int64_t k1, T beta, T* c, std::int64_t ldc);
+
+// For callers that run their own parallel region (the sequence ops: one region around the time
+// loop). Columns [p0·NR, min(p1·NR, N)) of C = beta·C + A·B (A row-major [M, K], B packed; c
+// points at column 0 of C), on the calling thread only: no threads, no allocation. The bits are
+// those of the threaded gemm.
+template <typename T>
+void gemm_panels(std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, std::int64_t p0,
+                 std::int64_t p1, T beta, T* c, std::int64_t ldc);
 
 }  // namespace blockrnn::gemm

@@ -9,9 +9,10 @@ namespace blockrnn::gemm::detail {
 
 // Register and cache blocking of one (ISA, dtype) path. MR × NR is the micro-kernel's
 // accumulator tile; KC the K block (the packed B block of a tile is KC × NT); MT × NT the
-// output tile one thread computes. MT and NT are multiples of MR and NR.
+// output tile one thread computes (NT_TRANS_A for a transposed A, which is packed per tile).
+// MT and both NT are multiples of MR and NR.
 struct Blocking {
-  int mr, nr, kc, mt_max, nt;
+  int mr, nr, kc, mt_max, nt, nt_trans_a;
 };
 
 // One product, with the output tiling chosen (depends only on M, N, K and the path).
@@ -23,7 +24,8 @@ struct Problem {
   std::int64_t lda = 0;
   const T* b = nullptr;  // op(B) [K, N]: B is [K, N] (row stride ldb) or [N, K] when trans_b
   std::int64_t ldb = 0;
-  const T* packed = nullptr;  // B already packed (PackedB layout) for this path, or nullptr
+  const T* packed = nullptr;   // B already packed (PackedB layout) for this path, or nullptr:
+  std::int64_t packed_ld = 0;  // then row k0 of panel q is packed[q·packed_ld + k0·NR]
   T beta = T(0);
   T* c = nullptr;  // [M, N] (row stride ldc)
   std::int64_t ldc = 0;

@@ -3,7 +3,8 @@
 //     fused multiply-add on the avx512 and avx2 paths, a rounded product then a sum on the
 //     baseline path): checked bit for bit against a scalar evaluation, on shapes at, below and
 //     above every register tile, panel and K block (1 row, odd M/N/K, K above the K block);
-//   - the bits never depend on the thread count (1, 2, 3, 4, 7) or on B being prepacked;
+//   - the bits never depend on the thread count (1, 2, 3, 4, 7) or on B being prepacked, nor
+//     on a product being cut into K ranges of a packed B or into column-panel ranges;
 //   - nothing outside the output is written; beta = 0 never reads C (NaN there stays out);
 //   - the host's OpenMP setting is the same before and after a call.
 #include <gtest/gtest.h>
@@ -152,6 +153,60 @@ TEST(Gemm, EveryOutputIsTheInOrderChainFloat64) {
 // Bits identical at 1, 2, 3, 4 and 7 threads on shapes with many tiles: B·T rows in the
 // thousands, one row (the latency case), a long reduction (weight gradients) and a prepacked
 // recurrent product.
+// The entry points the sequence ops use: K ranges of one packed B chained with beta = 1 (the
+// weight gradients whose A lives in two buffers), and column-panel ranges computed by the
+// caller's own threads (the time loop). Both must give the contract's bits exactly.
+template <typename T>
+void check_ranges() {
+  PathGuard guard;
+  std::mt19937_64 rng(47);
+  for (Isa isa : supported_paths()) {
+    set_isa(isa_name(isa));
+    const bool fused = isa != Isa::kBaseline;
+    for (const Shape& s : kShapes) {
+      for (bool ta : {false, true}) {
+        const Operands<T> o = make<T>(s, ta, false, rng);
+        gemm::PackedB<T> pb;
+        pb.pack(Trans::kNo, o.k, o.n, o.b.data(), o.ldb);
+        const Trans trans_a = ta ? Trans::kYes : Trans::kNo;
+        for (T beta : {T(0), T(1), T(0.5)}) {
+          const std::vector<T> want = expected(o, beta, fused);
+          // K split at 0, 1, k/3 and k: [0, k1) with beta, then [k1, k) with beta = 1.
+          for (std::int64_t k1 : {std::int64_t(0), std::int64_t(1), o.k / 3, o.k}) {
+            if (k1 > o.k) continue;
+            std::vector<T> c = o.c;
+            const T* a2 = o.a.data() + (ta ? k1 * o.lda : k1);  // op(A)[:, k1:]
+            gemm::gemm<T>(trans_a, o.m, o.a.data(), o.lda, pb, 0, k1, beta, c.data(), o.ldc);
+            gemm::gemm<T>(trans_a, o.m, a2, o.lda, pb, k1, o.k, T(1), c.data(), o.ldc);
+            EXPECT_TRUE(same_bits(c, want)) << isa_name(isa) << " m=" << s.m << " n=" << s.n
+                                            << " k=" << s.k << " ta=" << ta << " k1=" << k1;
+          }
+          if (ta) continue;
+          // Panels split into 1, 2 and 3 ranges, as 1, 2 and 3 threads of a time loop would.
+          const std::int64_t panels = pb.panels();
+          EXPECT_EQ(panels, (o.n + pb.panel_width() - 1) / pb.panel_width());
+          for (std::int64_t parts = 1; parts <= 3; ++parts) {
+            std::vector<T> c = o.c;
+            for (std::int64_t q = 0; q < parts; ++q) {
+              gemm::gemm_panels<T>(o.m, o.a.data(), o.lda, pb, panels * q / parts,
+                                   panels * (q + 1) / parts, beta, c.data(), o.ldc);
+            }
+            EXPECT_TRUE(same_bits(c, want)) << isa_name(isa) << " m=" << s.m << " n=" << s.n
+                                            << " k=" << s.k << " parts=" << parts;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, KRangesAndPanelRangesGiveTheWholeProductsBitsFloat32) {
+  check_ranges<float>();
+}
+TEST(Gemm, KRangesAndPanelRangesGiveTheWholeProductsBitsFloat64) {
+  check_ranges<double>();
+}
+
 TEST(Gemm, BitsDoNotDependOnTheThreadCount) {
   PathGuard guard;
   std::mt19937_64 rng(32);
