@@ -22,11 +22,29 @@
 
 namespace blockrnn {
 
-// Largest accepted thread count.
-inline constexpr int kMaxThreads = 4096;
+// Largest thread count ever accepted, whatever the machine (an absolute cap).
+inline constexpr int kMaxThreads = 1024;
+// Largest thread count accepted on this machine: 4 x the cores this process may run on, at least
+// 16, at most kMaxThreads.
+int max_threads();
 
-void set_num_threads(int n);  // 1 <= n <= kMaxThreads, otherwise Error(kInvalidArgument)
+void set_num_threads(int n);  // 1 <= n <= max_threads(), otherwise Error(kInvalidArgument)
 int get_num_threads();
+
+// Memory limit: an op refuses (Error kResourceExhausted, naming the op, the argument and the
+// bytes) a call whose outputs, workspace and staging copies together need more bytes than this,
+// before it allocates anything. The default is what the machine can hold: the smallest of its
+// physical memory, the address-space and data limits (RLIMIT_AS, RLIMIT_DATA) and the cgroup's
+// memory.max. bytes <= 0 restores the default.
+void set_memory_limit(long long bytes);
+long long get_memory_limit();
+
+// Cancellation: a long call asks `check(user)` at its step boundaries (on the thread that made
+// the call); when it returns true, the call stops and throws Error(kCancelled). The check is per
+// calling thread; nullptr removes it. The Python bindings install one that looks for pending
+// signals (Ctrl-C) and raise KeyboardInterrupt.
+using CancelCheck = bool (*)(void* user);
+void set_cancel_check(CancelCheck check, void* user);
 
 // Instruction-set paths of the CPU kernels.
 enum class Isa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };

@@ -13,7 +13,10 @@ namespace blockrnn {
 enum class ErrorCode {
   kInvalidArgument,    // bad shapes, ranks, dtypes or values (SPEC A3)
   kUnimplemented,      // a documented path that is not built (e.g. a dtype not yet supported)
-  kResourceExhausted,  // sizes whose byte counts overflow or cannot be allocated
+  kResourceExhausted,  // sizes whose byte counts overflow, exceed the memory limit or cannot be
+                      // allocated, and thread teams the system cannot create
+  kCancelled,          // a long call stopped at a step boundary because the caller asked
+                      // (set_cancel_check; in Python: a signal such as Ctrl-C)
   kInternal,           // a broken invariant inside the library: a bug, please report it
 };
 

@@ -3,10 +3,14 @@
 #include "blockrnn/context.h"
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -36,9 +40,9 @@ int env_threads(const char* name) {
     }
     n = n * 10 + (c - '0');
   }
-  if (!ok || n < 1 || n > kMaxThreads) {
+  if (!ok || n < 1 || n > max_threads()) {
     throw Error(ErrorCode::kInvalidArgument, std::string(name) + " must be an integer in [1, " +
-                                                 std::to_string(kMaxThreads) + "], got \"" + v +
+                                                 std::to_string(max_threads()) + "], got \"" + v +
                                                  "\"");
   }
   return static_cast<int>(n);
@@ -58,8 +62,38 @@ int available_cores() {
 int default_threads() {
   if (int n = env_threads("BLOCKRNN_NUM_THREADS")) return n;
   if (int n = env_threads("OMP_NUM_THREADS")) return n;
-  return std::min(available_cores(), kMaxThreads);
+  return std::min(available_cores(), max_threads());
 }
+
+// What the machine can hold: physical memory, the process's address-space and data limits, and
+// the cgroup (v2, then v1) memory limit, whichever is smallest.
+long long machine_memory() {
+  long long limit = std::numeric_limits<long long>::max();
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) limit = static_cast<long long>(pages) * page;
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    rlimit r{};
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
+      limit = std::min(limit, static_cast<long long>(r.rlim_cur));
+    }
+  }
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream f(path);
+    long long v = 0;
+    if (f >> v && v > 0) limit = std::min(limit, v);  // "max" fails to parse: no limit
+  }
+  return limit;
+}
+
+std::atomic<long long> g_memory_limit{0};  // 0: the machine's
+
+struct CancelHook {
+  CancelCheck check = nullptr;
+  void* user = nullptr;
+};
+thread_local CancelHook t_cancel;
 
 // 0 until the first set_num_threads() or get_num_threads(). A bad environment value throws on
 // every get_num_threads() until set_num_threads() gives a valid count.
@@ -75,10 +109,15 @@ std::atomic<bool>& reference() {
 
 }  // namespace
 
+int max_threads() {
+  static const int cap = std::clamp(4 * available_cores(), 16, kMaxThreads);
+  return cap;
+}
+
 void set_num_threads(int n) {
-  if (n < 1 || n > kMaxThreads) {
+  if (n < 1 || n > max_threads()) {
     throw Error(ErrorCode::kInvalidArgument, "set_num_threads: n must be in [1, " +
-                                                 std::to_string(kMaxThreads) + "], got " +
+                                                 std::to_string(max_threads()) + "], got " +
                                                  std::to_string(n));
   }
   g_threads.store(n);
@@ -93,6 +132,27 @@ int get_num_threads() {
   }
   return n;
 }
+
+void set_memory_limit(long long bytes) {
+  g_memory_limit.store(bytes > 0 ? bytes : 0);
+}
+
+long long get_memory_limit() {
+  const long long v = g_memory_limit.load();
+  if (v > 0) return v;
+  static const long long machine = machine_memory();
+  return machine;
+}
+
+void set_cancel_check(CancelCheck check, void* user) {
+  t_cancel = {check, user};
+}
+
+namespace core {
+bool cancel_requested() {
+  return t_cancel.check != nullptr && t_cancel.check(t_cancel.user);
+}
+}  // namespace core
 
 void set_force_reference(bool on) {
   reference().store(on);

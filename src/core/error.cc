@@ -11,6 +11,8 @@ const char* error_code_name(ErrorCode code) noexcept {
       return "Unimplemented";
     case ErrorCode::kResourceExhausted:
       return "ResourceExhausted";
+    case ErrorCode::kCancelled:
+      return "Cancelled";
     case ErrorCode::kInternal:
       return "Internal";
   }
