@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -25,7 +26,9 @@ PyObject* g_unimplemented = nullptr;
 PyObject* g_resource_exhausted = nullptr;
 PyObject* g_internal = nullptr;
 
-using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+// Inputs of any layout (strides in elements, possibly zero or negative): they are validated
+// as they are and copied to contiguous memory only after the whole call has been checked.
+using InArray = nb::ndarray<nb::ro, nb::device::cpu>;
 using OutArray = nb::ndarray<nb::numpy>;
 
 blockrnn::DType to_dtype(const std::string& op, const std::string& name, nb::dlpack::dtype t) {
@@ -40,11 +43,13 @@ blockrnn::DType to_dtype(const std::string& op, const std::string& name, nb::dlp
       return blockrnn::DType::kInt64;
     }
   }
+  // The Python layer refuses other dtypes by name before this; other DLPack producers land here.
+  const char* kinds[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+  const std::string kind = t.code < 7 ? kinds[t.code] : "code " + std::to_string(t.code);
   throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
-                        op + ": " + name +
-                            " must be float16, float32 or float64, got an array of "
-                            "unsupported dtype (code " +
-                            std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits)");
+                        op + ": " + name + " must be float16, float32 or float64, got " + kind +
+                            std::to_string(t.bits) +
+                            (t.lanes != 1 ? " x" + std::to_string(t.lanes) : ""));
 }
 
 nb::dlpack::dtype to_dlpack(blockrnn::DType d) {
@@ -61,32 +66,115 @@ nb::dlpack::dtype to_dlpack(blockrnn::DType d) {
   return nb::dtype<float>();
 }
 
-// Runs `op` on numpy inputs (already C-contiguous) and returns new numpy outputs.
+bool is_contiguous(const InArray& a) {
+  int64_t expected = 1;
+  for (std::size_t d = a.ndim(); d-- > 0;) {
+    if (a.shape(d) != 1 && a.stride(d) != expected) return false;
+    expected *= static_cast<int64_t>(a.shape(d));
+  }
+  return true;
+}
+
+// Copies a strided array into contiguous row-major memory, byte-swapping each element when the
+// caller's array was in the other byte order.
+void gather(const InArray& a, std::size_t elem, bool swap, unsigned char* dst) {
+  const std::size_t rank = a.ndim();
+  const auto* base = static_cast<const unsigned char*>(a.data());
+  std::vector<int64_t> index(rank, 0);
+  const int64_t n = static_cast<int64_t>(a.size());
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t offset = 0;
+    for (std::size_t d = 0; d < rank; ++d) offset += index[d] * a.stride(d);
+    const unsigned char* src = base + offset * static_cast<int64_t>(elem);
+    if (swap) {
+      for (std::size_t b = 0; b < elem; ++b) dst[b] = src[elem - 1 - b];
+    } else {
+      std::memcpy(dst, src, elem);
+    }
+    dst += elem;
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++index[d] < static_cast<int64_t>(a.shape(d))) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// Asks Python whether a signal (Ctrl-C) is pending: the op's time loop calls this between steps
+// (blockrnn/context.h, set_cancel_check). A raised KeyboardInterrupt stays set and is what the
+// caller sees.
+bool python_signal_pending(void*) {
+  nb::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
+struct CancelHook {
+  CancelHook() { blockrnn::set_cancel_check(python_signal_pending, nullptr); }
+  ~CancelHook() { blockrnn::set_cancel_check(nullptr, nullptr); }
+};
+
+// Runs `op` on arrays of any layout and returns new numpy outputs. `swapped[k]`: input k is in
+// the other byte order (the Python layer passes such arrays as native-order views of the same
+// bytes). Order of work: validate everything and check the memory of the whole call (outputs,
+// workspace and the contiguous copies) before allocating or copying anything.
 std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
-                          const std::map<std::string, double>& attrs) {
+                          const std::map<std::string, double>& attrs,
+                          const std::vector<bool>& swapped) {
   const blockrnn::OpDef& def = blockrnn::find_op(op);
-  if (inputs.size() != def.inputs.size()) {
+  if (inputs.size() != def.inputs.size() || swapped.size() != inputs.size()) {
     throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
                           op + ": expected " + std::to_string(def.inputs.size()) + " inputs, got " +
                               std::to_string(inputs.size()));
   }
   std::vector<blockrnn::TensorView> views;
+  bool empty_work = false;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const InArray& a = inputs[k];
+    if (a.ndim() > static_cast<std::size_t>(blockrnn::Shape::kMaxRank)) {
+      throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
+                            op + ": " + def.inputs[k] + " has rank " + std::to_string(a.ndim()) +
+                                "; inputs have rank at most " +
+                                std::to_string(blockrnn::Shape::kMaxRank));
+    }
     std::vector<int64_t> dims(a.ndim());
     for (std::size_t d = 0; d < a.ndim(); ++d) dims[d] = static_cast<int64_t>(a.shape(d));
     views.emplace_back(a.data(), to_dtype(op, def.inputs[k], a.dtype()),
                        blockrnn::Shape::from_dims(dims.data(), static_cast<int>(dims.size())));
+    // h_prev [B, H] empty: no step reads any input (the core only zero-fills the outputs).
+    if (def.inputs[k] == "h_prev" && a.size() == 0) empty_work = true;
+  }
+  std::vector<blockrnn::ExtraBytes> copies;
+  std::vector<bool> copy(inputs.size(), false);
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    copy[k] = !empty_work && inputs[k].size() > 0 && (swapped[k] || !is_contiguous(inputs[k]));
+    if (copy[k]) {
+      copies.push_back({"a contiguous copy of input " + def.inputs[k],
+                        static_cast<long long>(inputs[k].size() * inputs[k].itemsize())});
+    }
   }
   const blockrnn::AttrMap attr_map(attrs.begin(), attrs.end());
-  const blockrnn::OutputSpec spec = blockrnn::infer_outputs(op, views, attr_map);
+  const blockrnn::OutputSpec spec = blockrnn::prepare_call(op, views, attr_map, copies);
+
+  // Within the memory limit the system may still refuse (other processes, fragmentation).
+  auto allocate = [&](std::size_t bytes, const std::string& what) {
+    try {
+      return std::make_unique_for_overwrite<unsigned char[]>(bytes == 0 ? 1 : bytes);
+    } catch (const std::bad_alloc&) {
+      throw blockrnn::Error(
+          blockrnn::ErrorCode::kResourceExhausted,
+          op + ": the system refused " + std::to_string(bytes) + " bytes for " + what);
+    }
+  };
+  std::vector<std::unique_ptr<unsigned char[]>> copied(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (copy[k]) copied[k] = allocate(inputs[k].nbytes(), "a contiguous copy of " + def.inputs[k]);
+  }
   std::vector<OutArray> outs;
   std::vector<blockrnn::MutableTensorView> out_views;
-  for (const blockrnn::Shape& s : spec.shapes) {
+  for (std::size_t k = 0; k < spec.shapes.size(); ++k) {
+    const blockrnn::Shape& s = spec.shapes[k];
     const std::size_t bytes =
         static_cast<std::size_t>(s.num_elements()) * blockrnn::dtype_size(spec.dtype);
-    auto* buf = new unsigned char[bytes == 0 ? 1 : bytes];
-    std::memset(buf, 0, bytes);
+    unsigned char* buf = allocate(bytes, "output " + def.outputs[k]).release();
     nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<unsigned char*>(p); });
     std::vector<size_t> shape(s.dims(), s.dims() + s.rank());
     outs.emplace_back(buf, shape.size(), shape.data(), owner, nullptr, to_dlpack(spec.dtype));
@@ -94,6 +182,12 @@ std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
   }
   {
     nb::gil_scoped_release release;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      if (!copy[k]) continue;
+      gather(inputs[k], inputs[k].itemsize(), swapped[k], copied[k].get());
+      views[k].data = copied[k].get();
+    }
+    const CancelHook hook;
     blockrnn::run_op(op, views, attr_map, out_views);
   }
   return outs;
@@ -151,6 +245,10 @@ NB_MODULE(_core, m) {
         case blockrnn::ErrorCode::kResourceExhausted:
           type = g_resource_exhausted;
           break;
+        case blockrnn::ErrorCode::kCancelled:
+          // The signal's own exception (KeyboardInterrupt) is already set.
+          if (PyErr_Occurred() == nullptr) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+          return;
         case blockrnn::ErrorCode::kInternal:
           break;
       }
@@ -158,12 +256,16 @@ NB_MODULE(_core, m) {
     }
   });
 
-  m.def("run", &run, nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"),
-        "Run an op by name on C-contiguous arrays; returns the outputs in TF order.");
+  m.def("run", &run, nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("swapped"),
+        "Run an op by name on arrays of any layout; returns the outputs in TF order.");
   m.def("op_defs", &op_defs, "(name, inputs, [(attr, kind, has_default, default)], outputs)");
   m.def("set_num_threads", &blockrnn::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &blockrnn::get_num_threads);
-  m.def("set_isa", [](const std::string& name) { blockrnn::set_isa(name); }, nb::arg("name"));
+  m.def("max_threads", &blockrnn::max_threads);
+  m.def("set_memory_limit", &blockrnn::set_memory_limit, nb::arg("bytes"));
+  m.def("get_memory_limit", &blockrnn::get_memory_limit);
+  m.def(
+      "set_isa", [](const std::string& name) { blockrnn::set_isa(name); }, nb::arg("name"));
   m.def("get_isa", &blockrnn::get_isa);
   m.def("set_force_reference", &blockrnn::set_force_reference, nb::arg("on"));
   m.def("force_reference", &blockrnn::force_reference);

@@ -49,10 +49,22 @@ struct OutputSpec {
 // Validates inputs and attrs and returns the outputs' dtype and shapes.
 OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
                          const AttrMap& attrs = {});
+// Memory a caller allocates for a call besides what the op allocates itself (e.g. contiguous
+// copies of strided inputs), counted against get_memory_limit() by prepare_call.
+struct ExtraBytes {
+  std::string what;  // e.g. "a contiguous copy of input x"
+  long long bytes;
+};
+// infer_outputs, plus the memory check of a call that will allocate its outputs: outputs,
+// workspace (an upper bound over the op's paths) and `extra` together must fit in
+// get_memory_limit(), else Error(kResourceExhausted) naming the op, the largest part and the
+// bytes. Nothing is allocated.
+OutputSpec prepare_call(std::string_view op, std::span<const TensorView> inputs,
+                        const AttrMap& attrs, std::span<const ExtraBytes> extra = {});
 // Validates, then computes into caller-owned outputs (which must match infer_outputs).
 void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
             std::span<const MutableTensorView> outputs);
-// Validates, allocates the outputs and computes.
+// Validates (the memory limit included), allocates the outputs and computes.
 std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
                            const AttrMap& attrs = {});
 

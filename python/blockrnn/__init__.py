@@ -8,6 +8,10 @@
 holds the full backward of each cell op. Errors are `blockrnn.InvalidArgumentError` (a
 ValueError) with the same message as the C++ library.
 """
+import numbers
+
+import numpy as np
+
 from . import _core
 from ._core import (InternalError, InvalidArgumentError, ResourceExhaustedError,
                     UnimplementedError)
@@ -16,15 +20,48 @@ from . import raw_ops, gradients, layers
 __version__ = _core.version()
 
 
+def max_threads() -> int:
+    """The largest thread count this machine accepts: 4 x the cores this process may use, at
+    least 16, at most 1024."""
+    return _core.max_threads()
+
+
 def set_num_threads(n: int) -> None:
-    """Threads used by every op, 1..4096 (default: BLOCKRNN_NUM_THREADS, else OMP_NUM_THREADS,
-    else the cores this process may use). Results are bitwise the same at every count; the
-    host's OpenMP settings are never changed."""
+    """Threads used by every op, an integer in 1..max_threads() (default: BLOCKRNN_NUM_THREADS,
+    else OMP_NUM_THREADS, else the cores this process may use); anything else is an
+    InvalidArgumentError. Results are bitwise the same at every count; the host's OpenMP
+    settings are never changed. When the system cannot start that many threads, the next op
+    raises ResourceExhaustedError."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise InvalidArgumentError(
+            f"set_num_threads: n must be an integer in [1, {max_threads()}], got {n!r}")
+    if not 1 <= int(n) <= max_threads():
+        raise InvalidArgumentError(
+            f"set_num_threads: n must be in [1, {max_threads()}], got {int(n)}")
     _core.set_num_threads(int(n))
 
 
 def get_num_threads() -> int:
     return _core.get_num_threads()
+
+
+def set_memory_limit(nbytes) -> None:
+    """Refuse (ResourceExhaustedError, before allocating anything) any call whose outputs,
+    workspace and input copies together need more than `nbytes`; None or 0 restores the default:
+    what this machine can hold (physical memory, RLIMIT_AS/RLIMIT_DATA and the cgroup's
+    memory.max, whichever is smallest)."""
+    if nbytes is None:
+        nbytes = 0
+    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) or \
+            not 0 <= int(nbytes) < 2**63:
+        raise InvalidArgumentError(
+            f"set_memory_limit: nbytes must be an integer in [0, 2**63), got {nbytes!r}")
+    _core.set_memory_limit(int(nbytes))
+
+
+def get_memory_limit() -> int:
+    """The memory limit in bytes (see set_memory_limit)."""
+    return _core.get_memory_limit()
 
 
 def set_isa(name: str) -> None:
@@ -49,6 +86,7 @@ def force_reference() -> bool:
 
 
 __all__ = ["raw_ops", "gradients", "layers", "InvalidArgumentError", "UnimplementedError",
-           "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads",
+           "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads", "max_threads",
+           "set_memory_limit", "get_memory_limit",
            "set_isa", "get_isa",
            "set_force_reference", "force_reference", "__version__"]

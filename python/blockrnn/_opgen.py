@@ -1,9 +1,11 @@
 """Builds the Python functions of `raw_ops` and `gradients` from the C++ op table.
 
 Each generated function takes TensorFlow's keyword names (keyword-only, `name=None` accepted
-and ignored), converts its arguments to C-contiguous numpy arrays (any layout is read
-correctly, never misread), calls the core with the GIL released, and returns a namedtuple of
-TensorFlow's output names. Validation is the core's.
+and ignored), converts each argument once to a numpy array without copying it (anything that
+is not a real floating array of the op's dtype is the library's InvalidArgumentError naming the
+op and the argument), calls the core with the GIL released, and returns a namedtuple of
+TensorFlow's output names. Shapes, dtypes and memory are validated by the core before any
+copy (strided or byte-swapped inputs are gathered there, counted against the memory limit).
 """
 import collections
 import inspect
@@ -15,45 +17,105 @@ from . import _core
 
 _FLOAT_DTYPES = (np.float16, np.float32, np.float64)
 _INT_INPUTS = {"seq_len_max"}
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+_NOT_FLOAT = {"b": "bool", "i": "integer", "u": "unsigned integer", "c": "complex",
+              "O": "Python object", "U": "string", "S": "bytes", "M": "datetime",
+              "m": "timedelta", "V": "structured or opaque"}
+
+
+def _error(op, message):
+    return _core.InvalidArgumentError(f"{op}: {message}")
+
+
+def _to_array(op, name, v):
+    """numpy's view of `v` without a copy where it has one; the library's error otherwise."""
+    if isinstance(v, np.ndarray):
+        return v
+    if v is None or isinstance(v, (str, bytes, dict, set)):
+        raise _error(op, f"{name} must be an array of numbers, got {type(v).__name__}")
+    try:
+        return np.asarray(v)
+    except ValueError as e:
+        if "inhomogeneous" in str(e):
+            raise _error(op, f"{name} is a ragged nested sequence (its rows differ in length); "
+                             "it must be a rectangular array") from None
+        raise _error(op, f"{name} cannot be read as an array: {e}") from None
+    except TypeError as e:
+        raise _error(op, f"{name} cannot be read as an array: {e}") from None
+
+
+def _seq_len_max(op, name, v):
+    """seq_len_max as a 0-d int64 array; any integer outside int64 is refused with its value."""
+    a = _to_array(op, name, v)
+    if a.dtype.kind == "O" and a.ndim == 0 and isinstance(a.item(), numbers.Integral) and \
+            not isinstance(a.item(), bool):
+        value = int(a.item())  # a Python int beyond int64
+        raise _error(op, f"{name} must be an int64 between 0 and time_len of x, got {value}")
+    if a.dtype.kind not in "iu":
+        what = _NOT_FLOAT.get(a.dtype.kind, str(a.dtype)) if a.dtype.kind != "f" else str(a.dtype)
+        raise _error(op, f"{name} must be an integer (int64), got {what}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
+        raise _error(op, f"{name} must be an int64 between 0 and time_len of x, got "
+                         f"{int(a.max())}")
+    return a.astype(np.int64, copy=False)
+
+
+def _float_input(op, name, v, common):
+    a = _to_array(op, name, v)
+    kind = a.dtype.kind
+    from_list = not isinstance(v, np.ndarray)
+    if from_list and kind in "iuf" and common is not None:
+        return a.astype(common)  # lists of numbers take the dtype of the array arguments
+    if kind == "f" and a.dtype.itemsize in (2, 4, 8):
+        return a
+    if from_list and kind == "O":
+        flat = a.ravel().tolist()
+        if any(e is None for e in flat):
+            raise _error(op, f"{name} contains None; it must hold numbers only")
+        bad = next((e for e in flat if isinstance(e, bool) or not isinstance(e, numbers.Real)),
+                   None)
+        if bad is not None:
+            raise _error(op, f"{name} must hold numbers only, got {type(bad).__name__}")
+    what = _NOT_FLOAT.get(kind, "")
+    raise _error(op, f"{name} must be float16, float32 or float64, got {a.dtype}"
+                     + (f" ({what})" if what and what not in str(a.dtype) else ""))
 
 
 def _convert_inputs(op, names, values):
-    arrays = []
-    # Non-array arguments (lists, scalars) take the dtype of the array arguments.
+    """Every input once, without copies: the core validates the whole call (shapes, dtypes,
+    memory) before it copies anything (strided arrays are gathered there). Arrays in the other
+    byte order are passed as native-order views of the same bytes with a flag; the core swaps
+    them while copying."""
     common = None
     for name, v in zip(names, values):
-        if name not in _INT_INPUTS and isinstance(v, np.ndarray) and v.dtype in _FLOAT_DTYPES:
-            common = v.dtype
+        if name not in _INT_INPUTS and isinstance(v, np.ndarray) and v.dtype.kind == "f" and \
+                v.dtype.itemsize in (2, 4, 8):
+            common = v.dtype.newbyteorder("=")
             break
+    arrays, swapped = [], []
     for name, v in zip(names, values):
-        if name in _INT_INPUTS:
-            a = np.asarray(v)
-            if a.dtype.kind not in "iu":
-                raise _core.InvalidArgumentError(
-                    f"{op}: {name} must be an integer (int64), got {a.dtype}")
-            a = a.astype(np.int64)
-        elif isinstance(v, np.ndarray) or common is None:
-            a = np.asarray(v)
-            if a.dtype.kind in "iub":
-                raise _core.InvalidArgumentError(
-                    f"{op}: {name} must be float16, float32 or float64, got {a.dtype}")
-        else:
-            a = np.asarray(v, dtype=common)
-        # (np.ascontiguousarray would turn a 0-d array into 1-d.)
-        arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))
-    return arrays
+        a = _seq_len_max(op, name, v) if name in _INT_INPUTS else _float_input(op, name, v, common)
+        swap = not a.dtype.isnative
+        if swap:
+            a = a.view(a.dtype.newbyteorder("="))
+        arrays.append(a)
+        swapped.append(swap)
+    return arrays, swapped
 
 
 def _convert_attr(op, attr, kind, value):
     if kind == "bool":
         if not isinstance(value, (bool, np.bool_)):
-            raise _core.InvalidArgumentError(
-                f"{op}: attr {attr} must be a bool, got {type(value).__name__}")
+            raise _error(op, f"attr {attr} must be a bool, got {type(value).__name__}")
         return 1.0 if value else 0.0
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise _core.InvalidArgumentError(
-            f"{op}: attr {attr} must be a float, got {type(value).__name__}")
-    return float(value)
+        raise _error(op, f"attr {attr} must be a float, got {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:
+        shown = str(value) if len(str(value)) <= 24 else f"an integer of {len(str(abs(value)))} digits"
+        raise _error(op, f"attr {attr} must be representable as float32 (|value| <= "
+                         f"3.4028235e+38), got {shown}") from None
 
 
 def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
@@ -73,10 +135,10 @@ def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
         if missing:
             raise TypeError(f"{public_name}() missing required keyword argument(s): "
                             f"{', '.join(missing)}")
-        arrays = _convert_inputs(op_name, inputs, [kwargs[n] for n in inputs])
+        arrays, swapped = _convert_inputs(op_name, inputs, [kwargs[n] for n in inputs])
         attr_values = {a: _convert_attr(op_name, a, attr_kinds[a], kwargs[a])
                        for a in attr_kinds if a in kwargs}
-        return result_type(*_core.run(op_name, arrays, attr_values))
+        return result_type(*_core.run(op_name, arrays, attr_values, swapped))
 
     params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in inputs]
     for a, kind, has_default, default in attrs:

@@ -2,19 +2,26 @@
 // CPU path lives in core/isa.cc.
 #include "blockrnn/context.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <limits>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <limits>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "blockrnn/error.h"
+#include "core/cancel.h"
+#include "core/parallel.h"
 
 namespace blockrnn {
 namespace {
@@ -152,6 +159,104 @@ namespace core {
 bool cancel_requested() {
   return t_cancel.check != nullptr && t_cancel.check(t_cancel.user);
 }
+bool cancel_check_installed() {
+  return t_cancel.check != nullptr;
+}
+}  // namespace core
+
+namespace core {
+namespace {
+
+// OpenMP's thread stack size from OMP_STACKSIZE / GOMP_STACKSIZE ("512", "4M", "1G"; K by
+// default), else 0: the system default, which libgomp uses too.
+std::size_t omp_stack_size() {
+  for (const char* name : {"GOMP_STACKSIZE", "OMP_STACKSIZE"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    unsigned long long unit = 1024;
+    while (end != nullptr && *end == ' ') ++end;
+    if (end != nullptr && *end != '\0') {
+      switch (*end) {
+        case 'b':
+        case 'B':
+          unit = 1;
+          break;
+        case 'k':
+        case 'K':
+          unit = 1ull << 10;
+          break;
+        case 'm':
+        case 'M':
+          unit = 1ull << 20;
+          break;
+        case 'g':
+        case 'G':
+          unit = 1ull << 30;
+          break;
+        default:
+          unit = 1ull << 10;
+      }
+    }
+    return static_cast<std::size_t>(n * unit);
+  }
+  return 0;
+}
+
+std::atomic<int> g_threads_verified{1};
+
+// The probe threads all stay alive until released, as the threads of an OpenMP team do.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable opened;
+  bool open = false;
+};
+
+void* wait_at_gate(void* arg) {
+  Gate& gate = *static_cast<Gate*>(arg);
+  std::unique_lock<std::mutex> lock(gate.mutex);
+  gate.opened.wait(lock, [&] { return gate.open; });
+  return nullptr;
+}
+
+}  // namespace
+
+void ensure_threads(const char* op, int n) {
+  if (n <= g_threads_verified.load(std::memory_order_relaxed)) return;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (n <= g_threads_verified.load()) return;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  if (const std::size_t stack = omp_stack_size(); stack > 0) {
+    pthread_attr_setstacksize(&attr, std::max<std::size_t>(stack, PTHREAD_STACK_MIN));
+  }
+  Gate gate;
+  std::vector<pthread_t> threads;
+  int failure = 0;
+  for (int k = 1; k < n && failure == 0; ++k) {
+    pthread_t t;
+    failure = pthread_create(&t, &attr, wait_at_gate, &gate);
+    if (failure == 0) threads.push_back(t);
+  }
+  {
+    std::lock_guard<std::mutex> open(gate.mutex);
+    gate.open = true;
+  }
+  gate.opened.notify_all();
+  for (pthread_t t : threads) pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+  if (failure != 0) {
+    throw Error(ErrorCode::kResourceExhausted,
+                std::string(op) + ": cannot start a team of " + std::to_string(n) +
+                    " threads (the system refused thread " + std::to_string(threads.size() + 1) +
+                    ": " + std::strerror(failure) +
+                    "); lower the thread count with set_num_threads");
+  }
+  g_threads_verified.store(n);
+}
+
 }  // namespace core
 
 void set_force_reference(bool on) {

@@ -14,6 +14,12 @@
 
 namespace blockrnn::core {
 
+// Makes sure the system can start a team of n threads before an OpenMP region asks for one:
+// libgomp ends the process when it cannot create a thread, so the first time a call needs more
+// threads than any call before it, n − 1 threads with OpenMP's stack size are started and joined
+// here. Failure is Error(kResourceExhausted) naming the op; success is remembered (context.cc).
+void ensure_threads(const char* op, int n);
+
 // Below this much work (elements) a parallel region costs more than it saves.
 constexpr std::int64_t kParallelGrain = 16384;
 

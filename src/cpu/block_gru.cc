@@ -28,6 +28,7 @@
 // last (beta = 1), a rounding-level difference (SPEC A7).
 #include <vector>
 
+#include "core/cancel.h"
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
@@ -65,6 +66,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   // c = x·w_c_x for all steps        [S·B, H] = [S·B, I]·[I, H]   (pre-activation, in the output)
   gemm<T>(Trans::kNo, Trans::kNo, S * B, H, I, a.x, I, w_c_x, H, T(0), a.c, H);
 
+  core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
     const UnitSplit own = unit_split(panels, nr, H, id, nt);
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
@@ -89,9 +91,12 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
         const std::int64_t o = n * H + j0;
         gru_fwd_candidate_row(w, a.b_c + j0, u_t + o, hp + o, c_t + o, h_t + o);
       }
+      stop.poll(id, t);
 #pragma omp barrier
+      if (stop.stop_after(t)) break;
     }
   });
+  if (stop.stopped()) core::throw_cancelled("BlockGRU", stop.steps_done(), S);
 }
 
 template <typename T>
@@ -121,6 +126,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   T* const carry = a.h_prev_grad;  // [B, H]   d_h_prev flowing from step t+1 into step t
 
   const std::int64_t panels = w_c_h_t.panels(), nr = w_c_h_t.panel_width();
+  core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
     const UnitSplit own = unit_split(panels, nr, H, id, nt);
     const std::int64_t j0 = own.j0, j1 = own.j1, w = j1 - j0;
@@ -152,11 +158,14 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
           dh[j] = d_hr[o + j] * r_t[o + j] + dh[j] * u_t[o + j];
         }
       }
+      stop.poll(id, S - 1 - t);
 #pragma omp barrier
+      if (stop.stop_after(S - 1 - t)) break;
       // own columns:  carry += d_ru[t]·w_ru_hᵀ      [B, H] += [B, 2H]·[H, 2H]ᵀ
       gemm::gemm_panels(B, d_ru_t, R, w_ru_h_t, own.p0, own.p1, T(1), carry, H);
     }
   });
+  if (stop.stopped()) core::throw_cancelled("BlockGRUGrad", stop.steps_done(), S);
 
   const std::int64_t SB = S * B;
   // x_grad[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ

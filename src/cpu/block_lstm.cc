@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/cancel.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "gemm/gemm.h"
@@ -112,6 +113,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   p.wci = a.wci;
   p.wcf = a.wcf;
   p.wco = a.wco;
+  core::TeamStop stop;
   run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
     const UnitSplit u = unit_split(panels, nr, H, id, nt);
     for (std::int64_t t = 0; t < S; ++t) {
@@ -133,9 +135,12 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
                                 .h = a.h + o,
                                 .gates_ld = Gp};
       lstm_fwd_pointwise_rows(p, step, 0, B, u.j0, u.j1);
+      stop.poll(id, t);
 #pragma omp barrier
+      if (stop.stop_after(t)) break;
     }
   });
+  if (stop.stopped()) core::throw_cancelled("BlockLSTM", stop.steps_done(), S);
 }
 
 template <typename T>
@@ -172,6 +177,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   p.wci = a.wci;
   p.wcf = a.wcf;
   p.wco = a.wco;
+  core::TeamStop stop;
   run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
     const UnitSplit u = unit_split(panels, nr, H, id, nt);
     for (std::int64_t t = S - 1; t >= 0; --t) {
@@ -194,11 +200,14 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
           .dgates_ld = Gp,
       };
       lstm_bwd_pointwise_rows(p, step, 0, B, u.j0, u.j1);
+      stop.poll(id, S - 1 - t);
 #pragma omp barrier
+      if (stop.stop_after(S - 1 - t)) break;
       // carry_h[:, own columns] = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
       gemm::gemm_panels(B, dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
+  if (stop.stopped()) core::throw_cancelled("BlockLSTMGrad", stop.steps_done(), S);
 
   const std::int64_t SB = S * B;
   // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ

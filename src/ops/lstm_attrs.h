@@ -3,6 +3,7 @@
 // LSTMBlockCell in every dtype.
 #pragma once
 
+#include <cmath>
 #include <limits>
 
 #include "blockrnn/tensor.h"
@@ -11,8 +12,21 @@ namespace blockrnn::ops {
 
 // An attr in the op's dtype, as TensorFlow's kernel converts it (T(forget_bias)); float16
 // rounds to half, and the kernel (which computes in float32 for half) widens it back exactly.
+//
+// Denormals: TensorFlow runs its CPU kernels with denormals flushed to zero (FTZ + DAZ), and its
+// float attrs are float32, so an attr whose float32 value is subnormal acts as zero there: a
+// cell_clip of 1e-39 does not clip (the kernel's cell_clip > 0 is false) and a forget_bias of
+// 1e-39 adds nothing. blockrnn flushes such attrs to ±0 the same way, in every dtype. Tensor
+// data is not flushed (docs/reliability.md, "Denormals").
+inline double flush_subnormal_attr(double v) {
+  const float f = static_cast<float>(v);
+  return (f != 0.0f && std::fabs(f) < std::numeric_limits<float>::min()) ? std::copysign(0.0, v)
+                                                                         : v;
+}
+
 template <typename T>
 T attr_in_dtype(double v, DType dtype) {
+  v = flush_subnormal_attr(v);
   if (dtype == DType::kFloat16) return half_to_float(float_to_half(static_cast<float>(v)));
   return static_cast<T>(v);
 }
@@ -23,6 +37,7 @@ T attr_in_dtype(double v, DType dtype) {
 // same half outputs (every value it leaves rounds to ±0 when stored).
 template <typename T>
 T clip_in_dtype(double v, DType dtype) {
+  v = flush_subnormal_attr(v);
   T c = attr_in_dtype<T>(v, dtype);
   if (dtype == DType::kFloat16 && static_cast<float>(v) > 0.0f && !(c > T(0))) {
     c = std::numeric_limits<float>::denorm_min();

@@ -11,6 +11,7 @@
 //                           w_ru_grad += d_w_ru, … (in that time order)
 //   h_prev_grad = carry;  x_grad[t] = 0 for t ≥ S;  all gradients 0 when S = 0
 #include "ref/block_gru.h"
+#include "core/cancel.h"
 
 #include <algorithm>
 #include <vector>
@@ -22,7 +23,9 @@ namespace blockrnn::ref {
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
+  core::StepPoll poll;
   for (std::int64_t t = 0; t < S; ++t) {
+    if (poll.due()) core::throw_cancelled("BlockGRU", t, S);
     const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
     const GRUCellFwdArgs<T> step{a.x + t * B * I, hp,          a.w_ru,       a.w_c,
                                  a.b_ru,          a.b_c,       a.r + t * BH, a.u + t * BH,
@@ -42,7 +45,9 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   std::fill(a.b_c_grad, a.b_c_grad + H, T(0));
   std::vector<T> carry(BH, T(0)), d_h(BH), next(BH), d_c_bar(BH), d_ru(2 * BH);
   std::vector<T> dw_ru(K * 2 * H), dw_c(K * H), db_ru(2 * H), db_c(H);
+  core::StepPoll poll;
   for (std::int64_t t = S - 1; t >= 0; --t) {
+    if (poll.due()) core::throw_cancelled("BlockGRUGrad", S - 1 - t, S);
     const std::int64_t o = t * BH;
     for (std::int64_t e = 0; e < BH; ++e) d_h[e] = carry[e] + a.h_grad[o + e];
     GRUCellBwdArgs<T> step{a.x + t * B * I,

@@ -13,6 +13,7 @@
 //                          w_grad += dw, …  (summed in that time order, as TensorFlow does)
 //   cs_prev_grad = carry_cs;  h_prev_grad = carry_h;  x_grad[t ≥ S] = 0
 #include "ref/block_lstm.h"
+#include "core/cancel.h"
 
 #include <algorithm>
 #include <vector>
@@ -22,7 +23,9 @@ namespace blockrnn::ref {
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
+  core::StepPoll poll;
   for (std::int64_t t = 0; t < S; ++t) {
+    if (poll.due()) core::throw_cancelled("BlockLSTM", t, S);
     const std::int64_t o = t * BH;
     LSTMCellFwdArgs<T> step{a.x + t * B * I,
                             t == 0 ? a.cs_prev : a.cs + o - BH,
@@ -60,7 +63,9 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   std::vector<T> carry_cs(BH, T(0)), carry_h(BH, T(0)), next_cs(BH), next_h(BH);
   std::vector<T> cs_grad(BH), h_grad(BH), dgates(B * G), dw(K * G), db(G), dwci(H), dwcf(H),
       dwco(H);
+  core::StepPoll poll;
   for (std::int64_t t = S - 1; t >= 0; --t) {
+    if (poll.due()) core::throw_cancelled("BlockLSTMGrad", S - 1 - t, S);
     const std::int64_t o = t * BH;
     for (std::int64_t e = 0; e < BH; ++e) {
       cs_grad[e] = carry_cs[e] + a.cs_grad[o + e];

@@ -65,8 +65,16 @@ TEST(Context, Threads) {
   set_num_threads(3);
   EXPECT_EQ(get_num_threads(), 3);
   set_num_threads(saved);
-  testing::expect_invalid([] { set_num_threads(0); }, "must be in [1, 4096], got 0");
-  testing::expect_invalid([] { set_num_threads(4097); }, "got 4097");
+  // The maximum: 4 x the cores, at least 16, at most kMaxThreads.
+  EXPECT_GE(max_threads(), 16);
+  EXPECT_LE(max_threads(), kMaxThreads);
+  const std::string range = "must be in [1, " + std::to_string(max_threads()) + "]";
+  testing::expect_invalid([] { set_num_threads(0); }, range + ", got 0");
+  testing::expect_invalid([] { set_num_threads(max_threads() + 1); },
+                          "got " + std::to_string(max_threads() + 1));
+  set_num_threads(max_threads());
+  EXPECT_EQ(get_num_threads(), max_threads());
+  set_num_threads(saved);
 }
 
 }  // namespace

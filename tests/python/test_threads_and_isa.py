@@ -44,20 +44,32 @@ def test_thread_count_comes_from_blockrnn_then_openmp_variables():
 
 @pytest.mark.parametrize("value", ["abc", "0", "-1", "4097", "2.5", "1e3"])
 def test_bad_thread_variable_is_a_clear_error(value):
+    top = f"[1, {blockrnn.max_threads()}]"
     for var in ("BLOCKRNN_NUM_THREADS", "OMP_NUM_THREADS"):
         out = probe(**{var: value})
         assert out.startswith("error"), out
-        assert var in out and "[1, 4096]" in out and value in out, out
+        assert var in out and top in out and value in out, out
+
+
+def test_max_threads_is_four_times_the_cores_within_bounds():
+    cores = len(os.sched_getaffinity(0))
+    assert blockrnn.max_threads() == min(max(4 * cores, 16), 1024)
 
 
 def test_set_num_threads_range():
     saved = blockrnn.get_num_threads()
+    top = blockrnn.max_threads()
     try:
-        for bad in (0, -3, 4097):
-            with pytest.raises(blockrnn.InvalidArgumentError, match=r"must be in \[1, 4096\]"):
+        for bad in (0, -3, top + 1, 10**6, 2**31, 2**64):
+            with pytest.raises(blockrnn.InvalidArgumentError,
+                               match=rf"set_num_threads: n must be in \[1, {top}\]"):
                 blockrnn.set_num_threads(bad)
-        blockrnn.set_num_threads(4096)
-        assert blockrnn.get_num_threads() == 4096
+        for bad in (2.7, None, "4", True, 4.0, float("nan")):
+            with pytest.raises(blockrnn.InvalidArgumentError,
+                               match=rf"set_num_threads: n must be an integer in \[1, {top}\]"):
+                blockrnn.set_num_threads(bad)
+        blockrnn.set_num_threads(np.int64(top))
+        assert blockrnn.get_num_threads() == top
     finally:
         blockrnn.set_num_threads(saved)
 
