@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "blockrnn/export.h"
 #include "blockrnn/tensor.h"
 
 namespace blockrnn {
@@ -37,9 +38,9 @@ struct OpDef {
 using AttrMap = std::map<std::string, double, std::less<>>;
 
 // All ops, in a stable order.
-const std::vector<OpDef>& list_ops();
+BLOCKRNN_API const std::vector<OpDef>& list_ops();
 // Throws Error(kInvalidArgument) for an unknown name.
-const OpDef& find_op(std::string_view name);
+BLOCKRNN_API const OpDef& find_op(std::string_view name);
 
 struct OutputSpec {
   DType dtype;
@@ -47,13 +48,13 @@ struct OutputSpec {
 };
 
 // Validates inputs and attrs and returns the outputs' dtype and shapes.
-OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
-                         const AttrMap& attrs = {});
+BLOCKRNN_API OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
+                                      const AttrMap& attrs = {});
 // Validates, then computes into caller-owned outputs (which must match infer_outputs).
-void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
-            std::span<const MutableTensorView> outputs);
+BLOCKRNN_API void run_op(std::string_view op, std::span<const TensorView> inputs,
+                         const AttrMap& attrs, std::span<const MutableTensorView> outputs);
 // Validates, allocates the outputs and computes.
-std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
-                           const AttrMap& attrs = {});
+BLOCKRNN_API std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
+                                        const AttrMap& attrs = {});
 
 }  // namespace blockrnn

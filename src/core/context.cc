@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "blockrnn/error.h"
+#include "blockrnn/version.h"
 
 namespace blockrnn {
 namespace {
@@ -162,7 +163,7 @@ bool force_reference() {
 }
 
 const char* version() {
-  return "0.1.0";
+  return BLOCKRNN_VERSION_STRING;
 }
 
 }  // namespace blockrnn
