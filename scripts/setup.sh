@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what blockrnn needs on a fresh Debian machine of this project's kind, idempotently:
-#   - Debian packages (apt-get), only those missing;
+#   - Debian packages (apt-get), only those missing (a JDK and JUnit 5 for the Java binding's
+#     tests, pkg-config for the install test);
 #   - the project venv .venv with the pinned Python packages of scripts/requirements.txt.
 # Usage: scripts/setup.sh [--no-python]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(build-essential cmake git python3-venv libopenblas-dev libopenblas-openmp-dev libgtest-dev
-              libbenchmark-dev libcli11-dev libdnnl-dev clang libclang-rt-14-dev libomp-dev)
+              libbenchmark-dev libcli11-dev libdnnl-dev clang libclang-rt-14-dev libomp-dev
+              pkg-config openjdk-17-jdk-headless junit5)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of blockrnn from a fresh clone: installs what is missing (scripts/setup.sh),
 # then
-#   1. the C++ suite (GoogleTest via CTest), on the fast path and with the reference forced;
+#   1. the C++ suite (GoogleTest via CTest), on the fast path and with the reference forced, with
+#      the C API's tests (C11) and the Java binding's (JUnit 5, -Xcheck:jni); then an install of
+#      static and shared builds into temporary prefixes and a separate consumer project built
+#      against each (find_package and pkg-config; scripts/test_install.sh);
 #   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the libFuzzer
 #      target over every op family (60 s each);
 #   3. the Python package (pip install .) and the pytest suite against tensorflow-cpu.
@@ -18,6 +21,9 @@ echo "== C++ suite (release)"
 cmake --preset dev >/dev/null
 cmake --build --preset dev -j "$JOBS"
 ctest --preset dev -j "$JOBS"
+
+echo "== Install + find_package / pkg-config consumers (static and shared)"
+scripts/test_install.sh build/dev
 
 if [[ "${1:-}" != "--quick" ]]; then
   echo "== C++ suite under ASan + UBSan"

@@ -20,43 +20,46 @@
 
 #include <string_view>
 
+#include "blockrnn/export.h"
+
 namespace blockrnn {
 
 // Largest thread count ever accepted, whatever the machine (an absolute cap).
 inline constexpr int kMaxThreads = 1024;
 // Largest thread count accepted on this machine: 4 x the cores this process may run on, at least
 // 16, at most kMaxThreads.
-int max_threads();
+BLOCKRNN_API int max_threads();
 
-void set_num_threads(int n);  // 1 <= n <= max_threads(), otherwise Error(kInvalidArgument)
-int get_num_threads();
+BLOCKRNN_API void set_num_threads(
+    int n);  // 1 <= n <= max_threads(), otherwise Error(kInvalidArgument)
+BLOCKRNN_API int get_num_threads();
 
 // Memory limit: an op refuses (Error kResourceExhausted, naming the op, the argument and the
 // bytes) a call whose outputs, workspace and staging copies together need more bytes than this,
 // before it allocates anything. The default is what the machine can hold: the smallest of its
 // physical memory, the address-space and data limits (RLIMIT_AS, RLIMIT_DATA) and the cgroup's
 // memory.max. bytes <= 0 restores the default.
-void set_memory_limit(long long bytes);
-long long get_memory_limit();
+BLOCKRNN_API void set_memory_limit(long long bytes);
+BLOCKRNN_API long long get_memory_limit();
 
 // Cancellation: a long call asks `check(user)` at its step boundaries (on the thread that made
 // the call); when it returns true, the call stops and throws Error(kCancelled). The check is per
 // calling thread; nullptr removes it. The Python bindings install one that looks for pending
 // signals (Ctrl-C) and raise KeyboardInterrupt.
 using CancelCheck = bool (*)(void* user);
-void set_cancel_check(CancelCheck check, void* user);
+BLOCKRNN_API void set_cancel_check(CancelCheck check, void* user);
 
 // Instruction-set paths of the CPU kernels.
 enum class Isa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
-const char* isa_name(Isa isa);  // "baseline", "avx2", "avx512"
+BLOCKRNN_API const char* isa_name(Isa isa);  // "baseline", "avx2", "avx512"
 // Forces a path by name ("avx512", "avx2", "baseline", "auto"); "" returns to the default.
-void set_isa(std::string_view name);
-const char* get_isa();  // the path ops use now
+BLOCKRNN_API void set_isa(std::string_view name);
+BLOCKRNN_API const char* get_isa();  // the path ops use now
 
-void set_force_reference(bool on);
-bool force_reference();
+BLOCKRNN_API void set_force_reference(bool on);
+BLOCKRNN_API bool force_reference();
 
 // Version of the library, "MAJOR.MINOR.PATCH".
-const char* version();
+BLOCKRNN_API const char* version();
 
 }  // namespace blockrnn

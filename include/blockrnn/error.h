@@ -8,21 +8,23 @@
 #include <stdexcept>
 #include <string>
 
+#include "blockrnn/export.h"
+
 namespace blockrnn {
 
 enum class ErrorCode {
   kInvalidArgument,    // bad shapes, ranks, dtypes or values (SPEC A3)
   kUnimplemented,      // a documented path that is not built (e.g. a dtype not yet supported)
   kResourceExhausted,  // sizes whose byte counts overflow, exceed the memory limit or cannot be
-                      // allocated, and thread teams the system cannot create
+                       // allocated, and thread teams the system cannot create
   kCancelled,          // a long call stopped at a step boundary because the caller asked
-                      // (set_cancel_check; in Python: a signal such as Ctrl-C)
+                       // (set_cancel_check; in Python: a signal such as Ctrl-C)
   kInternal,           // a broken invariant inside the library: a bug, please report it
 };
 
-const char* error_code_name(ErrorCode code) noexcept;
+BLOCKRNN_API const char* error_code_name(ErrorCode code) noexcept;
 
-class Error : public std::runtime_error {
+class BLOCKRNN_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ErrorCode code() const noexcept { return code_; }

@@ -9,6 +9,7 @@
 // caller must have the documented shapes and the inputs' dtype and must not alias the inputs.
 #pragma once
 
+#include "blockrnn/export.h"
 #include "blockrnn/tensor.h"
 
 namespace blockrnn {
@@ -27,8 +28,8 @@ struct GRUBlockCellOutputs {
 struct GRUBlockCellResult {
   Tensor r, u, c, h;
 };
-void gru_block_cell(const GRUBlockCellInputs& in, const GRUBlockCellOutputs& out);
-GRUBlockCellResult gru_block_cell(const GRUBlockCellInputs& in);
+BLOCKRNN_API void gru_block_cell(const GRUBlockCellInputs& in, const GRUBlockCellOutputs& out);
+BLOCKRNN_API GRUBlockCellResult gru_block_cell(const GRUBlockCellInputs& in);
 
 // TensorFlow's GRUBlockCellGrad kernel: gradients w.r.t. x, h_prev and the gate
 // pre-activations. x, b_ru and b_c are only shape-checked (the kernel never reads them).
@@ -46,8 +47,9 @@ struct GRUBlockCellGradOutputs {
 struct GRUBlockCellGradResult {
   Tensor d_x, d_h_prev, d_c_bar, d_r_bar_u_bar;
 };
-void gru_block_cell_grad(const GRUBlockCellGradInputs& in, const GRUBlockCellGradOutputs& out);
-GRUBlockCellGradResult gru_block_cell_grad(const GRUBlockCellGradInputs& in);
+BLOCKRNN_API void gru_block_cell_grad(const GRUBlockCellGradInputs& in,
+                                      const GRUBlockCellGradOutputs& out);
+BLOCKRNN_API GRUBlockCellGradResult gru_block_cell_grad(const GRUBlockCellGradInputs& in);
 
 // The full backward of GRUBlockCell: the kernel above plus the parameter gradients that
 // TensorFlow computed in Python (SPEC §3.4). One gradient per forward input.
@@ -63,8 +65,9 @@ struct GRUBlockCellBackwardOutputs {
 struct GRUBlockCellBackwardResult {
   Tensor x, h_prev, w_ru, w_c, b_ru, b_c;
 };
-void gru_block_cell_backward(const GRUBlockCellBackwardInputs& in,
-                             const GRUBlockCellBackwardOutputs& out);
-GRUBlockCellBackwardResult gru_block_cell_backward(const GRUBlockCellBackwardInputs& in);
+BLOCKRNN_API void gru_block_cell_backward(const GRUBlockCellBackwardInputs& in,
+                                          const GRUBlockCellBackwardOutputs& out);
+BLOCKRNN_API GRUBlockCellBackwardResult
+gru_block_cell_backward(const GRUBlockCellBackwardInputs& in);
 
 }  // namespace blockrnn

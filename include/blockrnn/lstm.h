@@ -14,6 +14,7 @@
 // documented shapes and the inputs' dtype and must not alias the inputs.
 #pragma once
 
+#include "blockrnn/export.h"
 #include "blockrnn/tensor.h"
 
 namespace blockrnn {
@@ -41,10 +42,10 @@ struct LSTMBlockCellOutputs {
 struct LSTMBlockCellResult {
   Tensor i, cs, f, o, ci, co, h;
 };
-void lstm_block_cell(const LSTMBlockCellInputs& in, const LSTMBlockCellOutputs& out,
-                     const LSTMBlockCellAttrs& attrs = {});
-LSTMBlockCellResult lstm_block_cell(const LSTMBlockCellInputs& in,
-                                    const LSTMBlockCellAttrs& attrs = {});
+BLOCKRNN_API void lstm_block_cell(const LSTMBlockCellInputs& in, const LSTMBlockCellOutputs& out,
+                                  const LSTMBlockCellAttrs& attrs = {});
+BLOCKRNN_API LSTMBlockCellResult lstm_block_cell(const LSTMBlockCellInputs& in,
+                                                 const LSTMBlockCellAttrs& attrs = {});
 
 // TensorFlow's LSTMBlockCellGrad kernel: ∂L/∂cs_prev, the gate gradient dicfo and the peephole
 // gradients (zeros without peepholes). Derivatives come from the stored gate values; x, h_prev,
@@ -65,9 +66,10 @@ struct LSTMBlockCellGradOutputs {
 struct LSTMBlockCellGradResult {
   Tensor cs_prev_grad, dicfo, wci_grad, wcf_grad, wco_grad;
 };
-void lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, const LSTMBlockCellGradOutputs& out,
-                          bool use_peephole);
-LSTMBlockCellGradResult lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, bool use_peephole);
+BLOCKRNN_API void lstm_block_cell_grad(const LSTMBlockCellGradInputs& in,
+                                       const LSTMBlockCellGradOutputs& out, bool use_peephole);
+BLOCKRNN_API LSTMBlockCellGradResult lstm_block_cell_grad(const LSTMBlockCellGradInputs& in,
+                                                          bool use_peephole);
 
 // The full backward of LSTMBlockCell: the kernel above plus the input and parameter gradients
 // that TensorFlow computed in Python (SPEC §6.4). One gradient per forward input. Takes the
@@ -87,10 +89,10 @@ struct LSTMBlockCellBackwardOutputs {
 struct LSTMBlockCellBackwardResult {
   Tensor x, cs_prev, h_prev, w, wci, wcf, wco, b;
 };
-void lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
-                              const LSTMBlockCellBackwardOutputs& out,
-                              const LSTMBlockCellAttrs& attrs = {});
-LSTMBlockCellBackwardResult lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
-                                                     const LSTMBlockCellAttrs& attrs = {});
+BLOCKRNN_API void lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
+                                           const LSTMBlockCellBackwardOutputs& out,
+                                           const LSTMBlockCellAttrs& attrs = {});
+BLOCKRNN_API LSTMBlockCellBackwardResult lstm_block_cell_backward(
+    const LSTMBlockCellBackwardInputs& in, const LSTMBlockCellAttrs& attrs = {});
 
 }  // namespace blockrnn

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "blockrnn/export.h"
 #include "blockrnn/tensor.h"
 
 namespace blockrnn {
@@ -37,9 +38,9 @@ struct OpDef {
 using AttrMap = std::map<std::string, double, std::less<>>;
 
 // All ops, in a stable order.
-const std::vector<OpDef>& list_ops();
+BLOCKRNN_API const std::vector<OpDef>& list_ops();
 // Throws Error(kInvalidArgument) for an unknown name.
-const OpDef& find_op(std::string_view name);
+BLOCKRNN_API const OpDef& find_op(std::string_view name);
 
 struct OutputSpec {
   DType dtype;
@@ -47,8 +48,8 @@ struct OutputSpec {
 };
 
 // Validates inputs and attrs and returns the outputs' dtype and shapes.
-OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
-                         const AttrMap& attrs = {});
+BLOCKRNN_API OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
+                                      const AttrMap& attrs = {});
 // Memory a caller allocates for a call besides what the op allocates itself (e.g. contiguous
 // copies of strided inputs), counted against get_memory_limit() by prepare_call.
 struct ExtraBytes {
@@ -56,16 +57,16 @@ struct ExtraBytes {
   long long bytes;
 };
 // infer_outputs, plus the memory check of a call that will allocate its outputs: outputs,
-// workspace (an upper bound over the op's paths) and `extra` together must fit in
+// workspace (an upper bound for the path the op will take) and `extra` together must fit in
 // get_memory_limit(), else Error(kResourceExhausted) naming the op, the largest part and the
 // bytes. Nothing is allocated.
-OutputSpec prepare_call(std::string_view op, std::span<const TensorView> inputs,
-                        const AttrMap& attrs, std::span<const ExtraBytes> extra = {});
+BLOCKRNN_API OutputSpec prepare_call(std::string_view op, std::span<const TensorView> inputs,
+                                     const AttrMap& attrs, std::span<const ExtraBytes> extra = {});
 // Validates, then computes into caller-owned outputs (which must match infer_outputs).
-void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
-            std::span<const MutableTensorView> outputs);
+BLOCKRNN_API void run_op(std::string_view op, std::span<const TensorView> inputs,
+                         const AttrMap& attrs, std::span<const MutableTensorView> outputs);
 // Validates (the memory limit included), allocates the outputs and computes.
-std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
-                           const AttrMap& attrs = {});
+BLOCKRNN_API std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
+                                        const AttrMap& attrs = {});
 
 }  // namespace blockrnn

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "blockrnn/export.h"
 #include "blockrnn/tensor.h"
 
 namespace blockrnn {
@@ -49,18 +50,20 @@ struct BlockLSTMAttrs {
   double cell_clip = 3.0;    // clip cs only when > 0 (0, negative and NaN disable it)
   bool use_peephole = false;
 };
-void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
-                const BlockLSTMAttrs& attrs = {});
-BlockLSTMResult block_lstm(const BlockLSTMInputs& in, const BlockLSTMAttrs& attrs = {});
+BLOCKRNN_API void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
+                             const BlockLSTMAttrs& attrs = {});
+BLOCKRNN_API BlockLSTMResult block_lstm(const BlockLSTMInputs& in,
+                                        const BlockLSTMAttrs& attrs = {});
 
 // BlockLSTMV2 (IFCO, no forget bias).
 struct BlockLSTMV2Attrs {
   double cell_clip = 0.0;
   bool use_peephole = false;
 };
-void block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
-                   const BlockLSTMV2Attrs& attrs = {});
-BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMV2Attrs& attrs = {});
+BLOCKRNN_API void block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
+                                const BlockLSTMV2Attrs& attrs = {});
+BLOCKRNN_API BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in,
+                                           const BlockLSTMV2Attrs& attrs = {});
 
 // ---- BlockLSTMGrad / BlockLSTMGradV2 --------------------------------------------------------
 
@@ -83,12 +86,13 @@ struct BlockLSTMGradResult {
   Tensor x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad, wco_grad, b_grad;
 };
 // use_peephole is required (no default), as in TensorFlow. H = w.dim(1) / 4 must be positive.
-void block_lstm_grad(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
-                     bool use_peephole);
-BlockLSTMGradResult block_lstm_grad(const BlockLSTMGradInputs& in, bool use_peephole);
-void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
-                        bool use_peephole);
-BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& in, bool use_peephole);
+BLOCKRNN_API void block_lstm_grad(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
+                                  bool use_peephole);
+BLOCKRNN_API BlockLSTMGradResult block_lstm_grad(const BlockLSTMGradInputs& in, bool use_peephole);
+BLOCKRNN_API void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
+                                     bool use_peephole);
+BLOCKRNN_API BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& in,
+                                                    bool use_peephole);
 
 // ---- BlockGRU / BlockGRUGrad (new, SPEC A6) --------------------------------------------------
 
@@ -107,8 +111,8 @@ struct BlockGRUOutputs {
 struct BlockGRUResult {
   Tensor r, u, c, h;
 };
-void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out);
-BlockGRUResult block_gru(const BlockGRUInputs& in);
+BLOCKRNN_API void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out);
+BLOCKRNN_API BlockGRUResult block_gru(const BlockGRUInputs& in);
 
 struct BlockGRUGradInputs {
   std::int64_t seq_len_max = 0;
@@ -127,7 +131,7 @@ struct BlockGRUGradOutputs {
 struct BlockGRUGradResult {
   Tensor x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad;
 };
-void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out);
-BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in);
+BLOCKRNN_API void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out);
+BLOCKRNN_API BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in);
 
 }  // namespace blockrnn

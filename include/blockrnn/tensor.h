@@ -11,20 +11,22 @@
 #include <memory>
 #include <string>
 
+#include "blockrnn/export.h"
+
 namespace blockrnn {
 
 enum class DType : std::uint8_t { kFloat16, kFloat32, kFloat64, kInt64 };
 
-const char* dtype_name(DType dtype) noexcept;  // "float16", "float32", ...
-std::size_t dtype_size(DType dtype) noexcept;  // bytes per element
-bool is_floating(DType dtype) noexcept;
+BLOCKRNN_API const char* dtype_name(DType dtype) noexcept;  // "float16", "float32", ...
+BLOCKRNN_API std::size_t dtype_size(DType dtype) noexcept;  // bytes per element
+BLOCKRNN_API bool is_floating(DType dtype) noexcept;
 
 // IEEE binary16 storage type. Arithmetic is never done on it: kernels widen to float32.
 struct Half {
   std::uint16_t bits;
 };
-float half_to_float(Half h) noexcept;
-Half float_to_half(float f) noexcept;  // round to nearest, ties to even
+BLOCKRNN_API float half_to_float(Half h) noexcept;
+BLOCKRNN_API Half float_to_half(float f) noexcept;  // round to nearest, ties to even
 
 template <typename T>
 constexpr DType dtype_of();
@@ -47,7 +49,7 @@ constexpr DType dtype_of<std::int64_t>() {
 
 // A shape of rank 0..kMaxRank. Dimensions are signed so that negative values coming from
 // untrusted callers can be reported instead of wrapping around.
-class Shape {
+class BLOCKRNN_API Shape {
  public:
   static constexpr int kMaxRank = 8;
 
@@ -65,7 +67,7 @@ class Shape {
   std::int64_t num_elements() const;
   std::string to_string() const;  // "[4, 16]"
 
-  friend bool operator==(const Shape& a, const Shape& b) noexcept;
+  friend BLOCKRNN_API bool operator==(const Shape& a, const Shape& b) noexcept;
   friend bool operator!=(const Shape& a, const Shape& b) noexcept { return !(a == b); }
 
  private:
@@ -99,7 +101,7 @@ struct MutableTensorView {
 };
 
 // Owning dense tensor, 64-byte aligned, zero-initialised.
-class Tensor {
+class BLOCKRNN_API Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, Shape shape);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "blockrnn/error.h"
+#include "blockrnn/version.h"
 #include "core/cancel.h"
 #include "core/parallel.h"
 
@@ -267,7 +268,7 @@ bool force_reference() {
 }
 
 const char* version() {
-  return "0.1.0";
+  return BLOCKRNN_VERSION_STRING;
 }
 
 }  // namespace blockrnn

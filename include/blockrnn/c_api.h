@@ -1,0 +1,179 @@
+/* blockrnn/c_api.h — the stable C interface: every op by TensorFlow's name, on caller-owned
+ * buffers. Compiles as C11 and as C++; it is what other languages (Java's JNI binding, Rust,
+ * Go, ...) call. docs/c_api.md has a complete example.
+ *
+ * Conventions
+ *   - Every call that can fail returns a blockrnn_status; BLOCKRNN_OK is 0. The message of the
+ *     most recent failed call is blockrnn_last_error(), per thread. No C++ exception ever
+ *     leaves a function of this header.
+ *   - Tensors are described by blockrnn_tensor: dtype, rank, shape and data, plus optional
+ *     strides counted in ELEMENTS (not bytes). strides == NULL means dense row-major (C order).
+ *     Strided inputs are gathered into a dense copy before the op runs; outputs must be dense
+ *     (strides NULL or row-major), otherwise the call fails with BLOCKRNN_INVALID_ARGUMENT.
+ *   - Inputs are passed in the op's input order (blockrnn_op_input_name), outputs in its output
+ *     order; seq_len_max is an int64 tensor of rank 0. The caller allocates the outputs with
+ *     the shapes blockrnn_infer_outputs returns, in the inputs' dtype; outputs must not alias
+ *     inputs.
+ *   - Attrs are named as in TensorFlow ("forget_bias", "cell_clip", "use_peephole"); an attr
+ *     not given takes the op definition's default; a required attr missing, an unknown name or
+ *     a value of the wrong kind is BLOCKRNN_INVALID_ARGUMENT.
+ *   - Strings returned (op names, input names, version) live as long as the library. */
+#ifndef BLOCKRNN_C_API_H_
+#define BLOCKRNN_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blockrnn/export.h"
+#include "blockrnn/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes: one per blockrnn::ErrorCode, plus BLOCKRNN_UNKNOWN for anything else that was
+ * thrown inside the library (which is a bug). The values are stable. */
+typedef enum blockrnn_status {
+  BLOCKRNN_OK = 0,
+  BLOCKRNN_INVALID_ARGUMENT = 1,   /* bad shapes, ranks, dtypes, values, names */
+  BLOCKRNN_UNIMPLEMENTED = 2,      /* a documented path that is not built */
+  BLOCKRNN_RESOURCE_EXHAUSTED = 3, /* memory limit, allocation failure, too many threads */
+  BLOCKRNN_CANCELLED = 4,          /* the cancel check asked the call to stop */
+  BLOCKRNN_INTERNAL = 5,           /* a broken invariant inside the library */
+  BLOCKRNN_UNKNOWN = 6             /* an unexpected exception inside the library */
+} blockrnn_status;
+
+/* Element types (the same values as blockrnn::DType). */
+typedef enum blockrnn_dtype {
+  BLOCKRNN_FLOAT16 = 0, /* IEEE binary16, stored as uint16_t */
+  BLOCKRNN_FLOAT32 = 1,
+  BLOCKRNN_FLOAT64 = 2,
+  BLOCKRNN_INT64 = 3 /* only seq_len_max */
+} blockrnn_dtype;
+
+#define BLOCKRNN_MAX_RANK 8
+
+/* A tensor in caller-owned memory. Inputs are only read (data may point to const memory). */
+typedef struct blockrnn_tensor {
+  int32_t dtype;          /* a blockrnn_dtype */
+  int32_t rank;           /* 0 .. BLOCKRNN_MAX_RANK */
+  const int64_t* shape;   /* [rank] dimensions (may be NULL when rank == 0) */
+  const int64_t* strides; /* [rank] in elements, or NULL for dense row-major */
+  void* data; /* the element at index (k0, k1, ...) is at data + sum(k_d * strides[d]) */
+} blockrnn_tensor;
+
+typedef enum blockrnn_attr_kind {
+  BLOCKRNN_ATTR_FLOAT = 0,
+  BLOCKRNN_ATTR_BOOL = 1
+} blockrnn_attr_kind;
+
+/* A typed attr value. */
+typedef struct blockrnn_attr {
+  const char* name; /* TensorFlow's attr name */
+  int32_t kind;     /* a blockrnn_attr_kind: it must match the op's attr */
+  int32_t b;        /* the value of a bool attr (0 or nonzero) */
+  double f;         /* the value of a float attr */
+} blockrnn_attr;
+
+static inline blockrnn_attr blockrnn_attr_float(const char* name, double value) {
+  blockrnn_attr a;
+  a.name = name;
+  a.kind = BLOCKRNN_ATTR_FLOAT;
+  a.b = 0;
+  a.f = value;
+  return a;
+}
+static inline blockrnn_attr blockrnn_attr_bool(const char* name, int value) {
+  blockrnn_attr a;
+  a.name = name;
+  a.kind = BLOCKRNN_ATTR_BOOL;
+  a.b = value != 0;
+  a.f = 0.0;
+  return a;
+}
+
+/* A shape, as returned by blockrnn_infer_outputs. */
+typedef struct blockrnn_shape {
+  int32_t rank;
+  int64_t dims[BLOCKRNN_MAX_RANK];
+} blockrnn_shape;
+
+/* ---- Errors and version ---------------------------------------------------------------- */
+
+/* The message of the most recent call on this thread that failed ("" when none has, or when the
+ * last status-returning call succeeded). Valid until the next blockrnn call on this thread. */
+BLOCKRNN_API const char* blockrnn_last_error(void);
+/* "OK", "InvalidArgument", "Unimplemented", "ResourceExhausted", "Cancelled", "Internal",
+ * "Unknown" (also for values outside the enum). */
+BLOCKRNN_API const char* blockrnn_status_name(blockrnn_status status);
+/* The library's version, "MAJOR.MINOR.PATCH" (BLOCKRNN_VERSION_STRING of the build that made
+ * the library; compare with the header's macro to detect a mismatch). */
+BLOCKRNN_API const char* blockrnn_version(void);
+
+/* ---- Op introspection ------------------------------------------------------------------ */
+
+/* Number of ops; op indices are 0 .. count-1, in a stable order. */
+BLOCKRNN_API int blockrnn_op_count(void);
+/* The op's TensorFlow name (e.g. "GRUBlockCellGrad", "gradients.LSTMBlockCell"), or NULL when
+ * index is out of range. */
+BLOCKRNN_API const char* blockrnn_op_name(int index);
+/* The index of an op by name, or -1 (and the last error set) when there is none. */
+BLOCKRNN_API int blockrnn_op_find(const char* name);
+/* Counts and names of inputs, outputs and attrs of op `index` (NULL or -1 when out of range). */
+BLOCKRNN_API int blockrnn_op_num_inputs(int index);
+BLOCKRNN_API const char* blockrnn_op_input_name(int index, int input);
+BLOCKRNN_API int blockrnn_op_num_outputs(int index);
+BLOCKRNN_API const char* blockrnn_op_output_name(int index, int output);
+BLOCKRNN_API int blockrnn_op_num_attrs(int index);
+/* Describes attr `attr` of op `index`: name, kind, whether it has a default, and the default
+ * (bools as 0 / 1). Any output pointer may be NULL. */
+BLOCKRNN_API blockrnn_status blockrnn_op_attr(int index, int attr, const char** name, int32_t* kind,
+                                              int32_t* has_default, double* default_value);
+
+/* ---- Running ops ----------------------------------------------------------------------- */
+
+/* Validates inputs and attrs (exactly as blockrnn_run_op does) and returns the outputs' dtype
+ * and shapes. num_outputs must be the op's output count; shapes has num_outputs entries. */
+BLOCKRNN_API blockrnn_status blockrnn_infer_outputs(const char* op, const blockrnn_tensor* inputs,
+                                                    size_t num_inputs, const blockrnn_attr* attrs,
+                                                    size_t num_attrs, int32_t* dtype,
+                                                    blockrnn_shape* shapes, size_t num_outputs);
+
+/* Validates, then computes op `op` into the caller's outputs, which must have the dtype and
+ * shapes that blockrnn_infer_outputs gives. Every element of every output is written. */
+BLOCKRNN_API blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs,
+                                             size_t num_inputs, const blockrnn_attr* attrs,
+                                             size_t num_attrs, const blockrnn_tensor* outputs,
+                                             size_t num_outputs);
+
+/* ---- Execution settings (blockrnn/context.h) --------------------------------------------- */
+
+/* Threads used by every op: 1 <= n <= blockrnn_max_threads(). */
+BLOCKRNN_API blockrnn_status blockrnn_set_num_threads(int n);
+/* The current thread count (fails when BLOCKRNN_NUM_THREADS / OMP_NUM_THREADS is invalid). */
+BLOCKRNN_API blockrnn_status blockrnn_get_num_threads(int* n);
+/* The largest thread count accepted on this machine. */
+BLOCKRNN_API int blockrnn_max_threads(void);
+
+/* Memory limit in bytes for one call's outputs, workspace and copies; bytes <= 0 restores the
+ * default (what the machine can hold). */
+BLOCKRNN_API void blockrnn_set_memory_limit(int64_t bytes);
+BLOCKRNN_API int64_t blockrnn_get_memory_limit(void);
+
+/* Cancellation, per calling thread: a long call asks check(user) at its step boundaries and
+ * stops with BLOCKRNN_CANCELLED when it returns nonzero. check == NULL removes it. The check
+ * must not call back into blockrnn. */
+typedef int (*blockrnn_cancel_check)(void* user);
+BLOCKRNN_API void blockrnn_set_cancel_check(blockrnn_cancel_check check, void* user);
+
+/* CPU path: "avx512", "avx2", "baseline", "auto" or "" (the default). */
+BLOCKRNN_API blockrnn_status blockrnn_set_isa(const char* name);
+BLOCKRNN_API const char* blockrnn_get_isa(void);
+/* Routes every op through its plain-loop reference implementation (nonzero) or not (0). */
+BLOCKRNN_API void blockrnn_set_force_reference(int on);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BLOCKRNN_C_API_H_ */

@@ -1,0 +1,149 @@
+package org.blockrnn;
+
+import java.util.Map;
+
+/**
+ * Runs any blockrnn op by TensorFlow's name (the ops of {@code org.blockrnn.op.nn} are typed
+ * wrappers of this), and reaches the library's settings. Backed by the native library
+ * {@code blockrnn_jni}, loaded from the system property {@code blockrnn.jni} (a path) when set,
+ * else from {@code java.library.path}.
+ *
+ * <p>Errors: bad input throws {@link IllegalArgumentException} with the library's message, which
+ * names the op and the argument; an op that is not built throws {@link
+ * UnsupportedOperationException}; a cancelled call {@link java.util.concurrent.CancellationException};
+ * anything else {@link BlockrnnException}.
+ */
+public final class RawOps {
+  static {
+    String path = System.getProperty("blockrnn.jni");
+    if (path != null && !path.isEmpty()) {
+      System.load(path);
+    } else {
+      System.loadLibrary("blockrnn_jni");
+    }
+  }
+
+  private RawOps() {}
+
+  /**
+   * Runs an op.
+   *
+   * @param op TensorFlow's op name, e.g. "GRUBlockCellGrad", or "gradients.LSTMBlockCell"
+   * @param seqLenMax the {@code seq_len_max} input of the sequence ops, null for the others
+   * @param attrs attr values by TensorFlow's name (Float, Double or Boolean); missing ones take
+   *     the op's default
+   * @param inputs the tensor inputs in the op's order (after seq_len_max), all of one type
+   * @return the outputs in the op's order, of the inputs' type
+   */
+  public static Tensor[] run(String op, Long seqLenMax, Map<String, Object> attrs,
+      Tensor... inputs) {
+    if (op == null) {
+      throw new IllegalArgumentException("op is null");
+    }
+    if (inputs == null) {
+      throw new IllegalArgumentException(op + ": inputs is null");
+    }
+    String[] names = inputNames(op);
+    int first = seqLenMax != null ? 1 : 0;
+    Object[] data = new Object[inputs.length];
+    long[][] shapes = new long[inputs.length][];
+    for (int k = 0; k < inputs.length; ++k) {
+      if (inputs[k] == null) {
+        String name = k + first < names.length ? names[k + first] : "input " + (k + first);
+        throw new IllegalArgumentException(op + ": " + name + " is null");
+      }
+      data[k] = inputs[k].array();
+      shapes[k] = inputs[k].shape();
+    }
+    int n = attrs == null ? 0 : attrs.size();
+    String[] attrNames = new String[n];
+    double[] attrValues = new double[n];
+    boolean[] attrIsBool = new boolean[n];
+    int a = 0;
+    if (attrs != null) {
+      for (Map.Entry<String, Object> e : attrs.entrySet()) {
+        attrNames[a] = e.getKey();
+        Object v = e.getValue();
+        if (v instanceof Boolean) {
+          attrIsBool[a] = true;
+          attrValues[a] = ((Boolean) v) ? 1.0 : 0.0;
+        } else if (v instanceof Number) {
+          attrValues[a] = ((Number) v).doubleValue();
+        } else {
+          throw new IllegalArgumentException(
+              op + ": attr " + e.getKey() + " must be a Float or a Boolean, got " + v);
+        }
+        ++a;
+      }
+    }
+    long[][] outShapes = new long[outputCount(op)][];
+    Object[] outs = runNative(op, seqLenMax != null, seqLenMax != null ? seqLenMax : 0L, data,
+        shapes, attrNames, attrValues, attrIsBool, outShapes);
+    Tensor[] result = new Tensor[outs.length];
+    for (int k = 0; k < outs.length; ++k) {
+      result[k] = outs[k] instanceof float[]
+          ? FloatTensor.wrap((float[]) outs[k], outShapes[k])
+          : DoubleTensor.wrap((double[]) outs[k], outShapes[k]);
+    }
+    return result;
+  }
+
+  /**
+   * The names of all ops.
+   *
+   * @return TensorFlow's names, in the library's stable order
+   */
+  public static native String[] opNames();
+
+  /**
+   * An op's input names (TensorFlow's, in order; seq_len_max included).
+   *
+   * @param op the op's name
+   * @return the names
+   */
+  public static native String[] inputNames(String op);
+
+  /**
+   * An op's output names (TensorFlow's, in order).
+   *
+   * @param op the op's name
+   * @return the names
+   */
+  public static native String[] outputNames(String op);
+
+  private static int outputCount(String op) {
+    return outputNames(op).length;
+  }
+
+  /**
+   * The library's version, "MAJOR.MINOR.PATCH".
+   *
+   * @return the version
+   */
+  public static native String version();
+
+  /**
+   * Sets the number of threads every op uses.
+   *
+   * @param n in [1, {@link #maxThreads()}]
+   */
+  public static native void setNumThreads(int n);
+
+  /**
+   * The number of threads every op uses.
+   *
+   * @return the thread count
+   */
+  public static native int getNumThreads();
+
+  /**
+   * The largest thread count accepted on this machine.
+   *
+   * @return the limit
+   */
+  public static native int maxThreads();
+
+  private static native Object[] runNative(String op, boolean hasSeqLenMax, long seqLenMax,
+      Object[] data, long[][] shapes, String[] attrNames, double[] attrValues,
+      boolean[] attrIsBool, long[][] outShapes);
+}

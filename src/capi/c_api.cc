@@ -1,0 +1,419 @@
+// The C ABI (blockrnn/c_api.h) over the by-name interface of blockrnn/ops.h: converts the C
+// descriptors into TensorViews and an AttrMap, gathers strided inputs into dense copies, and
+// turns every exception into a status code plus a per-thread message. Adds no op semantics.
+#include "blockrnn/c_api.h"
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "blockrnn/context.h"
+#include "blockrnn/error.h"
+#include "blockrnn/ops.h"
+#include "blockrnn/tensor.h"
+
+namespace blockrnn {
+namespace {
+
+thread_local std::string t_last_error;
+
+blockrnn_status status_of(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return BLOCKRNN_INVALID_ARGUMENT;
+    case ErrorCode::kUnimplemented:
+      return BLOCKRNN_UNIMPLEMENTED;
+    case ErrorCode::kResourceExhausted:
+      return BLOCKRNN_RESOURCE_EXHAUSTED;
+    case ErrorCode::kCancelled:
+      return BLOCKRNN_CANCELLED;
+    case ErrorCode::kInternal:
+      return BLOCKRNN_INTERNAL;
+  }
+  return BLOCKRNN_UNKNOWN;
+}
+
+// Runs `f` and maps whatever it throws onto a status; records the message (or clears it).
+template <typename F>
+blockrnn_status guarded(F&& f) noexcept {
+  try {
+    f();
+    t_last_error.clear();
+    return BLOCKRNN_OK;
+  } catch (const Error& e) {
+    t_last_error = e.what();
+    return status_of(e.code());
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of memory";
+    return BLOCKRNN_RESOURCE_EXHAUSTED;
+  } catch (const std::exception& e) {
+    t_last_error = std::string("unexpected exception: ") + e.what();
+    return BLOCKRNN_UNKNOWN;
+  } catch (...) {
+    t_last_error = "unexpected exception of unknown type";
+    return BLOCKRNN_UNKNOWN;
+  }
+}
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, message);
+}
+
+// "GRUBlockCell: input 2 (w_ru)"
+std::string describe(const char* op, const char* what, size_t index,
+                     const std::vector<std::string>& names) {
+  std::string s = std::string(op) + ": " + what + " " + std::to_string(index);
+  if (index < names.size()) s += " (" + names[index] + ")";
+  return s;
+}
+
+DType checked_dtype(int32_t dtype, const std::string& where) {
+  if (dtype < BLOCKRNN_FLOAT16 || dtype > BLOCKRNN_INT64) {
+    invalid(where + ": dtype " + std::to_string(dtype) + " is not a blockrnn_dtype (0..3)");
+  }
+  return static_cast<DType>(dtype);
+}
+
+Shape checked_shape(const blockrnn_tensor& t, const std::string& where) {
+  if (t.rank < 0 || t.rank > BLOCKRNN_MAX_RANK) {
+    invalid(where + ": rank " + std::to_string(t.rank) + " is outside [0, " +
+            std::to_string(BLOCKRNN_MAX_RANK) + "]");
+  }
+  if (t.rank > 0 && t.shape == nullptr) invalid(where + ": shape is NULL with rank > 0");
+  return Shape::from_dims(t.shape, t.rank);
+}
+
+// True when the strides are NULL or those of the dense row-major layout (dimensions of size 1
+// may have any stride; a tensor with no elements is dense).
+bool is_dense(const blockrnn_tensor& t, const Shape& shape) {
+  if (t.strides == nullptr) return true;
+  if (shape.num_elements() == 0) return true;
+  std::int64_t expected = 1;
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    if (shape.dim(d) != 1 && t.strides[d] != expected) return false;
+    expected *= shape.dim(d);
+  }
+  return true;
+}
+
+// Copies a strided tensor into a dense row-major one, element by element.
+void gather(const blockrnn_tensor& t, const Shape& shape, Tensor& dense) {
+  const std::size_t elem = dtype_size(dense.dtype());
+  const std::int64_t n = shape.num_elements();
+  if (n == 0) return;
+  if (t.data == nullptr) invalid("data is NULL");
+  const int rank = shape.rank();
+  std::int64_t index[Shape::kMaxRank] = {};
+  const auto* src = static_cast<const unsigned char*>(t.data);
+  auto* dst = static_cast<unsigned char*>(dense.data());
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::int64_t offset = 0;
+    for (int d = 0; d < rank; ++d) offset += index[d] * t.strides[d];
+    std::memcpy(dst + k * elem, src + offset * static_cast<std::int64_t>(elem), elem);
+    for (int d = rank - 1; d >= 0; --d) {  // next row-major index
+      if (++index[d] < shape.dim(d)) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// The inputs as views; strided ones point into `copies`.
+std::vector<TensorView> input_views(const char* op, const OpDef& def, const blockrnn_tensor* inputs,
+                                    size_t num_inputs, std::vector<Tensor>& copies) {
+  if (num_inputs > 0 && inputs == nullptr) invalid(std::string(op) + ": inputs is NULL");
+  std::vector<TensorView> views;
+  views.reserve(num_inputs);
+  copies.reserve(num_inputs);
+  for (size_t k = 0; k < num_inputs; ++k) {
+    const std::string where = describe(op, "input", k, def.inputs);
+    const blockrnn_tensor& t = inputs[k];
+    const DType dtype = checked_dtype(t.dtype, where);
+    const Shape shape = checked_shape(t, where);
+    if (is_dense(t, shape)) {
+      views.emplace_back(t.data, dtype, shape);
+    } else {
+      copies.emplace_back(dtype, shape);
+      try {
+        gather(t, shape, copies.back());
+      } catch (const Error& e) {
+        throw Error(e.code(), where + ": " + e.what());
+      }
+      views.emplace_back(copies.back().data(), dtype, shape);
+    }
+  }
+  return views;
+}
+
+AttrMap attr_map(const char* op, const OpDef& def, const blockrnn_attr* attrs, size_t num_attrs) {
+  if (num_attrs > 0 && attrs == nullptr) invalid(std::string(op) + ": attrs is NULL");
+  AttrMap map;
+  for (size_t k = 0; k < num_attrs; ++k) {
+    const blockrnn_attr& a = attrs[k];
+    if (a.name == nullptr)
+      invalid(std::string(op) + ": attr " + std::to_string(k) + " has no name");
+    const AttrDef* attr_def = nullptr;
+    for (const AttrDef& d : def.attrs) {
+      if (d.name == a.name) attr_def = &d;
+    }
+    // An unknown name is reported by the op itself (with the list of known attrs).
+    if (attr_def != nullptr) {
+      const int32_t want =
+          attr_def->kind == AttrKind::kBool ? BLOCKRNN_ATTR_BOOL : BLOCKRNN_ATTR_FLOAT;
+      if (a.kind != want) {
+        invalid(std::string(op) + ": attr " + a.name + " is a " +
+                (want == BLOCKRNN_ATTR_BOOL ? "bool" : "float") + " (kind BLOCKRNN_ATTR_" +
+                (want == BLOCKRNN_ATTR_BOOL ? "BOOL" : "FLOAT") + "), got kind " +
+                std::to_string(a.kind));
+      }
+    } else if (a.kind != BLOCKRNN_ATTR_FLOAT && a.kind != BLOCKRNN_ATTR_BOOL) {
+      invalid(std::string(op) + ": attr " + a.name + " has kind " + std::to_string(a.kind) +
+              ", not a blockrnn_attr_kind");
+    }
+    if (map.count(a.name) != 0) invalid(std::string(op) + ": attr " + a.name + " given twice");
+    map[a.name] = a.kind == BLOCKRNN_ATTR_BOOL ? (a.b != 0 ? 1.0 : 0.0) : a.f;
+  }
+  return map;
+}
+
+const OpDef& op_def(const char* op) {
+  if (op == nullptr) invalid("op name is NULL");
+  return find_op(op);
+}
+
+const OpDef* op_at(int index) {
+  const std::vector<OpDef>& ops = list_ops();
+  if (index < 0 || static_cast<size_t>(index) >= ops.size()) return nullptr;
+  return &ops[static_cast<size_t>(index)];
+}
+
+// The C cancel check of this thread, called through the C++ one.
+struct CCancel {
+  blockrnn_cancel_check check = nullptr;
+  void* user = nullptr;
+};
+thread_local CCancel t_cancel;
+
+bool call_c_cancel(void* p) {
+  const CCancel* c = static_cast<const CCancel*>(p);
+  return c->check != nullptr && c->check(c->user) != 0;
+}
+
+}  // namespace
+}  // namespace blockrnn
+
+using namespace blockrnn;  // NOLINT: the definitions below are the extern "C" functions
+
+extern "C" {
+
+const char* blockrnn_last_error(void) {
+  return t_last_error.c_str();
+}
+
+const char* blockrnn_status_name(blockrnn_status status) {
+  switch (status) {
+    case BLOCKRNN_OK:
+      return "OK";
+    case BLOCKRNN_INVALID_ARGUMENT:
+      return "InvalidArgument";
+    case BLOCKRNN_UNIMPLEMENTED:
+      return "Unimplemented";
+    case BLOCKRNN_RESOURCE_EXHAUSTED:
+      return "ResourceExhausted";
+    case BLOCKRNN_CANCELLED:
+      return "Cancelled";
+    case BLOCKRNN_INTERNAL:
+      return "Internal";
+    case BLOCKRNN_UNKNOWN:
+      break;
+  }
+  return "Unknown";
+}
+
+const char* blockrnn_version(void) {
+  return version();
+}
+
+int blockrnn_op_count(void) {
+  int n = -1;
+  guarded([&] { n = static_cast<int>(list_ops().size()); });
+  return n;
+}
+
+const char* blockrnn_op_name(int index) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  return def != nullptr ? def->name.c_str() : nullptr;
+}
+
+int blockrnn_op_find(const char* name) {
+  int found = -1;
+  guarded([&] {
+    const OpDef& def = op_def(name);  // throws for an unknown name
+    const std::vector<OpDef>& ops = list_ops();
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (ops[k].name == def.name) found = static_cast<int>(k);
+    }
+  });
+  return found;
+}
+
+int blockrnn_op_num_inputs(int index) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  return def != nullptr ? static_cast<int>(def->inputs.size()) : -1;
+}
+
+const char* blockrnn_op_input_name(int index, int input) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  if (def == nullptr || input < 0 || static_cast<size_t>(input) >= def->inputs.size()) {
+    return nullptr;
+  }
+  return def->inputs[static_cast<size_t>(input)].c_str();
+}
+
+int blockrnn_op_num_outputs(int index) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  return def != nullptr ? static_cast<int>(def->outputs.size()) : -1;
+}
+
+const char* blockrnn_op_output_name(int index, int output) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  if (def == nullptr || output < 0 || static_cast<size_t>(output) >= def->outputs.size()) {
+    return nullptr;
+  }
+  return def->outputs[static_cast<size_t>(output)].c_str();
+}
+
+int blockrnn_op_num_attrs(int index) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  return def != nullptr ? static_cast<int>(def->attrs.size()) : -1;
+}
+
+blockrnn_status blockrnn_op_attr(int index, int attr, const char** name, int32_t* kind,
+                                 int32_t* has_default, double* default_value) {
+  return guarded([&] {
+    const OpDef* def = op_at(index);
+    if (def == nullptr)
+      invalid("blockrnn_op_attr: op index " + std::to_string(index) + " out of range");
+    if (attr < 0 || static_cast<size_t>(attr) >= def->attrs.size()) {
+      invalid("blockrnn_op_attr: " + def->name + " has " + std::to_string(def->attrs.size()) +
+              " attrs, attr index " + std::to_string(attr) + " is out of range");
+    }
+    const AttrDef& a = def->attrs[static_cast<size_t>(attr)];
+    if (name != nullptr) *name = a.name.c_str();
+    if (kind != nullptr)
+      *kind = a.kind == AttrKind::kBool ? BLOCKRNN_ATTR_BOOL : BLOCKRNN_ATTR_FLOAT;
+    if (has_default != nullptr) *has_default = a.has_default ? 1 : 0;
+    if (default_value != nullptr) *default_value = a.default_value;
+  });
+}
+
+blockrnn_status blockrnn_infer_outputs(const char* op, const blockrnn_tensor* inputs,
+                                       size_t num_inputs, const blockrnn_attr* attrs,
+                                       size_t num_attrs, int32_t* dtype, blockrnn_shape* shapes,
+                                       size_t num_outputs) {
+  return guarded([&] {
+    const OpDef& def = op_def(op);
+    if (num_outputs != def.outputs.size()) {
+      invalid(std::string(op) + ": has " + std::to_string(def.outputs.size()) +
+              " outputs, num_outputs is " + std::to_string(num_outputs));
+    }
+    if (num_outputs > 0 && shapes == nullptr) invalid(std::string(op) + ": shapes is NULL");
+    std::vector<Tensor> copies;
+    const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, copies);
+    const OutputSpec spec = infer_outputs(op, views, attr_map(op, def, attrs, num_attrs));
+    if (dtype != nullptr) *dtype = static_cast<int32_t>(spec.dtype);
+    for (size_t k = 0; k < num_outputs; ++k) {
+      const Shape& s = spec.shapes[k];
+      shapes[k].rank = s.rank();
+      for (int d = 0; d < BLOCKRNN_MAX_RANK; ++d) shapes[k].dims[d] = d < s.rank() ? s.dim(d) : 0;
+    }
+  });
+}
+
+blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, size_t num_inputs,
+                                const blockrnn_attr* attrs, size_t num_attrs,
+                                const blockrnn_tensor* outputs, size_t num_outputs) {
+  return guarded([&] {
+    const OpDef& def = op_def(op);
+    if (num_outputs > 0 && outputs == nullptr) invalid(std::string(op) + ": outputs is NULL");
+    std::vector<Tensor> copies;
+    const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, copies);
+    std::vector<MutableTensorView> outs;
+    outs.reserve(num_outputs);
+    for (size_t k = 0; k < num_outputs; ++k) {
+      const std::string where = describe(op, "output", k, def.outputs);
+      const blockrnn_tensor& t = outputs[k];
+      const DType out_dtype = checked_dtype(t.dtype, where);
+      const Shape shape = checked_shape(t, where);
+      if (!is_dense(t, shape)) {
+        invalid(where +
+                ": outputs must be dense row-major (strides NULL or C-order); got "
+                "strides that are not");
+      }
+      outs.emplace_back(t.data, out_dtype, shape);
+    }
+    run_op(op, views, attr_map(op, def, attrs, num_attrs), outs);
+  });
+}
+
+blockrnn_status blockrnn_set_num_threads(int n) {
+  return guarded([&] { set_num_threads(n); });
+}
+
+blockrnn_status blockrnn_get_num_threads(int* n) {
+  return guarded([&] {
+    if (n == nullptr) invalid("blockrnn_get_num_threads: n is NULL");
+    *n = get_num_threads();
+  });
+}
+
+int blockrnn_max_threads(void) {
+  int n = kMaxThreads;
+  guarded([&] { n = max_threads(); });
+  return n;
+}
+
+void blockrnn_set_memory_limit(int64_t bytes) {
+  guarded([&] { set_memory_limit(bytes); });
+}
+
+int64_t blockrnn_get_memory_limit(void) {
+  int64_t bytes = -1;
+  guarded([&] { bytes = get_memory_limit(); });
+  return bytes;
+}
+
+void blockrnn_set_cancel_check(blockrnn_cancel_check check, void* user) {
+  guarded([&] {
+    t_cancel.check = check;
+    t_cancel.user = user;
+    if (check == nullptr) {
+      set_cancel_check(nullptr, nullptr);
+    } else {
+      set_cancel_check(&call_c_cancel, &t_cancel);
+    }
+  });
+}
+
+blockrnn_status blockrnn_set_isa(const char* name) {
+  return guarded([&] { set_isa(name == nullptr ? "" : name); });
+}
+
+const char* blockrnn_get_isa(void) {
+  const char* isa = nullptr;
+  guarded([&] { isa = get_isa(); });
+  return isa;
+}
+
+void blockrnn_set_force_reference(int on) {
+  guarded([&] { set_force_reference(on != 0); });
+}
+
+}  // extern "C"
