@@ -340,5 +340,12 @@ if __name__ == "__main__":
         if not o.passed:
             print(f"FAIL [{o.probe.cls}] {o.probe.name}: expected {o.probe.expect} "
                   f"{o.probe.contains}, got {o.got}: {o.message[:300]}")
+    if "--markdown" in sys.argv:
+        import platform
+        import blockrnn
+        cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                    if line.startswith("model name")), platform.processor())
+        print(f"Outcomes on {cpu}, {os.cpu_count()} cores, ISA path {blockrnn.get_isa()} "
+              f"(`python tests/python/hostile_probes.py --markdown`):\n")
     print(markdown(outcomes))
     sys.exit(0 if all(o.passed for o in outcomes) else 1)

@@ -88,3 +88,56 @@ def test_nan_and_inf_propagate_as_in_tensorflow(tf, op, special):
         fin = np.isfinite(w)
         np.testing.assert_allclose(g[fin], w[fin], rtol=1e-4, atol=1e-5,
                                    err_msg=f"{op}.{name} finite values")
+
+
+# --- Denormals (issue 14). TensorFlow runs its CPU kernels with denormals flushed to zero;
+# blockrnn flushes subnormal attrs as TensorFlow does and keeps IEEE gradual underflow for
+# tensor data (docs/reliability.md, "Denormals").
+
+LSTM_ATTR_OPS = ["LSTMBlockCell", "BlockLSTM", "BlockLSTMV2"]
+
+
+SUBNORMAL_ATTRS = [(op, attr, value) for op in LSTM_ATTR_OPS
+                   for attr, value in [("cell_clip", 1e-39), ("cell_clip", 1.1e-38),
+                                       ("forget_bias", 1e-39), ("forget_bias", -5e-40)]
+                   if not (attr == "forget_bias" and op == "BlockLSTMV2")]  # V2: no forget_bias
+
+
+@pytest.mark.parametrize("op,attr,value", SUBNORMAL_ATTRS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_subnormal_attrs_act_as_zero_as_in_tensorflow(tf, op, attr, value, dtype):
+    rng = np.random.default_rng(15)
+    kw = make_kwargs(op, rng, T=3, B=4, I=5, H=6, dtype=dtype)
+    kw["cs_prev"] *= 4  # cell states well away from 0, so a clip would show
+    kw.setdefault("cell_clip", -1.0)
+    kw[attr] = value
+    got = op_function(op)(**kw)
+    want = getattr(tf.raw_ops, op)(**kw)
+    zero = dict(kw, **{attr: 0.0 if attr == "forget_bias" else -1.0})
+    unclipped = op_function(op)(**zero)
+    for k, name in enumerate(got._fields):
+        # Bitwise what the attr = 0 (no clip) call gives, and within SPEC A7 of TensorFlow
+        # (float16: TensorFlow's own half tolerance; docs/tolerances.md).
+        np.testing.assert_array_equal(getattr(got, name), getattr(unclipped, name))
+        rtol, atol = (1e-4, 1e-5) if dtype == np.float32 else (8e-3, 8e-4)
+        np.testing.assert_allclose(getattr(got, name).astype(np.float32),
+                                   want[k].numpy().astype(np.float32), rtol=rtol, atol=atol,
+                                   err_msg=f"{op}.{name}")
+
+
+def test_subnormal_tensor_data_keeps_gradual_underflow(tf):
+    """Where blockrnn differs from TensorFlow on purpose: with x = h = 0 and b = 0 every gate
+    is exactly σ(0) = 0.5 or tanh(0) = 0, so cs = 0.5·cs_prev. For a subnormal cs_prev
+    blockrnn returns that subnormal product exactly; TensorFlow's flushed kernel returns 0.
+    Either way the difference is below float32's smallest normal (1.18e-38)."""
+    rng = np.random.default_rng(16)
+    kw = make_kwargs("LSTMBlockCell", rng, B=2, I=3, H=4)
+    kw["x"][:] = 0
+    kw["h_prev"][:] = 0
+    kw["b"][:] = 0
+    kw["cs_prev"][:] = np.float32(2e-39)
+    got = blockrnn.raw_ops.LSTMBlockCell(**kw, forget_bias=0.0, cell_clip=-1.0)
+    want = tf.raw_ops.LSTMBlockCell(**kw, forget_bias=0.0, cell_clip=-1.0)
+    np.testing.assert_array_equal(got.cs, np.float32(0.5) * kw["cs_prev"])
+    assert np.all(want.cs.numpy() == 0)  # TensorFlow flushed
+    assert np.max(np.abs(got.cs - want.cs.numpy())) < np.finfo(np.float32).tiny
