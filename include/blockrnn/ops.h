@@ -56,12 +56,13 @@ struct ExtraBytes {
   std::string what;  // e.g. "a contiguous copy of input x"
   long long bytes;
 };
-// infer_outputs, plus the memory check of a call that will allocate its outputs: outputs,
-// workspace (an upper bound for the path the op will take) and `extra` together must fit in
-// get_memory_limit(), else Error(kResourceExhausted) naming the op, the largest part and the
-// bytes. Nothing is allocated.
+// infer_outputs, plus the memory check of a call: its outputs (when `allocates_outputs`: the
+// caller will allocate them for this call), its workspace (an upper bound for the path the op
+// will take) and `extra` together must fit in get_memory_limit(), else Error(kResourceExhausted)
+// naming the op, the largest part and the bytes. Nothing is allocated.
 BLOCKRNN_API OutputSpec prepare_call(std::string_view op, std::span<const TensorView> inputs,
-                                     const AttrMap& attrs, std::span<const ExtraBytes> extra = {});
+                                     const AttrMap& attrs, std::span<const ExtraBytes> extra = {},
+                                     bool allocates_outputs = true);
 // Validates, then computes into caller-owned outputs (which must match infer_outputs).
 BLOCKRNN_API void run_op(std::string_view op, std::span<const TensorView> inputs,
                          const AttrMap& attrs, std::span<const MutableTensorView> outputs);

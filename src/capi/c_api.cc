@@ -119,31 +119,40 @@ void gather(const blockrnn_tensor& t, const Shape& shape, Tensor& dense) {
   }
 }
 
-// The inputs as views; strided ones point into `copies`.
+// The inputs as views of the caller's memory. Strided inputs are listed in `strided`: their
+// views are only good for validation (no op reads data while it validates, except seq_len_max,
+// a scalar and so always dense) until gather_strided() has replaced them with dense copies.
 std::vector<TensorView> input_views(const char* op, const OpDef& def, const blockrnn_tensor* inputs,
-                                    size_t num_inputs, std::vector<Tensor>& copies) {
+                                    size_t num_inputs, std::vector<std::size_t>* strided) {
   if (num_inputs > 0 && inputs == nullptr) invalid(std::string(op) + ": inputs is NULL");
   std::vector<TensorView> views;
   views.reserve(num_inputs);
-  copies.reserve(num_inputs);
   for (size_t k = 0; k < num_inputs; ++k) {
     const std::string where = describe(op, "input", k, def.inputs);
     const blockrnn_tensor& t = inputs[k];
     const DType dtype = checked_dtype(t.dtype, where);
     const Shape shape = checked_shape(t, where);
-    if (is_dense(t, shape)) {
-      views.emplace_back(t.data, dtype, shape);
-    } else {
-      copies.emplace_back(dtype, shape);
-      try {
-        gather(t, shape, copies.back());
-      } catch (const Error& e) {
-        throw Error(e.code(), where + ": " + e.what());
-      }
-      views.emplace_back(copies.back().data(), dtype, shape);
-    }
+    if (!is_dense(t, shape) && strided != nullptr) strided->push_back(k);
+    views.emplace_back(t.data, dtype, shape);
   }
   return views;
+}
+
+// Dense copies of the strided inputs, after the whole call has been validated.
+void gather_strided(const char* op, const OpDef& def, const blockrnn_tensor* inputs,
+                    const std::vector<std::size_t>& strided, std::vector<TensorView>& views,
+                    std::vector<Tensor>& copies) {
+  copies.reserve(strided.size());
+  for (std::size_t k : strided) {
+    const std::string where = describe(op, "input", k, def.inputs);
+    copies.emplace_back(views[k].dtype, views[k].shape);
+    try {
+      gather(inputs[k], views[k].shape, copies.back());
+    } catch (const Error& e) {
+      throw Error(e.code(), where + ": " + e.what());
+    }
+    views[k].data = copies.back().data();
+  }
 }
 
 AttrMap attr_map(const char* op, const OpDef& def, const blockrnn_attr* attrs, size_t num_attrs) {
@@ -325,8 +334,7 @@ blockrnn_status blockrnn_infer_outputs(const char* op, const blockrnn_tensor* in
               " outputs, num_outputs is " + std::to_string(num_outputs));
     }
     if (num_outputs > 0 && shapes == nullptr) invalid(std::string(op) + ": shapes is NULL");
-    std::vector<Tensor> copies;
-    const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, copies);
+    const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, nullptr);
     const OutputSpec spec = infer_outputs(op, views, attr_map(op, def, attrs, num_attrs));
     if (dtype != nullptr) *dtype = static_cast<int32_t>(spec.dtype);
     for (size_t k = 0; k < num_outputs; ++k) {
@@ -343,8 +351,8 @@ blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, s
   return guarded([&] {
     const OpDef& def = op_def(op);
     if (num_outputs > 0 && outputs == nullptr) invalid(std::string(op) + ": outputs is NULL");
-    std::vector<Tensor> copies;
-    const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, copies);
+    std::vector<std::size_t> strided;
+    std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, &strided);
     std::vector<MutableTensorView> outs;
     outs.reserve(num_outputs);
     for (size_t k = 0; k < num_outputs; ++k) {
@@ -359,7 +367,19 @@ blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, s
       }
       outs.emplace_back(t.data, out_dtype, shape);
     }
-    run_op(op, views, attr_map(op, def, attrs, num_attrs), outs);
+    const AttrMap attr_values = attr_map(op, def, attrs, num_attrs);
+    // Validate everything and check the memory of the call (its workspace and the dense copies
+    // of strided inputs; the outputs are the caller's) before copying anything.
+    std::vector<ExtraBytes> extra;
+    for (std::size_t k : strided) {
+      extra.push_back({"a dense copy of input " + def.inputs[k],
+                       static_cast<long long>(views[k].shape.num_elements()) *
+                           static_cast<long long>(dtype_size(views[k].dtype))});
+    }
+    prepare_call(op, views, attr_values, extra, /*allocates_outputs=*/false);
+    std::vector<Tensor> copies;
+    gather_strided(op, def, inputs, strided, views, copies);
+    run_op(op, views, attr_values, outs);
   });
 }
 

@@ -339,9 +339,10 @@ OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs
 }
 
 OutputSpec prepare_call(std::string_view op, std::span<const TensorView> inputs,
-                        const AttrMap& attrs, std::span<const ExtraBytes> extra) {
+                        const AttrMap& attrs, std::span<const ExtraBytes> extra,
+                        bool allocates_outputs) {
   Prepared p = prepare(op, inputs, attrs);
-  core::check_memory(p.impl.def, inputs, p.spec, true, extra);
+  core::check_memory(p.impl.def, inputs, p.spec, allocates_outputs, extra);
   return std::move(p.spec);
 }
 

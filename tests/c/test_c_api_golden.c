@@ -430,6 +430,21 @@ static void check_api(void) {
   CHECK(blockrnn_run_op("LSTMBlockCell", in, 8, NULL, 0, strided_out, 7) == BLOCKRNN_OK,
         "a [1, 1] output may have any strides: %s", blockrnn_last_error());
 
+  /* A huge zero-stride input (64 Ki x 64 Ki elements in one float) of the wrong shape is
+   * refused by validation before anything is copied. */
+  float one_value = 1.0f;
+  const int64_t huge[] = {65536, 65536}, zero_strides[] = {0, 0};
+  blockrnn_tensor huge_in[8];
+  memcpy(huge_in, in, sizeof in);
+  huge_in[2].shape = huge;
+  huge_in[2].strides = zero_strides;
+  huge_in[2].data = &one_value;
+  CHECK(blockrnn_run_op("LSTMBlockCell", huge_in, 8, NULL, 0, out, 7) ==
+                BLOCKRNN_INVALID_ARGUMENT &&
+            strstr(blockrnn_last_error(), "h_prev") != NULL,
+        "huge strided h_prev of the wrong shape: %s", blockrnn_last_error());
+  huge_in[2] = in[2];
+
   /* Settings. */
   int n = 0;
   CHECK(blockrnn_get_num_threads(&n) == BLOCKRNN_OK && n >= 1, "threads %d", n);
