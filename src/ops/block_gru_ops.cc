@@ -10,6 +10,7 @@
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "core/op_impl.h"
+#include "ops/typed_defaults.h"
 #include "ref/block_gru.h"
 
 namespace blockrnn {
@@ -124,21 +125,24 @@ void register_block_gru_ops() {
 }  // namespace core
 
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out) {
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView ins[] = {
-      TensorView(&in.seq_len_max, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
   const MutableTensorView outs[] = {out.r, out.u, out.c, out.h};
   run_op("BlockGRU", ins, {}, outs);
 }
 
 BlockGRUResult block_gru(const BlockGRUInputs& in) {
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView ins[] = {
-      TensorView(&in.seq_len_max, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
   std::vector<Tensor> t = run_op("BlockGRU", ins);
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3])};
 }
 
 void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out) {
-  const TensorView ins[] = {TensorView(&in.seq_len_max, Shape{}),
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
+  const TensorView ins[] = {TensorView(&S, Shape{}),
                             in.x,
                             in.h_prev,
                             in.w_ru,
@@ -156,7 +160,8 @@ void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out
 }
 
 BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in) {
-  const TensorView ins[] = {TensorView(&in.seq_len_max, Shape{}),
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
+  const TensorView ins[] = {TensorView(&S, Shape{}),
                             in.x,
                             in.h_prev,
                             in.w_ru,
