@@ -39,7 +39,9 @@ BlockGRUDims check_block_gru(const char* op, std::span<const TensorView> in, int
   const std::int64_t K = core::checked_add(op, I, H);
   const std::int64_t H2 = core::checked_mul(op, 2, H);
   check.shape("h_prev", in[2], {B, H}, "batch_size, cell_size");
-  check.shape("w_ru", in[3], {K, H2}, "input_size + cell_size, 2 * cell_size");
+  const Checker::OtherWeight other{"w_c", in[4], {K, H}};
+  check.input_weight("w_ru", in[3], {K, H2}, "input_size + cell_size, 2 * cell_size", in[1], H,
+                     &other);
   check.shape("w_c", in[4], {K, H}, "input_size + cell_size, cell_size");
   check.shape("b_ru", in[5], {H2}, "2 * cell_size");
   check.shape("b_c", in[6], {H}, "cell_size");

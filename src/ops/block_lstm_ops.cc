@@ -61,7 +61,7 @@ BlockLSTMDims check_block_lstm(const char* op, std::span<const TensorView> in, b
   const std::int64_t G = core::checked_mul(op, 4, H);
   check.shape("cs_prev", in[2], {B, H}, kBH);
   check.shape("h_prev", in[3], {B, H}, kBH);
-  check.shape("w", w, {K, G}, "input_size + cell_size, 4 * cell_size");
+  check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);
   for (int k = 5; k < 8; ++k) check.shape(kNames[k], in[k], {H}, "cell_size");
   check.shape("b", in[8], {G}, "4 * cell_size");
   for (int k = kFwdInputs; k < n; ++k) {

@@ -56,7 +56,7 @@ LSTMDims check_lstm_weights(const Checker& check, std::span<const TensorView> in
                " (batch_size and cell_size must be positive)");
   }
   check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
-  check.shape("w", w, {K, G}, "input_size + cell_size, 4 * cell_size");
+  check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);
   check.shape("wci", wci, {H}, "cell_size");
   check.shape("wcf", wcf, {H}, "cell_size");
   check.shape("wco", wco, {H}, "cell_size");

@@ -373,6 +373,25 @@ TEST(BlockGRU, Validation) {
                w_c_bad = random_tensor(f, {18, 16}, rng);
   expect_invalid([&] { fwd_with(2, w_ru_bad); }, "w_ru must have shape [19, 32]");
   expect_invalid([&] { fwd_with(3, w_c_bad); }, "w_c must have shape [19, 16]");
+  // An x of the wrong width (issue 12): both weights agree on another input_size, so the message
+  // names x first, then both weights. A weight whose rows alone disagree is named alone.
+  const Tensor x_narrow = random_tensor(f, {T, B, 2}, rng),
+               w_ru_rows = random_tensor(f, {18, 32}, rng);
+  const std::string x_msg =
+      "x and the weights disagree on input_size: x has input_size 2 (its last dimension), but "
+      "w_ru and w_c have 19 rows, which are input_size + cell_size for input_size 3 (cell_size "
+      "16): either x must be [5, 4, 3], or w_ru must have shape [18, 32] (input_size + cell_size, "
+      "2 * cell_size), got [19, 32] and w_c [18, 16]";
+  expect_invalid([&] { fwd_with(0, x_narrow); }, "BlockGRU: " + x_msg);
+  {
+    const BlockGRUResult fwd = block_gru(ok);
+    BlockGRUGradInputs gin = c.grad_inputs(T, fwd, fwd.h);
+    gin.x = x_narrow;
+    expect_invalid([&] { block_gru_grad(gin); }, "BlockGRUGrad: " + x_msg);
+  }
+  expect_invalid([&] { fwd_with(2, w_ru_rows); },
+                 "BlockGRU: w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size), "
+                 "got [18, 32]");
   expect_invalid([&] { fwd_with(4, c.b_c); },
                  "b_ru must have shape [32] (2 * cell_size), got [16]");
   expect_invalid([&] { fwd_with(5, c.b_ru); }, "b_c must have shape [16] (cell_size), got [32]");

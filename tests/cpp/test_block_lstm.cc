@@ -592,10 +592,27 @@ TEST(BlockLSTM, Validation) {
                    p + "cs_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]");
     expect_invalid([&] { fwd_with(op, 2, bh_bad_h); },
                    p + "h_prev must have shape [4, 16] (batch_size, cell_size), got [4, 15]");
-    const Tensor w_bad = random_tensor(f, {18, 64}, rng);
-    expect_invalid(
-        [&] { fwd_with(op, 3, w_bad); },
-        p + "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got [18, 64]");
+    // w's rows must be input_size + cell_size with input_size from x: when only the rows are
+    // off, x or w may be the wrong one and the message names both, x first (issue 12).
+    const Tensor w_bad = random_tensor(f, {18, 64}, rng), x_wide = random_tensor(f, {T, B, 7}, rng),
+                 w_cols = random_tensor(f, {19, 60}, rng),
+                 w_short = random_tensor(f, {15, 64}, rng);
+    expect_invalid([&] { fwd_with(op, 3, w_bad); },
+                   p + "x and w disagree on input_size: x has input_size 3 (its last dimension), "
+                       "but w's 18 rows are input_size + cell_size for input_size 2 (cell_size "
+                       "16): either x must be [5, 4, 2], or w must have shape [19, 64] "
+                       "(input_size + cell_size, 4 * cell_size), got [18, 64]");
+    expect_invalid([&] { fwd_with(op, 0, x_wide); },
+                   p + "x and w disagree on input_size: x has input_size 7 (its last dimension), "
+                       "but w's 19 rows are input_size + cell_size for input_size 3 (cell_size "
+                       "16): either x must be [5, 4, 3], or w must have shape [23, 64]");
+    // Wrong columns, or fewer rows than cell_size: w alone is wrong.
+    expect_invalid([&] { fwd_with(op, 3, w_cols); },
+                   p + "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got "
+                       "[19, 60]");
+    expect_invalid([&] { fwd_with(op, 3, w_short); },
+                   p + "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got "
+                       "[15, 64]");
     const Tensor h3 = random_tensor(f, {3}, rng);
     for (int k : {4, 5, 6}) {
       expect_invalid([&] { fwd_with(op, k, h3); },
@@ -690,7 +707,9 @@ TEST(BlockLSTM, Validation) {
     expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.w = w0; }); },
                    p + "w must have a positive multiple of 4 columns");
     expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.w = w_rows; }); },
-                   p + "w must have shape [19, 64]");
+                   p + "x and w disagree on input_size: x has input_size 3 (its last dimension), "
+                       "but w's 20 rows are input_size + cell_size for input_size 4 (cell_size "
+                       "16): either x must be [5, 4, 4], or w must have shape [19, 64]");
     // The checks TensorFlow misses (SPEC §8.3).
     const Tensor bh_bad = random_tensor(f, {B, H + 1}, rng), h3 = random_tensor(f, {3}, rng),
                  b_long = random_tensor(f, {4 * H + 3}, rng);

@@ -730,6 +730,21 @@ TEST(LSTMBlockCell, Validation) {
       [&] { lstm_block_cell(with(3, w_bad_rows)); },
       "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got [18, 64]");
   expect_invalid([&] { lstm_block_cell(with(3, w_bad_cols)); }, "w must have shape [19, 64]");
+  // An x of the wrong width: input_size comes from x, so x and w disagree and the message names
+  // both, x first (issue 12); the same from the grads.
+  const Tensor x_wide = random_tensor(f, {4, 8}, rng);
+  const std::string x_msg =
+      "x and w disagree on input_size: x has input_size 8 (its last dimension), but w's 19 rows "
+      "are input_size + cell_size for input_size 3 (cell_size 16): either x must be [4, 3], or w "
+      "must have shape [24, 64] (input_size + cell_size, 4 * cell_size), got [19, 64]";
+  expect_invalid([&] { lstm_block_cell(with(0, x_wide)); }, "LSTMBlockCell: " + x_msg);
+  {
+    const LSTMBlockCellResult fwd = lstm_block_cell(c.inputs());
+    LSTMBlockCellGradInputs gin = c.grad_inputs(fwd, fwd.cs, fwd.h);
+    gin.x = x_wide;
+    expect_invalid([&] { lstm_block_cell_grad(gin, false); }, "LSTMBlockCellGrad: " + x_msg);
+    expect_invalid([&] { lstm_block_cell_backward(gin); }, "gradients.LSTMBlockCell: " + x_msg);
+  }
   for (int k = 4; k < 7; ++k) {
     // Peephole lengths are checked even when use_peephole is false (newer TensorFlow).
     for (const Tensor* p : {&p15, &p3}) {
