@@ -24,10 +24,14 @@ struct LSTMBlockCellInputs {
   TensorView cs_prev;  // [B, H]
   TensorView h_prev;   // [B, H]
   TensorView w;        // [I+H, 4H]  ICFO
-  TensorView wci;      // [H]  peephole vectors: always [H], read only with use_peephole
-  TensorView wcf;      // [H]
-  TensorView wco;      // [H]
-  TensorView b;        // [4H]  ICFO
+  // [H] each, the peephole vectors, read only with use_peephole. Without use_peephole they may
+  // be omitted (left default, or any view with no data or no elements) and zeros [H] are used,
+  // as TensorFlow requires them (the name-based run_op of ops.h keeps that: there they are
+  // required). With use_peephole, a vector without data is an error naming it.
+  TensorView wci;  // [H]
+  TensorView wcf;  // [H]
+  TensorView wco;  // [H]
+  TensorView b;    // [4H]  ICFO
 };
 // The op definition's attrs and defaults. Note that the op clips at ±3 by default; TensorFlow's
 // Python layers passed cell_clip = −1 (no clipping) unless told otherwise (SPEC §1.2).
@@ -51,7 +55,7 @@ BLOCKRNN_API LSTMBlockCellResult lstm_block_cell(const LSTMBlockCellInputs& in,
 // gradients (zeros without peepholes). Derivatives come from the stored gate values; x, h_prev,
 // w and b are only shape-checked. use_peephole is required, as in TensorFlow.
 struct LSTMBlockCellGradInputs {
-  TensorView x, cs_prev, h_prev, w, wci, wcf, wco, b;  // as LSTMBlockCellInputs
+  TensorView x, cs_prev, h_prev, w, wci, wcf, wco, b;  // as LSTMBlockCellInputs (peepholes too)
   TensorView i, cs, f, o, ci, co;                      // [B, H], forward outputs
   TensorView cs_grad;                                  // [B, H], total ∂L/∂cs
   TensorView h_grad;                                   // [B, H], ∂L/∂h

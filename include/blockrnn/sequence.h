@@ -18,9 +18,17 @@
 // float32, float64. Every function validates first and throws blockrnn::Error on bad input.
 // Outputs passed by the caller must have the documented shapes and the inputs' dtype and must
 // not alias the inputs; every element of them is written.
+//
+// Defaults of this typed API that TensorFlow's ops do not have (the name-based run_op of ops.h
+// keeps TensorFlow's contract, where seq_len_max and the peephole vectors are required):
+//   - seq_len_max is optional and defaults to T, x's time dimension: every step runs. (It was
+//     an int64 defaulting to 0, which silently ran no step and returned zeros.)
+//   - Without use_peephole, wci, wcf and wco may be omitted and stand for zeros [H]; with it, a
+//     peephole vector without data is an error naming it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "blockrnn/export.h"
 #include "blockrnn/tensor.h"
@@ -30,13 +38,16 @@ namespace blockrnn {
 // ---- BlockLSTM / BlockLSTMV2 ----------------------------------------------------------------
 
 struct BlockLSTMInputs {
-  std::int64_t seq_len_max = 0;  // S, in [0, T]
-  TensorView x;                  // [T, B, I]
-  TensorView cs_prev;            // [B, H]  initial cell state
-  TensorView h_prev;             // [B, H]  initial hidden state
-  TensorView w;                  // [I+H, 4H]  rows: x part then h part
-  TensorView wci, wcf, wco;      // [H] each  peephole vectors (read only with use_peephole)
-  TensorView b;                  // [4H]
+  std::optional<std::int64_t> seq_len_max;  // S, in [0, T]; unset: T, x's time dimension
+  TensorView x;                             // [T, B, I]
+  TensorView cs_prev;                       // [B, H]  initial cell state
+  TensorView h_prev;                        // [B, H]  initial hidden state
+  TensorView w;                             // [I+H, 4H]  rows: x part then h part
+  // [H] each, the peephole vectors, read only with use_peephole. Without use_peephole they may
+  // be omitted (left default, or any view with no data or no elements): zeros [H] are used, as
+  // TensorFlow requires them. With use_peephole, a vector without data is an error naming it.
+  TensorView wci, wcf, wco;
+  TensorView b;  // [4H]
 };
 struct BlockLSTMOutputs {
   MutableTensorView i, cs, f, o, ci, co, h;  // each [T, B, H]
@@ -68,8 +79,8 @@ BLOCKRNN_API BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in,
 // ---- BlockLSTMGrad / BlockLSTMGradV2 --------------------------------------------------------
 
 struct BlockLSTMGradInputs {
-  std::int64_t seq_len_max = 0;
-  TensorView x, cs_prev, h_prev, w, wci, wcf, wco, b;  // as BlockLSTMInputs
+  std::optional<std::int64_t> seq_len_max;             // as BlockLSTMInputs (unset: T)
+  TensorView x, cs_prev, h_prev, w, wci, wcf, wco, b;  // as BlockLSTMInputs (peepholes too)
   TensorView i, cs, f, o, ci, co, h;                   // [T, B, H], forward outputs
   TensorView cs_grad;                                  // [T, B, H], external ∂L/∂cs[t]
   TensorView h_grad;                                   // [T, B, H], external ∂L/∂h[t]
@@ -97,13 +108,13 @@ BLOCKRNN_API BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& i
 // ---- BlockGRU / BlockGRUGrad (new, SPEC A6) --------------------------------------------------
 
 struct BlockGRUInputs {
-  std::int64_t seq_len_max = 0;  // S, in [0, T]
-  TensorView x;                  // [T, B, I]
-  TensorView h_prev;             // [B, H]
-  TensorView w_ru;               // [I+H, 2H]  columns [r | u]
-  TensorView w_c;                // [I+H, H]
-  TensorView b_ru;               // [2H]
-  TensorView b_c;                // [H]
+  std::optional<std::int64_t> seq_len_max;  // S, in [0, T]; unset: T, x's time dimension
+  TensorView x;                             // [T, B, I]
+  TensorView h_prev;                        // [B, H]
+  TensorView w_ru;                          // [I+H, 2H]  columns [r | u]
+  TensorView w_c;                           // [I+H, H]
+  TensorView b_ru;                          // [2H]
+  TensorView b_c;                           // [H]
 };
 struct BlockGRUOutputs {
   MutableTensorView r, u, c, h;  // each [T, B, H]
@@ -115,7 +126,7 @@ BLOCKRNN_API void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out
 BLOCKRNN_API BlockGRUResult block_gru(const BlockGRUInputs& in);
 
 struct BlockGRUGradInputs {
-  std::int64_t seq_len_max = 0;
+  std::optional<std::int64_t> seq_len_max;     // as BlockGRUInputs (unset: T)
   TensorView x, h_prev, w_ru, w_c, b_ru, b_c;  // as BlockGRUInputs
   TensorView r, u, c, h;                       // [T, B, H], forward outputs
   TensorView h_grad;                           // [T, B, H], external ∂L/∂h[t]

@@ -112,12 +112,16 @@ class BLOCKRNN_API Tensor {
   std::size_t num_bytes() const noexcept { return num_elements_ * dtype_size(dtype_); }
   void* data() noexcept { return data_.get(); }
   const void* data() const noexcept { return data_.get(); }
+  // The data as T* (T: Half, float, double or std::int64_t, as dtype_of). T must match dtype():
+  // anything else throws Error(kInvalidArgument) naming both dtypes.
   template <typename T>
-  T* data_as() noexcept {
+  T* data_as() {
+    check_dtype(dtype_of<T>());
     return static_cast<T*>(data());
   }
   template <typename T>
-  const T* data_as() const noexcept {
+  const T* data_as() const {
+    check_dtype(dtype_of<T>());
     return static_cast<const T*>(data());
   }
 
@@ -126,6 +130,11 @@ class BLOCKRNN_API Tensor {
   operator TensorView() const { return view(); }  // NOLINT
 
  private:
+  void check_dtype(DType requested) const {
+    if (requested != dtype_) throw_dtype_mismatch(requested);
+  }
+  [[noreturn]] void throw_dtype_mismatch(DType requested) const;
+
   struct Free {
     void operator()(void* p) const noexcept;
   };

@@ -181,4 +181,10 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(shape) {
   data_.reset(p);
 }
 
+void Tensor::throw_dtype_mismatch(DType requested) const {
+  throw Error(ErrorCode::kInvalidArgument, std::string("Tensor::data_as: asked for ") +
+                                               dtype_name(requested) + " data, but the tensor is " +
+                                               dtype_name(dtype_));
+}
+
 }  // namespace blockrnn

@@ -29,6 +29,34 @@ void Checker::shape(const char* name, const TensorView& t, const Shape& expected
   }
 }
 
+void Checker::input_weight(const char* name, const TensorView& w, const Shape& expected,
+                           const char* meaning, const TensorView& x, std::int64_t cell_size,
+                           const OtherWeight* other) const {
+  if (w.shape == expected) return;
+  const std::int64_t rows = w.shape[0], K = expected[0];
+  const bool rows_only = w.shape.rank() == 2 && w.shape[1] == expected[1] && rows >= cell_size;
+  const bool other_agrees_with_x = other != nullptr && other->view.shape[0] == K;
+  if (!rows_only || other_agrees_with_x) shape(name, w, expected, meaning);
+  const std::int64_t I = x.shape[x.shape.rank() - 1], I_w = rows - cell_size;
+  std::int64_t dims[Shape::kMaxRank];
+  for (int i = 0; i < x.shape.rank(); ++i) dims[i] = x.shape[i];
+  dims[x.shape.rank() - 1] = I_w;
+  const Shape x_fit = Shape::from_dims(dims, x.shape.rank());
+  const bool both = other != nullptr && other->view.shape == Shape{rows, other->expected[1]};
+  const std::string weights = both ? std::string(name) + " and " + other->name : name;
+  std::string message = "x and " + std::string(both ? "the weights" : name) +
+                        " disagree on input_size: x has input_size " + std::to_string(I) +
+                        " (its last dimension), but " +
+                        (both ? weights + " have " + std::to_string(rows) + " rows, which"
+                              : std::string(name) + "'s " + std::to_string(rows) + " rows") +
+                        " are input_size + cell_size for input_size " + std::to_string(I_w) +
+                        " (cell_size " + std::to_string(cell_size) + "): either x must be " +
+                        x_fit.to_string() + ", or " + name + " must have shape " +
+                        expected.to_string() + " (" + meaning + "), got " + w.shape.to_string();
+  if (both) message += " and " + std::string(other->name) + " " + other->expected.to_string();
+  fail(message);
+}
+
 void Checker::scalar(const char* name, const TensorView& t) const {
   if (t.shape.rank() != 0) {
     fail(std::string(name) + " must be a scalar (rank 0), got shape " + t.shape.to_string());

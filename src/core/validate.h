@@ -23,6 +23,25 @@ class Checker {
   // "<op>: <name> must have shape [..] (<meaning>), got [..]"
   void shape(const char* name, const TensorView& t, const Shape& expected,
              const char* meaning) const;
+  // A weight whose rows are input_size + cell_size, where input_size is x's last dimension
+  // (TensorFlow takes it from x): shape()'s check of w against `expected`, except that when w
+  // has the expected columns and R ≥ cell_size rows, R ≠ input_size + cell_size, x and w
+  // disagree on input_size and either may be the wrong one. The message then names both, x
+  // first (it is where input_size comes from):
+  //   "<op>: x and w disagree on input_size: x has input_size 3 (its last dimension), but w's 18
+  //   rows are input_size + cell_size for input_size 2 (cell_size 16): either x must be [4, 2],
+  //   or w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got [18, 64]"
+  // `other` is the op's other weight of input_size + cell_size rows, if any (GRU's w_c, with
+  // its expected shape): when its rows agree with x, w alone is wrong (shape()'s message); when
+  // they agree with w, both weights are named ("w_ru and w_c have 18 rows").
+  struct OtherWeight {
+    const char* name;
+    const TensorView& view;
+    Shape expected;
+  };
+  void input_weight(const char* name, const TensorView& w, const Shape& expected,
+                    const char* meaning, const TensorView& x, std::int64_t cell_size,
+                    const OtherWeight* other = nullptr) const;
   // "<op>: <name> must be a scalar (rank 0), got shape [..]"
   void scalar(const char* name, const TensorView& t) const;
   // Every view in `ts` must be floating and share the dtype of the first; returns it.

@@ -10,6 +10,7 @@
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "core/op_impl.h"
+#include "ops/typed_defaults.h"
 #include "ref/block_gru.h"
 
 namespace blockrnn {
@@ -38,7 +39,9 @@ BlockGRUDims check_block_gru(const char* op, std::span<const TensorView> in, int
   const std::int64_t K = core::checked_add(op, I, H);
   const std::int64_t H2 = core::checked_mul(op, 2, H);
   check.shape("h_prev", in[2], {B, H}, "batch_size, cell_size");
-  check.shape("w_ru", in[3], {K, H2}, "input_size + cell_size, 2 * cell_size");
+  const Checker::OtherWeight other{"w_c", in[4], {K, H}};
+  check.input_weight("w_ru", in[3], {K, H2}, "input_size + cell_size, 2 * cell_size", in[1], H,
+                     &other);
   check.shape("w_c", in[4], {K, H}, "input_size + cell_size, cell_size");
   check.shape("b_ru", in[5], {H2}, "2 * cell_size");
   check.shape("b_c", in[6], {H}, "cell_size");
@@ -124,21 +127,24 @@ void register_block_gru_ops() {
 }  // namespace core
 
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out) {
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView ins[] = {
-      TensorView(&in.seq_len_max, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
   const MutableTensorView outs[] = {out.r, out.u, out.c, out.h};
   run_op("BlockGRU", ins, {}, outs);
 }
 
 BlockGRUResult block_gru(const BlockGRUInputs& in) {
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView ins[] = {
-      TensorView(&in.seq_len_max, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
   std::vector<Tensor> t = run_op("BlockGRU", ins);
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3])};
 }
 
 void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out) {
-  const TensorView ins[] = {TensorView(&in.seq_len_max, Shape{}),
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
+  const TensorView ins[] = {TensorView(&S, Shape{}),
                             in.x,
                             in.h_prev,
                             in.w_ru,
@@ -156,7 +162,8 @@ void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out
 }
 
 BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in) {
-  const TensorView ins[] = {TensorView(&in.seq_len_max, Shape{}),
+  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
+  const TensorView ins[] = {TensorView(&S, Shape{}),
                             in.x,
                             in.h_prev,
                             in.w_ru,

@@ -17,6 +17,7 @@
 #include "blockrnn/sequence.h"
 #include "core/op_impl.h"
 #include "ops/lstm_attrs.h"
+#include "ops/typed_defaults.h"
 #include "ref/block_lstm.h"
 
 namespace blockrnn {
@@ -60,7 +61,7 @@ BlockLSTMDims check_block_lstm(const char* op, std::span<const TensorView> in, b
   const std::int64_t G = core::checked_mul(op, 4, H);
   check.shape("cs_prev", in[2], {B, H}, kBH);
   check.shape("h_prev", in[3], {B, H}, kBH);
-  check.shape("w", w, {K, G}, "input_size + cell_size, 4 * cell_size");
+  check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);
   for (int k = 5; k < 8; ++k) check.shape(kNames[k], in[k], {H}, "cell_size");
   check.shape("b", in[8], {G}, "4 * cell_size");
   for (int k = kFwdInputs; k < n; ++k) {
@@ -148,42 +149,67 @@ const std::vector<std::string> kOutputs = {"i", "cs", "f", "o", "ci", "co", "h"}
 const std::vector<std::string> kGradOutputs = {"x_grad",   "cs_prev_grad", "h_prev_grad", "w_grad",
                                                "wci_grad", "wcf_grad",     "wco_grad",    "b_grad"};
 
-TensorView seq_len_view(const std::int64_t& s) {
-  return TensorView(&s, Shape{});
-}
+// The inputs of a typed call in the op's order, with the typed API's defaults applied
+// (ops/typed_defaults.h): seq_len_max unset means T, and without peepholes omitted peephole
+// vectors are zeros. Holds the storage the views point to, so it must outlive the call.
+class TypedInputs {
+ public:
+  TypedInputs(const char* op, const BlockLSTMInputs& in, bool use_peephole)
+      : seq_len_max_(ops::seq_len_or_time(in.seq_len_max, in.x)),
+        views_{TensorView(&seq_len_max_, Shape{}),
+               in.x,
+               in.cs_prev,
+               in.h_prev,
+               in.w,
+               in.wci,
+               in.wcf,
+               in.wco,
+               in.b},
+        // The forward ops take H from cs_prev.
+        peepholes_(op, use_peephole, dim_or(in.x, 3, 2), dim_or(in.cs_prev, 2, 1), in.w, in.x.dtype,
+                   &views_[5], &views_[6], &views_[7]) {}
+  TypedInputs(const char* op, const BlockLSTMGradInputs& in, bool use_peephole)
+      : seq_len_max_(ops::seq_len_or_time(in.seq_len_max, in.x)),
+        views_{TensorView(&seq_len_max_, Shape{}),
+               in.x,
+               in.cs_prev,
+               in.h_prev,
+               in.w,
+               in.wci,
+               in.wcf,
+               in.wco,
+               in.b,
+               in.i,
+               in.cs,
+               in.f,
+               in.o,
+               in.ci,
+               in.co,
+               in.h,
+               in.cs_grad,
+               in.h_grad},
+        // The grads take H from w.
+        peepholes_(op, use_peephole, dim_or(in.x, 3, 2), cell_size_of_w(in.w), in.w, in.x.dtype,
+                   &views_[5], &views_[6], &views_[7]) {}
+  TypedInputs(const TypedInputs&) = delete;
+  TypedInputs& operator=(const TypedInputs&) = delete;
 
-std::vector<TensorView> fwd_views(const BlockLSTMInputs& in) {
-  return {seq_len_view(in.seq_len_max),
-          in.x,
-          in.cs_prev,
-          in.h_prev,
-          in.w,
-          in.wci,
-          in.wcf,
-          in.wco,
-          in.b};
-}
+  std::span<const TensorView> views() const { return views_; }
 
-std::vector<TensorView> grad_views(const BlockLSTMGradInputs& in) {
-  return {seq_len_view(in.seq_len_max),
-          in.x,
-          in.cs_prev,
-          in.h_prev,
-          in.w,
-          in.wci,
-          in.wcf,
-          in.wco,
-          in.b,
-          in.i,
-          in.cs,
-          in.f,
-          in.o,
-          in.ci,
-          in.co,
-          in.h,
-          in.cs_grad,
-          in.h_grad};
-}
+ private:
+  // t.dim(i) when t has the given rank, else -1 (unknown: validation reports t).
+  static std::int64_t dim_or(const TensorView& t, int rank, int i) {
+    return t.shape.rank() == rank ? t.shape[i] : -1;
+  }
+  static std::int64_t cell_size_of_w(const TensorView& w) {
+    if (w.shape.rank() != 2 || w.shape[1] <= 0 || w.shape[1] % 4 != 0) return -1;
+    return w.shape[1] / 4;
+  }
+
+  std::int64_t seq_len_max_;
+  std::vector<TensorView> views_;
+  ops::PeepholeDefaults peepholes_;
+};
 
 BlockLSTMResult to_result(std::vector<Tensor> t) {
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3]),
@@ -197,10 +223,10 @@ BlockLSTMGradResult to_grad_result(std::vector<Tensor> t) {
 
 void run_grad(const char* op, const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
               bool use_peephole) {
-  const std::vector<TensorView> ins = grad_views(in);
+  const TypedInputs ins(op, in, use_peephole);
   const MutableTensorView outs[] = {out.x_grad,   out.cs_prev_grad, out.h_prev_grad, out.w_grad,
                                     out.wci_grad, out.wcf_grad,     out.wco_grad,    out.b_grad};
-  run_op(op, ins, {{"use_peephole", use_peephole ? 1.0 : 0.0}}, outs);
+  run_op(op, ins.views(), {{"use_peephole", use_peephole ? 1.0 : 0.0}}, outs);
 }
 
 }  // namespace
@@ -250,9 +276,9 @@ void register_block_lstm_ops() {
 
 void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                 const BlockLSTMAttrs& attrs) {
-  const std::vector<TensorView> ins = fwd_views(in);
+  const TypedInputs ins("BlockLSTM", in, attrs.use_peephole);
   const MutableTensorView outs[] = {out.i, out.cs, out.f, out.o, out.ci, out.co, out.h};
-  run_op("BlockLSTM", ins,
+  run_op("BlockLSTM", ins.views(),
          {{"forget_bias", attrs.forget_bias},
           {"cell_clip", attrs.cell_clip},
           {"use_peephole", attrs.use_peephole ? 1.0 : 0.0}},
@@ -260,7 +286,8 @@ void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
 }
 
 BlockLSTMResult block_lstm(const BlockLSTMInputs& in, const BlockLSTMAttrs& attrs) {
-  return to_result(run_op("BlockLSTM", fwd_views(in),
+  const TypedInputs ins("BlockLSTM", in, attrs.use_peephole);
+  return to_result(run_op("BlockLSTM", ins.views(),
                           {{"forget_bias", attrs.forget_bias},
                            {"cell_clip", attrs.cell_clip},
                            {"use_peephole", attrs.use_peephole ? 1.0 : 0.0}}));
@@ -268,15 +295,16 @@ BlockLSTMResult block_lstm(const BlockLSTMInputs& in, const BlockLSTMAttrs& attr
 
 void block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                    const BlockLSTMV2Attrs& attrs) {
-  const std::vector<TensorView> ins = fwd_views(in);
+  const TypedInputs ins("BlockLSTMV2", in, attrs.use_peephole);
   const MutableTensorView outs[] = {out.i, out.cs, out.f, out.o, out.ci, out.co, out.h};
-  run_op("BlockLSTMV2", ins,
+  run_op("BlockLSTMV2", ins.views(),
          {{"cell_clip", attrs.cell_clip}, {"use_peephole", attrs.use_peephole ? 1.0 : 0.0}}, outs);
 }
 
 BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMV2Attrs& attrs) {
+  const TypedInputs ins("BlockLSTMV2", in, attrs.use_peephole);
   return to_result(
-      run_op("BlockLSTMV2", fwd_views(in),
+      run_op("BlockLSTMV2", ins.views(),
              {{"cell_clip", attrs.cell_clip}, {"use_peephole", attrs.use_peephole ? 1.0 : 0.0}}));
 }
 
@@ -286,8 +314,9 @@ void block_lstm_grad(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& 
 }
 
 BlockLSTMGradResult block_lstm_grad(const BlockLSTMGradInputs& in, bool use_peephole) {
+  const TypedInputs ins("BlockLSTMGrad", in, use_peephole);
   return to_grad_result(
-      run_op("BlockLSTMGrad", grad_views(in), {{"use_peephole", use_peephole ? 1.0 : 0.0}}));
+      run_op("BlockLSTMGrad", ins.views(), {{"use_peephole", use_peephole ? 1.0 : 0.0}}));
 }
 
 void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
@@ -296,8 +325,9 @@ void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutput
 }
 
 BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& in, bool use_peephole) {
+  const TypedInputs ins("BlockLSTMGradV2", in, use_peephole);
   return to_grad_result(
-      run_op("BlockLSTMGradV2", grad_views(in), {{"use_peephole", use_peephole ? 1.0 : 0.0}}));
+      run_op("BlockLSTMGradV2", ins.views(), {{"use_peephole", use_peephole ? 1.0 : 0.0}}));
 }
 
 }  // namespace blockrnn

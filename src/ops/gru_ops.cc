@@ -27,7 +27,8 @@ GRUDims check_gru_weights(const Checker& check, std::span<const TensorView> in) 
   const std::int64_t K = core::checked_add(check.op(), I, H);
   const std::int64_t H2 = core::checked_mul(check.op(), 2, H);
   check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
-  check.shape("w_ru", w_ru, {K, H2}, "input_size + cell_size, 2 * cell_size");
+  const Checker::OtherWeight other{"w_c", w_c, {K, H}};
+  check.input_weight("w_ru", w_ru, {K, H2}, "input_size + cell_size, 2 * cell_size", x, H, &other);
   check.shape("w_c", w_c, {K, H}, "input_size + cell_size, cell_size");
   check.shape("b_ru", b_ru, {H2}, "2 * cell_size");
   check.shape("b_c", b_c, {H}, "cell_size");

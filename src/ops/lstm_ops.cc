@@ -18,6 +18,7 @@
 #include "blockrnn/ops.h"
 #include "core/op_impl.h"
 #include "ops/lstm_attrs.h"
+#include "ops/typed_defaults.h"
 #include "ref/lstm_cell.h"
 
 namespace blockrnn {
@@ -55,7 +56,7 @@ LSTMDims check_lstm_weights(const Checker& check, std::span<const TensorView> in
                " (batch_size and cell_size must be positive)");
   }
   check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
-  check.shape("w", w, {K, G}, "input_size + cell_size, 4 * cell_size");
+  check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);
   check.shape("wci", wci, {H}, "cell_size");
   check.shape("wcf", wcf, {H}, "cell_size");
   check.shape("wco", wco, {H}, "cell_size");
@@ -230,14 +231,34 @@ void register_lstm_ops() {
 
 namespace {
 
-std::array<TensorView, kNumFwdInputs> fwd_views(const LSTMBlockCellInputs& in) {
-  return {in.x, in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b};
+// t.dim(i) when t has the given rank, else -1 (unknown: validation reports t).
+std::int64_t dim_or(const TensorView& t, int rank, int i) {
+  return t.shape.rank() == rank ? t.shape[i] : -1;
 }
 
-std::array<TensorView, kNumGradInputs> grad_views(const LSTMBlockCellGradInputs& in) {
-  return {in.x, in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco,     in.b,
-          in.i, in.cs,      in.f,      in.o, in.ci,  in.co,  in.cs_grad, in.h_grad};
-}
+// The inputs of a typed call in the op's order, with the peephole vectors filled in when they
+// are omitted without use_peephole (ops/typed_defaults.h; I from x, H from cs_prev). Holds the
+// storage the views point to, so it must outlive the call.
+class TypedInputs {
+ public:
+  TypedInputs(const char* op, const LSTMBlockCellInputs& in, bool use_peephole)
+      : views_{in.x, in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b},
+        peepholes_(op, use_peephole, dim_or(in.x, 2, 1), dim_or(in.cs_prev, 2, 1), in.w, in.x.dtype,
+                   &views_[4], &views_[5], &views_[6]) {}
+  TypedInputs(const char* op, const LSTMBlockCellGradInputs& in, bool use_peephole)
+      : views_{in.x, in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco,     in.b,
+               in.i, in.cs,      in.f,      in.o, in.ci,  in.co,  in.cs_grad, in.h_grad},
+        peepholes_(op, use_peephole, dim_or(in.x, 2, 1), dim_or(in.cs_prev, 2, 1), in.w, in.x.dtype,
+                   &views_[4], &views_[5], &views_[6]) {}
+  TypedInputs(const TypedInputs&) = delete;
+  TypedInputs& operator=(const TypedInputs&) = delete;
+
+  std::span<const TensorView> views() const { return views_; }
+
+ private:
+  std::vector<TensorView> views_;
+  ops::PeepholeDefaults peepholes_;
+};
 
 AttrMap attr_map(const LSTMBlockCellAttrs& a) {
   return {{"forget_bias", a.forget_bias},
@@ -249,47 +270,47 @@ AttrMap attr_map(const LSTMBlockCellAttrs& a) {
 
 void lstm_block_cell(const LSTMBlockCellInputs& in, const LSTMBlockCellOutputs& out,
                      const LSTMBlockCellAttrs& attrs) {
-  const auto ins = fwd_views(in);
+  const TypedInputs ins("LSTMBlockCell", in, attrs.use_peephole);
   const MutableTensorView outs[] = {out.i, out.cs, out.f, out.o, out.ci, out.co, out.h};
-  run_op("LSTMBlockCell", ins, attr_map(attrs), outs);
+  run_op("LSTMBlockCell", ins.views(), attr_map(attrs), outs);
 }
 
 LSTMBlockCellResult lstm_block_cell(const LSTMBlockCellInputs& in,
                                     const LSTMBlockCellAttrs& attrs) {
-  const auto ins = fwd_views(in);
-  std::vector<Tensor> t = run_op("LSTMBlockCell", ins, attr_map(attrs));
+  const TypedInputs ins("LSTMBlockCell", in, attrs.use_peephole);
+  std::vector<Tensor> t = run_op("LSTMBlockCell", ins.views(), attr_map(attrs));
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3]),
           std::move(t[4]), std::move(t[5]), std::move(t[6])};
 }
 
 void lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, const LSTMBlockCellGradOutputs& out,
                           bool use_peephole) {
-  const auto ins = grad_views(in);
+  const TypedInputs ins("LSTMBlockCellGrad", in, use_peephole);
   const MutableTensorView outs[] = {out.cs_prev_grad, out.dicfo, out.wci_grad, out.wcf_grad,
                                     out.wco_grad};
-  run_op("LSTMBlockCellGrad", ins, {{"use_peephole", use_peephole ? 1.0 : 0.0}}, outs);
+  run_op("LSTMBlockCellGrad", ins.views(), {{"use_peephole", use_peephole ? 1.0 : 0.0}}, outs);
 }
 
 LSTMBlockCellGradResult lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, bool use_peephole) {
-  const auto ins = grad_views(in);
+  const TypedInputs ins("LSTMBlockCellGrad", in, use_peephole);
   std::vector<Tensor> t =
-      run_op("LSTMBlockCellGrad", ins, {{"use_peephole", use_peephole ? 1.0 : 0.0}});
+      run_op("LSTMBlockCellGrad", ins.views(), {{"use_peephole", use_peephole ? 1.0 : 0.0}});
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3]), std::move(t[4])};
 }
 
 void lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
                               const LSTMBlockCellBackwardOutputs& out,
                               const LSTMBlockCellAttrs& attrs) {
-  const auto ins = grad_views(in);
+  const TypedInputs ins("gradients.LSTMBlockCell", in, attrs.use_peephole);
   const MutableTensorView outs[] = {out.x,   out.cs_prev, out.h_prev, out.w,
                                     out.wci, out.wcf,     out.wco,    out.b};
-  run_op("gradients.LSTMBlockCell", ins, attr_map(attrs), outs);
+  run_op("gradients.LSTMBlockCell", ins.views(), attr_map(attrs), outs);
 }
 
 LSTMBlockCellBackwardResult lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
                                                      const LSTMBlockCellAttrs& attrs) {
-  const auto ins = grad_views(in);
-  std::vector<Tensor> t = run_op("gradients.LSTMBlockCell", ins, attr_map(attrs));
+  const TypedInputs ins("gradients.LSTMBlockCell", in, attrs.use_peephole);
+  std::vector<Tensor> t = run_op("gradients.LSTMBlockCell", ins.views(), attr_map(attrs));
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3]),
           std::move(t[4]), std::move(t[5]), std::move(t[6]), std::move(t[7])};
 }

@@ -183,6 +183,44 @@ TEST(BlockGRU, StepsPastSeqLenMaxAreZeroAndIgnored) {
   }
 }
 
+// The typed API's default (issue 12): seq_len_max unset runs all T steps (it used to default
+// to 0, silently returning zeros). The name-based run_op keeps TensorFlow's required input.
+TEST(BlockGRU, TypedDefaultSeqLenMaxIsT) {
+  std::mt19937_64 rng(12);
+  const std::int64_t T = 4, B = 2, I = 3, H = 5;
+  const BlockGRUCase c(DType::kFloat32, T, B, I, H, rng);
+  const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+  BlockGRUInputs in = c.inputs(T);
+  in.seq_len_max.reset();
+  const BlockGRUResult unset = block_gru(in), all = block_gru(c.inputs(T));
+  const Tensor* got[] = {&unset.r, &unset.u, &unset.c, &unset.h};
+  const Tensor* want[] = {&all.r, &all.u, &all.c, &all.h};
+  for (int o = 0; o < 4; ++o) {
+    EXPECT_TRUE(all_close(*got[o], *want[o], 0, 0)) << o;
+    EXPECT_FALSE(all_zero(*got[o], (T - 1) * B * H)) << "the last step ran, output " << o;
+  }
+  // Into caller memory too.
+  Tensor r(DType::kFloat32, {T, B, H}), u(DType::kFloat32, {T, B, H}),
+      cc(DType::kFloat32, {T, B, H}), h(DType::kFloat32, {T, B, H});
+  block_gru(in, {r.mutable_view(), u.mutable_view(), cc.mutable_view(), h.mutable_view()});
+  EXPECT_TRUE(all_close(h, all.h, 0, 0));
+  BlockGRUGradInputs gin = c.grad_inputs(T, all, h_grad);
+  gin.seq_len_max = std::nullopt;
+  const BlockGRUGradResult g_unset = block_gru_grad(gin),
+                           g_all = block_gru_grad(c.grad_inputs(T, all, h_grad));
+  EXPECT_TRUE(all_close(g_unset.x_grad, g_all.x_grad, 0, 0));
+  EXPECT_TRUE(all_close(g_unset.w_ru_grad, g_all.w_ru_grad, 0, 0));
+  EXPECT_TRUE(all_close(g_unset.b_c_grad, g_all.b_c_grad, 0, 0));
+  EXPECT_FALSE(all_zero(g_unset.x_grad, (T - 1) * B * I));
+  // An explicit 0 still runs no step, as in TensorFlow.
+  in.seq_len_max = 0;
+  EXPECT_TRUE(all_zero(block_gru(in).h));
+  // The name-based interface has no default.
+  const std::vector<TensorView> ins = {TensorView(), c.x, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c};
+  expect_invalid([&] { run_op("BlockGRU", ins); },
+                 "BlockGRU: seq_len_max has 1 elements but no data (null pointer)");
+}
+
 TEST(BlockGRU, WritesEveryOutputElementIntoCallerMemory) {
   for (bool reference : {false, true}) {
     testing::ReferenceMode mode(reference);
@@ -335,6 +373,25 @@ TEST(BlockGRU, Validation) {
                w_c_bad = random_tensor(f, {18, 16}, rng);
   expect_invalid([&] { fwd_with(2, w_ru_bad); }, "w_ru must have shape [19, 32]");
   expect_invalid([&] { fwd_with(3, w_c_bad); }, "w_c must have shape [19, 16]");
+  // An x of the wrong width (issue 12): both weights agree on another input_size, so the message
+  // names x first, then both weights. A weight whose rows alone disagree is named alone.
+  const Tensor x_narrow = random_tensor(f, {T, B, 2}, rng),
+               w_ru_rows = random_tensor(f, {18, 32}, rng);
+  const std::string x_msg =
+      "x and the weights disagree on input_size: x has input_size 2 (its last dimension), but "
+      "w_ru and w_c have 19 rows, which are input_size + cell_size for input_size 3 (cell_size "
+      "16): either x must be [5, 4, 3], or w_ru must have shape [18, 32] (input_size + cell_size, "
+      "2 * cell_size), got [19, 32] and w_c [18, 16]";
+  expect_invalid([&] { fwd_with(0, x_narrow); }, "BlockGRU: " + x_msg);
+  {
+    const BlockGRUResult fwd = block_gru(ok);
+    BlockGRUGradInputs gin = c.grad_inputs(T, fwd, fwd.h);
+    gin.x = x_narrow;
+    expect_invalid([&] { block_gru_grad(gin); }, "BlockGRUGrad: " + x_msg);
+  }
+  expect_invalid([&] { fwd_with(2, w_ru_rows); },
+                 "BlockGRU: w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size), "
+                 "got [18, 32]");
   expect_invalid([&] { fwd_with(4, c.b_c); },
                  "b_ru must have shape [32] (2 * cell_size), got [16]");
   expect_invalid([&] { fwd_with(5, c.b_ru); }, "b_c must have shape [16] (cell_size), got [32]");

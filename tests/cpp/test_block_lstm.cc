@@ -270,6 +270,145 @@ TEST(BlockLSTM, StepsPastSeqLenMaxAreZeroAndIgnored) {
   }
 }
 
+// The typed API's defaults (issue 12): seq_len_max unset runs all T steps; without peepholes the
+// peephole vectors may be omitted. The name-based run_op keeps TensorFlow's contract.
+TEST(BlockLSTM, TypedDefaultsSeqLenMaxIsT) {
+  std::mt19937_64 rng(12);
+  const std::int64_t T = 4, B = 2, I = 3, H = 5;
+  const BlockLSTMCase c(DType::kFloat32, T, B, I, H, rng);
+  const Tensor cs_grad = random_tensor(DType::kFloat32, {T, B, H}, rng),
+               h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+  for (bool v2 : {false, true}) {
+    SCOPED_TRACE(v2 ? "V2" : "V1");
+    const Config k{v2, v2 ? 0.0 : 1.0, v2 ? 0.0 : 3.0, true};
+    BlockLSTMInputs in = c.inputs(T);
+    in.seq_len_max.reset();
+    const BlockLSTMResult unset = v2 ? block_lstm_v2(in, {k.cell_clip, true})
+                                     : block_lstm(in, {k.forget_bias, k.cell_clip, true});
+    const BlockLSTMResult all = forward(c, T, k);
+    for (int o = 0; o < 7; ++o) {
+      EXPECT_TRUE(all_close(output(unset, o), output(all, o), 0, 0)) << o;
+      EXPECT_FALSE(all_zero(output(unset, o), (T - 1) * B * H)) << "last step ran, output " << o;
+    }
+    BlockLSTMGradInputs gin = c.grad_inputs(T, all, cs_grad, h_grad);
+    gin.seq_len_max = std::nullopt;
+    const BlockLSTMGradResult g_unset =
+        v2 ? block_lstm_grad_v2(gin, true) : block_lstm_grad(gin, true);
+    const BlockLSTMGradResult g_all = backward(c, T, k, all, cs_grad, h_grad);
+    for (int o = 0; o < 8; ++o) {
+      EXPECT_TRUE(all_close(grad_output(g_unset, o), grad_output(g_all, o), 0, 0)) << kGradNames[o];
+    }
+    // An explicit 0 still means no step, as in TensorFlow.
+    in.seq_len_max = 0;
+    const BlockLSTMResult none = v2 ? block_lstm_v2(in) : block_lstm(in);
+    for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_zero(output(none, o))) << o;
+  }
+  // The unset default is T of x, so an x of the wrong rank is still reported as x.
+  BlockLSTMInputs in = c.inputs(T);
+  in.seq_len_max.reset();
+  const Tensor x2 = random_tensor(DType::kFloat32, {B, I}, rng);
+  in.x = x2;
+  expect_invalid([&] { block_lstm(in); }, "BlockLSTM: x must be rank 3, got rank 2");
+  // The name-based interface has no default: seq_len_max is an input like any other.
+  const std::vector<TensorView> ins = {TensorView(), c.x,   c.cs_prev, c.h_prev, c.w,
+                                       c.wci,        c.wcf, c.wco,     c.b};
+  expect_invalid([&] { run_op("BlockLSTM", ins); },
+                 "BlockLSTM: seq_len_max has 1 elements but no data (null pointer)");
+  expect_invalid([&] { run_op("BlockLSTM", std::span(ins).subspan(1)); },
+                 "BlockLSTM: expected 9 inputs, got 8");
+}
+
+TEST(BlockLSTM, TypedDefaultsPeepholesOptionalWithoutUsePeephole) {
+  std::mt19937_64 rng(13);
+  const std::int64_t T = 3, B = 2, I = 3, H = 5;
+  for (DType dt : {DType::kFloat16, DType::kFloat32, DType::kFloat64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const BlockLSTMCase c(dt, T, B, I, H, rng);
+    const Tensor zeros(dt, {H}), empty(dt, {0});
+    const Tensor cs_grad = random_tensor(dt, {T, B, H}, rng),
+                 h_grad = random_tensor(dt, {T, B, H}, rng);
+    for (bool v2 : {false, true}) {
+      SCOPED_TRACE(v2 ? "V2" : "V1");
+      auto fwd = [&](const BlockLSTMInputs& in) { return v2 ? block_lstm_v2(in) : block_lstm(in); };
+      auto bwd = [&](const BlockLSTMGradInputs& in) {
+        return v2 ? block_lstm_grad_v2(in, false) : block_lstm_grad(in, false);
+      };
+      const BlockLSTMResult want =
+          fwd({T, c.x, c.cs_prev, c.h_prev, c.w, zeros, zeros, zeros, c.b});
+      const BlockLSTMGradResult want_g = bwd(c.grad_inputs(T, want, cs_grad, h_grad));
+      // Omitted: default views, an empty [0], a null pointer with shape [H].
+      const TensorView omitted[] = {TensorView(), empty, TensorView(nullptr, dt, Shape{H})};
+      for (const TensorView& v : omitted) {
+        SCOPED_TRACE("omitted " + v.shape.to_string());
+        BlockLSTMInputs in = c.inputs(T);
+        in.wci = in.wcf = in.wco = v;
+        const BlockLSTMResult got = fwd(in);
+        for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_close(output(got, o), output(want, o), 0, 0));
+        BlockLSTMGradInputs gin = c.grad_inputs(T, want, cs_grad, h_grad);
+        gin.wcf = v;  // one at a time is fine too
+        const BlockLSTMGradResult g = bwd(gin);
+        for (int o = 0; o < 8; ++o) {
+          EXPECT_TRUE(all_close(grad_output(g, o), grad_output(want_g, o), 0, 0)) << kGradNames[o];
+        }
+        EXPECT_EQ(g.wcf_grad.shape(), (Shape{H}));
+        EXPECT_TRUE(all_zero(g.wcf_grad));
+      }
+    }
+  }
+  const DType f = DType::kFloat32;
+  const BlockLSTMCase c(f, T, B, I, H, rng);
+  // With use_peephole they are required, and the error names the missing one.
+  for (const char* op : {"BlockLSTM", "BlockLSTMV2"}) {
+    const std::string p = std::string(op) + ": ";
+    const bool v2 = std::string(op) == "BlockLSTMV2";
+    BlockLSTMInputs in = c.inputs(T);
+    in.wcf = TensorView();
+    expect_invalid(
+        [&] {
+          v2 ? (void)block_lstm_v2(in, {0.0, true}) : (void)block_lstm(in, {1.0, 3.0, true});
+        },
+        p + "wcf is missing (no data): use_peephole is true, so the forget gate's "
+            "peephole weights [cell_size] are required");
+    in = c.inputs(T);
+    in.wco = TensorView(nullptr, f, Shape{H});
+    expect_invalid(
+        [&] {
+          v2 ? (void)block_lstm_v2(in, {0.0, true}) : (void)block_lstm(in, {1.0, 3.0, true});
+        },
+        p + "wco is missing (no data)");
+    // A present peephole vector is still checked without use_peephole (TensorFlow requires
+    // [H]), and an omitted one does not hide an error of w.
+    in = c.inputs(T);
+    const Tensor h3 = random_tensor(f, {3}, rng), w_bad = random_tensor(f, {8, 19}, rng);
+    in.wci = h3;
+    expect_invalid([&] { v2 ? (void)block_lstm_v2(in) : (void)block_lstm(in); },
+                   p + "wci must have shape [5] (cell_size), got [3]");
+    in = c.inputs(T);
+    in.wci = in.wcf = in.wco = TensorView();
+    in.w = w_bad;
+    expect_invalid([&] { v2 ? (void)block_lstm_v2(in) : (void)block_lstm(in); },
+                   p + "w must have shape [8, 20]");
+  }
+  const BlockLSTMResult fwd = block_lstm(c.inputs(T));
+  const Tensor g = random_tensor(f, {T, B, H}, rng);
+  for (const char* op : {"BlockLSTMGrad", "BlockLSTMGradV2"}) {
+    BlockLSTMGradInputs gin = c.grad_inputs(T, fwd, g, g);
+    gin.wci = TensorView();
+    expect_invalid(
+        [&] {
+          std::string(op) == "BlockLSTMGrad" ? (void)block_lstm_grad(gin, true)
+                                             : (void)block_lstm_grad_v2(gin, true);
+        },
+        std::string(op) + ": wci is missing (no data): use_peephole is true");
+  }
+  // The name-based interface keeps TensorFlow's contract: the peephole vectors are required.
+  const Tensor s = testing::scalar_int64(T);
+  const std::vector<TensorView> ins = {s,     c.x,   c.cs_prev, c.h_prev, c.w, TensorView(),
+                                       c.wcf, c.wco, c.b};
+  expect_invalid([&] { run_op("BlockLSTM", ins); },
+                 "BlockLSTM: wci has 1 elements but no data (null pointer)");
+}
+
 TEST(BlockLSTM, WritesEveryOutputElementIntoCallerMemory) {
   for (bool reference : {false, true}) {
     testing::ReferenceMode mode(reference);
@@ -453,10 +592,27 @@ TEST(BlockLSTM, Validation) {
                    p + "cs_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]");
     expect_invalid([&] { fwd_with(op, 2, bh_bad_h); },
                    p + "h_prev must have shape [4, 16] (batch_size, cell_size), got [4, 15]");
-    const Tensor w_bad = random_tensor(f, {18, 64}, rng);
-    expect_invalid(
-        [&] { fwd_with(op, 3, w_bad); },
-        p + "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got [18, 64]");
+    // w's rows must be input_size + cell_size with input_size from x: when only the rows are
+    // off, x or w may be the wrong one and the message names both, x first (issue 12).
+    const Tensor w_bad = random_tensor(f, {18, 64}, rng), x_wide = random_tensor(f, {T, B, 7}, rng),
+                 w_cols = random_tensor(f, {19, 60}, rng),
+                 w_short = random_tensor(f, {15, 64}, rng);
+    expect_invalid([&] { fwd_with(op, 3, w_bad); },
+                   p + "x and w disagree on input_size: x has input_size 3 (its last dimension), "
+                       "but w's 18 rows are input_size + cell_size for input_size 2 (cell_size "
+                       "16): either x must be [5, 4, 2], or w must have shape [19, 64] "
+                       "(input_size + cell_size, 4 * cell_size), got [18, 64]");
+    expect_invalid([&] { fwd_with(op, 0, x_wide); },
+                   p + "x and w disagree on input_size: x has input_size 7 (its last dimension), "
+                       "but w's 19 rows are input_size + cell_size for input_size 3 (cell_size "
+                       "16): either x must be [5, 4, 3], or w must have shape [23, 64]");
+    // Wrong columns, or fewer rows than cell_size: w alone is wrong.
+    expect_invalid([&] { fwd_with(op, 3, w_cols); },
+                   p + "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got "
+                       "[19, 60]");
+    expect_invalid([&] { fwd_with(op, 3, w_short); },
+                   p + "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got "
+                       "[15, 64]");
     const Tensor h3 = random_tensor(f, {3}, rng);
     for (int k : {4, 5, 6}) {
       expect_invalid([&] { fwd_with(op, k, h3); },
@@ -551,7 +707,9 @@ TEST(BlockLSTM, Validation) {
     expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.w = w0; }); },
                    p + "w must have a positive multiple of 4 columns");
     expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.w = w_rows; }); },
-                   p + "w must have shape [19, 64]");
+                   p + "x and w disagree on input_size: x has input_size 3 (its last dimension), "
+                       "but w's 20 rows are input_size + cell_size for input_size 4 (cell_size "
+                       "16): either x must be [5, 4, 4], or w must have shape [19, 64]");
     // The checks TensorFlow misses (SPEC §8.3).
     const Tensor bh_bad = random_tensor(f, {B, H + 1}, rng), h3 = random_tensor(f, {3}, rng),
                  b_long = random_tensor(f, {4 * H + 3}, rng);

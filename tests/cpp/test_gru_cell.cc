@@ -214,6 +214,27 @@ TEST(GRUBlockCell, Validation) {
         gru_block_cell({c.x, c.h_prev, c.w_ru, w_c_bad, c.b_ru, c.b_c});
       },
       "w_c must have shape [19, 16]");
+  // An x of the wrong width (issue 12): both weights agree on another input_size, so the message
+  // names x first; the same from the grads.
+  const Tensor x_wide = random_tensor(f, {4, 8}, rng);
+  const std::string x_msg =
+      "x and the weights disagree on input_size: x has input_size 8 (its last dimension), but "
+      "w_ru and w_c have 19 rows, which are input_size + cell_size for input_size 3 (cell_size "
+      "16): either x must be [4, 3], or w_ru must have shape [24, 32]";
+  expect_invalid(
+      [&] {
+        gru_block_cell({x_wide, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c});
+      },
+      "GRUBlockCell: " + x_msg);
+  {
+    const GRUBlockCellResult fwd = gru_block_cell({c.x, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c});
+    expect_invalid(
+        [&] {
+          gru_block_cell_grad(
+              {x_wide, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c, fwd.r, fwd.u, fwd.c, fwd.h});
+        },
+        "GRUBlockCellGrad: " + x_msg);
+  }
   expect_invalid(
       [&] {
         gru_block_cell({c.x, c.h_prev, c.w_ru, c.w_c, c.b_c, c.b_c});

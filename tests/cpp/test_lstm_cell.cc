@@ -603,6 +603,89 @@ TEST(LSTMBlockCell, Float16ComputesInFloat32) {
   for (std::int64_t e = 0; e < tiny.cs.num_elements(); ++e) EXPECT_EQ(testing::get(tiny.cs, e), 0);
 }
 
+// The typed API's default (issue 12): without use_peephole the peephole vectors may be omitted
+// (a default view, an empty one, or a null pointer) and stand for zeros [H]; with use_peephole
+// a missing one is an error naming it. The name-based run_op keeps TensorFlow's contract.
+TEST(LSTMBlockCell, TypedDefaultPeepholesOptionalWithoutUsePeephole) {
+  std::mt19937_64 rng(12);
+  const std::int64_t B = 3, I = 4, H = 5;
+  for (DType dt : {DType::kFloat16, DType::kFloat32, DType::kFloat64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const LSTMCase c(dt, B, I, H, rng);
+    const Tensor zeros(dt, {H}), empty(dt, {0});
+    const Tensor cs_grad = random_tensor(dt, {B, H}, rng), h_grad = random_tensor(dt, {B, H}, rng);
+    LSTMBlockCellInputs zin = c.inputs();
+    zin.wci = zin.wcf = zin.wco = zeros;
+    const LSTMBlockCellResult want = lstm_block_cell(zin);
+    LSTMBlockCellGradInputs zgin = c.grad_inputs(want, cs_grad, h_grad);
+    zgin.wci = zgin.wcf = zgin.wco = zeros;
+    const LSTMBlockCellGradResult want_g = lstm_block_cell_grad(zgin, false);
+    const LSTMBlockCellBackwardResult want_b = lstm_block_cell_backward(zgin);
+    const TensorView omitted[] = {TensorView(), empty, TensorView(nullptr, dt, Shape{H})};
+    for (const TensorView& v : omitted) {
+      SCOPED_TRACE("omitted " + v.shape.to_string());
+      LSTMBlockCellInputs in = c.inputs();
+      in.wci = in.wcf = in.wco = v;
+      const LSTMBlockCellResult got = lstm_block_cell(in);
+      EXPECT_TRUE(all_close(got.cs, want.cs, 0, 0));
+      EXPECT_TRUE(all_close(got.h, want.h, 0, 0));
+      // Into caller memory.
+      std::vector<Tensor> outs;
+      for (int k = 0; k < 7; ++k) outs.push_back(poisoned(dt, {B, H}));
+      lstm_block_cell(in, {outs[0].mutable_view(), outs[1].mutable_view(), outs[2].mutable_view(),
+                           outs[3].mutable_view(), outs[4].mutable_view(), outs[5].mutable_view(),
+                           outs[6].mutable_view()});
+      EXPECT_TRUE(all_close(outs[6], want.h, 0, 0));
+      LSTMBlockCellGradInputs gin = c.grad_inputs(want, cs_grad, h_grad);
+      gin.wci = gin.wcf = gin.wco = v;
+      const LSTMBlockCellGradResult g = lstm_block_cell_grad(gin, false);
+      EXPECT_TRUE(all_close(g.cs_prev_grad, want_g.cs_prev_grad, 0, 0));
+      EXPECT_TRUE(all_close(g.dicfo, want_g.dicfo, 0, 0));
+      EXPECT_EQ(g.wci_grad.shape(), (Shape{H}));
+      const LSTMBlockCellBackwardResult bw = lstm_block_cell_backward(gin);
+      EXPECT_TRUE(all_close(bw.x, want_b.x, 0, 0));
+      EXPECT_TRUE(all_close(bw.w, want_b.w, 0, 0));
+      EXPECT_EQ(bw.wco.shape(), (Shape{H}));
+    }
+  }
+  const DType f = DType::kFloat32;
+  const LSTMCase c(f, B, I, H, rng);
+  LSTMBlockCellInputs in = c.inputs();
+  in.wci = TensorView();
+  expect_invalid(
+      [&] {
+        lstm_block_cell(in, {1.0, 3.0, true});
+      },
+      "LSTMBlockCell: wci is missing (no data): use_peephole is true, so the input "
+      "gate's peephole weights [cell_size] are required (they may be omitted only when "
+      "use_peephole is false)");
+  const LSTMBlockCellResult fwd = lstm_block_cell(c.inputs());
+  LSTMBlockCellGradInputs gin = c.grad_inputs(fwd, fwd.cs, fwd.h);
+  gin.wco = TensorView(nullptr, f, Shape{H});
+  expect_invalid([&] { lstm_block_cell_grad(gin, true); }, "LSTMBlockCellGrad: wco is missing");
+  expect_invalid(
+      [&] {
+        lstm_block_cell_backward(gin, {1.0, 3.0, true});
+      },
+      "gradients.LSTMBlockCell: wco is missing");
+  // An omitted vector does not hide the errors validation reports first.
+  in = c.inputs();
+  in.wci = in.wcf = in.wco = TensorView();
+  const Tensor w_bad = random_tensor(f, {9, 21}, rng);
+  in.w = w_bad;
+  expect_invalid([&] { lstm_block_cell(in); }, "LSTMBlockCell: w must have shape [9, 20]");
+  // A negative dimension is still reported, never taken for an omitted vector.
+  in = c.inputs();
+  in.wcf = TensorView(nullptr, f, Shape{-1});
+  expect_invalid([&] { lstm_block_cell(in); },
+                 "LSTMBlockCell: wcf: Shape [-1] has a negative dimension");
+  // The name-based interface keeps TensorFlow's contract: the vectors are required.
+  const std::vector<TensorView> ins = {c.x,   c.cs_prev,    c.h_prev, c.w,
+                                       c.wci, TensorView(), c.wco,    c.b};
+  expect_invalid([&] { run_op("LSTMBlockCell", ins); },
+                 "LSTMBlockCell: wcf has 1 elements but no data (null pointer)");
+}
+
 TEST(LSTMBlockCell, Validation) {
   std::mt19937_64 rng(3);
   const DType f = DType::kFloat32;
@@ -647,6 +730,21 @@ TEST(LSTMBlockCell, Validation) {
       [&] { lstm_block_cell(with(3, w_bad_rows)); },
       "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got [18, 64]");
   expect_invalid([&] { lstm_block_cell(with(3, w_bad_cols)); }, "w must have shape [19, 64]");
+  // An x of the wrong width: input_size comes from x, so x and w disagree and the message names
+  // both, x first (issue 12); the same from the grads.
+  const Tensor x_wide = random_tensor(f, {4, 8}, rng);
+  const std::string x_msg =
+      "x and w disagree on input_size: x has input_size 8 (its last dimension), but w's 19 rows "
+      "are input_size + cell_size for input_size 3 (cell_size 16): either x must be [4, 3], or w "
+      "must have shape [24, 64] (input_size + cell_size, 4 * cell_size), got [19, 64]";
+  expect_invalid([&] { lstm_block_cell(with(0, x_wide)); }, "LSTMBlockCell: " + x_msg);
+  {
+    const LSTMBlockCellResult fwd = lstm_block_cell(c.inputs());
+    LSTMBlockCellGradInputs gin = c.grad_inputs(fwd, fwd.cs, fwd.h);
+    gin.x = x_wide;
+    expect_invalid([&] { lstm_block_cell_grad(gin, false); }, "LSTMBlockCellGrad: " + x_msg);
+    expect_invalid([&] { lstm_block_cell_backward(gin); }, "gradients.LSTMBlockCell: " + x_msg);
+  }
   for (int k = 4; k < 7; ++k) {
     // Peephole lengths are checked even when use_peephole is false (newer TensorFlow).
     for (const Tensor* p : {&p15, &p3}) {

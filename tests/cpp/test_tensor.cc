@@ -55,6 +55,26 @@ TEST(Tensor, RefusesUnaddressableSizes) {
   EXPECT_THROW(Tensor(DType::kFloat64, Shape{big}), Error);
 }
 
+// data_as<T> checks T against the tensor's dtype (issue 12): reading float32 storage as double
+// would read past the end.
+TEST(Tensor, DataAsChecksTheDtype) {
+  Tensor f(DType::kFloat32, Shape{3});
+  EXPECT_EQ(f.data_as<float>(), f.data());
+  const Tensor& cf = f;
+  EXPECT_EQ(cf.data_as<float>(), cf.data());
+  testing::expect_invalid([&] { (void)f.data_as<double>(); },
+                          "Tensor::data_as: asked for float64 data, but the tensor is float32");
+  testing::expect_invalid([&] { (void)cf.data_as<Half>(); }, "asked for float16 data");
+  testing::expect_invalid([&] { (void)cf.data_as<std::int64_t>(); }, "asked for int64 data");
+  Tensor h(DType::kFloat16, Shape{2});
+  EXPECT_EQ(h.data_as<Half>(), h.data());
+  testing::expect_invalid([&] { (void)h.data_as<float>(); },
+                          "asked for float32 data, but the tensor is float16");
+  Tensor i(DType::kInt64, Shape{});
+  EXPECT_EQ(i.data_as<std::int64_t>(), i.data());
+  EXPECT_EQ(Tensor(DType::kFloat64, Shape{0}).data_as<double>() != nullptr, true);
+}
+
 TEST(Ops, UnknownOpAndAttrs) {
   testing::expect_invalid([] { find_op("NoSuchOp"); }, "unknown op 'NoSuchOp'");
   testing::expect_invalid([] { run_op("GRUBlockCell", {}, {}); }, "expected 6 inputs, got 0");

@@ -195,6 +195,12 @@ VALIDATION = [
     ("w_ru", Z(18, 32), "w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size)"),
     ("w_ru", Z(19, 31), "w_ru must have shape [19, 32]"),
     ("w_c", Z(19, 15), "w_c must have shape [19, 16] (input_size + cell_size, cell_size)"),
+    # An x of the wrong width: both weights agree on another input_size, so x is named first.
+    ("x", Z(5, 4, 2), "x and the weights disagree on input_size: x has input_size 2 (its last "
+                      "dimension), but w_ru and w_c have 19 rows, which are input_size + "
+                      "cell_size for input_size 3 (cell_size 16): either x must be [5, 4, 3], or "
+                      "w_ru must have shape [18, 32] (input_size + cell_size, 2 * cell_size), "
+                      "got [19, 32] and w_c [18, 16]"),
     ("b_ru", Z(31), "b_ru must have shape [32] (2 * cell_size), got [31]"),
     ("b_c", Z(17), "b_c must have shape [16] (cell_size), got [17]"),
     ("b_c", np.zeros(16, np.float64), "b_c must have the dtype of x (float32), got float64"),

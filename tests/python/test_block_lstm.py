@@ -305,7 +305,14 @@ FWD_VALIDATION = [
     ("b", Z(64, 1), "b must be rank 1"),
     ("cs_prev", Z(5, 16), "cs_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
     ("h_prev", Z(4, 15), "h_prev must have shape [4, 16] (batch_size, cell_size), got [4, 15]"),
-    ("w", Z(18, 64), "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size)"),
+    # Only w's rows off: x or w may be wrong (input_size comes from x), so both are named.
+    ("w", Z(18, 64), "x and w disagree on input_size: x has input_size 3 (its last dimension), "
+                     "but w's 18 rows are input_size + cell_size for input_size 2 (cell_size 16): "
+                     "either x must be [5, 4, 2], or w must have shape [19, 64] "
+                     "(input_size + cell_size, 4 * cell_size), got [18, 64]"),
+    ("x", Z(5, 4, 7), "x and w disagree on input_size: x has input_size 7 (its last dimension), "
+                      "but w's 19 rows are input_size + cell_size for input_size 3 (cell_size "
+                      "16): either x must be [5, 4, 3], or w must have shape [23, 64]"),
     ("w", Z(19, 60), "w must have shape [19, 64]"),
     ("wci", Z(3), "wci must have shape [16] (cell_size), got [3]"),
     ("wcf", Z(17), "wcf must have shape [16] (cell_size), got [17]"),
@@ -349,7 +356,9 @@ GRAD_VALIDATION = [(name, bad, f"{name} must have shape [5, 4, 16] (time_len, ba
     ("w", Z(19, 63), "w must have a positive multiple of 4 columns (4 * cell_size), "
                      "got shape [19, 63]"),
     ("w", Z(3, 0), "w must have a positive multiple of 4 columns"),
-    ("w", Z(20, 64), "w must have shape [19, 64]"),
+    ("w", Z(20, 64), "x and w disagree on input_size: x has input_size 3 (its last "
+                     "dimension), but w's 20 rows are input_size + cell_size for input_size 4 "
+                     "(cell_size 16): either x must be [5, 4, 4], or w must have shape [19, 64]"),
     ("cs_prev", Z(4, 17), "cs_prev must have shape [4, 16] (batch_size, cell_size), got [4, 17]"),
     ("h_prev", Z(3, 16), "h_prev must have shape [4, 16] (batch_size, cell_size), got [3, 16]"),
     ("b", Z(67), "b must have shape [64] (4 * cell_size), got [67]"),

@@ -185,6 +185,12 @@ VALIDATION = [
     ("w_ru", (18, 32), "w_ru must have shape [19, 32]"),
     ("w_ru", (19, 31), "w_ru must have shape [19, 32]"),
     ("w_c", (19, 15), "w_c must have shape [19, 16]"),
+    # An x of the wrong width: both weights agree on another input_size, so x is named first.
+    ("x", (4, 8), "GRUBlockCell: x and the weights disagree on input_size: x has input_size 8 "
+                  "(its last dimension), but w_ru and w_c have 19 rows, which are input_size + "
+                  "cell_size for input_size 3 (cell_size 16): either x must be [4, 3], or w_ru "
+                  "must have shape [24, 32] (input_size + cell_size, 2 * cell_size), got [19, 32] "
+                  "and w_c [24, 16]"),
     ("b_ru", (31,), "b_ru must have shape [32] (2 * cell_size), got [31]"),
     ("b_c", (17,), "b_c must have shape [16] (cell_size), got [17]"),
 ]

@@ -371,8 +371,14 @@ VALIDATION = [
     ("cs_prev", (5, 16), "cs_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
     ("h_prev", (5, 16), "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
     ("h_prev", (4, 15), "h_prev must have shape [4, 16]"),
-    ("w", (18, 64), "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), "
-                    "got [18, 64]"),
+    # Only w's rows off: x or w may be wrong (input_size comes from x), so both are named.
+    ("w", (18, 64), "LSTMBlockCell: x and w disagree on input_size: x has input_size 3 (its last "
+                    "dimension), but w's 18 rows are input_size + cell_size for input_size 2 "
+                    "(cell_size 16): either x must be [4, 2], or w must have shape [19, 64] "
+                    "(input_size + cell_size, 4 * cell_size), got [18, 64]"),
+    ("x", (4, 8), "LSTMBlockCell: x and w disagree on input_size: x has input_size 8 (its last "
+                  "dimension), but w's 19 rows are input_size + cell_size for input_size 3 "
+                  "(cell_size 16): either x must be [4, 3], or w must have shape [24, 64]"),
     ("w", (19, 60), "w must have shape [19, 64]"),
     # Peephole lengths are checked even without peepholes (newer TensorFlow).
     ("wci", (3,), "wci must have shape [16] (cell_size), got [3]"),

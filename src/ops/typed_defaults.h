@@ -1,0 +1,47 @@
+// The defaults of the typed C++ API (issue 12) that TensorFlow's ops do not have. The typed
+// entry points (lstm.h, sequence.h) apply them and then call the name-based run_op, which keeps
+// TensorFlow's contract: there, seq_len_max and the peephole vectors are always required.
+//   - seq_len_max left unset runs every step: S = T, the time dimension of x.
+//   - With use_peephole false, an omitted peephole vector (no data, or no elements) stands for
+//     zeros [H]; with use_peephole true a peephole vector without data is an error naming it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "blockrnn/tensor.h"
+
+namespace blockrnn::ops {
+
+// S when given, else T = x.dim(0); 0 when x is not rank 3 (validation then reports x).
+inline std::int64_t seq_len_or_time(const std::optional<std::int64_t>& seq_len_max,
+                                    const TensorView& x) {
+  if (seq_len_max) return *seq_len_max;
+  return x.shape.rank() == 3 ? x.shape[0] : 0;
+}
+
+// Fills in the peephole vectors wci, wcf, wco of an LSTM op's typed call, in place.
+//   input_size, cell_size: what the op will validate the inputs against (x's last dimension and
+//     the op's H), or -1 where an input of the wrong rank makes them unknown.
+//   w: the op's weight [input_size + cell_size, 4 * cell_size].
+// A view with a negative dimension is left to validation. With use_peephole false, each omitted
+// view becomes zeros [cell_size] in x's dtype (`dtype`), one shared buffer held here (so this
+// object must outlive the call). The buffer is allocated only when w has its expected shape: w
+// holds at least 4·H² elements then, so H zeros never cost more than the caller's own weights.
+// Otherwise the omitted view becomes an empty [0] that validation never reaches, since it
+// reports w (or an input of the wrong rank) first. With use_peephole true, a view without data
+// that claims elements (a default TensorView included) throws Error(kInvalidArgument):
+// "<op>: wci is missing (no data): use_peephole is true, so ...".
+class PeepholeDefaults {
+ public:
+  PeepholeDefaults(const char* op, bool use_peephole, std::int64_t input_size,
+                   std::int64_t cell_size, const TensorView& w, DType dtype, TensorView* wci,
+                   TensorView* wcf, TensorView* wco);
+  PeepholeDefaults(const PeepholeDefaults&) = delete;
+  PeepholeDefaults& operator=(const PeepholeDefaults&) = delete;
+
+ private:
+  Tensor zeros_;  // [H] when an omitted view needed it
+};
+
+}  // namespace blockrnn::ops
