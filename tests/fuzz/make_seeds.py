@@ -13,7 +13,7 @@ MAX_INPUTS, MAX_ATTRS = 18, 3
 # flags bits
 CONSISTENT, OWNED_OUTPUTS, TABLE_DIMS, SEQ_LEN_IS_T, REFERENCE = 1, 2, 32, 64, 128
 # indices into fuzz_ops.cc's kDims
-D0, D1, D2, D3, D5, D17, D64, D4096, D16384 = 0, 1, 2, 3, 4, 5, 6, 7, 8
+D0, D1, D2, D3, D5, D17, D64, D4096, D1000 = 0, 1, 2, 3, 4, 5, 6, 7, 8
 D2P31, D2P32P1, D2P40, D2P62, DMAX_4, DMAX = 9, 10, 11, 12, 13, 14
 # indices into fuzz_ops.cc's kSpecial
 NAN, INF, NEG_INF, F32_SUB, F32_SUB_HALF_MIN, F64_SUB, F64_SUB_HALF_MIN = 0, 3, 4, 5, 7, 9, 11
@@ -95,15 +95,15 @@ def hostile_seeds():
         yield f"empty_huge_{op}_c", seed(op, table | OWNED_OUTPUTS | REFERENCE, DMAX, D0, D3, D5,
                                          attrs=WELL_FORMED, empty_data=2)
         # Memory limit 1 KiB (everything non-empty refused) or 8 MiB (a [64, 17, 17] problem fits);
-        # cancellation after the first poll: 16384 steps outlast the 20 ms poll interval.
+        # cancellation after the first poll: 4096 steps outlast the 20 ms poll interval.
         if op < 2:
             yield f"memory_limit_{op}", seed(op, 1, 3, 2, 4, 5, attrs=WELL_FORMED, memory=1)
-            yield f"cancel_{op}_fast", seed(op, table, D16384, D2, D1, D1, attrs=WELL_FORMED,
+            yield f"cancel_{op}_fast", seed(op, table, D4096, D3, D5, D5, attrs=WELL_FORMED,
                                             cancel=1)
         else:
             yield f"memory_limit_{op}", seed(op, table, D64, D17, D17, D17, attrs=WELL_FORMED,
                                              memory=14)
-            yield f"cancel_{op}_reference", seed(op, table | REFERENCE, D16384, D2, D1, D1,
+            yield f"cancel_{op}_reference", seed(op, table | REFERENCE, D4096, D3, D5, D5,
                                                  attrs=WELL_FORMED, cancel=1)
 
 
