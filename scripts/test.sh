@@ -42,7 +42,7 @@ if [[ "${1:-}" != "--quick" ]]; then
     echo "-- fuzz $family"
     log="$corpus_dir/$family.log"
     if ! BLOCKRNN_FUZZ_OPS="$family" BLOCKRNN_NUM_THREADS=1 build/fuzz/tests/fuzz/blockrnn_fuzz \
-        -max_total_time="${BLOCKRNN_FUZZ_SECONDS:-60}" -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$corpus_dir/" \
+        -max_total_time="${BLOCKRNN_FUZZ_SECONDS:-60}" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$corpus_dir/" \
         "$corpus_dir" tests/fuzz/corpus >"$log" 2>&1; then
       tail -50 "$log"
       echo "fuzzing $family found a failure (reproduce with the crash-* file above)"

@@ -78,7 +78,7 @@ Attrs resolve_attrs(const OpDef& def, const AttrMap& given) {
       if (a.kind == AttrKind::kBool && it->second != 0.0 && it->second != 1.0) {
         throw Error(ErrorCode::kInvalidArgument, def.name + ": attr " + a.name +
                                                      " must be a bool (0 or 1), got " +
-                                                     std::to_string(it->second));
+                                                     format_number(it->second));
       }
       if (a.kind == AttrKind::kFloat && std::isfinite(it->second) &&
           std::fabs(it->second) > double(std::numeric_limits<float>::max())) {
