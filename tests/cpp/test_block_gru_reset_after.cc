@@ -353,6 +353,41 @@ TEST(BlockGRUResetAfter, DeterministicAcrossThreadCounts) {
   set_num_threads(saved);
 }
 
+// Cancellation at step boundaries (blockrnn/context.h): with a check that always says stop, a
+// call longer than the poll interval (20 ms) throws kCancelled naming the op, on both paths and
+// with a team of threads in the time loop.
+TEST(BlockGRUResetAfter, CancelsAtStepBoundaries) {
+  const int saved = get_num_threads();
+  std::mt19937_64 rng(9);
+  // ~12.6 M multiply-adds of recurrent product per step: the 500 steps take well over 20 ms.
+  const std::int64_t T = 500, B = 4, I = 8, H = 1024;
+  const Case c(DType::kFloat32, T, B, I, H, rng);
+  const BlockGRUResetAfterResult f = block_gru_reset_after(c.inputs(T));
+  const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+  auto expect_cancelled = [](auto&& call, const std::string& op) {
+    try {
+      call();
+      ADD_FAILURE() << op << " was not cancelled";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
+      EXPECT_NE(std::string(e.what()).find(op + ": cancelled after"), std::string::npos)
+          << e.what();
+    }
+  };
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (int threads : {1, 3}) {
+      set_num_threads(threads);
+      set_cancel_check([](void*) { return true; }, nullptr);
+      expect_cancelled([&] { block_gru_reset_after(c.inputs(T)); }, "BlockGRUResetAfter");
+      expect_cancelled([&] { block_gru_reset_after_grad(c.grad_inputs(T, f, h_grad)); },
+                       "BlockGRUResetAfterGrad");
+      set_cancel_check(nullptr, nullptr);
+    }
+  }
+  set_num_threads(saved);
+}
+
 TEST(BlockGRUResetAfter, Validation) {
   std::mt19937_64 rng(3);
   const DType f = DType::kFloat32;
