@@ -43,10 +43,10 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
-  const std::int64_t R = padded_ld(H3);  // row stride of gi
-  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * 2 * H});
+  const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);  // row strides of gi, gh_rz
+  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2});
   T* const gi = ws.slice(0);     // [S, B, 3H] (row stride R)  x·w_i of every step, no bias
-  T* const gh_rz = ws.slice(1);  // [B, 2H]     r and z blocks of h[t−1]·w_h of the current step
+  T* const gh_rz = ws.slice(1);  // [B, 2H] (row stride R2)  r, z blocks of h[t−1]·w_h, this step
   // The recurrent weights, packed once per call by gate column block, so that a thread's panel
   // range covers the same units of r, z and n.
   gemm::PackedB<T> w_h_r, w_h_z, w_h_n;
@@ -71,12 +71,12 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
       T* const hn_t = a.hn + t * BH;
       T* const h_t = a.h + t * BH;
       // own columns of every gate:  gh = h[t−1]·w_h      [B, 3H] = [B, H]·[H, 3H]
-      gemm::gemm_panels(B, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, 2 * H);
-      gemm::gemm_panels(B, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, 2 * H);
+      gemm::gemm_panels(B, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
+      gemm::gemm_panels(B, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
       gemm::gemm_panels(B, hp, H, w_h_n, own.p0, own.p1, T(0), hn_t, H);
       for (std::int64_t n = 0; n < B; ++n) {
         const std::int64_t o = n * H + j0;
-        gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * 2 * H + j0,
+        gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
                                 a.b_h + j0, hp + o, r_t + o, u_t + o, n_t + o, hn_t + o, h_t + o);
       }
       stop.poll(id, t);
