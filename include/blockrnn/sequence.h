@@ -1,5 +1,6 @@
 // blockrnn/sequence.h — the sequence ops: BlockLSTM, BlockLSTMGrad (ICFO), BlockLSTMV2,
-// BlockLSTMGradV2 (IFCO), and the new BlockGRU, BlockGRUGrad (SPEC §7–§8, A6).
+// BlockLSTMGradV2 (IFCO), and the new BlockGRU, BlockGRUGrad (SPEC §7–§8, A6), and
+// BlockGRUResetAfter, BlockGRUResetAfterGrad (blockrnn's extension, SPEC A9: PyTorch's GRU).
 //
 // Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
 // x is time-major [T, B, I]. Steps t < S run the cell (LSTMBlockCell / GRUBlockCell) on x[t]
@@ -144,5 +145,59 @@ struct BlockGRUGradResult {
 };
 BLOCKRNN_API void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out);
 BLOCKRNN_API BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in);
+
+// ---- BlockGRUResetAfter / BlockGRUResetAfterGrad (blockrnn's, SPEC A9) ------------------------
+//
+// The reset-after GRU of PyTorch nn.GRU, cuDNN and Keras GRU(reset_after=True), with two bias
+// sets. Gate column blocks of w_i, w_h, b_i, b_h in PyTorch's order [r | z | n] (w_i =
+// weight_ih_l0ᵀ, w_h = weight_hh_l0ᵀ, b_i = bias_ih_l0, b_h = bias_hh_l0). Per step t < S,
+// hp = h[t−1] (h_prev at t = 0):
+//   gi = x[t]·w_i + b_i;  gh = hp·w_h + b_h                                  [B, 3H] each
+//   r = σ(gi_r + gh_r);  u = σ(gi_z + gh_z);  hn = gh_n;  n = tanh(gi_n + r⊙hn)
+//   h = u⊙hp + (1−u)⊙n
+// Outputs past S are zero, as BlockGRU's. docs/ops.md has the gradient and Keras' layout.
+
+struct BlockGRUResetAfterInputs {
+  std::int64_t seq_len_max = 0;  // S, in [0, T]
+  TensorView x;                  // [T, B, I]
+  TensorView h_prev;             // [B, H]
+  TensorView w_i;                // [I, 3H]  columns [r | z | n]
+  TensorView w_h;                // [H, 3H]  columns [r | z | n]
+  TensorView b_i;                // [3H]
+  TensorView b_h;                // [3H]
+};
+struct BlockGRUResetAfterOutputs {
+  MutableTensorView r, u, n;  // each [T, B, H]  reset gate, update gate (PyTorch's z), candidate
+  MutableTensorView hn;       // [T, B, H]  h[t−1]·w_h_n + b_h_n (the backward reads it)
+  MutableTensorView h;        // [T, B, H]
+};
+struct BlockGRUResetAfterResult {
+  Tensor r, u, n, hn, h;
+};
+BLOCKRNN_API void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
+                                        const BlockGRUResetAfterOutputs& out);
+BLOCKRNN_API BlockGRUResetAfterResult block_gru_reset_after(const BlockGRUResetAfterInputs& in);
+
+struct BlockGRUResetAfterGradInputs {
+  std::int64_t seq_len_max = 0;
+  TensorView x, h_prev, w_i, w_h, b_i, b_h;  // as BlockGRUResetAfterInputs
+  TensorView r, u, n, hn, h;                 // [T, B, H], forward outputs
+  TensorView h_grad;                         // [T, B, H], external ∂L/∂h[t]
+};
+struct BlockGRUResetAfterGradOutputs {
+  MutableTensorView x_grad;       // [T, B, I]
+  MutableTensorView h_prev_grad;  // [B, H]
+  MutableTensorView w_i_grad;     // [I, 3H]
+  MutableTensorView w_h_grad;     // [H, 3H]
+  MutableTensorView b_i_grad;     // [3H]
+  MutableTensorView b_h_grad;     // [3H]
+};
+struct BlockGRUResetAfterGradResult {
+  Tensor x_grad, h_prev_grad, w_i_grad, w_h_grad, b_i_grad, b_h_grad;
+};
+BLOCKRNN_API void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
+                                             const BlockGRUResetAfterGradOutputs& out);
+BLOCKRNN_API BlockGRUResetAfterGradResult
+block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in);
 
 }  // namespace blockrnn

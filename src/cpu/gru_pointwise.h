@@ -12,6 +12,14 @@
 //   backward, r:         d_r_bar = ((d_hr⊙h_prev)⊙r)⊙(1−r)
 //   backward, h_prev:    d_h_prev = (g + d_hr⊙r) + d_h⊙u     (g = d_ru·w_ru_hᵀ row)
 // Derivatives use the stored gate values r, u, c, never recomputed pre-activations.
+//
+// The reset-after GRU (BlockGRUResetAfter(Grad), src/cpu/block_gru_reset_after.cc; gate blocks
+// [r | z | n] of a [3H] row, u = PyTorch's z), groupings as src/ref/block_gru_reset_after.cc:
+//   forward:   hn = gh_n + b_h_n;  r = σ((gi_r + b_i_r) + (gh_r + b_h_r));  u likewise;
+//              n = tanh((gi_n + b_i_n) + r⊙hn);  h = u⊙h_prev + (1−u)⊙n
+//   backward:  d_h = carry + h_grad;  d_n_bar = (d_h⊙(1−u))⊙(1−n⊙n);
+//              d_u_bar = ((d_h⊙(h_prev−n))⊙u)⊙(1−u);  d_r_bar = ((d_n_bar⊙hn)⊙r)⊙(1−r);
+//              d_hn = d_n_bar⊙r;  carry = d_h⊙u   (the caller adds d_gh·w_hᵀ)
 #pragma once
 
 #include <cstdint>
@@ -86,6 +94,50 @@ inline void gru_bwd_h_prev_row_generic(std::int64_t H, const T* d_hr /* [H] */,
   for (std::int64_t j = 0; j < H; ++j) g[j] = (g[j] + d_hr[j] * r[j]) + d_h[j] * u[j];
 }
 
+// Reset-after GRU, forward, n columns of one row. gi: x·w_i row without bias (r at gi[j], z at
+// gi[H + j], n at gi[2H + j]; likewise b_i, b_h); gh_rz: the r and z blocks of h_prev·w_h
+// without bias (z at gh_rz[H + j]); hn: h_prev·w_h_n without bias on entry, plus b_h_n on exit.
+template <typename T>
+inline void gru_reset_after_fwd_row_generic(std::int64_t n, std::int64_t H, const T* gi /* [3H] */,
+                                            const T* b_i /* [3H] */, const T* gh_rz /* [2H] */,
+                                            const T* b_h /* [3H] */, const T* h_prev /* [H] */,
+                                            T* r /* [H] */, T* u /* [H] */, T* nn /* [H] */,
+                                            T* hn /* [H] */, T* h /* [H] */) {
+#pragma GCC ivdep
+  for (std::int64_t j = 0; j < n; ++j) {
+    const T hnj = hn[j] + b_h[2 * H + j];
+    const T rj = core::act_sigmoid((gi[j] + b_i[j]) + (gh_rz[j] + b_h[j]));
+    const T uj = core::act_sigmoid((gi[H + j] + b_i[H + j]) + (gh_rz[H + j] + b_h[H + j]));
+    const T nj = core::act_tanh((gi[2 * H + j] + b_i[2 * H + j]) + rj * hnj);
+    r[j] = rj;
+    u[j] = uj;
+    hn[j] = hnj;
+    nn[j] = nj;
+    h[j] = uj * h_prev[j] + (T(1) - uj) * nj;
+  }
+}
+
+// Reset-after GRU, backward, n columns of one row. carry: the gradient flowing into h from the
+// later steps on entry, d_h⊙u on exit; d_gh: [d_r_bar | d_u_bar | d_hn] (blocks H apart).
+template <typename T>
+inline void gru_reset_after_bwd_row_generic(std::int64_t n, std::int64_t H, const T* r /* [H] */,
+                                            const T* u /* [H] */, const T* nn /* [H] */,
+                                            const T* hn /* [H] */, const T* h_prev /* [H] */,
+                                            const T* h_grad /* [H] */, T* carry /* [H] */,
+                                            T* d_gh /* [3H] */, T* d_n_bar /* [H] */) {
+#pragma GCC ivdep
+  for (std::int64_t j = 0; j < n; ++j) {
+    const T dh = carry[j] + h_grad[j];
+    const T rj = r[j], uj = u[j], nj = nn[j];
+    const T dn = (dh * (T(1) - uj)) * (T(1) - nj * nj);
+    d_gh[j] = ((dn * hn[j]) * rj) * (T(1) - rj);
+    d_gh[H + j] = ((dh * (h_prev[j] - nj)) * uj) * (T(1) - uj);
+    d_gh[2 * H + j] = dn * rj;
+    d_n_bar[j] = dn;
+    carry[j] = dh * uj;
+  }
+}
+
 }  // namespace detail
 
 // float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (AVX-512, AVX2+FMA or
@@ -101,6 +153,12 @@ void gru_bwd_r_row_f32(std::int64_t H, const float* d_hr, const float* h_prev, c
                        float* d_r_bar);
 void gru_bwd_h_prev_row_f32(std::int64_t H, const float* d_hr, const float* r, const float* d_h,
                             const float* u, float* g);
+void gru_reset_after_fwd_row_f32(std::int64_t n, std::int64_t H, const float* gi, const float* b_i,
+                                 const float* gh_rz, const float* b_h, const float* h_prev,
+                                 float* r, float* u, float* nn, float* hn, float* h);
+void gru_reset_after_bwd_row_f32(std::int64_t n, std::int64_t H, const float* r, const float* u,
+                                 const float* nn, const float* hn, const float* h_prev,
+                                 const float* h_grad, float* carry, float* d_gh, float* d_n_bar);
 }  // namespace isa
 
 // r, u and h_prev⊙r of n columns of one row, u's pre-activations H after r's (see the file
@@ -155,6 +213,31 @@ inline void gru_bwd_h_prev_row(std::int64_t H, const T* d_hr, const T* r, const 
     isa::gru_bwd_h_prev_row_f32(H, d_hr, r, d_h, u, g);
   } else {
     detail::gru_bwd_h_prev_row_generic(H, d_hr, r, d_h, u, g);
+  }
+}
+
+// Reset-after GRU, forward, n columns of one row (see the generic kernel).
+template <typename T>
+inline void gru_reset_after_fwd_row(std::int64_t n, std::int64_t H, const T* gi, const T* b_i,
+                                    const T* gh_rz, const T* b_h, const T* h_prev, T* r, T* u,
+                                    T* nn, T* hn, T* h) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::gru_reset_after_fwd_row_f32(n, H, gi, b_i, gh_rz, b_h, h_prev, r, u, nn, hn, h);
+  } else {
+    detail::gru_reset_after_fwd_row_generic(n, H, gi, b_i, gh_rz, b_h, h_prev, r, u, nn, hn, h);
+  }
+}
+
+// Reset-after GRU, backward, n columns of one row (see the generic kernel).
+template <typename T>
+inline void gru_reset_after_bwd_row(std::int64_t n, std::int64_t H, const T* r, const T* u,
+                                    const T* nn, const T* hn, const T* h_prev, const T* h_grad,
+                                    T* carry, T* d_gh, T* d_n_bar) {
+  if constexpr (std::is_same_v<T, float>) {
+    isa::gru_reset_after_bwd_row_f32(n, H, r, u, nn, hn, h_prev, h_grad, carry, d_gh, d_n_bar);
+  } else {
+    detail::gru_reset_after_bwd_row_generic(n, H, r, u, nn, hn, h_prev, h_grad, carry, d_gh,
+                                            d_n_bar);
   }
 }
 

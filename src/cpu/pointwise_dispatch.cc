@@ -21,6 +21,12 @@ namespace blockrnn::cpu::isa {
   void gru_bwd_r_row_f32(std::int64_t, const float*, const float*, const float*, float*);          \
   void gru_bwd_h_prev_row_f32(std::int64_t, const float*, const float*, const float*,              \
                               const float*, float*);                                               \
+  void gru_reset_after_fwd_row_f32(std::int64_t, std::int64_t, const float*, const float*,         \
+                                   const float*, const float*, const float*, float*, float*,       \
+                                   float*, float*, float*);                                        \
+  void gru_reset_after_bwd_row_f32(std::int64_t, std::int64_t, const float*, const float*,         \
+                                   const float*, const float*, const float*, const float*, float*, \
+                                   float*, float*);                                                \
   }
 BLOCKRNN_DECLARE_POINTWISE_PATH(avx512)
 BLOCKRNN_DECLARE_POINTWISE_PATH(avx2)
@@ -72,6 +78,20 @@ void gru_bwd_r_row_f32(std::int64_t H, const float* d_hr, const float* h_prev, c
 void gru_bwd_h_prev_row_f32(std::int64_t H, const float* d_hr, const float* r, const float* d_h,
                             const float* u, float* g) {
   BLOCKRNN_DISPATCH(gru_bwd_h_prev_row_f32, H, d_hr, r, d_h, u, g);
+}
+
+void gru_reset_after_fwd_row_f32(std::int64_t n, std::int64_t H, const float* gi, const float* b_i,
+                                 const float* gh_rz, const float* b_h, const float* h_prev,
+                                 float* r, float* u, float* nn, float* hn, float* h) {
+  BLOCKRNN_DISPATCH(gru_reset_after_fwd_row_f32, n, H, gi, b_i, gh_rz, b_h, h_prev, r, u, nn, hn,
+                    h);
+}
+
+void gru_reset_after_bwd_row_f32(std::int64_t n, std::int64_t H, const float* r, const float* u,
+                                 const float* nn, const float* hn, const float* h_prev,
+                                 const float* h_grad, float* carry, float* d_gh, float* d_n_bar) {
+  BLOCKRNN_DISPATCH(gru_reset_after_bwd_row_f32, n, H, r, u, nn, hn, h_prev, h_grad, carry, d_gh,
+                    d_n_bar);
 }
 
 #undef BLOCKRNN_DISPATCH

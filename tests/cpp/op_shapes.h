@@ -26,6 +26,9 @@ inline Shape input_shape(const std::string& op, const std::string& name, std::in
   if (name == "wci" || name == "wcf" || name == "wco" || name == "b_c") return Shape{H};
   if (name == "b") return Shape{4 * H};
   if (name == "b_ru") return Shape{2 * H};
+  if (name == "w_i") return Shape{I, 3 * H};  // BlockGRUResetAfter(Grad)
+  if (name == "w_h") return Shape{H, 3 * H};
+  if (name == "b_i" || name == "b_h") return Shape{3 * H};
   return seq ? Shape{T, B, H} : Shape{B, H};  // gates, states and their gradients
 }
 

@@ -29,7 +29,7 @@ TIME_LIMIT_S = 20.0          # per probe; a probe that is not refused at once is
 MEMORY_LIMIT = 4 << 30       # address space of each child (RLIMIT_AS)
 
 SEQ_OPS = ["BlockLSTM", "BlockLSTMV2", "BlockLSTMGrad", "BlockLSTMGradV2", "BlockGRU",
-           "BlockGRUGrad"]
+           "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"]
 CELL_OPS = ["GRUBlockCell", "GRUBlockCellGrad", "gradients.GRUBlockCell", "LSTMBlockCell",
             "LSTMBlockCellGrad", "gradients.LSTMBlockCell"]
 ALL_OPS = CELL_OPS + SEQ_OPS
@@ -193,7 +193,9 @@ def probes():
     for op, dims in [("BlockLSTM", "T=10**6, B=1, I=64, H=64"),
                      ("BlockGRU", "T=10**6, B=1, I=64, H=64"),
                      ("BlockLSTMGrad", "T=3 * 10**5, B=1, I=64, H=64"),
-                     ("BlockGRUGrad", "T=3 * 10**5, B=1, I=64, H=64")]:
+                     ("BlockGRUGrad", "T=3 * 10**5, B=1, I=64, H=64"),
+                     ("BlockGRUResetAfter", "T=10**6, B=1, I=64, H=64"),
+                     ("BlockGRUResetAfterGrad", "T=3 * 10**5, B=1, I=64, H=64")]:
         for ref in (False, True):
             add("interrupt", f"{op} {dims} Ctrl-C ({'reference' if ref else 'fast'})",
                 f"blockrnn.set_force_reference({ref})\n"

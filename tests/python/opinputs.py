@@ -14,6 +14,7 @@ def _shape(op, name, T, B, I, H):
         "cs_prev": (B, H), "h_prev": (B, H),
         "w": (K, 4 * H), "w_ru": (K, 2 * H), "w_c": (K, H),
         "wci": (H,), "wcf": (H,), "wco": (H,), "b": (4 * H,), "b_ru": (2 * H,), "b_c": (H,),
+        "w_i": (I, 3 * H), "w_h": (H, 3 * H), "b_i": (3 * H,), "b_h": (3 * H,),
     }
     return table.get(name, (T, B, H) if seq else (B, H))
 

@@ -1,0 +1,173 @@
+// Fast BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, SPEC A8/A9).
+// Same math and signature as src/ref/block_gru_reset_after.cc; the element-wise stages are the
+// row kernels gru_reset_after_{fwd,bwd}_row of src/cpu/gru_pointwise.h.
+//
+// Shape letters: T time, B batch, I input, H cell, S = seq_len_max; gate column blocks [r | z | n]
+// of w_i [I, 3H], w_h [H, 3H], b_i, b_h [3H].
+//
+// Forward. Before the loop, the input projection of all S steps (x viewed as [S·B, I]):
+//   gi = x·w_i  → workspace [S·B, 3H] (no bias)
+// Per step, ONE recurrent product (the reset gate multiplies its result, not its input):
+//   gh = h[t−1]·w_h  (r, z blocks → a [B, 2H] scratch; n block → the output hn)
+//   pass: hn += b_h_n; r, u, n, h
+// The time loop is one parallel region (sequence_common.h, run_team): a thread owns the same
+// hidden-unit columns of r, z and n for the whole sequence, computes its columns of gh (reading
+// all of h[t−1]) and runs the pass on them; one barrier per step, before the next product reads
+// the whole new h.
+//
+// Backward. The carry lives in the output h_prev_grad. Per step t = S−1 … 0:
+//   pass: d_h = carry + h_grad[t];  d_gh[t] = [d_r_bar, d_u_bar, d_hn];  d_n_bar[t];  carry = d_h⊙u
+//   carry += d_gh[t]·w_hᵀ        [B, H] += [B, 3H]·[H, 3H]ᵀ
+// one barrier per step (the product reads every column of d_gh[t]). After the loop, over all S·B
+// rows: w_h_grad = [h_prev; h[0:S−1]]ᵀ·d_gh and b_h_grad = Σ_rows d_gh; then the n block of d_gh
+// is replaced by d_n_bar, which makes it d_gi = [d_r_bar, d_u_bar, d_n_bar]:
+//   x_grad = d_gi·w_iᵀ;  w_i_grad = xᵀ·d_gi;  b_i_grad = Σ_rows d_gi.
+// The reference groups d_h_prev as d_gh·w_hᵀ + d_h⊙u; here the product's chain starts from d_h⊙u
+// (beta = 1), a rounding-level difference (SPEC A7).
+#include <algorithm>
+
+#include "core/cancel.h"
+#include "core/parallel.h"
+#include "cpu/gru_pointwise.h"
+#include "cpu/sequence_common.h"
+#include "gemm/gemm.h"
+#include "ref/block_gru_reset_after.h"
+
+namespace blockrnn::cpu {
+
+using gemm::gemm;
+using gemm::Trans;
+
+template <typename T>
+void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
+  for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);  // row strides of gi, gh_rz
+  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2});
+  T* const gi = ws.slice(0);     // [S, B, 3H] (row stride R)  x·w_i of every step, no bias
+  T* const gh_rz = ws.slice(1);  // [B, 2H] (row stride R2)  r, z blocks of h[t−1]·w_h, this step
+  // The recurrent weights, packed once per call by gate column block, so that a thread's panel
+  // range covers the same units of r, z and n.
+  gemm::PackedB<T> w_h_r, w_h_z, w_h_n;
+  w_h_r.pack(Trans::kNo, H, H, a.w_h, H3);          // w_h[:, 0:H]    [H, H]
+  w_h_z.pack(Trans::kNo, H, H, a.w_h + H, H3);      // w_h[:, H:2H]   [H, H]
+  w_h_n.pack(Trans::kNo, H, H, a.w_h + 2 * H, H3);  // w_h[:, 2H:3H]  [H, H]
+  const std::int64_t panels = w_h_n.panels(), nr = w_h_n.panel_width();
+
+  // gi = x·w_i for all steps      [S·B, 3H] = [S·B, I]·[I, 3H]
+  gemm<T>(Trans::kNo, Trans::kNo, S * B, H3, I, a.x, I, a.w_i, H3, T(0), gi, R);
+
+  core::TeamStop stop;
+  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
+    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
+    for (std::int64_t t = 0; t < S; ++t) {
+      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
+      const T* gi_t = gi + t * B * R;
+      T* const r_t = a.r + t * BH;
+      T* const u_t = a.u + t * BH;
+      T* const n_t = a.n + t * BH;
+      T* const hn_t = a.hn + t * BH;
+      T* const h_t = a.h + t * BH;
+      // own columns of every gate:  gh = h[t−1]·w_h      [B, 3H] = [B, H]·[H, 3H]
+      gemm::gemm_panels(B, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
+      gemm::gemm_panels(B, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
+      gemm::gemm_panels(B, hp, H, w_h_n, own.p0, own.p1, T(0), hn_t, H);
+      for (std::int64_t n = 0; n < B; ++n) {
+        const std::int64_t o = n * H + j0;
+        gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
+                                a.b_h + j0, hp + o, r_t + o, u_t + o, n_t + o, hn_t + o, h_t + o);
+      }
+      stop.poll(id, t);
+#pragma omp barrier
+      if (stop.stop_after(t)) break;
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfter", stop.steps_done(), S);
+}
+
+template <typename T>
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
+  zero(a.x_grad + S * B * I, (d.T - S) * B * I);
+  zero(a.h_prev_grad, BH);
+  if (S == 0) {
+    zero(a.w_i_grad, I * H3);
+    zero(a.w_h_grad, H * H3);
+    zero(a.b_i_grad, H3);
+    zero(a.b_h_grad, H3);
+    return;
+  }
+  const std::int64_t R = padded_ld(H3);  // row stride of d_g
+  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH});
+  T* const d_g = ws.slice(0);      // [S, B, 3H] (row stride R)  d_gh of every step, then d_gi
+  T* const d_n = ws.slice(1);      // [S, B, H]   d_n_bar of every step
+  T* const carry = a.h_prev_grad;  // [B, H]      d_h_prev flowing from step t+1 into step t
+  // The transposed recurrent weights, packed once for the S recurrent products.
+  gemm::PackedB<T> w_h_t;
+  w_h_t.pack(Trans::kYes, H3, H, a.w_h, H3);  // w_hᵀ  [3H, H]
+  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+
+  core::TeamStop stop;
+  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
+    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
+    for (std::int64_t t = S - 1; t >= 0; --t) {
+      const std::int64_t k = S - 1 - t;                      // steps done before this one
+      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
+      const std::int64_t s = t * BH;
+      T* const d_g_t = d_g + t * B * R;
+      for (std::int64_t n = 0; n < B; ++n) {
+        const std::int64_t o = n * H + j0;
+        gru_reset_after_bwd_row(w, H, a.r + s + o, a.u + s + o, a.n + s + o, a.hn + s + o, hp + o,
+                                a.h_grad + s + o, carry + o, d_g_t + n * R + j0, d_n + s + o);
+      }
+      stop.poll(id, k);
+#pragma omp barrier
+      if (stop.stop_after(k)) break;
+      // own columns:  carry += d_gh[t]·w_hᵀ      [B, H] += [B, 3H]·[H, 3H]ᵀ
+      gemm::gemm_panels(B, d_g_t, R, w_h_t, own.p0, own.p1, T(1), carry, H);
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfterGrad", stop.steps_done(), S);
+
+  const std::int64_t SB = S * B;
+  {
+    gemm::PackedB<T> d_gh_packed;  // d_gh, packed once for its two K ranges
+    d_gh_packed.pack(Trans::kNo, SB, H3, d_g, R);
+    // w_h_grad = [h_prev; h[0:S−1]]ᵀ·d_gh over two K ranges of the packed d_gh, so the
+    // previous-h sequence is never copied:  [H, 3H] = [B, H]ᵀ·d_gh[0:B] + [(S−1)·B, H]ᵀ·d_gh[B:]
+    gemm<T>(Trans::kYes, H, a.h_prev, H, d_gh_packed, 0, B, T(0), a.w_h_grad, H3);
+    gemm<T>(Trans::kYes, H, a.h, H, d_gh_packed, B, SB, T(1), a.w_h_grad, H3);
+  }
+  // b_h_grad = Σ_rows d_gh  [3H]
+  column_sums(SB, H3, d_g, R, a.b_h_grad);
+  // d_gi = d_gh with its n block d_hn replaced by d_n_bar.
+  core::parallel_for(SB, H, [&](std::int64_t e0, std::int64_t e1) {
+    for (std::int64_t e = e0; e < e1; ++e) {
+      std::copy(d_n + e * H, d_n + (e + 1) * H, d_g + e * R + 2 * H);
+    }
+  });
+  // x_grad[0:S] = d_gi·w_iᵀ      [S·B, I] = [S·B, 3H]·[I, 3H]ᵀ
+  gemm<T>(Trans::kNo, Trans::kYes, SB, I, H3, d_g, R, a.w_i, H3, T(0), a.x_grad, I);
+  {
+    gemm::PackedB<T> d_gi_packed;
+    d_gi_packed.pack(Trans::kNo, SB, H3, d_g, R);
+    // w_i_grad = xᵀ·d_gi      [I, 3H] = [S·B, I]ᵀ·[S·B, 3H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_gi_packed, T(0), a.w_i_grad, H3);
+  }
+  // b_i_grad = Σ_rows d_gi  [3H]
+  column_sums(SB, H3, d_g, R, a.b_i_grad);
+}
+
+template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,
+                                               const BlockGRUResetAfterFwdArgs<float>&);
+template void block_gru_reset_after_fwd<double>(const BlockGRUDims&,
+                                                const BlockGRUResetAfterFwdArgs<double>&);
+template void block_gru_reset_after_bwd<float>(const BlockGRUDims&,
+                                               const BlockGRUResetAfterBwdArgs<float>&);
+template void block_gru_reset_after_bwd<double>(const BlockGRUDims&,
+                                                const BlockGRUResetAfterBwdArgs<double>&);
+
+}  // namespace blockrnn::cpu

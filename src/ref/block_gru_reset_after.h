@@ -1,0 +1,79 @@
+// Kernel interface of BlockGRUResetAfter and BlockGRUResetAfterGrad (SPEC A9, blockrnn's
+// extension: the reset-after GRU of PyTorch nn.GRU, cuDNN and Keras reset_after=True), shared
+// by the reference (namespace ref, src/ref/block_gru_reset_after.cc) and the fast path (namespace
+// cpu, src/cpu/block_gru_reset_after.cc): the same signature, so tests and the reference switch
+// can swap them.
+//
+// Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
+// Gate column blocks of w_i, w_h, b_i, b_h are PyTorch's order [r | z | n]; u is the update gate
+// (PyTorch's z). Step t < S, with hp = h[t−1] (h_prev at t = 0):
+//   gi = x[t]·w_i + b_i      gh = hp·w_h + b_h                          [B, 3H] each
+//   r = σ(gi_r + gh_r);  u = σ(gi_z + gh_z);  hn = gh_n;  n = tanh(gi_n + r⊙hn)
+//   h = u⊙hp + (1−u)⊙n
+// Every output of a step t ≥ S is zero. The backward runs t = S−1 … 0 with
+// d_h = carry + h_grad[t]:
+//   d_n_bar = (d_h⊙(1−u))⊙(1−n⊙n)          d_u_bar = ((d_h⊙(hp−n))⊙u)⊙(1−u)
+//   d_r_bar = ((d_n_bar⊙hn)⊙r)⊙(1−r)        d_hn = d_n_bar⊙r
+//   d_gi = [d_r_bar, d_u_bar, d_n_bar]     d_gh = [d_r_bar, d_u_bar, d_hn]     [B, 3H]
+//   x_grad[t] = d_gi·w_iᵀ;  carry = d_h⊙u + d_gh·w_hᵀ
+//   w_i_grad += x[t]ᵀ·d_gi;  w_h_grad += hpᵀ·d_gh;  b_i_grad += Σ_b d_gi;  b_h_grad += Σ_b d_gh
+// and h_prev_grad = carry, x_grad[t] = 0 for t ≥ S, every gradient 0 when S = 0.
+// Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
+#pragma once
+
+#include <cstdint>
+
+#include "ref/block_gru.h"  // BlockGRUDims
+
+namespace blockrnn {
+
+template <typename T>
+struct BlockGRUResetAfterFwdArgs {
+  const T* x;       // [T, B, I]
+  const T* h_prev;  // [B, H]
+  const T* w_i;     // [I, 3H]  columns [r | z | n]
+  const T* w_h;     // [H, 3H]  columns [r | z | n]
+  const T* b_i;     // [3H]
+  const T* b_h;     // [3H]
+  T* r;             // [T, B, H]
+  T* u;             // [T, B, H]
+  T* n;             // [T, B, H]
+  T* hn;            // [T, B, H]  h[t−1]·w_h_n + b_h_n (read by the backward)
+  T* h;             // [T, B, H]
+};
+
+template <typename T>
+struct BlockGRUResetAfterBwdArgs {
+  const T* x;       // [T, B, I]
+  const T* h_prev;  // [B, H]
+  const T* w_i;     // [I, 3H]
+  const T* w_h;     // [H, 3H]
+  const T* r;       // [T, B, H]  forward outputs
+  const T* u;       // [T, B, H]
+  const T* n;       // [T, B, H]
+  const T* hn;      // [T, B, H]
+  const T* h;       // [T, B, H]
+  const T* h_grad;  // [T, B, H]  external ∂L/∂h[t]
+  T* x_grad;        // [T, B, I]
+  T* h_prev_grad;   // [B, H]
+  T* w_i_grad;      // [I, 3H]
+  T* w_h_grad;      // [H, 3H]
+  T* b_i_grad;      // [3H]
+  T* b_h_grad;      // [3H]
+};
+
+namespace ref {
+template <typename T>
+void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
+template <typename T>
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
+}  // namespace ref
+
+namespace cpu {
+template <typename T>
+void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
+template <typename T>
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
+}  // namespace cpu
+
+}  // namespace blockrnn

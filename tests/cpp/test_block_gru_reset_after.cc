@@ -1,0 +1,517 @@
+// BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, SPEC A9): fast path
+// vs reference, seq_len_max semantics, finite differences in float64 for every gradient, empty
+// shapes, float16, caller memory, validation, and bits across thread counts on a shape whose
+// time loop runs on a team. (tests/cpp/test_reliability.cc covers the new ops generically too;
+// tests/python/test_block_gru_reset_after.py compares with Keras.)
+#include <array>
+#include <cstring>
+
+#include "test_util.h"
+
+namespace blockrnn {
+namespace {
+
+using testing::all_close;
+using testing::expect_invalid;
+using testing::poisoned;
+using testing::random_tensor;
+
+struct Case {
+  std::int64_t T, B, I, H;
+  Tensor x, h_prev, w_i, w_h, b_i, b_h;
+  Case(DType dt, std::int64_t T_, std::int64_t B_, std::int64_t I_, std::int64_t H_,
+       std::mt19937_64& rng)
+      : T(T_),
+        B(B_),
+        I(I_),
+        H(H_),
+        x(random_tensor(dt, {T, B, I}, rng)),
+        h_prev(random_tensor(dt, {B, H}, rng)),
+        // Weights ~U(±1/√(I+H)) (SPEC A7's unit scale), biases ~U(±1).
+        w_i(random_tensor(dt, {I, 3 * H}, rng, -scale(), scale())),
+        w_h(random_tensor(dt, {H, 3 * H}, rng, -scale(), scale())),
+        b_i(random_tensor(dt, {3 * H}, rng)),
+        b_h(random_tensor(dt, {3 * H}, rng)) {}
+  double scale() const {
+    return 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(I + H, 1)));
+  }
+  BlockGRUResetAfterInputs inputs(std::int64_t S) const {
+    return {S, x, h_prev, w_i, w_h, b_i, b_h};
+  }
+  BlockGRUResetAfterGradInputs grad_inputs(std::int64_t S, const BlockGRUResetAfterResult& f,
+                                           const Tensor& h_grad) const {
+    return {S, x, h_prev, w_i, w_h, b_i, b_h, f.r, f.u, f.n, f.hn, f.h, h_grad};
+  }
+};
+
+BlockGRUResetAfterResult forward(const Case& c, std::int64_t S, bool reference) {
+  testing::ReferenceMode mode(reference);
+  return block_gru_reset_after(c.inputs(S));
+}
+
+BlockGRUResetAfterGradResult backward(const Case& c, std::int64_t S,
+                                      const BlockGRUResetAfterResult& f, const Tensor& h_grad,
+                                      bool reference) {
+  testing::ReferenceMode mode(reference);
+  return block_gru_reset_after_grad(c.grad_inputs(S, f, h_grad));
+}
+
+bool all_zero(const Tensor& t, std::int64_t from = 0) {
+  for (std::int64_t e = from; e < t.num_elements(); ++e) {
+    if (testing::get(t, e) != 0.0) return false;
+  }
+  return true;
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.num_bytes()) == 0;
+}
+
+TEST(BlockGRUResetAfter, FastMatchesReference) {
+  const std::array<std::int64_t, 7> sizes = {1, 2, 3, 7, 8, 9, 17};
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    const std::int64_t T = 1 + rng() % 6, B = sizes[rng() % 7], I = sizes[rng() % 7];
+    // Seeds 16+ use H = 512 or 171: 3H = 1536 is a multiple of 512, so the fast path pads its
+    // gate workspace's row stride (padded_ld); 3H = 513 is one past a panel multiple.
+    const std::int64_t H = seed >= 16 ? (seed % 2 ? 512 : 171) : sizes[rng() % 7];
+    const std::int64_t S_choices[] = {0, 1, T - 1, T};
+    const std::int64_t S = S_choices[rng() % 4];
+    SCOPED_TRACE("seed " + std::to_string(seed) + " T=" + std::to_string(T) +
+                 " B=" + std::to_string(B) + " I=" + std::to_string(I) + " H=" + std::to_string(H) +
+                 " S=" + std::to_string(S));
+    for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+      const Case c(dt, T, B, I, H, rng);
+      const BlockGRUResetAfterResult ref = forward(c, S, true), fast = forward(c, S, false);
+      // Different GEMM accumulation orders (and float32's fast activations vs libm),
+      // compounded over ≤ 6 steps (docs/tolerances.md).
+      const double tol = dt == DType::kFloat32 ? 2e-5 : 1e-12;
+      EXPECT_TRUE(all_close(fast.r, ref.r, tol, tol));
+      EXPECT_TRUE(all_close(fast.u, ref.u, tol, tol));
+      EXPECT_TRUE(all_close(fast.n, ref.n, tol, tol));
+      EXPECT_TRUE(all_close(fast.hn, ref.hn, tol, tol));
+      EXPECT_TRUE(all_close(fast.h, ref.h, tol, tol));
+      const Tensor h_grad = random_tensor(dt, {T, B, H}, rng);
+      const BlockGRUResetAfterGradResult gr = backward(c, S, ref, h_grad, true),
+                                         gf = backward(c, S, ref, h_grad, false);
+      // The parameter gradients sum S·B terms.
+      const double wtol = tol * std::sqrt(static_cast<double>(std::max<std::int64_t>(S * B, 1)));
+      EXPECT_TRUE(all_close(gf.x_grad, gr.x_grad, tol, tol));
+      EXPECT_TRUE(all_close(gf.h_prev_grad, gr.h_prev_grad, tol, tol));
+      EXPECT_TRUE(all_close(gf.w_i_grad, gr.w_i_grad, wtol, wtol));
+      EXPECT_TRUE(all_close(gf.w_h_grad, gr.w_h_grad, wtol, wtol));
+      EXPECT_TRUE(all_close(gf.b_i_grad, gr.b_i_grad, wtol, wtol));
+      EXPECT_TRUE(all_close(gf.b_h_grad, gr.b_h_grad, wtol, wtol));
+    }
+  }
+}
+
+// One step written out in float64 from the equations (no shared code with either path).
+TEST(BlockGRUResetAfter, OneStepMatchesTheEquations) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(31);
+    const std::int64_t B = 2, I = 3, H = 4;
+    const Case c(DType::kFloat64, 1, B, I, H, rng);
+    const BlockGRUResetAfterResult f = block_gru_reset_after(c.inputs(1));
+    auto at = [](const Tensor& t, std::int64_t e) { return t.data_as<double>()[e]; };
+    auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (std::int64_t j = 0; j < H; ++j) {
+        double gi[3], gh[3];
+        for (int g = 0; g < 3; ++g) {
+          gi[g] = at(c.b_i, g * H + j);
+          gh[g] = at(c.b_h, g * H + j);
+          for (std::int64_t k = 0; k < I; ++k)
+            gi[g] += at(c.x, b * I + k) * at(c.w_i, k * 3 * H + g * H + j);
+          for (std::int64_t k = 0; k < H; ++k) {
+            gh[g] += at(c.h_prev, b * H + k) * at(c.w_h, k * 3 * H + g * H + j);
+          }
+        }
+        const double r = sigmoid(gi[0] + gh[0]), u = sigmoid(gi[1] + gh[1]);
+        const double n = std::tanh(gi[2] + r * gh[2]);
+        const double h = u * at(c.h_prev, b * H + j) + (1 - u) * n;
+        const std::int64_t e = b * H + j;
+        EXPECT_NEAR(at(f.r, e), r, 1e-14);
+        EXPECT_NEAR(at(f.u, e), u, 1e-14);
+        EXPECT_NEAR(at(f.n, e), n, 1e-14);
+        EXPECT_NEAR(at(f.hn, e), gh[2], 1e-14);
+        EXPECT_NEAR(at(f.h, e), h, 1e-14);
+      }
+    }
+  }
+}
+
+TEST(BlockGRUResetAfter, StepsPastSeqLenMaxAreZeroAndIgnored) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(3);
+    const std::int64_t T = 6, B = 2, I = 3, H = 5;
+    const Case c(DType::kFloat32, T, B, I, H, rng);
+    for (std::int64_t S : {0, 1, 4}) {
+      const BlockGRUResetAfterResult f = block_gru_reset_after(c.inputs(S));
+      for (const Tensor* out : {&f.r, &f.u, &f.n, &f.hn, &f.h}) {
+        EXPECT_TRUE(all_zero(*out, S * B * H));
+      }
+      // The steps before S do not depend on T: the full sequence gives the same values.
+      const BlockGRUResetAfterResult full = block_gru_reset_after(c.inputs(T));
+      for (std::int64_t e = 0; e < S * B * H; ++e) {
+        EXPECT_EQ(f.h.data_as<float>()[e], full.h.data_as<float>()[e]);
+      }
+      Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+      const BlockGRUResetAfterGradResult g1 =
+          block_gru_reset_after_grad(c.grad_inputs(S, f, h_grad));
+      for (std::int64_t e = S * B * H; e < T * B * H; ++e) h_grad.data_as<float>()[e] = 1e3f;
+      const BlockGRUResetAfterGradResult g2 =
+          block_gru_reset_after_grad(c.grad_inputs(S, f, h_grad));
+      EXPECT_TRUE(bitwise_equal(g1.w_h_grad, g2.w_h_grad));
+      EXPECT_TRUE(bitwise_equal(g1.b_i_grad, g2.b_i_grad));
+      EXPECT_TRUE(bitwise_equal(g1.h_prev_grad, g2.h_prev_grad));
+      EXPECT_TRUE(bitwise_equal(g1.x_grad, g2.x_grad));
+      EXPECT_TRUE(all_zero(g1.x_grad, S * B * I));
+      if (S == 0) {
+        for (const Tensor* t :
+             {&g1.h_prev_grad, &g1.w_i_grad, &g1.w_h_grad, &g1.b_i_grad, &g1.b_h_grad}) {
+          EXPECT_TRUE(all_zero(*t));
+        }
+      }
+    }
+  }
+}
+
+TEST(BlockGRUResetAfter, WritesEveryOutputElementIntoCallerMemory) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(7);
+    const std::int64_t T = 4, B = 3, I = 5, H = 4, S = 2;
+    const Case c(DType::kFloat32, T, B, I, H, rng);
+    const DType f = DType::kFloat32;
+    Tensor r = poisoned(f, {T, B, H}), u = poisoned(f, {T, B, H}), n = poisoned(f, {T, B, H}),
+           hn = poisoned(f, {T, B, H}), h = poisoned(f, {T, B, H});
+    block_gru_reset_after(c.inputs(S), {r.mutable_view(), u.mutable_view(), n.mutable_view(),
+                                        hn.mutable_view(), h.mutable_view()});
+    const BlockGRUResetAfterResult want = block_gru_reset_after(c.inputs(S));
+    EXPECT_TRUE(bitwise_equal(r, want.r));
+    EXPECT_TRUE(bitwise_equal(u, want.u));
+    EXPECT_TRUE(bitwise_equal(n, want.n));
+    EXPECT_TRUE(bitwise_equal(hn, want.hn));
+    EXPECT_TRUE(bitwise_equal(h, want.h));
+    const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
+    Tensor dx = poisoned(f, {T, B, I}), dh = poisoned(f, {B, H}), dwi = poisoned(f, {I, 3 * H}),
+           dwh = poisoned(f, {H, 3 * H}), dbi = poisoned(f, {3 * H}), dbh = poisoned(f, {3 * H});
+    block_gru_reset_after_grad(c.grad_inputs(S, want, h_grad),
+                               {dx.mutable_view(), dh.mutable_view(), dwi.mutable_view(),
+                                dwh.mutable_view(), dbi.mutable_view(), dbh.mutable_view()});
+    const BlockGRUResetAfterGradResult g =
+        block_gru_reset_after_grad(c.grad_inputs(S, want, h_grad));
+    EXPECT_TRUE(bitwise_equal(dx, g.x_grad));
+    EXPECT_TRUE(bitwise_equal(dh, g.h_prev_grad));
+    EXPECT_TRUE(bitwise_equal(dwi, g.w_i_grad));
+    EXPECT_TRUE(bitwise_equal(dwh, g.w_h_grad));
+    EXPECT_TRUE(bitwise_equal(dbi, g.b_i_grad));
+    EXPECT_TRUE(bitwise_equal(dbh, g.b_h_grad));
+  }
+}
+
+// L = Σ_t Σ h_grad[t]⊙h[t] with a random h_grad; every gradient against central differences in
+// float64 (SPEC A7: 1e-6 relative), with seq_len_max = T and < T.
+TEST(BlockGRUResetAfter, GradientsMatchFiniteDifferences) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (auto [T, S] : std::array<std::array<std::int64_t, 2>, 2>{{{4, 4}, {5, 3}}}) {
+      std::mt19937_64 rng(2024 + T);
+      const std::int64_t B = 2, I = 3, H = 4;
+      Case c(DType::kFloat64, T, B, I, H, rng);
+      const Tensor h_grad = random_tensor(DType::kFloat64, {T, B, H}, rng);
+      const BlockGRUResetAfterResult fwd = block_gru_reset_after(c.inputs(S));
+      const BlockGRUResetAfterGradResult g =
+          block_gru_reset_after_grad(c.grad_inputs(S, fwd, h_grad));
+      auto loss = [&] {
+        const BlockGRUResetAfterResult f = block_gru_reset_after(c.inputs(S));
+        double l = 0;
+        for (std::int64_t e = 0; e < T * B * H; ++e) {
+          l += h_grad.data_as<double>()[e] * f.h.data_as<double>()[e];
+        }
+        return l;
+      };
+      const std::array<std::pair<Tensor*, const Tensor*>, 6> pairs = {{{&c.x, &g.x_grad},
+                                                                       {&c.h_prev, &g.h_prev_grad},
+                                                                       {&c.w_i, &g.w_i_grad},
+                                                                       {&c.w_h, &g.w_h_grad},
+                                                                       {&c.b_i, &g.b_i_grad},
+                                                                       {&c.b_h, &g.b_h_grad}}};
+      const char* names[] = {"x", "h_prev", "w_i", "w_h", "b_i", "b_h"};
+      for (int k = 0; k < 6; ++k) {
+        const testing::FiniteDifference fd =
+            testing::finite_difference(*pairs[k].first, *pairs[k].second, loss);
+        EXPECT_TRUE(fd.within(1e-6)) << "max |numeric - analytic| " << fd.max_err << " " << names[k]
+                                     << " T=" << T << " S=" << S << " reference=" << reference;
+      }
+    }
+  }
+}
+
+TEST(BlockGRUResetAfter, EmptyShapesGiveEmptyOutputs) {
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(1);
+    for (auto [T, B, I, H] : std::array<std::array<std::int64_t, 4>, 6>{{{3, 0, 3, 4},
+                                                                         {3, 2, 0, 4},
+                                                                         {3, 2, 3, 0},
+                                                                         {0, 2, 3, 4},
+                                                                         {2, 0, 0, 0},
+                                                                         {1, 1, 1, 1}}}) {
+      const Case c(DType::kFloat32, T, B, I, H, rng);
+      const BlockGRUResetAfterResult f = block_gru_reset_after(c.inputs(T));
+      EXPECT_EQ(f.h.shape(), (Shape{T, B, H}));
+      EXPECT_EQ(f.hn.shape(), (Shape{T, B, H}));
+      const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+      const BlockGRUResetAfterGradResult g =
+          block_gru_reset_after_grad(c.grad_inputs(T, f, h_grad));
+      EXPECT_EQ(g.x_grad.shape(), (Shape{T, B, I}));
+      EXPECT_EQ(g.w_i_grad.shape(), (Shape{I, 3 * H}));
+      EXPECT_EQ(g.w_h_grad.shape(), (Shape{H, 3 * H}));
+      EXPECT_EQ(g.b_h_grad.shape(), (Shape{3 * H}));
+      if (B == 0 || T == 0) {  // no rows: nothing to accumulate
+        for (const Tensor* t : {&g.w_i_grad, &g.w_h_grad, &g.b_i_grad, &g.b_h_grad}) {
+          EXPECT_TRUE(all_zero(*t));
+        }
+      }
+      if (H == 0) EXPECT_TRUE(all_zero(g.x_grad));  // no gates: x has no influence
+      if (I == 0 && B > 0 && H > 0) {
+        // No input: the gates see only the biases and the state; every value is finite.
+        EXPECT_TRUE(std::isfinite(f.h.data_as<float>()[0]));
+        EXPECT_TRUE(all_zero(g.w_i_grad));
+      }
+    }
+  }
+}
+
+TEST(BlockGRUResetAfter, Float16ComputesInFloat32) {
+  std::mt19937_64 rng(5);
+  const std::int64_t T = 3, B = 4, I = 6, H = 8;
+  const Case h16(DType::kFloat16, T, B, I, H, rng);
+  auto widen = [](const Tensor& t) {
+    Tensor w(DType::kFloat32, t.shape());
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) w.data_as<float>()[e] = testing::get(t, e);
+    return w;
+  };
+  const BlockGRUResetAfterResult a = block_gru_reset_after(h16.inputs(T));
+  const Tensor x = widen(h16.x), hp = widen(h16.h_prev), wi = widen(h16.w_i), wh = widen(h16.w_h),
+               bi = widen(h16.b_i), bh = widen(h16.b_h);
+  const BlockGRUResetAfterResult b = block_gru_reset_after({T, x, hp, wi, wh, bi, bh});
+  EXPECT_EQ(a.h.dtype(), DType::kFloat16);
+  // The whole sequence runs in float32; each stored value is rounded once to half.
+  EXPECT_TRUE(all_close(a.h, b.h, 1.0 / 2048, 1e-7));
+  EXPECT_TRUE(all_close(a.r, b.r, 1.0 / 2048, 1e-7));
+  EXPECT_TRUE(all_close(a.hn, b.hn, 1.0 / 2048, 1e-7));
+  const Tensor hg16 = random_tensor(DType::kFloat16, {T, B, H}, rng);
+  const BlockGRUResetAfterGradResult ga = block_gru_reset_after_grad(h16.grad_inputs(T, a, hg16));
+  const BlockGRUResetAfterGradResult gb =
+      block_gru_reset_after_grad({T, x, hp, wi, wh, bi, bh, widen(a.r), widen(a.u), widen(a.n),
+                                  widen(a.hn), widen(a.h), widen(hg16)});
+  EXPECT_EQ(ga.w_h_grad.dtype(), DType::kFloat16);
+  for (auto [p, q] : {std::pair{&ga.x_grad, &gb.x_grad},
+                      {&ga.h_prev_grad, &gb.h_prev_grad},
+                      {&ga.w_i_grad, &gb.w_i_grad},
+                      {&ga.w_h_grad, &gb.w_h_grad},
+                      {&ga.b_i_grad, &gb.b_i_grad},
+                      {&ga.b_h_grad, &gb.b_h_grad}}) {
+    EXPECT_TRUE(all_close(*p, *q, 1.0 / 2048, 1e-6));
+  }
+}
+
+// Bits at 1, 2, 3, 4 and 7 threads on shapes whose time loops run on a team (several GEMM
+// panels of H and enough recurrent work per step), forward and backward.
+TEST(BlockGRUResetAfter, DeterministicAcrossThreadCounts) {
+  const int saved = get_num_threads();
+  for (auto [T, B, I, H] :
+       std::array<std::array<std::int64_t, 4>, 2>{{{4, 64, 40, 200}, {3, 17, 9, 333}}}) {
+    std::mt19937_64 rng(41);
+    const Case c(DType::kFloat32, T, B, I, H, rng);
+    const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+    set_num_threads(1);
+    const BlockGRUResetAfterResult f1 = block_gru_reset_after(c.inputs(T));
+    const BlockGRUResetAfterGradResult g1 =
+        block_gru_reset_after_grad(c.grad_inputs(T, f1, h_grad));
+    for (int threads : {2, 3, 4, 7}) {
+      set_num_threads(threads);
+      const BlockGRUResetAfterResult f = block_gru_reset_after(c.inputs(T));
+      const BlockGRUResetAfterGradResult g =
+          block_gru_reset_after_grad(c.grad_inputs(T, f1, h_grad));
+      const std::string where = std::to_string(threads) + " threads, H=" + std::to_string(H);
+      EXPECT_TRUE(bitwise_equal(f.h, f1.h)) << where;
+      EXPECT_TRUE(bitwise_equal(f.hn, f1.hn)) << where;
+      EXPECT_TRUE(bitwise_equal(g.x_grad, g1.x_grad)) << where;
+      EXPECT_TRUE(bitwise_equal(g.h_prev_grad, g1.h_prev_grad)) << where;
+      EXPECT_TRUE(bitwise_equal(g.w_i_grad, g1.w_i_grad)) << where;
+      EXPECT_TRUE(bitwise_equal(g.w_h_grad, g1.w_h_grad)) << where;
+      EXPECT_TRUE(bitwise_equal(g.b_i_grad, g1.b_i_grad)) << where;
+      EXPECT_TRUE(bitwise_equal(g.b_h_grad, g1.b_h_grad)) << where;
+    }
+  }
+  set_num_threads(saved);
+}
+
+// Cancellation at step boundaries (blockrnn/context.h): with a check that always says stop, a
+// call longer than the poll interval (20 ms) throws kCancelled naming the op, on both paths and
+// with a team of threads in the time loop.
+TEST(BlockGRUResetAfter, CancelsAtStepBoundaries) {
+  const int saved = get_num_threads();
+  std::mt19937_64 rng(9);
+  // ~12.6 M multiply-adds of recurrent product per step: the 500 steps take well over 20 ms.
+  const std::int64_t T = 500, B = 4, I = 8, H = 1024;
+  const Case c(DType::kFloat32, T, B, I, H, rng);
+  const BlockGRUResetAfterResult f = block_gru_reset_after(c.inputs(T));
+  const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+  auto expect_cancelled = [](auto&& call, const std::string& op) {
+    try {
+      call();
+      ADD_FAILURE() << op << " was not cancelled";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
+      EXPECT_NE(std::string(e.what()).find(op + ": cancelled after"), std::string::npos)
+          << e.what();
+    }
+  };
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (int threads : {1, 3}) {
+      set_num_threads(threads);
+      set_cancel_check([](void*) { return true; }, nullptr);
+      expect_cancelled([&] { block_gru_reset_after(c.inputs(T)); }, "BlockGRUResetAfter");
+      expect_cancelled([&] { block_gru_reset_after_grad(c.grad_inputs(T, f, h_grad)); },
+                       "BlockGRUResetAfterGrad");
+      set_cancel_check(nullptr, nullptr);
+    }
+  }
+  set_num_threads(saved);
+}
+
+TEST(BlockGRUResetAfter, Validation) {
+  std::mt19937_64 rng(3);
+  const DType f = DType::kFloat32;
+  const std::int64_t T = 5, B = 4, I = 3, H = 16;
+  const Case c(f, T, B, I, H, rng);
+  const BlockGRUResetAfterInputs ok = c.inputs(T);
+  const Tensor rank2 = random_tensor(f, {4, 3}, rng), rank1 = random_tensor(f, {4}, rng);
+  auto fwd_with = [&](int k, const TensorView& v) {
+    BlockGRUResetAfterInputs in = ok;
+    TensorView* slots[] = {&in.x, &in.h_prev, &in.w_i, &in.w_h, &in.b_i, &in.b_h};
+    *slots[k] = v;
+    block_gru_reset_after(in);
+  };
+  expect_invalid([&] { fwd_with(0, rank2); },
+                 "BlockGRUResetAfter: x must be rank 3, got rank 2 (shape [4, 3])");
+  expect_invalid([&] { fwd_with(1, rank1); }, "BlockGRUResetAfter: h_prev must be rank 2");
+  expect_invalid([&] { fwd_with(2, rank1); }, "w_i must be rank 2");
+  expect_invalid([&] { fwd_with(3, rank1); }, "w_h must be rank 2");
+  expect_invalid([&] { fwd_with(4, rank2); }, "b_i must be rank 1");
+  expect_invalid([&] { fwd_with(5, rank2); }, "b_h must be rank 1");
+  const Tensor hp_bad = random_tensor(f, {5, 16}, rng);
+  expect_invalid([&] { fwd_with(1, hp_bad); },
+                 "BlockGRUResetAfter: h_prev must have shape [4, 16] (batch_size, cell_size), got "
+                 "[5, 16]");
+  const Tensor w_i_bad = random_tensor(f, {3, 47}, rng), w_h_bad = random_tensor(f, {15, 48}, rng);
+  expect_invalid([&] { fwd_with(2, w_i_bad); },
+                 "BlockGRUResetAfter: w_i must have shape [3, 48] (input_size, 3 * cell_size), "
+                 "got [3, 47]");
+  expect_invalid([&] { fwd_with(3, w_h_bad); },
+                 "BlockGRUResetAfter: w_h must have shape [16, 48] (cell_size, 3 * cell_size), "
+                 "got [15, 48]");
+  // A [I+H, 3H] weight (the concatenated layout of BlockGRU) is refused for w_i.
+  const Tensor w_cat = random_tensor(f, {I + H, 3 * H}, rng);
+  expect_invalid([&] { fwd_with(2, w_cat); }, "w_i must have shape [3, 48]");
+  const Tensor b16 = random_tensor(f, {16}, rng);
+  expect_invalid([&] { fwd_with(4, b16); },
+                 "BlockGRUResetAfter: b_i must have shape [48] (3 * cell_size), got [16]");
+  expect_invalid([&] { fwd_with(5, b16); }, "b_h must have shape [48] (3 * cell_size), got [16]");
+  // Ranks first: a wrong rank anywhere wins over a wrong dimension elsewhere.
+  expect_invalid(
+      [&] {
+        BlockGRUResetAfterInputs in = ok;
+        in.h_prev = hp_bad;
+        in.b_h = rank2;
+        block_gru_reset_after(in);
+      },
+      "b_h must be rank 1");
+  for (std::int64_t S : {std::int64_t{-1}, T + 1}) {
+    expect_invalid([&] { block_gru_reset_after(c.inputs(S)); },
+                   "BlockGRUResetAfter: seq_len_max must be between 0 and 5 (time_len of x), got " +
+                       std::to_string(S));
+  }
+  std::vector<TensorView> ins = {TensorView(), c.x, c.h_prev, c.w_i, c.w_h, c.b_i, c.b_h};
+  const Tensor s_vec(DType::kInt64, {1}), s_f32(DType::kFloat32, {});
+  ins[0] = s_vec;
+  expect_invalid([&] { run_op("BlockGRUResetAfter", ins); },
+                 "BlockGRUResetAfter: seq_len_max must be a scalar (rank 0), got shape [1]");
+  ins[0] = s_f32;
+  expect_invalid([&] { run_op("BlockGRUResetAfter", ins); },
+                 "seq_len_max must be int64, got float32");
+  const Case d(DType::kFloat64, T, B, I, H, rng);
+  expect_invalid(
+      [&] {
+        BlockGRUResetAfterInputs in = ok;
+        in.w_h = d.w_h;
+        block_gru_reset_after(in);
+      },
+      "w_h must have the dtype of x (float32), got float64");
+  // Grad: r, u, n, hn, h and h_grad must each be [T, B, H].
+  const BlockGRUResetAfterResult fwd = block_gru_reset_after(ok);
+  const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
+  const BlockGRUResetAfterGradInputs gok = c.grad_inputs(T, fwd, h_grad);
+  EXPECT_NO_THROW(block_gru_reset_after_grad(gok));
+  const Tensor wrong_t = random_tensor(f, {T - 1, B, H}, rng),
+               wrong_h = random_tensor(f, {T, B, H - 1}, rng),
+               rank2_bh = random_tensor(f, {B, H}, rng);
+  const char* names[] = {"r", "u", "n", "hn", "h", "h_grad"};
+  for (int k = 0; k < 6; ++k) {
+    for (const Tensor* bad : {&wrong_t, &wrong_h}) {
+      BlockGRUResetAfterGradInputs in = gok;
+      TensorView* slots[] = {&in.r, &in.u, &in.n, &in.hn, &in.h, &in.h_grad};
+      *slots[k] = *bad;
+      expect_invalid([&] { block_gru_reset_after_grad(in); },
+                     std::string("BlockGRUResetAfterGrad: ") + names[k] +
+                         " must have shape [5, 4, 16] (time_len, batch_size, cell_size), got " +
+                         bad->shape().to_string());
+      *slots[k] = rank2_bh;
+      expect_invalid([&] { block_gru_reset_after_grad(in); },
+                     std::string("BlockGRUResetAfterGrad: ") + names[k] + " must be rank 3");
+    }
+  }
+  expect_invalid(
+      [&] {
+        BlockGRUResetAfterGradInputs in = gok;
+        in.seq_len_max = T + 1;
+        block_gru_reset_after_grad(in);
+      },
+      "BlockGRUResetAfterGrad: seq_len_max must be between 0 and 5");
+  expect_invalid(
+      [&] {
+        BlockGRUResetAfterGradInputs in = gok;
+        in.w_i = w_i_bad;
+        block_gru_reset_after_grad(in);
+      },
+      "BlockGRUResetAfterGrad: w_i must have shape [3, 48]");
+  // Caller outputs are checked; outputs must not alias inputs.
+  Tensor r(f, {T, B, H}), u(f, {T, B, H}), n(f, {T, B, H}), hn(f, {T, B, H}),
+      small(f, {T, B, H - 1});
+  expect_invalid(
+      [&] {
+        block_gru_reset_after(ok, {r.mutable_view(), u.mutable_view(), n.mutable_view(),
+                                   hn.mutable_view(), small.mutable_view()});
+      },
+      "output h must have shape [5, 4, 16], got [5, 4, 15]");
+  Tensor x_copy(f, {T, B, H});
+  expect_invalid(
+      [&] {
+        BlockGRUResetAfterInputs in = ok;
+        in.x = TensorView(x_copy.data_as<float>(), {T, B, I});
+        block_gru_reset_after(in, {r.mutable_view(), u.mutable_view(), n.mutable_view(),
+                                   hn.mutable_view(), x_copy.mutable_view()});
+      },
+      "overlaps input x");
+}
+
+}  // namespace
+}  // namespace blockrnn
