@@ -213,7 +213,7 @@ TrainSummary train_char_model(const TrainOptions& opt, std::FILE* out) {
   const std::filesystem::path dir(opt.out_dir);
   summary.metrics_path = (dir / "metrics.csv").string();
   summary.png_path = (dir / "loss.png").string();
-  summary.checkpoint_path = (dir / "checkpoint.brnn").string();
+  summary.checkpoint_path = (dir / "checkpoint.safetensors").string();
   MetricsWriter metrics(summary.metrics_path);
 
   const int64_t T = opt.seq_len, B = opt.batch, N = static_cast<int64_t>(ids.size());
@@ -250,8 +250,8 @@ TrainSummary train_char_model(const TrainOptions& opt, std::FILE* out) {
     write_loss_png(summary.png_path, curve_steps, curve_loss, title);
     adam_state.t = adam.t();
     meta["loss"] = fmt("%.6f", last_loss);
-    save_checkpoint(summary.checkpoint_path,
-                    make_checkpoint(model, vocab, step, &adam_state, meta));
+    save_safetensors(summary.checkpoint_path,
+                     make_checkpoint(model, vocab, step, &adam_state, meta));
   };
 
   ProgressOptions popt;

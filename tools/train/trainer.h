@@ -1,6 +1,6 @@
 // `blockrnn train`: trains the character language model (char_model.h) with truncated
 // backpropagation through time, global-norm gradient clipping and Adam, and writes
-// <out>/metrics.csv, <out>/loss.png and <out>/checkpoint.brnn.
+// <out>/metrics.csv, <out>/loss.png and <out>/checkpoint.safetensors.
 //
 // Batching: the corpus of N characters is a ring; stream b (of B) starts at ⌊b·N/B⌋ and step s
 // reads the T characters from (start_b + s·T) mod N as inputs and the T following ones as
