@@ -10,6 +10,7 @@ import pathlib
 import pty
 import struct
 import subprocess
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ def read_metrics(path):
     return header, rows
 
 
-def test_train_writes_metrics_png_checkpoint_and_learns(trained):
+def test_train_writes_metrics_chart_checkpoint_and_learns(trained):
     out, r = trained
     header, rows = read_metrics(out / "metrics.csv")
     assert header[:2] == ["step", "loss"]
@@ -60,7 +61,10 @@ def test_train_writes_metrics_png_checkpoint_and_learns(trained):
     losses = [float(row["loss"]) for row in rows]
     assert losses[0] > 3.8                                  # ≈ ln(62) at the start
     assert sum(losses[-10:]) / 10 < losses[0] - 0.8         # and clearly lower after 40 steps
-    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = ElementTree.parse(out / "loss.svg").getroot()     # well-formed XML
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.tag == f"{ns}svg" and len(svg.findall(f"{ns}polyline")) == 2
+    assert "step" in [t.text for t in svg.findall(f"{ns}text")]
     ckpt = (out / "checkpoint.safetensors").read_bytes()
     (n,) = struct.unpack_from("<Q", ckpt, 0)
     assert json.loads(ckpt[8:8 + n])["__metadata__"]["format"] == "blockrnn-char-lm"

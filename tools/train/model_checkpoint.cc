@@ -192,7 +192,7 @@ Checkpoint make_checkpoint(const CharModel<float>& model, const Vocabulary& voca
   ckpt.metadata["hidden"] = std::to_string(c.hidden);
   ckpt.metadata["layers"] = std::to_string(c.layers);
   ckpt.metadata["vocabulary"] = vocabulary_to_metadata(vocabulary.symbols());
-  ckpt.metadata["forget_bias"] = "1";
+  ckpt.metadata["forget_bias"] = std::to_string(static_cast<int>(kForgetBias));
   ckpt.metadata["step"] = std::to_string(step);
   ckpt.metadata["blockrnn_version"] = blockrnn::version();
   for (size_t k = 0; k < model.num_tensors(); ++k) {

@@ -1,5 +1,5 @@
 // The training loop of `blockrnn train` (see trainer.h): option checks, corpus and resume
-// handling, TBPTT batches over the corpus ring, clip + Adam, metrics.csv, loss.png and the
+// handling, TBPTT batches over the corpus ring, clip + Adam, metrics.csv, loss.svg and the
 // checkpoint.
 #include "train/trainer.h"
 
@@ -212,7 +212,7 @@ TrainSummary train_char_model(const TrainOptions& opt, std::FILE* out) {
   TrainSummary summary;
   const std::filesystem::path dir(opt.out_dir);
   summary.metrics_path = (dir / "metrics.csv").string();
-  summary.png_path = (dir / "loss.png").string();
+  summary.chart_path = (dir / "loss.svg").string();
   summary.checkpoint_path = (dir / "checkpoint.safetensors").string();
   MetricsWriter metrics(summary.metrics_path);
 
@@ -247,7 +247,7 @@ TrainSummary train_char_model(const TrainOptions& opt, std::FILE* out) {
     const std::string title = std::string("blockrnn train: ") + cell_name(config.cell) + " " +
                               std::to_string(config.layers) + "x" + std::to_string(config.hidden) +
                               ", batch " + std::to_string(B) + "x" + std::to_string(T);
-    write_loss_png(summary.png_path, curve_steps, curve_loss, title);
+    write_loss_svg(summary.chart_path, curve_steps, curve_loss, title);
     adam_state.t = adam.t();
     meta["loss"] = fmt("%.6f", last_loss);
     save_safetensors(summary.checkpoint_path,
@@ -340,7 +340,7 @@ TrainSummary train_char_model(const TrainOptions& opt, std::FILE* out) {
   std::fprintf(out, "loss %.3f (step %lld) -> %.3f (mean of the last %zu steps)\n",
                summary.first_loss, static_cast<long long>(summary.first_step), summary.final_loss,
                tail.size());
-  std::fprintf(out, "wrote %s, %s, %s\n", summary.metrics_path.c_str(), summary.png_path.c_str(),
+  std::fprintf(out, "wrote %s, %s, %s\n", summary.metrics_path.c_str(), summary.chart_path.c_str(),
                summary.checkpoint_path.c_str());
   std::fflush(out);
   return summary;
