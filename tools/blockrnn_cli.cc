@@ -17,6 +17,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "blockrnn/blockrnn.h"
 #include "train/sampler.h"
@@ -134,143 +135,155 @@ int run_sample(const std::string& checkpoint, const blockrnn::train::SampleOptio
   return std::fflush(stdout) == 0 ? 0 : kRuntimeError;
 }
 
-}  // namespace
+namespace tr = blockrnn::train;
 
-int main(int argc, char** argv) {
-  namespace tr = blockrnn::train;
-  using tr::TrainDefaults;
-  CLI::App app{"blockrnn: TensorFlow's fused RNN block ops, exact and fast"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", blockrnn::version());
+// Every option's value, filled in by CLI11.
+struct Args {
+  int threads = 0;        // global --threads
+  int model_threads = 0;  // train/sample --threads
   std::int64_t B = 2, I = 3, H = 4;
   std::uint64_t seed = 1;
-  int threads = 0;
-  app.add_option("--threads", threads, "threads to use (default: all cores)")
-      ->check(CLI::Range(0, 1024));
-  CLI::App* demo = app.add_subcommand("demo", "GRU cell forward + backward with a gradient check");
-  demo->add_option("--batch", B, "batch size")->check(CLI::Range(1, 64));
-  demo->add_option("--input", I, "input size")->check(CLI::Range(0, 64));
-  demo->add_option("--hidden", H, "cell size")->check(CLI::Range(1, 64));
-  demo->add_option("--seed", seed, "random seed")->check(kSeed);
-  CLI::App* ops = app.add_subcommand("ops", "list the ops and their TensorFlow signatures");
+  tr::TrainOptions train;
+  std::string cell = "lstm";
+  std::int64_t hidden = tr::TrainDefaults::kHidden, layers = tr::TrainDefaults::kLayers,
+               embed = tr::TrainDefaults::kEmbed;
+  CLI::Option *cell_opt = nullptr, *hidden_opt = nullptr, *layers_opt = nullptr,
+              *embed_opt = nullptr;
+  std::string checkpoint;
+  tr::SampleOptions sample;
+};
 
-  // ---- train ----
+constexpr const char* kModelThreadsHelp =
+    "threads for the ops and GEMMs (default 1: at these batch sizes a second thread gains "
+    "little and, on a busy machine, costs a lot; docs/training.md)";
+
+CLI::App* add_demo(CLI::App& app, Args& a) {
+  CLI::App* demo = app.add_subcommand("demo", "GRU cell forward + backward with a gradient check");
+  demo->add_option("--batch", a.B, "batch size")->check(CLI::Range(1, 64));
+  demo->add_option("--input", a.I, "input size")->check(CLI::Range(0, 64));
+  demo->add_option("--hidden", a.H, "cell size")->check(CLI::Range(1, 64));
+  demo->add_option("--seed", a.seed, "random seed")->check(kSeed);
+  return demo;
+}
+
+CLI::App* add_train(CLI::App& app, Args& a) {
   CLI::App* train = app.add_subcommand(
       "train",
       "train a character-level language model: embedding -> BlockLSTM/BlockGRU layers -> "
       "softmax, Adam, truncated BPTT, gradient clipping; writes DIR/metrics.csv, DIR/loss.svg, "
       "DIR/checkpoint.safetensors");
-  tr::TrainOptions topt;
-  std::string cell = "lstm";
-  std::int64_t hidden = TrainDefaults::kHidden, layers = TrainDefaults::kLayers,
-               embed = TrainDefaults::kEmbed;
-  CLI::Option* cell_opt = train->add_option("--cell", cell, "recurrent cell: lstm or gru")
-                              ->check(CLI::IsMember({"lstm", "gru"}))
-                              ->capture_default_str();
-  CLI::Option* hidden_opt = train->add_option("--hidden", hidden, "hidden units per layer (H)")
-                                ->check(CLI::Range(std::int64_t{1}, tr::kMaxHidden))
-                                ->capture_default_str();
-  CLI::Option* layers_opt = train->add_option("--layers", layers, "recurrent layers")
-                                ->check(CLI::Range(std::int64_t{1}, tr::kMaxLayers))
-                                ->capture_default_str();
-  CLI::Option* embed_opt = train->add_option("--embed", embed, "embedding size (D)")
-                               ->check(CLI::Range(std::int64_t{1}, tr::kMaxEmbed))
-                               ->capture_default_str();
-  train->add_option("--steps", topt.steps, "training steps (batches)")
+  tr::TrainOptions& t = a.train;
+  a.cell_opt = train->add_option("--cell", a.cell, "recurrent cell: lstm or gru")
+                   ->check(CLI::IsMember({"lstm", "gru"}))
+                   ->capture_default_str();
+  a.hidden_opt = train->add_option("--hidden", a.hidden, "hidden units per layer (H)")
+                     ->check(CLI::Range(std::int64_t{1}, tr::kMaxHidden))
+                     ->capture_default_str();
+  a.layers_opt = train->add_option("--layers", a.layers, "recurrent layers")
+                     ->check(CLI::Range(std::int64_t{1}, tr::kMaxLayers))
+                     ->capture_default_str();
+  a.embed_opt = train->add_option("--embed", a.embed, "embedding size (D)")
+                    ->check(CLI::Range(std::int64_t{1}, tr::kMaxEmbed))
+                    ->capture_default_str();
+  train->add_option("--steps", t.steps, "training steps (batches)")
       ->check(CLI::Range(std::int64_t{1}, tr::kMaxSteps))
       ->capture_default_str();
-  train->add_option("--batch", topt.batch, "parallel streams per batch (B)")
+  train->add_option("--batch", t.batch, "parallel streams per batch (B)")
       ->check(CLI::Range(std::int64_t{1}, tr::kMaxBatch))
       ->capture_default_str();
-  train->add_option("--seq-len", topt.seq_len, "characters per stream per batch (T)")
+  train->add_option("--seq-len", t.seq_len, "characters per stream per batch (T)")
       ->check(CLI::Range(std::int64_t{1}, tr::kMaxSeqLen))
       ->capture_default_str();
-  train->add_option("--lr", topt.lr, "Adam learning rate")
+  train->add_option("--lr", t.lr, "Adam learning rate")
       ->check(CLI::Range(1e-9, 1.0))
       ->capture_default_str();
-  train->add_option("--clip", topt.clip, "global gradient-norm limit")
+  train->add_option("--clip", t.clip, "global gradient-norm limit")
       ->check(CLI::Range(1e-6, 1e6))
       ->capture_default_str();
-  train->add_option("--seed", topt.seed, "random seed of the initial weights")
+  train->add_option("--seed", t.seed, "random seed of the initial weights")
       ->check(kSeed)
       ->capture_default_str();
-  int model_threads = 0;
-  const char* model_threads_help =
-      "threads for the ops and GEMMs (default 1: at these batch sizes a second thread gains "
-      "little and, on a busy machine, costs a lot; docs/training.md)";
-  train->add_option("--threads", model_threads, model_threads_help)->check(CLI::Range(1, 1024));
-  train->add_option("--corpus", topt.corpus_path,
+  train->add_option("--threads", a.model_threads, kModelThreadsHelp)->check(CLI::Range(1, 1024));
+  train->add_option("--corpus", t.corpus_path,
                     "train on this text file instead of the embedded corpus (KJV Genesis-Exodus)");
-  train->add_option("--out", topt.out_dir, "output directory")->capture_default_str();
-  train->add_option("--resume", topt.resume_path,
+  train->add_option("--out", t.out_dir, "output directory")->capture_default_str();
+  train->add_option("--resume", t.resume_path,
                     "continue training from this checkpoint (weights, Adam state, step count)");
   train
-      ->add_option("--max-time", topt.max_seconds,
+      ->add_option("--max-time", t.max_seconds,
                    "stop early (saving everything) after this many seconds; 0: no limit")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
+  return train;
+}
 
-  // ---- sample ----
+CLI::App* add_sample(CLI::App& app, Args& a) {
   CLI::App* sample = app.add_subcommand("sample", "print text generated by a trained checkpoint");
-  std::string checkpoint;
-  tr::SampleOptions sopt;
-  sample->add_option("--checkpoint", checkpoint, "checkpoint written by `blockrnn train`")
+  tr::SampleOptions& s = a.sample;
+  sample->add_option("--checkpoint", a.checkpoint, "checkpoint written by `blockrnn train`")
       ->required();
-  sample->add_option("--length", sopt.length, "characters to generate")
+  sample->add_option("--length", s.length, "characters to generate")
       ->check(CLI::Range(std::int64_t{0}, tr::kMaxSampleLength))
       ->capture_default_str();
-  sample->add_option("--seed", sopt.seed, "random seed")->check(kSeed)->capture_default_str();
+  sample->add_option("--seed", s.seed, "random seed")->check(kSeed)->capture_default_str();
   sample
-      ->add_option("--temperature", sopt.temperature,
+      ->add_option("--temperature", s.temperature,
                    "sampling temperature (lower: safer; 0: always the likeliest character)")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
-  sample->add_option("--prime", sopt.prime, "text to start from (printed first)");
-  sample->add_option("--threads", model_threads, model_threads_help)->check(CLI::Range(1, 1024));
+  sample->add_option("--prime", s.prime, "text to start from (printed first)");
+  sample->add_option("--threads", a.model_threads, kModelThreadsHelp)->check(CLI::Range(1, 1024));
+  return sample;
+}
 
-  // CLI11 reports a mistyped subcommand only as "A subcommand is required"; name it instead.
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
+// CLI11 reports a mistyped subcommand only as "A subcommand is required"; this names it.
+// Returns false (after printing the error) for an unknown one.
+bool subcommand_is_known(int argc, char** argv, const std::vector<const CLI::App*>& subs) {
+  for (int k = 1; k < argc; ++k) {
+    const std::string arg = argv[k];
     if (arg == "--threads") {
-      ++a;  // the global option's value
+      ++k;  // the global option's value
       continue;
     }
     if (arg.empty() || arg[0] == '-') continue;
-    bool known = false;
-    for (const CLI::App* sub : {demo, ops, train, sample}) known = known || sub->get_name() == arg;
-    if (!known) {
-      std::fprintf(stderr,
-                   "error: unknown subcommand '%s' (expected demo, ops, train or sample)\n"
-                   "Run with --help for more information.\n",
-                   arg.c_str());
-      return kUsageError;
+    for (const CLI::App* sub : subs) {
+      if (sub->get_name() == arg) return true;
     }
-    break;
+    std::fprintf(stderr,
+                 "error: unknown subcommand '%s' (expected demo, ops, train or sample)\n"
+                 "Run with --help for more information.\n",
+                 arg.c_str());
+    return false;
   }
+  return true;
+}
+
+int run_train(Args& a) {
+  tr::TrainOptions& t = a.train;
+  if (a.cell_opt->count()) t.cell = tr::parse_cell(a.cell);
+  if (a.hidden_opt->count()) t.hidden = a.hidden;
+  if (a.layers_opt->count()) t.layers = a.layers;
+  if (a.embed_opt->count()) t.embed = a.embed;
+  tr::train_char_model(t, stdout);
+  return 0;
+}
+
+// Runs the parsed subcommand, mapping exceptions to exit statuses.
+int run_subcommand(const CLI::App& app, Args& a) {
+  const CLI::App* sub = app.get_subcommands().front();
+  const std::string name = sub->get_name();
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", e.what());
-    return kUsageError;
-  }
-  try {
-    if (train->parsed() || sample->parsed()) {
-      blockrnn::set_num_threads(model_threads > 0 ? model_threads : threads > 0 ? threads : 1);
-    } else if (threads > 0) {
-      blockrnn::set_num_threads(threads);
+    if (name == "train" || name == "sample") {
+      blockrnn::set_num_threads(a.model_threads > 0 ? a.model_threads
+                                : a.threads > 0     ? a.threads
+                                                    : 1);
+    } else if (a.threads > 0) {
+      blockrnn::set_num_threads(a.threads);
     }
-    if (demo->parsed()) return run_demo(B, I, H, seed);
-    if (ops->parsed()) return list_ops();
-    if (train->parsed()) {
-      if (cell_opt->count()) topt.cell = tr::parse_cell(cell);
-      if (hidden_opt->count()) topt.hidden = hidden;
-      if (layers_opt->count()) topt.layers = layers;
-      if (embed_opt->count()) topt.embed = embed;
-      tr::train_char_model(topt, stdout);
-      return 0;
-    }
-    if (sample->parsed()) return run_sample(checkpoint, sopt);
+    if (name == "demo") return run_demo(a.B, a.I, a.H, a.seed);
+    if (name == "ops") return list_ops();
+    if (name == "train") return run_train(a);
+    return run_sample(a.checkpoint, a.sample);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", e.what());
     return kUsageError;
@@ -281,5 +294,28 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kRuntimeError;
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"blockrnn: TensorFlow's fused RNN block ops, exact and fast"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", blockrnn::version());
+  Args args;
+  app.add_option("--threads", args.threads, "threads to use (default: all cores)")
+      ->check(CLI::Range(0, 1024));
+  const CLI::App* demo = add_demo(app, args);
+  const CLI::App* ops = app.add_subcommand("ops", "list the ops and their TensorFlow signatures");
+  const CLI::App* train = add_train(app, args);
+  const CLI::App* sample = add_sample(app, args);
+  if (!subcommand_is_known(argc, argv, {demo, ops, train, sample})) return kUsageError;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", e.what());
+    return kUsageError;
+  }
+  return run_subcommand(app, args);
 }
