@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -89,85 +90,41 @@ void expect_error(const Checkpoint& ckpt, const std::string& needle) {
 
 TEST(ModelCheckpoint, InconsistentCheckpointsAreRejectedClearly) {
   const Checkpoint good = sample_checkpoint(CellKind::kLstm, true);
-  {
+  const std::vector<std::pair<std::function<void(Checkpoint&)>, std::string>> cases = {
+      {[](Checkpoint& c) { c.tensors.erase("layers.1.w"); }, "tensor 'layers.1.w' is missing"},
+      {[](Checkpoint& c) {
+         c.tensors["layers.0.b"].shape = {4, 6};
+       },
+       "tensor 'layers.0.b' has shape [4, 6]"},
+      {[](Checkpoint& c) { c.metadata["hidden"] = "7"; },
+       "has shape"},  // the tensors no longer fit the config
+      {[](Checkpoint& c) { c.metadata["cell"] = "gru"; }, "tensor 'layers.0.w_ru' is missing"},
+      {[](Checkpoint& c) {
+         c.tensors["extra"] = NamedArray{{1}, {0.0f}};
+       },
+       "unexpected tensor 'extra'"},
+      {[](Checkpoint& c) { c.tensors["softmax.b"].data[0] = std::nanf(""); }, "non-finite"},
+      {[](Checkpoint& c) { c.tensors["adam.v.softmax.b"].data[0] = -1.0f; }, "negative"},
+      {[](Checkpoint& c) { c.metadata.erase("format"); }, "not a character language model"},
+      {[](Checkpoint& c) { c.metadata["embed"] = "5x"; }, "metadata 'embed' must be an integer"},
+      {[](Checkpoint& c) { c.metadata.erase("step"); }, "metadata 'step' is missing"},
+      {[](Checkpoint& c) { c.metadata["layers"] = "17"; },
+       "metadata 'layers' must be an integer in [1, 16]"},
+      {[](Checkpoint& c) { c.metadata["format_version"] = "2"; },
+       "metadata 'format_version' '2' is not supported"},
+      {[](Checkpoint& c) { c.metadata["cell"] = "rnn"; }, "metadata 'cell' is 'rnn'"},
+      {[](Checkpoint& c) { c.metadata["vocab_size"] = "12"; }, "metadata 'vocabulary' is invalid"},
+      {[](Checkpoint& c) {
+         c.metadata["vocabulary"] = "\xE2\x82\xAC" + c.metadata["vocabulary"].substr(1);
+       },
+       "metadata 'vocabulary' is invalid"},  // U+20AC
+      {[](Checkpoint& c) { c.tensors.erase("adam.m.embedding"); },
+       "tensor 'adam.m.embedding' is missing"},
+  };
+  for (const auto& [change, needle] : cases) {
     Checkpoint c = good;
-    c.tensors.erase("layers.1.w");
-    expect_error(c, "tensor 'layers.1.w' is missing");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors["layers.0.b"].shape = {4, 6};
-    expect_error(c, "tensor 'layers.0.b' has shape [4, 6]");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["hidden"] = "7";  // the tensors no longer fit the config
-    expect_error(c, "has shape");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["cell"] = "gru";
-    expect_error(c, "tensor 'layers.0.w_ru' is missing");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors["extra"] = NamedArray{{1}, {0.0f}};
-    expect_error(c, "unexpected tensor 'extra'");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors["softmax.b"].data[0] = std::nanf("");
-    expect_error(c, "non-finite");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors["adam.v.softmax.b"].data[0] = -1.0f;
-    expect_error(c, "negative");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata.erase("format");
-    expect_error(c, "not a character language model");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["embed"] = "5x";
-    expect_error(c, "metadata 'embed' must be an integer");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata.erase("step");
-    expect_error(c, "metadata 'step' is missing");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["layers"] = "17";
-    expect_error(c, "metadata 'layers' must be an integer in [1, 16]");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["format_version"] = "2";
-    expect_error(c, "metadata 'format_version' '2' is not supported");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["cell"] = "rnn";
-    expect_error(c, "metadata 'cell' is 'rnn'");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["vocab_size"] = "12";
-    expect_error(c, "metadata 'vocabulary' is invalid");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["vocabulary"] = "\xE2\x82\xAC" + c.metadata["vocabulary"].substr(1);  // U+20AC
-    expect_error(c, "metadata 'vocabulary' is invalid");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors.erase("adam.m.embedding");
-    expect_error(c, "tensor 'adam.m.embedding' is missing");
+    change(c);
+    expect_error(c, needle);
   }
 }
 

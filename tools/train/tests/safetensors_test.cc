@@ -172,6 +172,11 @@ TEST(SafeTensors, MalformedHeadersAreRejectedClearly) {
     const char* expected;
   };
   auto t = [](const std::string& fields) { return "{\"w\":{" + fields + "}}"; };
+  // One F32 tensor 'w' with this shape and these offsets, and `data` bytes of data.
+  auto f32 = [&](const std::string& shape, const std::string& offsets, size_t data) {
+    return file_with(t(R"("dtype":"F32","shape":)" + shape + R"(,"data_offsets":)" + offsets),
+                     data);
+  };
   const std::string ok_fields = R"("dtype":"F32","shape":[2],"data_offsets":[0,8])";
   std::vector<uint8_t> huge_length(16, 0xFF);
   const std::string deep(100000, '[');
@@ -190,31 +195,18 @@ TEST(SafeTensors, MalformedHeadersAreRejectedClearly) {
        "dtype 'F16' is not supported"},
       {"dtype not a string", file_with(t(R"("dtype":1,"shape":[2],"data_offsets":[0,8])"), 8),
        "'dtype' must be a string"},
-      {"shape not an array", file_with(t(R"("dtype":"F32","shape":2,"data_offsets":[0,8])"), 8),
-       "'shape' must be an array"},
-      {"negative dim", file_with(t(R"("dtype":"F32","shape":[-2],"data_offsets":[0,8])"), 8),
-       "'shape' dimension must be a non-negative integer"},
-      {"fractional dim", file_with(t(R"("dtype":"F32","shape":[2.5],"data_offsets":[0,8])"), 8),
-       "non-negative integer"},
-      {"rank too large",
-       file_with(t(R"("dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4])"), 4),
-       "at most 8 dimensions"},
-      {"overflowing dims",
-       file_with(
-           t(R"("dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4])"),
-           4),
+      {"shape not an array", f32("2", "[0,8]", 8), "'shape' must be an array"},
+      {"negative dim", f32("[-2]", "[0,8]", 8), "'shape' dimension must be a non-negative integer"},
+      {"fractional dim", f32("[2.5]", "[0,8]", 8), "non-negative integer"},
+      {"rank too large", f32("[1,1,1,1,1,1,1,1,1]", "[0,4]", 4), "at most 8 dimensions"},
+      {"overflowing dims", f32("[4294967296,4294967296,4294967296]", "[0,4]", 4),
        "'shape' has more than"},
-      {"offsets not a pair", file_with(t(R"("dtype":"F32","shape":[2],"data_offsets":[0])"), 8),
-       "'data_offsets' must be an array [begin, end]"},
-      {"offsets out of range", file_with(t(R"("dtype":"F32","shape":[2],"data_offsets":[0,8])"), 4),
+      {"offsets not a pair", f32("[2]", "[0]", 8), "'data_offsets' must be an array [begin, end]"},
+      {"offsets out of range", f32("[2]", "[0,8]", 4),
        "tensor 'w': 'data_offsets' [0, 8] is outside the 4 bytes"},
-      {"offsets reversed", file_with(t(R"("dtype":"F32","shape":[0],"data_offsets":[8,0])"), 8),
-       "is outside"},
-      {"offsets past 2^64",
-       file_with(t(R"("dtype":"F32","shape":[2],"data_offsets":[0,18446744073709551616])"), 8),
-       "non-negative integer"},
-      {"shape vs bytes", file_with(t(R"("dtype":"F32","shape":[3],"data_offsets":[0,8])"), 8),
-       "span 8 bytes but 'shape' needs 12"},
+      {"offsets reversed", f32("[0]", "[8,0]", 8), "is outside"},
+      {"offsets past 2^64", f32("[2]", "[0,18446744073709551616]", 8), "non-negative integer"},
+      {"shape vs bytes", f32("[3]", "[0,8]", 8), "span 8 bytes but 'shape' needs 12"},
       {"overlap",
        file_with(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                  R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
