@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: builds blockrnn (installing what is missing), trains the character-level
 # language model on the embedded corpus with `blockrnn train` (about a minute on 2 cores; a
-# progress bar on a terminal, plain lines otherwise), then prints text sampled from the
+# progress line redrawn on a terminal, plain lines otherwise), then prints text sampled from the
 # checkpoint with `blockrnn sample`. Outputs go to out/: metrics.csv, loss.svg,
 # checkpoint.safetensors (BLOCKRNN_OUT=DIR to change). Extra arguments go to `blockrnn train`
 # (e.g. --cell gru, --steps 2000).
