@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what blockrnn needs on a fresh Debian machine of this project's kind, idempotently:
 #   - Debian packages (apt-get), only those missing (a JDK and JUnit 5 for the Java binding's
-#     tests, pkg-config for the install test);
+#     tests, pkg-config for the install test, nlohmann-json3-dev for the checkpoint header of
+#     `blockrnn train`);
 #   - the project venv .venv with the pinned Python packages of scripts/requirements.txt.
 # Usage: scripts/setup.sh [--no-python]
 set -euo pipefail
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(build-essential cmake git python3-venv libopenblas-dev libopenblas-openmp-dev libgtest-dev
               libbenchmark-dev libcli11-dev libdnnl-dev clang libclang-rt-14-dev libomp-dev
-              pkg-config openjdk-17-jdk-headless junit5)
+              pkg-config openjdk-17-jdk-headless junit5 nlohmann-json3-dev)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

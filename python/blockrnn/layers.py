@@ -23,12 +23,18 @@ orders the gate columns LSTM i, f, c, o (the op: i, c, f, o) and GRU z, r, h (th
 [r | z], w_c = h; Keras' z is the op's u). Keras adds no forget bias at run time (its
 unit_forget_bias only initialises the bias), so a converted LSTM has forget_bias = 0; both
 directions move numbers without arithmetic, so a round trip is bit-exact.
+
+`load_char_model(path)` reads the safetensors checkpoint `blockrnn train` writes
+(docs/training.md) into a CharModel of these layers.
 """
+import json
+import struct
+
 import numpy as np
 
 from . import raw_ops
 
-__all__ = ["LSTM", "GRU"]
+__all__ = ["LSTM", "GRU", "CharModel", "load_char_model"]
 
 _DTYPES = (np.float16, np.float32, np.float64)
 
@@ -300,3 +306,89 @@ class GRU(_Recurrent):
         w = np.concatenate([self.w_ru[:, u], self.w_ru[:, r], self.w_c], axis=1)
         bias = np.concatenate([self.b_ru[u], self.b_ru[r], self.b_c])
         return [np.ascontiguousarray(w[:I]), np.ascontiguousarray(w[I:]), bias]
+
+
+# ---- The character model of `blockrnn train` ----
+
+class CharModel:
+    """The character language model `blockrnn train` trains: embedding [V, D] → layers
+    (LSTM with forget_bias 1 or GRU) → logits = h·softmax_w + softmax_b, softmax_w [H, V].
+    `vocabulary` holds the V symbols as bytes (id k is vocabulary[k]); `metadata` is the
+    checkpoint's __metadata__ (strings)."""
+
+    def __init__(self, embedding, layers, softmax_w, softmax_b, vocabulary, metadata):
+        self.embedding, self.layers = embedding, layers
+        self.softmax_w, self.softmax_b = softmax_w, softmax_b
+        self.vocabulary, self.metadata = vocabulary, metadata
+
+    def forward(self, ids, state=None):
+        """ids [T, B] ints in [0, V); state: one layer state per layer (None: zeros).
+        Returns (logits [T, B, V], the final state of every layer)."""
+        x = self.embedding[np.asarray(ids)]
+        state = [None] * len(self.layers) if state is None else state
+        new_state = []
+        for layer, s in zip(self.layers, state):
+            x, s = layer.forward(x, s)
+            new_state.append(s)
+        return x @ self.softmax_w + self.softmax_b, new_state
+
+
+_SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
+
+
+def _read_safetensors(path):
+    """{name: array} and the metadata dict of a safetensors file (little-endian)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 8:
+        raise ValueError(f"{path}: truncated safetensors file ({len(raw)} bytes)")
+    (n,) = struct.unpack_from("<Q", raw, 0)
+    if n > len(raw) - 8:
+        raise ValueError(f"{path}: truncated safetensors file: header of {n} bytes, "
+                         f"{len(raw) - 8} follow")
+    header = json.loads(raw[8:8 + n])
+    data = memoryview(raw)[8 + n:]
+    metadata = header.pop("__metadata__", {})
+    tensors = {}
+    for name, info in header.items():
+        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
+        begin, end = info["data_offsets"]
+        if not 0 <= begin <= end <= len(data):
+            raise ValueError(f"{path}: tensor {name!r}: data_offsets out of range")
+        a = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
+        tensors[name] = a.astype(dtype.newbyteorder("="))
+    return tensors, metadata
+
+
+def load_char_model(path):
+    """The CharModel of a checkpoint written by `blockrnn train` (checkpoint.safetensors).
+    Raises ValueError for a file that is not one (format, version, missing tensor)."""
+    tensors, meta = _read_safetensors(path)
+    if meta.get("format") != "blockrnn-char-lm" or meta.get("format_version") != "1":
+        raise ValueError(f"{path}: not a version 1 blockrnn-char-lm checkpoint (metadata "
+                         f"format={meta.get('format')!r}, "
+                         f"format_version={meta.get('format_version')!r})")
+
+    def get(name):
+        if name not in tensors:
+            raise ValueError(f"{path}: tensor {name!r} is missing")
+        return tensors[name]
+
+    embedding = get("embedding")
+    hidden, n_layers = int(meta["hidden"]), int(meta["layers"])
+    layers = []
+    for l in range(n_layers):
+        input_size = embedding.shape[1] if l == 0 else hidden
+        if meta["cell"] == "lstm":
+            layer = LSTM(input_size, hidden, forget_bias=float(meta["forget_bias"]))
+        else:
+            layer = GRU(input_size, hidden)
+        for name in layer._PARAMS:
+            value = get(f"layers.{l}.{name}")
+            if value.shape != getattr(layer, name).shape:
+                raise ValueError(f"{path}: tensor 'layers.{l}.{name}' has shape {value.shape}, "
+                                 f"expected {getattr(layer, name).shape}")
+            setattr(layer, name, value)
+        layers.append(layer)
+    return CharModel(embedding, layers, get("softmax.w"), get("softmax.b"),
+                     meta["vocabulary"].encode("latin-1"), meta)

@@ -1,15 +1,18 @@
 """`blockrnn train` and `blockrnn sample` end to end through the built command-line tool
 (build/dev/tools/blockrnn, which scripts/test.sh builds before pytest; BLOCKRNN_CLI overrides
 the path): a short deterministic run whose loss falls, the files it writes, the progress bar
-on a terminal and plain lines without one, sampling, resuming, and every bad-input path
-(usage errors exit 2, runtime errors exit 1, each with a clear message, never a crash)."""
+on a terminal and plain lines without one, sampling, resuming, the safetensors checkpoint
+read by the `safetensors` package and by blockrnn.layers.load_char_model, and every bad-input
+path (usage errors exit 2, runtime errors exit 1, each with a clear message, never a crash)."""
+import json
 import os
 import pathlib
 import pty
 import struct
 import subprocess
-import zlib
+from xml.etree import ElementTree
 
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -49,7 +52,7 @@ def read_metrics(path):
     return header, rows
 
 
-def test_train_writes_metrics_png_checkpoint_and_learns(trained):
+def test_train_writes_metrics_chart_checkpoint_and_learns(trained):
     out, r = trained
     header, rows = read_metrics(out / "metrics.csv")
     assert header[:2] == ["step", "loss"]
@@ -58,12 +61,17 @@ def test_train_writes_metrics_png_checkpoint_and_learns(trained):
     losses = [float(row["loss"]) for row in rows]
     assert losses[0] > 3.8                                  # ≈ ln(62) at the start
     assert sum(losses[-10:]) / 10 < losses[0] - 0.8         # and clearly lower after 40 steps
-    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (out / "checkpoint.brnn").read_bytes()[:8] == b"BRNNCKPT"
+    svg = ElementTree.parse(out / "loss.svg").getroot()     # well-formed XML
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.tag == f"{ns}svg" and len(svg.findall(f"{ns}polyline")) == 2
+    assert "step" in [t.text for t in svg.findall(f"{ns}text")]
+    ckpt = (out / "checkpoint.safetensors").read_bytes()
+    (n,) = struct.unpack_from("<Q", ckpt, 0)
+    assert json.loads(ckpt[8:8 + n])["__metadata__"]["format"] == "blockrnn-char-lm"
     # Without a terminal: plain progress lines, then the summary.
     assert "\r" not in r.stdout
     assert "step 40/40 (100%)" in r.stdout
-    assert "loss " in r.stdout and "checkpoint.brnn" in r.stdout
+    assert "loss " in r.stdout and "checkpoint.safetensors" in r.stdout
 
 
 def test_training_is_deterministic(cli, trained, tmp_path):
@@ -73,7 +81,7 @@ def test_training_is_deterministic(cli, trained, tmp_path):
     a = [row["loss"] for row in read_metrics(out / "metrics.csv")[1]]
     b = [row["loss"] for row in read_metrics(tmp_path / "metrics.csv")[1]]
     assert a == b
-    assert (out / "checkpoint.brnn").read_bytes() == (tmp_path / "checkpoint.brnn").read_bytes()
+    assert (out / "checkpoint.safetensors").read_bytes() == (tmp_path / "checkpoint.safetensors").read_bytes()
 
 
 def test_gru_and_two_layers_train(cli, tmp_path):
@@ -81,7 +89,7 @@ def test_gru_and_two_layers_train(cli, tmp_path):
     assert r.returncode == 0, r.stderr
     losses = [float(row["loss"]) for row in read_metrics(tmp_path / "metrics.csv")[1]]
     assert sum(losses[-5:]) / 5 < losses[0] - 0.5
-    s = run(cli, "sample", "--checkpoint", tmp_path / "checkpoint.brnn", "--length", 50)
+    s = run(cli, "sample", "--checkpoint", tmp_path / "checkpoint.safetensors", "--length", 50)
     assert s.returncode == 0, s.stderr
 
 
@@ -106,7 +114,7 @@ def test_progress_bar_on_a_terminal(cli, tmp_path):
 
 
 def test_sample_is_deterministic_and_honours_options(cli, trained):
-    ckpt = trained[0] / "checkpoint.brnn"
+    ckpt = trained[0] / "checkpoint.safetensors"
     a = run(cli, "sample", "--checkpoint", ckpt, "--length", 80, "--seed", 3)
     b = run(cli, "sample", "--checkpoint", ckpt, "--length", 80, "--seed", 3)
     assert a.returncode == 0 and a.stdout == b.stdout
@@ -120,7 +128,7 @@ def test_sample_is_deterministic_and_honours_options(cli, trained):
 
 
 def test_resume_continues_training(cli, trained, tmp_path):
-    ckpt = trained[0] / "checkpoint.brnn"
+    ckpt = trained[0] / "checkpoint.safetensors"
     r = run(cli, "train", "--resume", ckpt, "--steps", 5, "--batch", 8, "--seq-len", 16,
             "--threads", 1, "--out", tmp_path)
     assert r.returncode == 0, r.stderr
@@ -163,14 +171,14 @@ def test_usage_errors(cli, args, message, tmp_path):
 
 
 def test_prime_outside_vocabulary(cli, trained):
-    r = run(cli, "sample", "--checkpoint", trained[0] / "checkpoint.brnn", "--prime", "Zebra#1")
+    r = run(cli, "sample", "--checkpoint", trained[0] / "checkpoint.safetensors", "--prime", "Zebra#1")
     assert r.returncode == 2
     assert "--prime: character '#' at byte offset 5" in r.stderr
     assert "not in the vocabulary" in r.stderr
 
 
 def test_resume_with_conflicting_shape(cli, trained, tmp_path):
-    r = run(cli, "train", "--resume", trained[0] / "checkpoint.brnn", "--hidden", 64,
+    r = run(cli, "train", "--resume", trained[0] / "checkpoint.safetensors", "--hidden", 64,
             "--out", tmp_path)
     assert r.returncode == 2
     assert "--hidden 64 differs from the checkpoint's 32" in r.stderr
@@ -191,56 +199,134 @@ def sample_from(cli, path):
 
 
 def test_missing_and_unreadable_checkpoint(cli, tmp_path):
-    expect_runtime_error(sample_from(cli, tmp_path / "nope.brnn"), "nope.brnn", "does not exist")
+    expect_runtime_error(sample_from(cli, tmp_path / "nope.safetensors"), "nope.safetensors",
+                         "does not exist")
     expect_runtime_error(sample_from(cli, tmp_path), "not a regular file")
-    locked = tmp_path / "locked.brnn"
-    locked.write_bytes(b"BRNNCKPT")
+    locked = tmp_path / "locked.safetensors"
+    locked.write_bytes(b"\x02\0\0\0\0\0\0\0{}")
     locked.chmod(0)
     if os.access(locked, os.R_OK):  # root reads anything: the directory case above covers it
         locked.chmod(0o600)
     else:
-        expect_runtime_error(sample_from(cli, locked), "locked.brnn")
+        expect_runtime_error(sample_from(cli, locked), "locked.safetensors")
+
+
+def split_safetensors(data):
+    (n,) = struct.unpack_from("<Q", data, 0)
+    return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def join_safetensors(header, data):
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data
 
 
 def corrupt_variants(good):
-    payload_len = struct.unpack_from("<Q", good, 12)[0]
-    flipped = bytearray(good)
-    flipped[20 + payload_len // 2] ^= 0x40
-    version = bytearray(good)
-    struct.pack_into("<I", version, 8, 99)
-    magic = bytearray(good)
-    magic[0:8] = b"NOTACKPT"
-    # Valid checksum, inconsistent content: the hidden size no longer fits the tensors.
-    payload = bytearray(good[20:20 + payload_len])
-    cell_len = struct.unpack_from("<I", payload, 0)[0]
-    struct.pack_into("<q", payload, 4 + cell_len, 33)
-    reshaped = good[:20] + bytes(payload) + struct.pack("<I", zlib.crc32(payload))
+    n = struct.unpack_from("<Q", good, 0)[0]
+    _, data = split_safetensors(good)
+
+    def edited(change):
+        header, _ = split_safetensors(good)
+        change(header)
+        return join_safetensors(header, data)
+
+    def set_meta(key, value):
+        return edited(lambda h: h["__metadata__"].__setitem__(key, value))
+
+    def overlap(h):  # two tensors of one shape: the later one claims the earlier one's bytes
+        a, b = sorted((h["adam.m.softmax.b"], h["adam.v.softmax.b"]),
+                      key=lambda t: t["data_offsets"])
+        b["data_offsets"] = a["data_offsets"]
+
+    not_json = bytearray(good)
+    not_json[8] = ord("x")
     return {
         "empty": (b"", "empty"),
-        "truncated header": (good[:6], "truncated"),
-        "truncated payload": (good[:len(good) // 2], "truncated"),
-        "missing checksum": (good[:-2], "truncated"),
-        "flipped byte": (bytes(flipped), "CRC"),
-        "wrong version": (bytes(version), "version 99"),
-        "wrong magic": (bytes(magic), "not a blockrnn checkpoint"),
+        "truncated length": (good[:6], "truncated"),
+        "truncated header": (good[:8 + n // 2], "truncated"),
+        "truncated data": (good[:-4], "outside the"),
+        "huge header length": (struct.pack("<Q", 1 << 62) + good[8:], "above the limit"),
+        "not json": (bytes(not_json), "not valid JSON"),
+        "wrong dtype": (edited(lambda h: h["embedding"].__setitem__("dtype", "F16")),
+                        "tensor 'embedding': dtype 'F16' is not supported"),
+        "offsets out of range": (
+            edited(lambda h: h["softmax.b"].__setitem__("data_offsets", [0, len(data) + 400])),
+            "tensor 'softmax.b': 'data_offsets'"),
+        "overlapping tensors": (edited(overlap), "overlap"),
         "trailing bytes": (good + b"xyz", "trailing"),
-        "inconsistent shapes": (reshaped, "has shape"),
+        "wrong version": (set_meta("format_version", "99"), "'format_version' '99'"),
+        "wrong format": (set_meta("format", "other"), "not a character language model"),
+        "bad config value": (set_meta("layers", "two"), "metadata 'layers' must be an integer"),
+        # Well-formed file, inconsistent content: the hidden size no longer fits the tensors.
+        "inconsistent shapes": (set_meta("hidden", "33"), "has shape"),
     }
 
 
-@pytest.mark.parametrize("case", ["empty", "truncated header", "truncated payload",
-                                  "missing checksum", "flipped byte", "wrong version",
-                                  "wrong magic", "trailing bytes", "inconsistent shapes"])
+@pytest.mark.parametrize("case", ["empty", "truncated length", "truncated header",
+                                  "truncated data", "huge header length", "not json",
+                                  "wrong dtype", "offsets out of range", "overlapping tensors",
+                                  "trailing bytes", "wrong version", "wrong format",
+                                  "bad config value", "inconsistent shapes"])
 def test_corrupt_checkpoints(cli, trained, tmp_path, case):
-    good = (trained[0] / "checkpoint.brnn").read_bytes()
+    good = (trained[0] / "checkpoint.safetensors").read_bytes()
     data, message = corrupt_variants(good)[case]
-    bad = tmp_path / "bad.brnn"
+    bad = tmp_path / "bad.safetensors"
     bad.write_bytes(data)
     r = sample_from(cli, bad)
-    expect_runtime_error(r, "bad.brnn")
+    expect_runtime_error(r, "bad.safetensors")
     assert message.lower() in r.stderr.lower(), r.stderr
     # The same file given to train --resume fails the same way.
-    expect_runtime_error(run(cli, "train", "--resume", bad, "--out", tmp_path / "o"), "bad.brnn")
+    expect_runtime_error(run(cli, "train", "--resume", bad, "--out", tmp_path / "o"),
+                         "bad.safetensors")
+
+
+def test_checkpoint_reads_in_safetensors_and_blockrnn_layers(cli, tmp_path):
+    r = run(cli, "train", *TINY, "--cell", "gru", "--layers", 2, "--steps", 3, "--out", tmp_path)
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "checkpoint.safetensors"
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    from safetensors import safe_open
+    tensors = safetensors_numpy.load_file(str(path))
+    with safe_open(str(path), framework="numpy") as f:
+        meta = f.metadata()
+    assert meta["format"] == "blockrnn-char-lm" and meta["format_version"] == "1"
+    assert (meta["cell"], meta["hidden"], meta["layers"], meta["embed"]) == \
+        ("gru", "32", "2", "16")
+    assert meta["step"] == "3" and meta["adam_t"] == "4"
+    vocabulary = meta["vocabulary"].encode("latin-1")
+    V = int(meta["vocab_size"])
+    assert len(vocabulary) == V == 62 and vocabulary == bytes(sorted(set(vocabulary)))
+    params = {"embedding": (V, 16), "softmax.w": (32, V), "softmax.b": (V,)}
+    for l, I in ((0, 16), (1, 32)):
+        params.update({f"layers.{l}.w_ru": (I + 32, 64), f"layers.{l}.w_c": (I + 32, 32),
+                       f"layers.{l}.b_ru": (64,), f"layers.{l}.b_c": (32,)})
+    expected = {**params, **{f"adam.{m}.{k}": s for k, s in params.items() for m in "mv"}}
+    assert {k: v.shape for k, v in tensors.items()} == expected
+    assert all(v.dtype == np.float32 for v in tensors.values())
+
+    from blockrnn.layers import GRU, load_char_model
+    model = load_char_model(path)
+    assert model.vocabulary == vocabulary and model.metadata == meta
+    assert len(model.layers) == 2 and all(isinstance(g, GRU) for g in model.layers)
+    np.testing.assert_array_equal(model.embedding, tensors["embedding"])
+    np.testing.assert_array_equal(model.softmax_w, tensors["softmax.w"])
+    for l, layer in enumerate(model.layers):
+        for name, value in layer.parameters().items():
+            np.testing.assert_array_equal(value, tensors[f"layers.{l}.{name}"])
+
+    # The loaded model predicts what `blockrnn sample` predicts: greedy continuation.
+    prime = b"And God"
+    s = run(cli, "sample", "--checkpoint", path, "--prime", prime.decode(), "--length", 12,
+            "--temperature", 0)
+    assert s.returncode == 0, s.stderr
+    ids = [vocabulary.index(c) for c in prime]
+    logits, state = model.forward(np.array(ids)[:, None])
+    text = bytearray(prime)
+    for _ in range(12):
+        k = int(np.argmax(logits[-1, 0]))
+        text.append(vocabulary[k])
+        logits, state = model.forward(np.array([[k]]), state)
+    assert s.stdout == text.decode() + "\n"
 
 
 def test_corpus_errors(cli, trained, tmp_path):
@@ -258,7 +344,7 @@ def test_corpus_errors(cli, trained, tmp_path):
     odd = tmp_path / "odd.txt"
     odd.write_text("And God said, Let there be light: and there was light.\n" * 3 + "{braces}\n")
     expect_runtime_error(
-        run(cli, "train", "--resume", trained[0] / "checkpoint.brnn", "--corpus", odd,
+        run(cli, "train", "--resume", trained[0] / "checkpoint.safetensors", "--corpus", odd,
             "--batch", 2, "--seq-len", 8, "--out", tmp_path / "o"),
         "odd.txt", "character '{'", "line 4", "not in the vocabulary")
 
@@ -276,5 +362,5 @@ def test_own_corpus_trains_and_samples_its_characters(cli, tmp_path):
     r = run(cli, "train", *TINY, "--steps", 30, "--corpus", corpus, "--out", tmp_path)
     assert r.returncode == 0, r.stderr
     assert "corpus '" in r.stdout and "500 characters" in r.stdout
-    s = run(cli, "sample", "--checkpoint", tmp_path / "checkpoint.brnn", "--length", 60)
+    s = run(cli, "sample", "--checkpoint", tmp_path / "checkpoint.safetensors", "--length", 60)
     assert s.returncode == 0 and set(s.stdout) <= set("abcd\n")

@@ -84,7 +84,7 @@ std::vector<ParamSpec> param_specs(const ModelConfig& c) {
   std::vector<ParamSpec> specs;
   specs.push_back({"embedding", {V, D}});
   for (int64_t l = 0; l < c.layers; ++l) {
-    const std::string p = "layer" + std::to_string(l) + "/";
+    const std::string p = "layers." + std::to_string(l) + ".";
     const int64_t K = (l == 0 ? D : H) + H;  // I_l + H
     if (c.cell == CellKind::kLstm) {
       specs.push_back({p + "w", {K, 4 * H}});
@@ -96,8 +96,8 @@ std::vector<ParamSpec> param_specs(const ModelConfig& c) {
       specs.push_back({p + "b_c", {H}});
     }
   }
-  specs.push_back({"softmax/w", {H, V}});
-  specs.push_back({"softmax/b", {V}});
+  specs.push_back({"softmax.w", {H, V}});
+  specs.push_back({"softmax.b", {V}});
   return specs;
 }
 
@@ -129,12 +129,12 @@ void CharModel<T>::init(uint64_t seed) {
   const double ws = 1.0 / std::sqrt(static_cast<double>(config_.hidden));
   for (size_t k = 0; k < specs_.size(); ++k) {
     const std::string& name = specs_[k].name;
-    const bool is_bias = name.ends_with("/b") || name.ends_with("/b_ru") || name.ends_with("/b_c");
+    const bool is_bias = name.ends_with(".b") || name.ends_with(".b_ru") || name.ends_with(".b_c");
     double lo = -ws, hi = ws;
     if (name == "embedding") lo = -std::sqrt(3.0), hi = std::sqrt(3.0);
     for (T& v : params_[k]) {
       if (is_bias) {
-        v = T(name.ends_with("/b_ru") ? 1 : 0);
+        v = T(name.ends_with(".b_ru") ? 1 : 0);
       } else {
         v = static_cast<T>(uniform(rng, lo, hi));
       }

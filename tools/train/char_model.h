@@ -10,16 +10,17 @@
 // Shape letters: T time steps (seq_len), B batch (parallel streams), V vocabulary, D embedding,
 // H hidden, L layers, I_l = D for layer 0 and H above. Time-major throughout, as the ops.
 //
-// Parameters (names are the checkpoint's tensor names, layouts the ops' own):
-//   embedding      [V, D]
-//   layer<l>/w     [I_l+H, 4H]   LSTM, rows [x; h], gate columns ICFO = [i, ci, f, o]
-//   layer<l>/b     [4H]          LSTM
-//   layer<l>/w_ru  [I_l+H, 2H]   GRU, columns [r | u]
-//   layer<l>/w_c   [I_l+H, H]    GRU
-//   layer<l>/b_ru  [2H]          GRU
-//   layer<l>/b_c   [H]           GRU
-//   softmax/w      [H, V]
-//   softmax/b      [V]
+// Parameters (names are the checkpoint's tensor names, layouts the ops' own; the last part of a
+// layer's name is the parameter's name in blockrnn.layers.LSTM / GRU):
+//   embedding       [V, D]
+//   layers.<l>.w    [I_l+H, 4H]   LSTM, rows [x; h], gate columns ICFO = [i, ci, f, o]
+//   layers.<l>.b    [4H]          LSTM
+//   layers.<l>.w_ru [I_l+H, 2H]   GRU, columns [r | u]
+//   layers.<l>.w_c  [I_l+H, H]    GRU
+//   layers.<l>.b_ru [2H]          GRU
+//   layers.<l>.b_c  [H]           GRU
+//   softmax.w       [H, V]
+//   softmax.b       [V]
 //
 // Backward (truncated BPTT: the incoming state is a constant, its gradient is dropped):
 //   dlogits = (softmax − onehot) / (T·B)

@@ -1,5 +1,5 @@
 // Whole-file binary read and atomic (write-to-temporary, then rename) write
-// helpers shared by the checkpoint and PNG writers. Errors are reported as
+// helpers shared by the checkpoint and loss-chart writers. Errors are reported as
 // std::runtime_error naming the path and the OS error.
 #ifndef BLOCKRNN_TOOLS_TRAIN_FILE_UTIL_H_
 #define BLOCKRNN_TOOLS_TRAIN_FILE_UTIL_H_

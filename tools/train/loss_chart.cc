@@ -1,4 +1,4 @@
-// Line-chart layout (nice ticks, labels, grid, legend) and the loss-curve PNG.
+// The loss chart as SVG text (see loss_chart.h), and its tick and smoothing helpers.
 #include "train/loss_chart.h"
 
 #include <algorithm>
@@ -7,53 +7,71 @@
 #include <limits>
 #include <stdexcept>
 
-#include "train/bitmap_font.h"
+#include "train/file_util.h"
 
 namespace blockrnn::train {
 namespace {
 
-constexpr Rgb kBackground{255, 255, 255};
-constexpr Rgb kGrid{228, 228, 228};
-constexpr Rgb kFrame{90, 90, 90};
-constexpr Rgb kText{30, 30, 30};
-constexpr Rgb kRawWithSmoothing{160, 196, 228};
-constexpr Rgb kMain{31, 100, 180};
+// Plot area inside the SVG: margins for the title, tick labels and axis labels.
+constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
+constexpr char kRawWithSmoothing[] = "#a0c4e4";
+constexpr char kMain[] = "#1f64b4";
 
-struct Range {
-  double lo = std::numeric_limits<double>::infinity();
-  double hi = -std::numeric_limits<double>::infinity();
-  bool empty() const { return !(lo <= hi); }
-  void add(double v) {
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-};
-
-std::string format_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4g", v);
+std::string number(const char* format, double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), format, v);
   return buf;
 }
 
-int label_height(int scale) {
-  return kGlyphCapHeight * scale;
-}
-
-}  // namespace
-
-std::vector<double> ema_smooth(std::span<const double> values, double weight) {
-  std::vector<double> out(values.size(), std::numeric_limits<double>::quiet_NaN());
-  double ema = 0;
-  double weight_pow = 1;  // weight^k
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) continue;
-    ema = weight * ema + (1 - weight) * values[i];
-    weight_pow *= weight;
-    const double debias = 1 - weight_pow;
-    out[i] = debias > 0 ? ema / debias : values[i];
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
   }
   return out;
 }
+
+std::string text_element(double x, double y, const char* anchor, const std::string& text,
+                         const std::string& extra = "") {
+  return "<text x=\"" + number("%.1f", x) + "\" y=\"" + number("%.1f", y) + "\" text-anchor=\"" +
+         anchor + "\"" + extra + ">" + xml_escape(text) + "</text>\n";
+}
+
+struct Axis {
+  std::vector<double> ticks;
+  double lo() const { return ticks.front(); }
+  double hi() const { return ticks.back(); }
+  std::string label(size_t i) const {
+    return format_tick(ticks[i], ticks[1] - ticks[0], std::max(std::abs(lo()), std::abs(hi())));
+  }
+};
+
+// The finite points' range of xs (or ys), [0, 1] when there are none.
+std::pair<double, double> finite_range(const std::vector<double>& v, const std::vector<double>& w) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isfinite(v[i]) && std::isfinite(w[i]))
+      lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+  }
+  return lo <= hi ? std::pair{lo, hi} : std::pair{0.0, 1.0};
+}
+
+}  // namespace
 
 std::vector<double> local_linear_smooth(std::span<const double> xs, std::span<const double> ys,
                                         int half_window) {
@@ -162,228 +180,109 @@ std::string format_tick(double value, double step, double axis_max) {
   return s;
 }
 
-RgbImage render_line_chart(const std::vector<ChartSeries>& series, const ChartOptions& options) {
-  if (options.width < 240 || options.height < 160) {
-    throw std::invalid_argument("chart size " + std::to_string(options.width) + "x" +
-                                std::to_string(options.height) + " is too small (min 240x160)");
-  }
-  Range xr, yr;
-  for (const ChartSeries& s : series) {
-    if (s.x.size() != s.y.size()) {
-      throw std::invalid_argument("chart series '" + s.label + "' has " +
-                                  std::to_string(s.x.size()) + " x values but " +
-                                  std::to_string(s.y.size()) + " y values");
-    }
-    for (size_t i = 0; i < s.x.size(); ++i) {
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) {
-        xr.add(s.x[i]);
-        yr.add(s.y[i]);
-      }
-    }
-  }
-  const bool has_data = !xr.empty();
-  if (!has_data) {
-    xr = Range{0, 1};
-    yr = Range{0, 1};
-  }
-
-  RgbImage img(options.width, options.height, kBackground);
-  const int W = options.width;
-  const int H = options.height;
-  const int fs = W >= 600 && H >= 360 ? 2 : 1;  // tick label / axis label scale
-  const int title_scale = fs;
-  const int tick_len = 5;
-
-  // Vertical layout.
-  const int top = options.title.empty() ? 16 : 16 + label_height(title_scale) + 16;
-  const int bottom_labels =
-      tick_len + 6 + label_height(fs) + (options.x_label.empty() ? 8 : 12 + label_height(fs) + 10);
-  const int py0 = top;
-  const int py1 = H - 1 - bottom_labels;
-  const int plot_h = py1 - py0;
-
-  // Y ticks first: their label width decides the left margin.
-  std::vector<double> yt = nice_ticks(yr.lo, yr.hi, std::clamp(plot_h / 55 + 1, 3, 10));
-  const double ystep = yt[1] - yt[0];
-  std::vector<std::string> ylabels;
-  int ylabel_w = 0;
-  for (double v : yt) {
-    ylabels.push_back(format_tick(v, ystep, std::max(std::abs(yt.front()), std::abs(yt.back()))));
-    ylabel_w = std::max(ylabel_w, text_width(ylabels.back(), fs));
-  }
-  const int left =
-      10 + (options.y_label.empty() ? 0 : kGlyphCapHeight * fs + 10) + ylabel_w + 6 + tick_len;
-  const int px0 = left;
-
-  // X ticks: fewer until the labels fit without overlapping.
-  std::vector<double> xt;
-  std::vector<std::string> xlabels;
-  int right = 20;
-  for (int target = 10; target >= 2; --target) {
-    xt = nice_ticks(xr.lo, xr.hi, target);
-    const double xstep = xt[1] - xt[0];
-    xlabels.clear();
-    int max_w = 0;
-    for (double v : xt) {
-      xlabels.push_back(format_tick(v, xstep, std::max(std::abs(xt.front()), std::abs(xt.back()))));
-      max_w = std::max(max_w, text_width(xlabels.back(), fs));
-    }
-    right = std::max(20, text_width(xlabels.back(), fs) / 2 + 8);
-    const double spacing = static_cast<double>(W - 1 - right - px0) / (xt.size() - 1);
-    if (spacing >= max_w + 12 * fs) break;
-  }
-  const int px1 = W - 1 - right;
-  const int plot_w = px1 - px0;
-
-  const double x_lo = xt.front(), x_hi = xt.back();
-  const double y_lo = yt.front(), y_hi = yt.back();
-  auto map_x = [&](double x) { return px0 + (x - x_lo) / (x_hi - x_lo) * plot_w; };
-  auto map_y = [&](double y) { return py1 - (y - y_lo) / (y_hi - y_lo) * plot_h; };
-
-  // Grid and ticks.
-  for (size_t i = 0; i < yt.size(); ++i) {
-    const int y = static_cast<int>(std::lround(map_y(yt[i])));
-    img.hline(px0, px1, y, kGrid);
-    img.hline(px0 - tick_len, px0 - 1, y, kFrame);
-    const int lw = text_width(ylabels[i], fs);
-    img.draw_text(px0 - tick_len - 6 - lw, y - label_height(fs) / 2, ylabels[i], fs, kText);
-  }
-  for (size_t i = 0; i < xt.size(); ++i) {
-    const int x = static_cast<int>(std::lround(map_x(xt[i])));
-    img.vline(x, py0, py1, kGrid);
-    img.vline(x, py1 + 1, py1 + tick_len, kFrame);
-    const int lw = text_width(xlabels[i], fs);
-    img.draw_text(x - lw / 2, py1 + tick_len + 6, xlabels[i], fs, kText);
-  }
-
-  // Series, split at non-finite points.
-  for (const ChartSeries& s : series) {
-    std::vector<PointF> run;
-    auto flush = [&] {
-      img.polyline(run, s.line_width, s.color);
-      run.clear();
-    };
-    for (size_t i = 0; i < s.x.size(); ++i) {
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) {
-        run.push_back({map_x(s.x[i]), map_y(s.y[i])});
-      } else {
-        flush();
-      }
-    }
-    flush();
-  }
-
-  // Frame on top of the data.
-  img.hline(px0, px1, py0, kFrame);
-  img.hline(px0, px1, py1, kFrame);
-  img.vline(px0, py0, py1, kFrame);
-  img.vline(px1, py0, py1, kFrame);
-
-  if (!has_data) {
-    const std::string msg = "no data";
-    img.draw_text(px0 + (plot_w - text_width(msg, fs)) / 2, py0 + plot_h / 2, msg, fs, kText);
-  }
-
-  // Title and axis labels.
-  if (!options.title.empty()) {
-    const int tw = text_width(options.title, title_scale);
-    img.draw_text(std::max(4, px0 + (plot_w - tw) / 2), 16, options.title, title_scale, kText);
-  }
-  if (!options.x_label.empty()) {
-    const int lw = text_width(options.x_label, fs);
-    img.draw_text(px0 + (plot_w - lw) / 2, H - 10 - label_height(fs), options.x_label, fs, kText);
-  }
-  if (!options.y_label.empty()) {
-    const int lh = text_width(options.y_label, fs);
-    img.draw_text(10, py0 + (plot_h - lh) / 2, options.y_label, fs, kText, TextDirection::kUp);
-  }
-
-  // Legend in the top-right corner of the plot.
-  std::vector<const ChartSeries*> labelled;
-  int legend_text_w = 0;
-  for (const ChartSeries& s : series) {
-    if (s.label.empty()) continue;
-    labelled.push_back(&s);
-    legend_text_w = std::max(legend_text_w, text_width(s.label, fs));
-  }
-  if (!labelled.empty()) {
-    const int row_h = label_height(fs) + 8 * fs / 2 + 4;
-    const int sample_w = 14 * fs;
-    const int pad = 6 * fs / 2 + 2;
-    const int box_w = pad + sample_w + 6 + legend_text_w + pad;
-    const int box_h = pad * 2 + row_h * static_cast<int>(labelled.size()) - 4;
-    const int bx = px1 - 8 - box_w;
-    const int by = py0 + 8;
-    img.fill_rect(bx, by, box_w, box_h, kBackground);
-    img.hline(bx, bx + box_w - 1, by, kGrid);
-    img.hline(bx, bx + box_w - 1, by + box_h - 1, kGrid);
-    img.vline(bx, by, by + box_h - 1, kGrid);
-    img.vline(bx + box_w - 1, by, by + box_h - 1, kGrid);
-    for (size_t i = 0; i < labelled.size(); ++i) {
-      const int ty = by + pad + static_cast<int>(i) * row_h;
-      const double cy = ty + label_height(fs) / 2.0;
-      const PointF line[2] = {{bx + pad + 0.5, cy}, {bx + pad + sample_w - 0.5, cy}};
-      img.polyline(line, std::max(2.0, labelled[i]->line_width), labelled[i]->color);
-      img.draw_text(bx + pad + sample_w + 6, ty, labelled[i]->label, fs, kText);
-    }
-  }
-  return img;
-}
-
-RgbImage render_loss_chart(const std::vector<double>& steps, const std::vector<double>& loss,
-                           const std::string& title, const LossChartOptions& options) {
+std::string render_loss_svg(const std::vector<double>& steps, const std::vector<double>& loss,
+                            const std::string& title, const LossChartOptions& o) {
   if (steps.size() != loss.size()) {
-    throw std::invalid_argument("write_loss_png: " + std::to_string(steps.size()) + " steps but " +
+    throw std::invalid_argument("loss chart: " + std::to_string(steps.size()) + " steps but " +
                                 std::to_string(loss.size()) + " loss values");
   }
+  if (o.width < 240 || o.height < 160) {
+    throw std::invalid_argument("loss chart size " + std::to_string(o.width) + "x" +
+                                std::to_string(o.height) + " is too small (min 240x160)");
+  }
   size_t finite = 0;
-  double last = std::numeric_limits<double>::quiet_NaN();
-  for (size_t i = 0; i < loss.size(); ++i) {
-    if (std::isfinite(loss[i]) && std::isfinite(steps[i])) {
-      ++finite;
-      last = loss[i];
+  for (size_t i = 0; i < loss.size(); ++i)
+    finite += std::isfinite(steps[i]) && std::isfinite(loss[i]);
+  const int half_window =
+      o.smoothing_half_window >= 0 ? o.smoothing_half_window : auto_smoothing_half_window(finite);
+  const bool smooth = o.smoothed && finite >= 8 && half_window > 0;
+
+  const double W = o.width, H = o.height, x0 = kLeft, x1 = W - kRight, y0 = kTop, y1 = H - kBottom;
+  const auto [xlo, xhi] = finite_range(steps, loss);
+  const auto [ylo, yhi] = finite_range(loss, steps);
+  const Axis xa{nice_ticks(xlo, xhi, std::clamp(o.width / 100, 3, 10))};
+  const Axis ya{nice_ticks(ylo, yhi, std::clamp(o.height / 60, 3, 10))};
+  auto px = [&](double x) { return x0 + (x - xa.lo()) / (xa.hi() - xa.lo()) * (x1 - x0); };
+  auto py = [&](double y) { return y1 - (y - ya.lo()) / (ya.hi() - ya.lo()) * (y1 - y0); };
+
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(o.width) +
+                    "\" height=\"" + std::to_string(o.height) + "\" viewBox=\"0 0 " +
+                    std::to_string(o.width) + " " + std::to_string(o.height) +
+                    "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  // Grid, ticks and their labels.
+  for (size_t i = 0; i < xa.ticks.size(); ++i) {
+    const std::string x = number("%.1f", px(xa.ticks[i]));
+    svg += "<line x1=\"" + x + "\" y1=\"" + number("%.1f", y0) + "\" x2=\"" + x + "\" y2=\"" +
+           number("%.1f", y1 + 5) + "\" stroke=\"#e4e4e4\"/>\n";
+    svg += text_element(px(xa.ticks[i]), y1 + 18, "middle", xa.label(i));
+  }
+  for (size_t i = 0; i < ya.ticks.size(); ++i) {
+    const std::string y = number("%.1f", py(ya.ticks[i]));
+    svg += "<line x1=\"" + number("%.1f", x0 - 5) + "\" y1=\"" + y + "\" x2=\"" +
+           number("%.1f", x1) + "\" y2=\"" + y + "\" stroke=\"#e4e4e4\"/>\n";
+    svg += text_element(x0 - 8, py(ya.ticks[i]) + 4, "end", ya.label(i));
+  }
+  svg += "<rect x=\"" + number("%.1f", x0) + "\" y=\"" + number("%.1f", y0) + "\" width=\"" +
+         number("%.1f", x1 - x0) + "\" height=\"" + number("%.1f", y1 - y0) +
+         "\" fill=\"none\" stroke=\"#5a5a5a\"/>\n";
+
+  // Curves, one polyline per run of finite points.
+  auto polylines = [&](const std::vector<double>& ys, const char* color, double width) {
+    std::string points;
+    auto flush = [&] {
+      if (!points.empty()) {
+        svg += "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"" +
+               number("%g", width) + "\" points=\"" + points + "\"/>\n";
+      }
+      points.clear();
+    };
+    for (size_t i = 0; i < ys.size(); ++i) {
+      if (!std::isfinite(steps[i]) || !std::isfinite(ys[i])) {
+        flush();
+        continue;
+      }
+      if (!points.empty()) points += ' ';
+      points += number("%.1f", px(steps[i])) + "," + number("%.1f", py(ys[i]));
+    }
+    flush();
+  };
+  const std::vector<double> smoothed =
+      smooth ? local_linear_smooth(steps, loss, half_window) : std::vector<double>{};
+  polylines(loss, smooth ? kRawWithSmoothing : kMain, smooth ? 1.5 : 2);
+  if (smooth) polylines(smoothed, kMain, 2.5);
+  if (finite == 0) svg += text_element((x0 + x1) / 2, (y0 + y1) / 2, "middle", "no data");
+
+  // Title, axis labels and the legend.
+  svg += text_element(W / 2, 24, "middle", title, " font-size=\"14\"");
+  svg += text_element((x0 + x1) / 2, H - 12, "middle", o.x_label);
+  svg += text_element(16, (y0 + y1) / 2, "middle", o.y_label,
+                      " transform=\"rotate(-90 16 " + number("%.1f", (y0 + y1) / 2) + ")\"");
+  if (finite > 0) {
+    double last_raw = std::numeric_limits<double>::quiet_NaN(), last_smoothed = last_raw;
+    for (size_t i = 0; i < loss.size(); ++i) {
+      if (std::isfinite(steps[i]) && std::isfinite(loss[i])) last_raw = loss[i];
+    }
+    svg +=
+        text_element(x1 - 8, y0 + 16, "end", o.y_label + " (last " + number("%.4g", last_raw) + ")",
+                     " fill=\"" + std::string(smooth ? kRawWithSmoothing : kMain) + "\"");
+    if (smooth) {
+      for (double v : smoothed) {
+        if (std::isfinite(v)) last_smoothed = v;
+      }
+      svg += text_element(x1 - 8, y0 + 32, "end",
+                          "smoothed (last " + number("%.4g", last_smoothed) + ")",
+                          " fill=\"" + std::string(kMain) + "\"");
     }
   }
-  const int half_window = options.smoothing_half_window >= 0 ? options.smoothing_half_window
-                                                             : auto_smoothing_half_window(finite);
-  const bool smooth = options.smoothed && finite >= 8 && half_window > 0;
-
-  ChartOptions chart;
-  chart.width = options.width;
-  chart.height = options.height;
-  chart.title = title;
-  chart.x_label = options.x_label;
-  chart.y_label = options.y_label;
-
-  std::vector<ChartSeries> series;
-  ChartSeries raw;
-  raw.label = options.y_label.empty() ? std::string("value") : options.y_label;
-  if (finite > 0) raw.label += " (last " + format_number(last) + ")";
-  raw.x = steps;
-  raw.y = loss;
-  raw.color = smooth ? kRawWithSmoothing : kMain;
-  raw.line_width = smooth ? 1.5 : 2.0;
-  series.push_back(raw);
-  if (smooth) {
-    ChartSeries s;
-    s.y = local_linear_smooth(steps, loss, half_window);
-    s.x = steps;
-    double last_smoothed = std::numeric_limits<double>::quiet_NaN();
-    for (double v : s.y) {
-      if (std::isfinite(v)) last_smoothed = v;
-    }
-    s.label = "smoothed (last " + format_number(last_smoothed) + ")";
-    s.color = kMain;
-    s.line_width = 2.5;
-    series.push_back(std::move(s));
-  }
-  return render_line_chart(series, chart);
+  return svg + "</svg>\n";
 }
 
-void write_loss_png(const std::string& path, const std::vector<double>& steps,
+void write_loss_svg(const std::string& path, const std::vector<double>& steps,
                     const std::vector<double>& loss, const std::string& title,
                     const LossChartOptions& options) {
-  write_png(path, render_loss_chart(steps, loss, title, options), options.compression);
+  const std::string svg = render_loss_svg(steps, loss, title, options);
+  write_file_atomically(path, std::span(reinterpret_cast<const uint8_t*>(svg.data()), svg.size()));
 }
 
 }  // namespace blockrnn::train

@@ -1,6 +1,6 @@
-// Line charts rendered to PNG with the built-in raster/PNG code: a general
-// multi-series chart (axes, "nice" numeric ticks, grid, legend, title) and
-// write_loss_png(), the training loss curve with an EMA-smoothed overlay.
+// The loss chart of `blockrnn train` as an SVG written as plain text: axes with "nice" ticks
+// labelled by SVG <text>, a light grid, the loss curve as polylines and a smoothed copy on top,
+// a title and a legend. No rasterising and no font: the viewer draws the text.
 #ifndef BLOCKRNN_TOOLS_TRAIN_LOSS_CHART_H_
 #define BLOCKRNN_TOOLS_TRAIN_LOSS_CHART_H_
 
@@ -8,34 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "train/deflate.h"
-#include "train/png.h"
-
 namespace blockrnn::train {
 
-struct ChartSeries {
-  std::string label;  // shown in the legend unless empty
-  std::vector<double> x;
-  std::vector<double> y;  // same length as x; non-finite points break the line
-  Rgb color{31, 119, 180};
-  double line_width = 2.0;
-};
-
-struct ChartOptions {
-  int width = 800;
-  int height = 500;
-  std::string title;
-  std::string x_label = "step";
-  std::string y_label = "loss";
-};
-
-// Renders the series (in order, later ones on top). Axis ranges cover all
-// finite points, extended to "nice" tick values. Throws std::invalid_argument
-// if a series has x.size() != y.size() or the size is below 240x160.
-RgbImage render_line_chart(const std::vector<ChartSeries>& series, const ChartOptions& options);
-
 struct LossChartOptions {
-  int width = 800;
+  int width = 800;  // SVG user units (pixels at 100 %)
   int height = 500;
   std::string x_label = "step";
   std::string y_label = "loss";
@@ -46,27 +22,19 @@ struct LossChartOptions {
   // Half-width in points of the smoothing window; negative: chosen from the
   // number of points (auto_smoothing_half_window).
   int smoothing_half_window = -1;
-  DeflateMode compression = DeflateMode::kFixedHuffman;
 };
 
-// Renders the loss curve `loss` against `steps` (same length; non-finite
-// values are skipped) as an RGB PNG and writes it atomically to `path`.
-// Throws std::invalid_argument on mismatched lengths, std::runtime_error on I/O.
-void write_loss_png(const std::string& path, const std::vector<double>& steps,
+// The SVG document of the loss curve `loss` against `steps` (same length; non-finite points
+// break the line). Throws std::invalid_argument on mismatched lengths or a size below 240x160.
+std::string render_loss_svg(const std::vector<double>& steps, const std::vector<double>& loss,
+                            const std::string& title, const LossChartOptions& options = {});
+
+// render_loss_svg() written atomically to `path`; std::runtime_error on I/O errors.
+void write_loss_svg(const std::string& path, const std::vector<double>& steps,
                     const std::vector<double>& loss, const std::string& title,
                     const LossChartOptions& options = {});
 
-// The image write_loss_png() writes.
-RgbImage render_loss_chart(const std::vector<double>& steps, const std::vector<double>& loss,
-                           const std::string& title, const LossChartOptions& options = {});
-
 // ---- Helpers, exposed for testing ----
-
-// Debiased exponential moving average (as TensorBoard's smoothing), e.g. for a
-// running loss in progress output: out[i] =
-// ema_i / (1 - weight^k), k = number of finite values so far. Non-finite inputs
-// give NaN outputs and do not update the average.
-std::vector<double> ema_smooth(std::span<const double> values, double weight);
 
 // Local linear regression smoother: out[i] is the value at xs[i] of a straight
 // line fitted by weighted least squares to the finite points among indices

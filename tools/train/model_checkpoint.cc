@@ -1,6 +1,6 @@
-// CharModel ⇄ Checkpoint (see model_checkpoint.h): the trainer's tensor and metadata names,
-// and every check that turns a structurally valid but inconsistent checkpoint into a clear
-// error instead of a crash later.
+// CharModel ⇄ checkpoint (see model_checkpoint.h): the trainer's tensor and metadata names,
+// and every check that turns a well-formed but inconsistent checkpoint into a clear error
+// instead of a crash later.
 #include "train/model_checkpoint.h"
 
 #include <charconv>
@@ -23,12 +23,17 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   throw std::runtime_error("checkpoint '" + source + "': " + what);
 }
 
+const std::string& metadata_string(const Checkpoint& ckpt, const std::string& key,
+                                   const std::string& source) {
+  const auto it = ckpt.metadata.find(key);
+  if (it == ckpt.metadata.end()) fail(source, "metadata '" + key + "' is missing");
+  return it->second;
+}
+
 // A whole decimal integer in [lo, hi], or an error naming the metadata key.
 int64_t metadata_int(const Checkpoint& ckpt, const std::string& key, int64_t lo, int64_t hi,
                      const std::string& source) {
-  const auto it = ckpt.metadata.find(key);
-  if (it == ckpt.metadata.end()) fail(source, "metadata '" + key + "' is missing");
-  const std::string& s = it->second;
+  const std::string& s = metadata_string(ckpt, key, source);
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || end != s.data() + s.size() || value < lo || value > hi) {
@@ -38,15 +43,69 @@ int64_t metadata_int(const Checkpoint& ckpt, const std::string& key, int64_t lo,
   return value;
 }
 
-const NamedArray& find_tensor(const Checkpoint& ckpt, const std::string& name,
-                              const std::vector<int64_t>& shape, const std::string& source) {
+void check_format(const Checkpoint& ckpt, const std::string& source) {
+  const auto format = ckpt.metadata.find("format");
+  if (format == ckpt.metadata.end() || format->second != kCheckpointFormat) {
+    fail(source, std::string("not a character language model of blockrnn (metadata 'format' "
+                             "must be '") +
+                     kCheckpointFormat + "')");
+  }
+  const std::string& version = metadata_string(ckpt, "format_version", source);
+  if (version != std::to_string(kCheckpointFormatVersion)) {
+    fail(source, "metadata 'format_version' '" + version +
+                     "' is not supported (this blockrnn "
+                     "reads version " +
+                     std::to_string(kCheckpointFormatVersion) + ")");
+  }
+}
+
+ModelConfig config_from_metadata(const Checkpoint& ckpt, const std::string& source) {
+  ModelConfig config;
+  const std::string& cell = metadata_string(ckpt, "cell", source);
+  const std::optional<CellKind> kind = parse_cell(cell);
+  if (!kind) fail(source, "metadata 'cell' is '" + cell + "' (expected lstm or gru)");
+  config.cell = *kind;
+  config.vocab_size = metadata_int(ckpt, "vocab_size", 1, 256, source);
+  config.embed = metadata_int(ckpt, "embed", 1, kMaxEmbed, source);
+  config.hidden = metadata_int(ckpt, "hidden", 1, kMaxHidden, source);
+  config.layers = metadata_int(ckpt, "layers", 1, kMaxLayers, source);
+  try {
+    validate_config(config);
+  } catch (const std::invalid_argument& e) {
+    fail(source, e.what());
+  }
+  const auto bias = ckpt.metadata.find("forget_bias");
+  if (bias != ckpt.metadata.end() && bias->second != "1") {
+    fail(source, "metadata 'forget_bias' must be '1', got '" + bias->second + "'");
+  }
+  return config;
+}
+
+Vocabulary vocabulary_from(const Checkpoint& ckpt, int64_t vocab_size, const std::string& source) {
+  try {
+    const std::string symbols =
+        vocabulary_from_metadata(metadata_string(ckpt, "vocabulary", source));
+    if (static_cast<int64_t>(symbols.size()) != vocab_size) {
+      throw std::invalid_argument("it holds " + std::to_string(symbols.size()) +
+                                  " characters but 'vocab_size' is " + std::to_string(vocab_size));
+    }
+    return Vocabulary::from_symbols(symbols);
+  } catch (const std::invalid_argument& e) {
+    fail(source, std::string("metadata 'vocabulary' is invalid: ") + e.what());
+  }
+}
+
+const NamedArray& find_tensor(const Checkpoint& ckpt, const ModelConfig& config,
+                              const std::string& name, const std::vector<int64_t>& shape,
+                              const std::string& source) {
   const auto it = ckpt.tensors.find(name);
   if (it == ckpt.tensors.end()) fail(source, "tensor '" + name + "' is missing");
   if (it->second.shape != shape) {
     fail(source, "tensor '" + name + "' has shape " + shape_string(it->second.shape) +
-                     " but the model (" + ckpt.cell + ", hidden " + std::to_string(ckpt.hidden) +
-                     ", " + std::to_string(ckpt.layers) + " layers, vocabulary " +
-                     std::to_string(ckpt.vocab_size) + ") needs " + shape_string(shape));
+                     " but the model (" + cell_name(config.cell) + ", hidden " +
+                     std::to_string(config.hidden) + ", " + std::to_string(config.layers) +
+                     " layers, vocabulary " + std::to_string(config.vocab_size) + ") needs " +
+                     shape_string(shape));
   }
   for (float v : it->second.data) {
     if (!std::isfinite(v)) fail(source, "tensor '" + name + "' holds a non-finite value");
@@ -54,7 +113,67 @@ const NamedArray& find_tensor(const Checkpoint& ckpt, const std::string& name,
   return it->second;
 }
 
+AdamState adam_from(const Checkpoint& ckpt, const ModelConfig& config,
+                    const std::vector<ParamSpec>& specs, const std::string& source) {
+  AdamState adam;
+  adam.t = metadata_int(ckpt, "adam_t", 1, int64_t{1} << 62, source);
+  for (const ParamSpec& spec : specs) {
+    adam.m.push_back(find_tensor(ckpt, config, "adam.m." + spec.name, spec.shape, source).data);
+    adam.v.push_back(find_tensor(ckpt, config, "adam.v." + spec.name, spec.shape, source).data);
+    for (float v : adam.v.back()) {
+      if (v < 0) fail(source, "tensor 'adam.v." + spec.name + "' holds a negative value");
+    }
+  }
+  return adam;
+}
+
+void check_no_unexpected_tensors(const Checkpoint& ckpt, const std::vector<ParamSpec>& specs,
+                                 bool with_adam, const std::string& source) {
+  for (const auto& [name, array] : ckpt.tensors) {
+    bool known = false;
+    for (const ParamSpec& spec : specs) {
+      known = known || name == spec.name ||
+              (with_adam && (name == "adam.m." + spec.name || name == "adam.v." + spec.name));
+    }
+    if (!known) fail(source, "unexpected tensor '" + name + "'");
+  }
+}
+
 }  // namespace
+
+std::string vocabulary_to_metadata(std::string_view symbols) {
+  std::string out;
+  for (char ch : symbols) {
+    const auto b = static_cast<uint8_t>(ch);
+    if (b < 0x80) {
+      out.push_back(ch);
+    } else {
+      out.push_back(static_cast<char>(0xC0 | (b >> 6)));
+      out.push_back(static_cast<char>(0x80 | (b & 0x3F)));
+    }
+  }
+  return out;
+}
+
+std::string vocabulary_from_metadata(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<uint8_t>(text[i]);
+    if (b < 0x80) {
+      out.push_back(text[i]);
+      continue;
+    }
+    const bool two_bytes = (b == 0xC2 || b == 0xC3) && i + 1 < text.size() &&
+                           (static_cast<uint8_t>(text[i + 1]) & 0xC0) == 0x80;
+    if (!two_bytes) {
+      throw std::invalid_argument("character at byte offset " + std::to_string(i) +
+                                  " is not in U+0000..U+00FF");
+    }
+    out.push_back(static_cast<char>(((b & 0x03) << 6) | (text[i + 1] & 0x3F)));
+    ++i;
+  }
+  return out;
+}
 
 Checkpoint make_checkpoint(const CharModel<float>& model, const Vocabulary& vocabulary,
                            int64_t step, const AdamState* adam,
@@ -64,15 +183,16 @@ Checkpoint make_checkpoint(const CharModel<float>& model, const Vocabulary& voca
     throw std::invalid_argument("vocabulary size does not match the model");
   }
   Checkpoint ckpt;
-  ckpt.cell = cell_name(c.cell);
-  ckpt.hidden = c.hidden;
-  ckpt.layers = c.layers;
-  ckpt.vocab_size = c.vocab_size;
-  ckpt.vocabulary = vocabulary.symbols();
   ckpt.metadata = extra_metadata;
-  ckpt.metadata["model"] = kModelKind;
+  ckpt.metadata["format"] = kCheckpointFormat;
+  ckpt.metadata["format_version"] = std::to_string(kCheckpointFormatVersion);
+  ckpt.metadata["cell"] = cell_name(c.cell);
+  ckpt.metadata["vocab_size"] = std::to_string(c.vocab_size);
   ckpt.metadata["embed"] = std::to_string(c.embed);
-  ckpt.metadata["forget_bias"] = "1";
+  ckpt.metadata["hidden"] = std::to_string(c.hidden);
+  ckpt.metadata["layers"] = std::to_string(c.layers);
+  ckpt.metadata["vocabulary"] = vocabulary_to_metadata(vocabulary.symbols());
+  ckpt.metadata["forget_bias"] = std::to_string(static_cast<int>(kForgetBias));
   ckpt.metadata["step"] = std::to_string(step);
   ckpt.metadata["blockrnn_version"] = blockrnn::version();
   for (size_t k = 0; k < model.num_tensors(); ++k) {
@@ -80,8 +200,8 @@ Checkpoint make_checkpoint(const CharModel<float>& model, const Vocabulary& voca
     const std::span<const float> p = model.param(k);
     ckpt.tensors[spec.name] = NamedArray{spec.shape, std::vector<float>(p.begin(), p.end())};
     if (adam != nullptr) {
-      ckpt.tensors["adam/m/" + spec.name] = NamedArray{spec.shape, adam->m.at(k)};
-      ckpt.tensors["adam/v/" + spec.name] = NamedArray{spec.shape, adam->v.at(k)};
+      ckpt.tensors["adam.m." + spec.name] = NamedArray{spec.shape, adam->m.at(k)};
+      ckpt.tensors["adam.v." + spec.name] = NamedArray{spec.shape, adam->v.at(k)};
     }
   }
   if (adam != nullptr) ckpt.metadata["adam_t"] = std::to_string(adam->t);
@@ -89,71 +209,26 @@ Checkpoint make_checkpoint(const CharModel<float>& model, const Vocabulary& voca
 }
 
 TrainedModel model_from_checkpoint(const Checkpoint& ckpt, const std::string& source) {
-  const auto kind = ckpt.metadata.find("model");
-  if (kind == ckpt.metadata.end() || kind->second != kModelKind) {
-    fail(source, std::string("not a character language model of blockrnn (metadata 'model' "
-                             "must be '") +
-                     kModelKind + "')");
-  }
-  ModelConfig config;
-  const std::optional<CellKind> cell = parse_cell(ckpt.cell);
-  if (!cell) fail(source, "unknown cell '" + ckpt.cell + "' (expected lstm or gru)");
-  config.cell = *cell;
-  config.vocab_size = ckpt.vocab_size;
-  config.hidden = ckpt.hidden;
-  config.layers = ckpt.layers;
-  config.embed = metadata_int(ckpt, "embed", 1, kMaxEmbed, source);
-  try {
-    validate_config(config);
-  } catch (const std::invalid_argument& e) {
-    fail(source, e.what());
-  }
-  if (ckpt.metadata.count("forget_bias") && ckpt.metadata.at("forget_bias") != "1") {
-    fail(source,
-         "metadata 'forget_bias' must be '1', got '" + ckpt.metadata.at("forget_bias") + "'");
-  }
-
+  check_format(ckpt, source);
+  const ModelConfig config = config_from_metadata(ckpt, source);
   TrainedModel out{config,
                    CharModel<float>(config),
-                   Vocabulary::from_symbols(ckpt.vocabulary),
-                   0,
+                   vocabulary_from(ckpt, config.vocab_size, source),
+                   metadata_int(ckpt, "step", 0, int64_t{1} << 62, source),
                    std::nullopt,
                    ckpt.metadata};
-  out.step = metadata_int(ckpt, "step", 0, int64_t{1} << 62, source);
   const std::vector<ParamSpec>& specs = out.model.specs();
-  size_t expected = specs.size();
   for (size_t k = 0; k < specs.size(); ++k) {
-    const NamedArray& a = find_tensor(ckpt, specs[k].name, specs[k].shape, source);
+    const NamedArray& a = find_tensor(ckpt, config, specs[k].name, specs[k].shape, source);
     std::copy(a.data.begin(), a.data.end(), out.model.param(k).begin());
   }
-  if (ckpt.metadata.count("adam_t")) {
-    AdamState adam;
-    adam.t = metadata_int(ckpt, "adam_t", 1, int64_t{1} << 62, source);
-    for (const ParamSpec& spec : specs) {
-      adam.m.push_back(find_tensor(ckpt, "adam/m/" + spec.name, spec.shape, source).data);
-      adam.v.push_back(find_tensor(ckpt, "adam/v/" + spec.name, spec.shape, source).data);
-      for (float v : adam.v.back()) {
-        if (v < 0) fail(source, "tensor 'adam/v/" + spec.name + "' holds a negative value");
-      }
-    }
-    out.adam = std::move(adam);
-    expected += 2 * specs.size();
-  }
-  if (ckpt.tensors.size() != expected) {
-    for (const auto& [name, array] : ckpt.tensors) {
-      bool known = false;
-      for (const ParamSpec& spec : specs) {
-        known = known || name == spec.name ||
-                (out.adam && (name == "adam/m/" + spec.name || name == "adam/v/" + spec.name));
-      }
-      if (!known) fail(source, "unexpected tensor '" + name + "'");
-    }
-  }
+  if (ckpt.metadata.count("adam_t")) out.adam = adam_from(ckpt, config, specs, source);
+  check_no_unexpected_tensors(ckpt, specs, out.adam.has_value(), source);
   return out;
 }
 
 TrainedModel load_trained_model(const std::string& path) {
-  return model_from_checkpoint(load_checkpoint(path), path);
+  return model_from_checkpoint(load_safetensors(path), path);
 }
 
 }  // namespace blockrnn::train

@@ -1,12 +1,16 @@
-// Conversion between a trained CharModel (+ its vocabulary and Adam state) and a Checkpoint
-// (checkpoint.h, CHECKPOINT_FORMAT.md), with the consistency checks a loaded checkpoint must
-// pass before it is used: known cell, metadata that parses, every parameter present with the
-// shape the config implies, no unexpected tensors, finite values.
+// Conversion between a trained CharModel (+ its vocabulary and Adam state) and its safetensors
+// checkpoint (safetensors.h; layout in docs/training.md), with the consistency checks a loaded
+// checkpoint must pass before it is used: format and version, a configuration that parses and
+// is in range, every parameter present with the shape the configuration implies, no
+// unexpected tensors, finite values.
 //
-// Tensors: the parameters under their CharModel names (char_model.h), and when the Adam state
-// is saved "adam/m/<name>" and "adam/v/<name>" with the same shapes. Metadata keys written by
-// the trainer: "model" = "blockrnn-char-lm", "embed", "forget_bias", "step", "adam_t", plus
-// informational ones (seed, lr, batch, seq_len, clip, corpus, loss, blockrnn_version).
+// Tensors: the parameters under their CharModel names (char_model.h: "embedding",
+// "layers.<l>.w", ..., "softmax.w", "softmax.b"), and when the Adam state is saved
+// "adam.m.<name>" and "adam.v.<name>" with the same shapes. Metadata (all strings): "format" =
+// "blockrnn-char-lm", "format_version" = "1", "cell", "vocab_size", "embed", "hidden",
+// "layers", "vocabulary", "forget_bias", "step", "adam_t" (with the Adam state),
+// "blockrnn_version", plus informational keys from the trainer (seed, lr, batch, seq_len, clip,
+// corpus, loss).
 #ifndef BLOCKRNN_TOOLS_TRAIN_MODEL_CHECKPOINT_H_
 #define BLOCKRNN_TOOLS_TRAIN_MODEL_CHECKPOINT_H_
 
@@ -14,15 +18,19 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "train/char_model.h"
-#include "train/checkpoint.h"
 #include "train/corpus.h"
+#include "train/safetensors.h"
 
 namespace blockrnn::train {
 
-inline constexpr char kModelKind[] = "blockrnn-char-lm";
+inline constexpr char kCheckpointFormat[] = "blockrnn-char-lm";
+inline constexpr int kCheckpointFormatVersion = 1;
+
+using Checkpoint = SafeTensors;
 
 // Adam moments in the model's parameter order (specs()), and the step the next update applies.
 struct AdamState {
@@ -39,17 +47,24 @@ struct TrainedModel {
   std::map<std::string, std::string> metadata;
 };
 
+// The vocabulary's bytes as metadata text: byte b becomes the character U+00bb (Latin-1), so
+// the header stays valid UTF-8 for any corpus and ASCII reads as itself. In Python:
+// metadata["vocabulary"].encode("latin-1").
+std::string vocabulary_to_metadata(std::string_view symbols);
+// The inverse; std::invalid_argument for text with characters above U+00FF or bad UTF-8.
+std::string vocabulary_from_metadata(std::string_view text);
+
 // Builds the checkpoint of `model`; `extra_metadata` is added to the keys this function
-// writes (model, embed, forget_bias, step, and adam_t when `adam` is given).
+// writes (those listed above).
 Checkpoint make_checkpoint(const CharModel<float>& model, const Vocabulary& vocabulary,
                            int64_t step, const AdamState* adam,
                            const std::map<std::string, std::string>& extra_metadata);
 
-// Rebuilds the model from a checkpoint that load_checkpoint() accepted. Throws
-// std::runtime_error("checkpoint '<source>': ...") naming the first inconsistency.
+// Rebuilds the model from a parsed checkpoint. Throws std::runtime_error("checkpoint
+// '<source>': ...") naming the first inconsistency.
 TrainedModel model_from_checkpoint(const Checkpoint& ckpt, const std::string& source);
 
-// load_checkpoint() + model_from_checkpoint().
+// load_safetensors() + model_from_checkpoint().
 TrainedModel load_trained_model(const std::string& path);
 
 }  // namespace blockrnn::train

@@ -1,5 +1,5 @@
 // The training loop of `blockrnn train` (see trainer.h): option checks, corpus and resume
-// handling, TBPTT batches over the corpus ring, clip + Adam, metrics.csv, loss.png and the
+// handling, TBPTT batches over the corpus ring, clip + Adam, metrics.csv, loss.svg and the
 // checkpoint.
 #include "train/trainer.h"
 
@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <unistd.h>  // isatty
 
 #include "blockrnn/context.h"
 #include "train/adam.h"
@@ -119,6 +121,291 @@ std::string load_corpus(const std::string& path) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+namespace {
+
+// The model being trained with its vocabulary, optimizer state and the steps already done.
+struct Session {
+  ModelConfig config;
+  Vocabulary vocab;
+  std::unique_ptr<CharModel<float>> model;
+  AdamState adam;
+  int64_t start_step = 0;
+};
+
+// Resuming takes the shape from the checkpoint; an option that contradicts it is an error.
+void check_resume_options(const TrainOptions& opt, const ModelConfig& config) {
+  auto same = [&](const char* name, const std::optional<int64_t>& given, int64_t have) {
+    check_option(!given || *given == have,
+                 std::string("--") + name + " " + std::to_string(given.value_or(0)) +
+                     " differs from the checkpoint's " + std::to_string(have) +
+                     " (leave it out when resuming)");
+  };
+  check_option(!opt.cell || *opt.cell == config.cell,
+               std::string("--cell ") + (opt.cell ? cell_name(*opt.cell) : "") +
+                   " differs from the checkpoint's " + cell_name(config.cell) +
+                   " (leave it out when resuming)");
+  same("hidden", opt.hidden, config.hidden);
+  same("layers", opt.layers, config.layers);
+  same("embed", opt.embed, config.embed);
+}
+
+Session resume_session(const TrainOptions& opt) {
+  TrainedModel resumed = load_trained_model(opt.resume_path);
+  check_resume_options(opt, resumed.config);
+  Session s{resumed.config, resumed.vocabulary, nullptr, {}, resumed.step};
+  s.model = std::make_unique<CharModel<float>>(std::move(resumed.model));
+  if (resumed.adam) s.adam = std::move(*resumed.adam);
+  return s;
+}
+
+Session new_session(const TrainOptions& opt, const std::string& text) {
+  Session s;
+  s.vocab = Vocabulary::from_text(text);
+  s.config.cell = opt.cell.value_or(TrainDefaults::kCell);
+  s.config.hidden = opt.hidden.value_or(TrainDefaults::kHidden);
+  s.config.layers = opt.layers.value_or(TrainDefaults::kLayers);
+  s.config.embed = opt.embed.value_or(TrainDefaults::kEmbed);
+  s.config.vocab_size = s.vocab.size();
+  return s;
+}
+
+// Refuses a model and batch that would need more than kMaxWorkspaceBytes.
+void check_memory(const ModelConfig& config, int64_t T, int64_t B) {
+  int64_t num_params = 0;
+  for (const ParamSpec& spec : param_specs(config)) num_params += spec.size();
+  const double bytes = workspace_bytes(config, num_params, T, B);
+  if (bytes > kMaxWorkspaceBytes) {
+    throw std::invalid_argument("this model and batch need about " +
+                                fmt("%.1f", bytes / (1 << 30)) + " GiB of memory (limit " +
+                                fmt("%.0f", kMaxWorkspaceBytes / (1 << 30)) +
+                                " GiB); reduce --batch, --seq-len, --hidden or --layers");
+  }
+}
+
+// A fresh or resumed session whose model exists, with zero Adam moments when none were saved.
+Session start_session(const TrainOptions& opt, const std::string& text) {
+  Session s = opt.resume_path.empty() ? new_session(opt, text) : resume_session(opt);
+  check_memory(s.config, opt.seq_len, opt.batch);
+  if (!s.model) {
+    s.model = std::make_unique<CharModel<float>>(s.config);
+    s.model->init(opt.seed);
+  }
+  if (s.adam.m.empty()) {
+    for (size_t k = 0; k < s.model->num_tensors(); ++k) {
+      s.adam.m.emplace_back(s.model->param(k).size(), 0.0f);
+      s.adam.v.emplace_back(s.model->param(k).size(), 0.0f);
+    }
+  }
+  return s;
+}
+
+std::vector<int32_t> encode_corpus(const Vocabulary& vocab, const std::string& text,
+                                   const TrainOptions& opt, const std::string& corpus_name) {
+  try {
+    return vocab.encode(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(corpus_name + " cannot be used with checkpoint '" + opt.resume_path +
+                             "': " + e.what());
+  }
+}
+
+// Creates the output directory and names the files in it.
+TrainSummary output_paths(const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec || !std::filesystem::is_directory(out_dir)) {
+    throw std::runtime_error("cannot create output directory '" + out_dir + "'" +
+                             (ec ? ": " + ec.message() : ""));
+  }
+  const std::filesystem::path dir(out_dir);
+  TrainSummary summary;
+  summary.metrics_path = (dir / "metrics.csv").string();
+  summary.chart_path = (dir / "loss.svg").string();
+  summary.checkpoint_path = (dir / "checkpoint.safetensors").string();
+  return summary;
+}
+
+void print_header(std::FILE* out, const TrainOptions& opt, const Session& s, size_t corpus_size) {
+  const ModelConfig& c = s.config;
+  const int threads = blockrnn::get_num_threads();
+  std::fprintf(
+      out,
+      "blockrnn train: %s, %lld layer%s x %lld hidden, embedding %lld, vocabulary %lld "
+      "(%lld parameters)\n"
+      "  data: %s\n"
+      "  %lld steps of %lld streams x %lld characters, Adam lr %g, clip %g, seed %llu, "
+      "%d thread%s%s\n",
+      cell_name(c.cell), static_cast<long long>(c.layers), c.layers == 1 ? "" : "s",
+      static_cast<long long>(c.hidden), static_cast<long long>(c.embed),
+      static_cast<long long>(c.vocab_size), static_cast<long long>(s.model->num_parameters()),
+      describe_corpus(opt.corpus_path, corpus_size).c_str(), static_cast<long long>(opt.steps),
+      static_cast<long long>(opt.batch), static_cast<long long>(opt.seq_len), opt.lr, opt.clip,
+      static_cast<unsigned long long>(opt.seed), threads, threads == 1 ? "" : "s",
+      !opt.resume_path.empty() ? (", resuming at step " + std::to_string(s.start_step)).c_str()
+                               : "");
+  std::fflush(out);
+}
+
+// Batch of global step `step`: inputs[t, b] = ids[(start_b + step·T + t) mod N], targets one
+// character later.
+void fill_batch(const std::vector<int32_t>& ids, const std::vector<int64_t>& starts, int64_t step,
+                int64_t T, std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
+  const int64_t B = static_cast<int64_t>(starts.size()), N = static_cast<int64_t>(ids.size());
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t base = (starts[b] + ((step % N) * T) % N) % N;
+    for (int64_t t = 0; t < T; ++t) {
+      inputs[t * B + b] = ids[(base + t) % N];
+      targets[t * B + b] = ids[(base + t + 1) % N];
+    }
+  }
+}
+
+// The losses of a run: a debiased EMA for display, the mean of the last kFinalLossWindow for
+// the summary, and the whole curve for the chart.
+class LossHistory {
+ public:
+  // Records the loss of global step `step`; returns the smoothed loss.
+  double add(int64_t step, double loss) {
+    ema_ = 0.95 * ema_ + 0.05 * loss;
+    ema_weight_ = 0.95 * ema_weight_ + 0.05;
+    steps_.push_back(static_cast<double>(step));
+    losses_.push_back(loss);
+    return ema_ / ema_weight_;
+  }
+  size_t tail_size() const {
+    return std::min(losses_.size(), static_cast<size_t>(kFinalLossWindow));
+  }
+  double tail_mean() const {
+    double sum = 0;
+    for (size_t i = losses_.size() - tail_size(); i < losses_.size(); ++i) sum += losses_[i];
+    return sum / static_cast<double>(tail_size());
+  }
+  const std::vector<double>& steps() const { return steps_; }
+  const std::vector<double>& losses() const { return losses_; }
+
+ private:
+  double ema_ = 0, ema_weight_ = 0;
+  std::vector<double> steps_, losses_;
+};
+
+// One training step on `inputs`/`targets`: forward, backward, clip, Adam. Returns
+// {loss, gradient norm before clipping}; throws if either is not finite.
+std::pair<double, double> train_step(Session& s, Adam& adam, const std::vector<int32_t>& inputs,
+                                     const std::vector<int32_t>& targets,
+                                     CharModel<float>::State& state, const TrainOptions& opt,
+                                     int64_t step) {
+  CharModel<float>& model = *s.model;
+  const double loss = model.forward_backward(inputs, targets, opt.seq_len, opt.batch, state);
+  std::vector<std::span<float>> grads;
+  for (size_t k = 0; k < model.num_tensors(); ++k) grads.push_back(model.grad(k));
+  const double norm = clip_grad_norm(grads, static_cast<float>(opt.clip));
+  if (!std::isfinite(loss) || !std::isfinite(norm)) {
+    throw std::runtime_error("training diverged at step " + std::to_string(step) + " (loss " +
+                             fmt("%g", loss) + ", gradient norm " + fmt("%g", norm) +
+                             "); try a lower --lr");
+  }
+  for (size_t k = 0; k < model.num_tensors(); ++k) {
+    adam.step(model.param(k), grads[k], s.adam.m[k], s.adam.v[k]);
+  }
+  adam.next_step();
+  return {loss, norm};
+}
+
+std::map<std::string, std::string> run_metadata(const TrainOptions& opt) {
+  return {{"seed", std::to_string(opt.seed)},
+          {"lr", fmt("%g", opt.lr)},
+          {"clip", fmt("%g", opt.clip)},
+          {"batch", std::to_string(opt.batch)},
+          {"seq_len", std::to_string(opt.seq_len)},
+          {"corpus", opt.corpus_path.empty() ? "embedded:kjv-genesis-exodus" : opt.corpus_path}};
+}
+
+// The chart and the checkpoint at global step `step`.
+void write_chart_and_checkpoint(const TrainSummary& paths, const TrainOptions& opt, Session& s,
+                                const Adam& adam, const LossHistory& history, int64_t step) {
+  const ModelConfig& c = s.config;
+  const std::string title = std::string("blockrnn train: ") + cell_name(c.cell) + " " +
+                            std::to_string(c.layers) + "x" + std::to_string(c.hidden) + ", batch " +
+                            std::to_string(opt.batch) + "x" + std::to_string(opt.seq_len);
+  write_loss_svg(paths.chart_path, history.steps(), history.losses(), title);
+  s.adam.t = adam.t();
+  std::map<std::string, std::string> meta = run_metadata(opt);
+  meta["loss"] = fmt("%.6f", history.losses().back());
+  save_safetensors(paths.checkpoint_path, make_checkpoint(*s.model, s.vocab, step, &s.adam, meta));
+}
+
+void print_summary(std::FILE* out, const TrainSummary& summary, const TrainOptions& opt,
+                   int64_t start_step, size_t tail_size) {
+  if (summary.stopped_early) {
+    std::fprintf(out,
+                 "stopped after step %lld of %lld: the time limit of %g s (--max-time) was "
+                 "reached\n",
+                 static_cast<long long>(summary.last_step),
+                 static_cast<long long>(start_step + opt.steps), opt.max_seconds);
+  }
+  std::fprintf(out, "loss %.3f (step %lld) -> %.3f (mean of the last %zu steps)\n",
+               summary.first_loss, static_cast<long long>(summary.first_step), summary.final_loss,
+               tail_size);
+  std::fprintf(out, "wrote %s, %s, %s\n", summary.metrics_path.c_str(), summary.chart_path.c_str(),
+               summary.checkpoint_path.c_str());
+  std::fflush(out);
+}
+
+// The training loop: opt.steps steps (or until opt.max_seconds), writing metrics every step
+// and the chart and checkpoint at 25 %, 50 %, 75 % and the end.
+void run_steps(const TrainOptions& opt, Session& s, const std::vector<int32_t>& ids,
+               TrainSummary& summary, std::FILE* out) {
+  const int64_t T = opt.seq_len, B = opt.batch, N = static_cast<int64_t>(ids.size());
+  MetricsWriter metrics(summary.metrics_path);
+  Adam adam(static_cast<float>(opt.lr));
+  adam.set_t(s.adam.t);
+  ProgressLine progress(s.start_step, s.start_step + opt.steps, B * T, out,
+                        opt.terminal.value_or(isatty(fileno(out)) == 1));
+  LossHistory history;
+  std::vector<int64_t> starts(B);
+  for (int64_t b = 0; b < B; ++b) starts[b] = b * N / B;
+  std::vector<int32_t> inputs(T * B), targets(T * B);
+  CharModel<float>::State state = s.model->zero_state(B);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const int64_t checkpoint_every = std::max<int64_t>(1, (opt.steps + 3) / 4);
+  int64_t step = s.start_step;
+  for (int64_t k = 0; k < opt.steps; ++k) {
+    fill_batch(ids, starts, step, T, inputs, targets);
+    const auto [loss, norm] = train_step(s, adam, inputs, targets, state, opt, step + 1);
+    ++step;
+    const double shown = history.add(step, loss);
+    if (k == 0) {
+      summary.first_loss = loss;
+      summary.first_step = step;
+    }
+    const double secs = elapsed();
+    metrics.row(step, loss, shown, norm, opt.lr, double(k + 1) * B * T / std::max(secs, 1e-9),
+                secs);
+    progress.update(step, shown);
+    if (opt.max_seconds > 0 && secs > opt.max_seconds && k + 1 < opt.steps) {
+      summary.stopped_early = true;
+      break;
+    }
+    if ((k + 1) % checkpoint_every == 0 && k + 1 < opt.steps) {
+      metrics.flush();
+      write_chart_and_checkpoint(summary, opt, s, adam, history, step);
+    }
+  }
+  progress.finish();
+  summary.last_step = step;
+  summary.final_loss = history.tail_mean();
+  summary.seconds = elapsed();
+  summary.chars_per_second = double(step - s.start_step) * B * T / std::max(summary.seconds, 1e-9);
+  metrics.flush();
+  write_chart_and_checkpoint(summary, opt, s, adam, history, step);
+  print_summary(out, summary, opt, s.start_step, history.tail_size());
+}
+
+}  // namespace
+
 TrainSummary train_char_model(const TrainOptions& opt, std::FILE* out) {
   validate(opt);
   const std::string text = load_corpus(opt.corpus_path);
@@ -129,220 +416,11 @@ TrainSummary train_char_model(const TrainOptions& opt, std::FILE* out) {
         corpus_name + " has " + std::to_string(text.size()) +
         " characters; training needs at least --seq-len + 1 = " + std::to_string(opt.seq_len + 1));
   }
-
-  // Model, vocabulary and optimizer state: fresh, or from the checkpoint being resumed.
-  std::unique_ptr<TrainedModel> resumed;
-  ModelConfig config;
-  Vocabulary vocab;
-  if (!opt.resume_path.empty()) {
-    resumed = std::make_unique<TrainedModel>(load_trained_model(opt.resume_path));
-    config = resumed->config;
-    vocab = resumed->vocabulary;
-    auto same = [&](const char* name, bool given, int64_t want, int64_t have) {
-      check_option(!given || want == have, std::string("--") + name + " " + std::to_string(want) +
-                                               " differs from the checkpoint's " +
-                                               std::to_string(have) +
-                                               " (leave it out when resuming)");
-    };
-    check_option(!opt.cell || *opt.cell == config.cell,
-                 std::string("--cell ") + (opt.cell ? cell_name(*opt.cell) : "") +
-                     " differs from the checkpoint's " + cell_name(config.cell) +
-                     " (leave it out when resuming)");
-    same("hidden", opt.hidden.has_value(), opt.hidden.value_or(0), config.hidden);
-    same("layers", opt.layers.has_value(), opt.layers.value_or(0), config.layers);
-    same("embed", opt.embed.has_value(), opt.embed.value_or(0), config.embed);
-  } else {
-    vocab = Vocabulary::from_text(text);
-    config.cell = opt.cell.value_or(TrainDefaults::kCell);
-    config.hidden = opt.hidden.value_or(TrainDefaults::kHidden);
-    config.layers = opt.layers.value_or(TrainDefaults::kLayers);
-    config.embed = opt.embed.value_or(TrainDefaults::kEmbed);
-    config.vocab_size = vocab.size();
-  }
-  std::vector<int32_t> ids;
-  try {
-    ids = vocab.encode(text);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(corpus_name + " cannot be used with checkpoint '" + opt.resume_path +
-                             "': " + e.what());
-  }
-
-  int64_t num_params = 0;
-  for (const ParamSpec& spec : param_specs(config)) num_params += spec.size();
-  const double bytes = workspace_bytes(config, num_params, opt.seq_len, opt.batch);
-  if (bytes > kMaxWorkspaceBytes) {
-    throw std::invalid_argument("this model and batch need about " +
-                                fmt("%.1f", bytes / (1 << 30)) + " GiB of memory (limit " +
-                                fmt("%.0f", kMaxWorkspaceBytes / (1 << 30)) +
-                                " GiB); reduce --batch, --seq-len, --hidden or --layers");
-  }
-  CharModel<float> model(config);
-  const size_t ntensors = model.num_tensors();
-  AdamState adam_state;
-  int64_t start_step = 0;
-  if (resumed) {
-    for (size_t k = 0; k < ntensors; ++k) {
-      std::copy(resumed->model.param(k).begin(), resumed->model.param(k).end(),
-                model.param(k).begin());
-    }
-    start_step = resumed->step;
-    if (resumed->adam) adam_state = *resumed->adam;
-    resumed.reset();
-  } else {
-    model.init(opt.seed);
-  }
-  if (adam_state.m.empty()) {
-    for (size_t k = 0; k < ntensors; ++k) {
-      adam_state.m.emplace_back(model.param(k).size(), 0.0f);
-      adam_state.v.emplace_back(model.param(k).size(), 0.0f);
-    }
-  }
-  Adam adam(static_cast<float>(opt.lr));
-  adam.set_t(adam_state.t);
-  std::vector<std::span<float>> grads;
-  for (size_t k = 0; k < ntensors; ++k) grads.push_back(model.grad(k));
-
-  // Outputs.
-  std::error_code ec;
-  std::filesystem::create_directories(opt.out_dir, ec);
-  if (ec || !std::filesystem::is_directory(opt.out_dir)) {
-    throw std::runtime_error("cannot create output directory '" + opt.out_dir + "'" +
-                             (ec ? ": " + ec.message() : ""));
-  }
-  TrainSummary summary;
-  const std::filesystem::path dir(opt.out_dir);
-  summary.metrics_path = (dir / "metrics.csv").string();
-  summary.png_path = (dir / "loss.png").string();
-  summary.checkpoint_path = (dir / "checkpoint.brnn").string();
-  MetricsWriter metrics(summary.metrics_path);
-
-  const int64_t T = opt.seq_len, B = opt.batch, N = static_cast<int64_t>(ids.size());
-  std::fprintf(
-      out,
-      "blockrnn train: %s, %lld layer%s x %lld hidden, embedding %lld, vocabulary %lld "
-      "(%lld parameters)\n"
-      "  data: %s\n"
-      "  %lld steps of %lld streams x %lld characters, Adam lr %g, clip %g, seed %llu, "
-      "%d thread%s%s\n",
-      cell_name(config.cell), static_cast<long long>(config.layers), config.layers == 1 ? "" : "s",
-      static_cast<long long>(config.hidden), static_cast<long long>(config.embed),
-      static_cast<long long>(config.vocab_size), static_cast<long long>(model.num_parameters()),
-      describe_corpus(opt.corpus_path, text.size()).c_str(), static_cast<long long>(opt.steps),
-      static_cast<long long>(B), static_cast<long long>(T), opt.lr, opt.clip,
-      static_cast<unsigned long long>(opt.seed), blockrnn::get_num_threads(),
-      blockrnn::get_num_threads() == 1 ? "" : "s",
-      !opt.resume_path.empty() ? (", resuming at step " + std::to_string(start_step)).c_str() : "");
-  std::fflush(out);
-
-  std::map<std::string, std::string> meta = {
-      {"seed", std::to_string(opt.seed)},
-      {"lr", fmt("%g", opt.lr)},
-      {"clip", fmt("%g", opt.clip)},
-      {"batch", std::to_string(B)},
-      {"seq_len", std::to_string(T)},
-      {"corpus", opt.corpus_path.empty() ? "embedded:kjv-genesis-exodus" : opt.corpus_path}};
-  std::vector<double> curve_steps, curve_loss;
-  auto write_outputs = [&](int64_t step, double last_loss) {
-    metrics.flush();
-    const std::string title = std::string("blockrnn train: ") + cell_name(config.cell) + " " +
-                              std::to_string(config.layers) + "x" + std::to_string(config.hidden) +
-                              ", batch " + std::to_string(B) + "x" + std::to_string(T);
-    write_loss_png(summary.png_path, curve_steps, curve_loss, title);
-    adam_state.t = adam.t();
-    meta["loss"] = fmt("%.6f", last_loss);
-    save_checkpoint(summary.checkpoint_path,
-                    make_checkpoint(model, vocab, step, &adam_state, meta));
-  };
-
-  ProgressOptions popt;
-  popt.chars_per_step = B * T;
-  popt.start_step = start_step;
-  popt.out = out;
-  popt.terminal = opt.terminal;
-  Progress progress(start_step + opt.steps, popt);
-
-  std::vector<int64_t> starts(B);
-  for (int64_t b = 0; b < B; ++b) starts[b] = b * N / B;
-  std::vector<int32_t> inputs(T * B), targets(T * B);
-  CharModel<float>::State state = model.zero_state(B);
-  const auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  double smoothed = 0, smooth_norm = 0, tail_sum = 0;
-  std::vector<double> tail;
-  const int64_t checkpoint_every = std::max<int64_t>(1, (opt.steps + 3) / 4);
-  int64_t step = start_step;
-  for (int64_t k = 0; k < opt.steps; ++k) {
-    // Batch: inputs[t, b] = text[(start_b + s·T + t) mod N], targets one character later.
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t base = (starts[b] + ((step % N) * T) % N) % N;
-      for (int64_t t = 0; t < T; ++t) {
-        inputs[t * B + b] = ids[(base + t) % N];
-        targets[t * B + b] = ids[(base + t + 1) % N];
-      }
-    }
-    const double loss = model.forward_backward(inputs, targets, T, B, state);
-    const double norm = clip_grad_norm(grads, static_cast<float>(opt.clip));
-    if (!std::isfinite(loss) || !std::isfinite(norm)) {
-      throw std::runtime_error("training diverged at step " + std::to_string(step + 1) + " (loss " +
-                               fmt("%g", loss) + ", gradient norm " + fmt("%g", norm) +
-                               "); try a lower --lr");
-    }
-    for (size_t j = 0; j < ntensors; ++j) {
-      adam.step(model.param(j), grads[j], adam_state.m[j], adam_state.v[j]);
-    }
-    adam.next_step();
-    ++step;
-
-    // Debiased EMA of the loss for display (the CSV keeps the raw loss as well).
-    smoothed = 0.95 * smoothed + 0.05 * loss;
-    smooth_norm = 0.95 * smooth_norm + 0.05;
-    const double shown = smoothed / smooth_norm;
-    if (k == 0) {
-      summary.first_loss = loss;
-      summary.first_step = step;
-    }
-    tail.push_back(loss);
-    tail_sum += loss;
-    if (static_cast<int64_t>(tail.size()) > kFinalLossWindow) {
-      tail_sum -= tail.front();
-      tail.erase(tail.begin());
-    }
-    const double secs = elapsed();
-    metrics.row(step, loss, shown, norm, opt.lr, double(k + 1) * B * T / std::max(secs, 1e-9),
-                secs);
-    curve_steps.push_back(static_cast<double>(step));
-    curve_loss.push_back(loss);
-    progress.update(step, shown);
-
-    const bool out_of_time = opt.max_seconds > 0 && secs > opt.max_seconds && k + 1 < opt.steps;
-    if (out_of_time) {
-      summary.stopped_early = true;
-      break;
-    }
-    if ((k + 1) % checkpoint_every == 0 && k + 1 < opt.steps) write_outputs(step, loss);
-  }
-  progress.finish();
-  summary.last_step = step;
-  summary.final_loss = tail_sum / static_cast<double>(tail.size());
-  summary.seconds = elapsed();
-  summary.chars_per_second = double(step - start_step) * B * T / std::max(summary.seconds, 1e-9);
-  write_outputs(step, curve_loss.back());
-
-  if (summary.stopped_early) {
-    std::fprintf(out,
-                 "stopped after step %lld of %lld: the time limit of %g s (--max-time) was "
-                 "reached\n",
-                 static_cast<long long>(step), static_cast<long long>(start_step + opt.steps),
-                 opt.max_seconds);
-  }
-  std::fprintf(out, "loss %.3f (step %lld) -> %.3f (mean of the last %zu steps)\n",
-               summary.first_loss, static_cast<long long>(summary.first_step), summary.final_loss,
-               tail.size());
-  std::fprintf(out, "wrote %s, %s, %s\n", summary.metrics_path.c_str(), summary.png_path.c_str(),
-               summary.checkpoint_path.c_str());
-  std::fflush(out);
+  Session session = start_session(opt, text);
+  const std::vector<int32_t> ids = encode_corpus(session.vocab, text, opt, corpus_name);
+  TrainSummary summary = output_paths(opt.out_dir);
+  print_header(out, opt, session, text.size());
+  run_steps(opt, session, ids, summary, out);
   return summary;
 }
 

@@ -148,18 +148,18 @@ TEST(CharModel, InitIsDeterministicAndShapedAsDocumented) {
   ASSERT_EQ(specs.size(), 1u + 2 * 4 + 2);
   EXPECT_EQ(specs[0].name, "embedding");
   EXPECT_EQ(specs[0].shape, (std::vector<int64_t>{62, 16}));
-  EXPECT_EQ(specs[1].name, "layer0/w_ru");
+  EXPECT_EQ(specs[1].name, "layers.0.w_ru");
   EXPECT_EQ(specs[1].shape, (std::vector<int64_t>{16 + 32, 64}));
-  EXPECT_EQ(specs[5].name, "layer1/w_ru");
+  EXPECT_EQ(specs[5].name, "layers.1.w_ru");
   EXPECT_EQ(specs[5].shape, (std::vector<int64_t>{32 + 32, 64}));
-  EXPECT_EQ(specs[9].name, "softmax/w");
-  EXPECT_EQ(specs[10].name, "softmax/b");
-  for (float v : a.param("layer0/b_ru")) EXPECT_EQ(v, 1.0f);
-  for (float v : a.param("layer0/b_c")) EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(specs[9].name, "softmax.w");
+  EXPECT_EQ(specs[10].name, "softmax.b");
+  for (float v : a.param("layers.0.b_ru")) EXPECT_EQ(v, 1.0f);
+  for (float v : a.param("layers.0.b_c")) EXPECT_EQ(v, 0.0f);
   const auto lstm = param_specs({CellKind::kLstm, 62, 16, 32, 1});
-  EXPECT_EQ(lstm[1].name, "layer0/w");
+  EXPECT_EQ(lstm[1].name, "layers.0.w");
   EXPECT_EQ(lstm[1].shape, (std::vector<int64_t>{48, 128}));
-  EXPECT_EQ(lstm[2].name, "layer0/b");
+  EXPECT_EQ(lstm[2].name, "layers.0.b");
 }
 
 TEST(CharModel, RejectsBadConfigAndInputs) {

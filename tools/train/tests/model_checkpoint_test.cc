@@ -1,6 +1,6 @@
-// Tests of CharModel ⇄ Checkpoint: a bit-exact round trip (weights, Adam state, vocabulary,
-// metadata; identical bytes when saved again), and clear errors for checkpoints that parse
-// but do not describe a consistent model.
+// Tests of CharModel ⇄ checkpoint: a bit-exact round trip (weights, Adam state, vocabulary,
+// metadata; identical bytes when saved again), the vocabulary's Latin-1 metadata text, and
+// clear errors for checkpoints that parse but do not describe a consistent model.
 #include "train/model_checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -42,10 +43,10 @@ Checkpoint sample_checkpoint(CellKind cell, bool with_adam) {
 TEST(ModelCheckpoint, RoundTripIsBitExact) {
   for (CellKind cell : {CellKind::kLstm, CellKind::kGru}) {
     const Checkpoint ckpt = sample_checkpoint(cell, true);
-    const std::vector<uint8_t> bytes = serialize_checkpoint(ckpt);
+    const std::vector<uint8_t> bytes = serialize_safetensors(ckpt);
     const std::string path =
-        (std::filesystem::path(::testing::TempDir()) / "model_roundtrip.brnn").string();
-    save_checkpoint(path, ckpt);
+        (std::filesystem::path(::testing::TempDir()) / "model_roundtrip.safetensors").string();
+    save_safetensors(path, ckpt);
     TrainedModel loaded = load_trained_model(path);
     EXPECT_EQ(loaded.config.cell, cell);
     EXPECT_EQ(loaded.config.embed, 5);
@@ -59,13 +60,13 @@ TEST(ModelCheckpoint, RoundTripIsBitExact) {
     for (size_t k = 0; k < loaded.model.num_tensors(); ++k) {
       const std::string& name = loaded.model.specs()[k].name;
       EXPECT_TRUE(same_bits(loaded.model.param(k), ckpt.tensors.at(name).data)) << name;
-      EXPECT_TRUE(same_bits(loaded.adam->m[k], ckpt.tensors.at("adam/m/" + name).data)) << name;
-      EXPECT_TRUE(same_bits(loaded.adam->v[k], ckpt.tensors.at("adam/v/" + name).data)) << name;
+      EXPECT_TRUE(same_bits(loaded.adam->m[k], ckpt.tensors.at("adam.m." + name).data)) << name;
+      EXPECT_TRUE(same_bits(loaded.adam->v[k], ckpt.tensors.at("adam.v." + name).data)) << name;
     }
     // Saving what was loaded gives the same bytes.
     const Checkpoint again = make_checkpoint(loaded.model, loaded.vocabulary, loaded.step,
                                              &*loaded.adam, {{"seed", "11"}});
-    EXPECT_EQ(serialize_checkpoint(again), bytes);
+    EXPECT_EQ(serialize_safetensors(again), bytes);
   }
 }
 
@@ -78,77 +79,64 @@ TEST(ModelCheckpoint, WithoutAdamState) {
 
 void expect_error(const Checkpoint& ckpt, const std::string& needle) {
   try {
-    model_from_checkpoint(ckpt, "bad.brnn");
+    model_from_checkpoint(ckpt, "bad.safetensors");
     ADD_FAILURE() << "expected an error containing: " << needle;
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("checkpoint 'bad.brnn'"), std::string::npos) << what;
+    EXPECT_NE(what.find("checkpoint 'bad.safetensors'"), std::string::npos) << what;
     EXPECT_NE(what.find(needle), std::string::npos) << what;
   }
 }
 
 TEST(ModelCheckpoint, InconsistentCheckpointsAreRejectedClearly) {
   const Checkpoint good = sample_checkpoint(CellKind::kLstm, true);
-  {
+  const std::vector<std::pair<std::function<void(Checkpoint&)>, std::string>> cases = {
+      {[](Checkpoint& c) { c.tensors.erase("layers.1.w"); }, "tensor 'layers.1.w' is missing"},
+      {[](Checkpoint& c) {
+         c.tensors["layers.0.b"].shape = {4, 6};
+       },
+       "tensor 'layers.0.b' has shape [4, 6]"},
+      {[](Checkpoint& c) { c.metadata["hidden"] = "7"; },
+       "has shape"},  // the tensors no longer fit the config
+      {[](Checkpoint& c) { c.metadata["cell"] = "gru"; }, "tensor 'layers.0.w_ru' is missing"},
+      {[](Checkpoint& c) {
+         c.tensors["extra"] = NamedArray{{1}, {0.0f}};
+       },
+       "unexpected tensor 'extra'"},
+      {[](Checkpoint& c) { c.tensors["softmax.b"].data[0] = std::nanf(""); }, "non-finite"},
+      {[](Checkpoint& c) { c.tensors["adam.v.softmax.b"].data[0] = -1.0f; }, "negative"},
+      {[](Checkpoint& c) { c.metadata.erase("format"); }, "not a character language model"},
+      {[](Checkpoint& c) { c.metadata["embed"] = "5x"; }, "metadata 'embed' must be an integer"},
+      {[](Checkpoint& c) { c.metadata.erase("step"); }, "metadata 'step' is missing"},
+      {[](Checkpoint& c) { c.metadata["layers"] = "17"; },
+       "metadata 'layers' must be an integer in [1, 16]"},
+      {[](Checkpoint& c) { c.metadata["format_version"] = "2"; },
+       "metadata 'format_version' '2' is not supported"},
+      {[](Checkpoint& c) { c.metadata["cell"] = "rnn"; }, "metadata 'cell' is 'rnn'"},
+      {[](Checkpoint& c) { c.metadata["vocab_size"] = "12"; }, "metadata 'vocabulary' is invalid"},
+      {[](Checkpoint& c) {
+         c.metadata["vocabulary"] = "\xE2\x82\xAC" + c.metadata["vocabulary"].substr(1);
+       },
+       "metadata 'vocabulary' is invalid"},  // U+20AC
+      {[](Checkpoint& c) { c.tensors.erase("adam.m.embedding"); },
+       "tensor 'adam.m.embedding' is missing"},
+  };
+  for (const auto& [change, needle] : cases) {
     Checkpoint c = good;
-    c.tensors.erase("layer1/w");
-    expect_error(c, "tensor 'layer1/w' is missing");
+    change(c);
+    expect_error(c, needle);
   }
-  {
-    Checkpoint c = good;
-    c.tensors["layer0/b"].shape = {4, 6};
-    expect_error(c, "tensor 'layer0/b' has shape [4, 6]");
-  }
-  {
-    Checkpoint c = good;
-    c.hidden = 7;  // the tensors no longer fit the config
-    expect_error(c, "has shape");
-  }
-  {
-    Checkpoint c = good;
-    c.cell = "gru";
-    expect_error(c, "tensor 'layer0/w_ru' is missing");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors["extra"] = NamedArray{{1}, {0.0f}};
-    expect_error(c, "unexpected tensor 'extra'");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors["softmax/b"].data[0] = std::nanf("");
-    expect_error(c, "non-finite");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors["adam/v/softmax/b"].data[0] = -1.0f;
-    expect_error(c, "negative");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata.erase("model");
-    expect_error(c, "not a character language model");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata["embed"] = "5x";
-    expect_error(c, "metadata 'embed' must be an integer");
-  }
-  {
-    Checkpoint c = good;
-    c.metadata.erase("step");
-    expect_error(c, "metadata 'step' is missing");
-  }
-  {
-    Checkpoint c = good;
-    c.layers = 17;
-    expect_error(c, "number of layers must be in [1, 16]");
-  }
-  {
-    Checkpoint c = good;
-    c.tensors.erase("adam/m/embedding");
-    expect_error(c, "tensor 'adam/m/embedding' is missing");
-  }
+}
+
+TEST(ModelCheckpoint, VocabularyMetadataIsLatin1) {
+  EXPECT_EQ(vocabulary_to_metadata("\n ab"), "\n ab");  // ASCII reads as itself
+  std::string all;
+  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  const std::string text = vocabulary_to_metadata(all);
+  EXPECT_EQ(text.substr(text.size() - 4), "\xC3\xBE\xC3\xBF");  // U+00FE, U+00FF
+  EXPECT_EQ(vocabulary_from_metadata(text), all);
+  EXPECT_THROW(vocabulary_from_metadata("\xC3"), std::invalid_argument);      // cut short
+  EXPECT_THROW(vocabulary_from_metadata("\xC4\x80"), std::invalid_argument);  // U+0100
 }
 
 }  // namespace
