@@ -123,16 +123,20 @@ void check_outputs(const char* op, std::span<const char* const> names, DType dty
   }
 }
 
-std::int64_t checked_add(const char* op, std::int64_t a, std::int64_t b) {
+std::int64_t checked_add(const char* op, const char* what, std::int64_t a, std::int64_t b) {
   if (a > std::numeric_limits<std::int64_t>::max() - b) {
-    throw Error(ErrorCode::kResourceExhausted, std::string(op) + ": size overflow");
+    throw Error(ErrorCode::kResourceExhausted, std::string(op) + ": " + what + " = " +
+                                                   std::to_string(a) + " + " + std::to_string(b) +
+                                                   " overflows int64");
   }
   return a + b;
 }
 
-std::int64_t checked_mul(const char* op, std::int64_t a, std::int64_t b) {
+std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::int64_t b) {
   if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a) {
-    throw Error(ErrorCode::kResourceExhausted, std::string(op) + ": size overflow");
+    throw Error(ErrorCode::kResourceExhausted, std::string(op) + ": " + what + " = " +
+                                                   std::to_string(a) + " * " + std::to_string(b) +
+                                                   " overflows int64");
   }
   return a * b;
 }

@@ -62,7 +62,9 @@ void check_outputs(const char* op, std::span<const char* const> names, DType dty
                    std::span<const Shape> shapes, std::span<const MutableTensorView> outputs);
 
 // a + b and a * b on dimensions with overflow checks (throws kResourceExhausted).
-std::int64_t checked_add(const char* op, std::int64_t a, std::int64_t b);
-std::int64_t checked_mul(const char* op, std::int64_t a, std::int64_t b);
+// a + b and a * b for sizes; an overflow is kResourceExhausted naming the op and `what`, the
+// quantity in the op's terms (e.g. "input_size + cell_size"), with both operands.
+std::int64_t checked_add(const char* op, const char* what, std::int64_t a, std::int64_t b);
+std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::int64_t b);
 
 }  // namespace blockrnn::core

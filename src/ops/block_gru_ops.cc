@@ -36,8 +36,8 @@ BlockGRUDims check_block_gru(const char* op, std::span<const TensorView> in, int
   for (int k = kFwdInputs; k < n; ++k) check.rank(kNames[k], in[k], 3);
   const std::int64_t T = in[1].shape[0], B = in[1].shape[1], I = in[1].shape[2];
   const std::int64_t H = in[2].shape[1];
-  const std::int64_t K = core::checked_add(op, I, H);
-  const std::int64_t H2 = core::checked_mul(op, 2, H);
+  const std::int64_t K = core::checked_add(op, "input_size + cell_size (rows of w_ru)", I, H);
+  const std::int64_t H2 = core::checked_mul(op, "2 * cell_size (columns of w_ru)", 2, H);
   check.shape("h_prev", in[2], {B, H}, "batch_size, cell_size");
   const Checker::OtherWeight other{"w_c", in[4], {K, H}};
   check.input_weight("w_ru", in[3], {K, H2}, "input_size + cell_size, 2 * cell_size", in[1], H,

@@ -37,7 +37,7 @@ BlockGRUDims check_block_gru_ra(const char* op, std::span<const TensorView> in, 
   for (int k = kFwdInputs; k < n; ++k) check.rank(kNames[k], in[k], 3);
   const std::int64_t T = in[1].shape[0], B = in[1].shape[1], I = in[1].shape[2];
   const std::int64_t H = in[2].shape[1];
-  const std::int64_t H3 = core::checked_mul(op, 3, H);
+  const std::int64_t H3 = core::checked_mul(op, "3 * cell_size (h_prev's last dimension)", 3, H);
   check.shape("h_prev", in[2], {B, H}, "batch_size, cell_size");
   check.shape("w_i", in[3], {I, H3}, "input_size, 3 * cell_size");
   check.shape("w_h", in[4], {H, H3}, "cell_size, 3 * cell_size");

@@ -57,8 +57,8 @@ BlockLSTMDims check_block_lstm(const char* op, std::span<const TensorView> in, b
   } else {
     H = in[2].shape[1];
   }
-  const std::int64_t K = core::checked_add(op, I, H);
-  const std::int64_t G = core::checked_mul(op, 4, H);
+  const std::int64_t K = core::checked_add(op, "input_size + cell_size (rows of w)", I, H);
+  const std::int64_t G = core::checked_mul(op, "4 * cell_size (columns of w)", 4, H);
   check.shape("cs_prev", in[2], {B, H}, kBH);
   check.shape("h_prev", in[3], {B, H}, kBH);
   check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);

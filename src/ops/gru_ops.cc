@@ -24,8 +24,9 @@ GRUDims check_gru_weights(const Checker& check, std::span<const TensorView> in) 
   check.rank("b_ru", b_ru, 1);
   check.rank("b_c", b_c, 1);
   const std::int64_t B = x.shape[0], I = x.shape[1], H = h_prev.shape[1];
-  const std::int64_t K = core::checked_add(check.op(), I, H);
-  const std::int64_t H2 = core::checked_mul(check.op(), 2, H);
+  const std::int64_t K =
+      core::checked_add(check.op(), "input_size + cell_size (rows of w_ru)", I, H);
+  const std::int64_t H2 = core::checked_mul(check.op(), "2 * cell_size (columns of w_ru)", 2, H);
   check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
   const Checker::OtherWeight other{"w_c", w_c, {K, H}};
   check.input_weight("w_ru", w_ru, {K, H2}, "input_size + cell_size, 2 * cell_size", x, H, &other);

@@ -48,8 +48,8 @@ LSTMDims check_lstm_weights(const Checker& check, std::span<const TensorView> in
   check.rank("wco", wco, 1);
   check.rank("b", b, 1);
   const std::int64_t B = x.shape[0], I = x.shape[1], H = cs_prev.shape[1];
-  const std::int64_t K = core::checked_add(check.op(), I, H);
-  const std::int64_t G = core::checked_mul(check.op(), 4, H);
+  const std::int64_t K = core::checked_add(check.op(), "input_size + cell_size (rows of w)", I, H);
+  const std::int64_t G = core::checked_mul(check.op(), "4 * cell_size (columns of w)", 4, H);
   check.shape("cs_prev", cs_prev, {B, H}, "batch_size, cell_size");
   if (B == 0 || H == 0) {
     check.fail("cs_prev is empty, got shape " + cs_prev.shape.to_string() +

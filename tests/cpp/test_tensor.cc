@@ -50,6 +50,27 @@ TEST(Shape, BasicsAndOverflow) {
   EXPECT_THROW(Shape::from_dims(dims, 9), Error);
 }
 
+// A size computed from dimensions (here I + H, the rows of w_ru) that overflows int64 is refused
+// naming the op, the quantity and both operands; empty tensors make such dimensions cheap.
+TEST(Shape, DerivedSizeOverflowNamesTheQuantity) {
+  const std::int64_t big = std::int64_t{1} << 62;
+  const float* none = nullptr;
+  const TensorView x(none, Shape{0, big}), h_prev(none, Shape{0, big});
+  const TensorView w(none, Shape{0, 0}), b(none, Shape{0});
+  const TensorView inputs[] = {x, h_prev, w, w, b, b};
+  try {
+    (void)infer_outputs("GRUBlockCell", inputs, {});
+    ADD_FAILURE() << "overflow not detected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
+    EXPECT_NE(std::string(e.what()).find(
+                  "GRUBlockCell: input_size + cell_size (rows of w_ru) = " + std::to_string(big) +
+                  " + " + std::to_string(big) + " overflows int64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Tensor, RefusesUnaddressableSizes) {
   const std::int64_t big = std::int64_t{1} << 61;
   EXPECT_THROW(Tensor(DType::kFloat64, Shape{big}), Error);
