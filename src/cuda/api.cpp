@@ -405,7 +405,7 @@ MathMode get_math_mode() {
 int device_count() noexcept {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error state of the runtime
+    cudaGetLastError();  // clear the runtime's last-error state
     return 0;
   }
   return n;
