@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The checks of the CUDA backend that need a GPU (issue 15; docs/cuda.md). Run on a machine with
-# an NVIDIA GPU, the CUDA toolkit (nvcc, cuBLAS) and the project's build dependencies:
-#   scripts/gpu_check.sh            # builds for this machine's GPU (CMAKE_CUDA_ARCHITECTURES=native)
-#   BLOCKRNN_CUDA_ARCH=90 scripts/gpu_check.sh    # or a given architecture (90: H100/H200)
+# an NVIDIA GPU, the CUDA toolkit >= 12.0 (nvcc, cuBLAS) and the project's build dependencies
+# (CMake >= 3.22, g++ >= 12, GoogleTest, OpenMP; scripts/setup.sh installs them on Debian):
+#   scripts/gpu_check.sh                             # H100/H200 (sm_90, the default)
+#   BLOCKRNN_CUDA_ARCH=80 scripts/gpu_check.sh       # another GPU, e.g. A100; "native" needs
+#                                                    # CMake >= 3.24
 # Steps: the build, every CUDA test (all ops against the CPU reference in float64, float32 and
 # float16, validation, determinism; it fails if any device test was skipped), the CPU suite of
 # the same build (unaffected by the CUDA backend), then a small timing (µs per step of BlockLSTM
@@ -11,7 +13,7 @@
 # GPU result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ARCH="${BLOCKRNN_CUDA_ARCH:-native}"
+ARCH="${BLOCKRNN_CUDA_ARCH:-90}"
 JOBS="${BLOCKRNN_JOBS:-$(nproc)}"
 BUILD=build/gpu
 
