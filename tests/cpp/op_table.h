@@ -73,6 +73,7 @@ struct OpTest {
   // Sizes ('B', 'H') that must be positive: zero is an InvalidArgument as in TensorFlow
   // (LSTMBlockCell(Grad): #58270; BlockLSTMGrad(V2): w needs a positive multiple of 4 columns).
   std::string positive = "";
+  std::string positive_error = "";  // what the error then says
 };
 
 inline const std::vector<AttrChoice>& lstm_attrs() {
@@ -95,13 +96,16 @@ inline const std::vector<OpTest>& op_tests() {
       {"GRUBlockCell", "", false, kCell, {}},
       {"GRUBlockCellGrad", "GRUBlockCell", false, kCell, {}},
       {"gradients.GRUBlockCell", "GRUBlockCell", true, kCell, {}},
-      {"LSTMBlockCell", "", false, kCell, lstm_attrs(), "BH"},
-      {"LSTMBlockCellGrad", "LSTMBlockCell", false, kCell, lstm_attrs(), "BH"},
-      {"gradients.LSTMBlockCell", "LSTMBlockCell", true, kCell, lstm_attrs(), "BH"},
+      {"LSTMBlockCell", "", false, kCell, lstm_attrs(), "BH", "cs_prev is empty"},
+      {"LSTMBlockCellGrad", "LSTMBlockCell", false, kCell, lstm_attrs(), "BH", "cs_prev is empty"},
+      {"gradients.LSTMBlockCell", "LSTMBlockCell", true, kCell, lstm_attrs(), "BH",
+       "cs_prev is empty"},
       {"BlockLSTM", "", false, kSequence, lstm_attrs()},
-      {"BlockLSTMGrad", "BlockLSTM", true, kSequence, lstm_attrs(), "H"},
+      {"BlockLSTMGrad", "BlockLSTM", true, kSequence, lstm_attrs(), "H",
+       "w must have a positive multiple of 4 columns"},
       {"BlockLSTMV2", "", false, kSequence, lstm_v2_attrs()},
-      {"BlockLSTMGradV2", "BlockLSTMV2", true, kSequence, lstm_v2_attrs(), "H"},
+      {"BlockLSTMGradV2", "BlockLSTMV2", true, kSequence, lstm_v2_attrs(), "H",
+       "w must have a positive multiple of 4 columns"},
       {"BlockGRU", "", false, kSequence, {}},
       {"BlockGRUGrad", "BlockGRU", true, kSequence, {}},
       {"BlockGRUResetAfter", "", false, kSequence, {}},

@@ -380,13 +380,16 @@ void empty_shapes(const OpTest& t) {
         ADD_FAILURE() << t.op << " accepted " << d.str() << " (TensorFlow rejects it)";
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-        EXPECT_EQ(std::string(e.what()).rfind(t.op + ": ", 0), 0u) << e.what();
+        EXPECT_EQ(std::string(e.what()).rfind(t.op + ": " + t.positive_error, 0), 0u) << e.what();
       }
       continue;
     }
-    for (bool reference : {false, true}) {
+    for (auto [reference, dt] : {std::pair{false, DType::kFloat16},
+                                 {false, DType::kFloat32},
+                                 {true, DType::kFloat32},
+                                 {false, DType::kFloat64}}) {
       std::mt19937_64 rng(400);
-      const Call c = make_call(t, d, DType::kFloat32, rng);
+      const Call c = make_call(t, d, dt, rng);
       const OutputSpec spec = infer_outputs(c.op, c.views(), c.attrs);
       const std::vector<Tensor> fast = run_in_mode(c, reference);
       const std::vector<Tensor> want = run_in_mode(converted(c, DType::kFloat64), true);
@@ -394,9 +397,9 @@ void empty_shapes(const OpTest& t) {
       for (std::size_t k = 0; k < fast.size(); ++k) {
         EXPECT_EQ(fast[k].shape(), spec.shapes[k]) << t.op << " " << d.str();
         // Finite and equal to the float64 reference: zeros where nothing accumulates.
-        EXPECT_TRUE(close(fast[k], want[k], t.tol[1]))
-            << t.op << " output " << find_op(t.op).outputs[k] << " reference=" << reference << " "
-            << d.str();
+        EXPECT_TRUE(close(fast[k], want[k], t.tol[testing::dtype_index(dt)]))
+            << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt)
+            << " reference=" << reference << " " << d.str();
       }
     }
   }
