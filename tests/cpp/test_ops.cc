@@ -252,6 +252,8 @@ const char* property_name(Property p) {
   return "";
 }
 
+void PrintTo(Property p, std::ostream* os) { *os << property_name(p); }
+
 void fast_vs_reference(const OpTest& t) {
   for (Isa isa : isa_paths()) {
     IsaScope scope(isa);
