@@ -190,20 +190,13 @@ TEST(BlockGRU, Validation) {
   const std::int64_t T = 5, B = 4, I = 3, H = 16;
   const BlockGRUCase c(f, T, B, I, H, rng);
   const BlockGRUInputs ok = c.inputs(T);
-  const Tensor rank2 = random_tensor(f, {4, 3}, rng), rank1 = random_tensor(f, {4}, rng);
+  const Tensor rank2 = random_tensor(f, {4, 3}, rng);
   auto fwd_with = [&](int k, const TensorView& v) {
     BlockGRUInputs in = ok;
     TensorView* slots[] = {&in.x, &in.h_prev, &in.w_ru, &in.w_c, &in.b_ru, &in.b_c};
     *slots[k] = v;
     block_gru(in);
   };
-  expect_invalid([&] { fwd_with(0, rank2); },
-                 "BlockGRU: x must be rank 3, got rank 2 (shape [4, 3])");
-  expect_invalid([&] { fwd_with(1, rank1); }, "h_prev must be rank 2");
-  expect_invalid([&] { fwd_with(2, rank1); }, "w_ru must be rank 2");
-  expect_invalid([&] { fwd_with(3, rank1); }, "w_c must be rank 2");
-  expect_invalid([&] { fwd_with(4, rank2); }, "b_ru must be rank 1");
-  expect_invalid([&] { fwd_with(5, rank2); }, "b_c must be rank 1");
   const Tensor hp_bad = random_tensor(f, {5, 16}, rng);
   expect_invalid([&] { fwd_with(1, hp_bad); },
                  "BlockGRU: h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]");

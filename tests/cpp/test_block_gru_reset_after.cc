@@ -181,20 +181,13 @@ TEST(BlockGRUResetAfter, Validation) {
   const std::int64_t T = 5, B = 4, I = 3, H = 16;
   const Case c(f, T, B, I, H, rng);
   const BlockGRUResetAfterInputs ok = c.inputs(T);
-  const Tensor rank2 = random_tensor(f, {4, 3}, rng), rank1 = random_tensor(f, {4}, rng);
+  const Tensor rank2 = random_tensor(f, {4, 3}, rng);
   auto fwd_with = [&](int k, const TensorView& v) {
     BlockGRUResetAfterInputs in = ok;
     TensorView* slots[] = {&in.x, &in.h_prev, &in.w_i, &in.w_h, &in.b_i, &in.b_h};
     *slots[k] = v;
     block_gru_reset_after(in);
   };
-  expect_invalid([&] { fwd_with(0, rank2); },
-                 "BlockGRUResetAfter: x must be rank 3, got rank 2 (shape [4, 3])");
-  expect_invalid([&] { fwd_with(1, rank1); }, "BlockGRUResetAfter: h_prev must be rank 2");
-  expect_invalid([&] { fwd_with(2, rank1); }, "w_i must be rank 2");
-  expect_invalid([&] { fwd_with(3, rank1); }, "w_h must be rank 2");
-  expect_invalid([&] { fwd_with(4, rank2); }, "b_i must be rank 1");
-  expect_invalid([&] { fwd_with(5, rank2); }, "b_h must be rank 1");
   const Tensor hp_bad = random_tensor(f, {5, 16}, rng);
   expect_invalid([&] { fwd_with(1, hp_bad); },
                  "BlockGRUResetAfter: h_prev must have shape [4, 16] (batch_size, cell_size), got "

@@ -252,7 +252,9 @@ const char* property_name(Property p) {
   return "";
 }
 
-void PrintTo(Property p, std::ostream* os) { *os << property_name(p); }
+void PrintTo(Property p, std::ostream* os) {
+  *os << property_name(p);
+}
 
 void fast_vs_reference(const OpTest& t) {
   for (Isa isa : isa_paths()) {
@@ -411,7 +413,8 @@ std::vector<std::int64_t> dims_of(const Shape& s) {
   return {s.dims(), s.dims() + s.rank()};
 }
 
-void expect_names(const Call& c, const std::string& arg, const std::string& what) {
+void expect_names(const Call& c, const std::string& arg, const std::string& what,
+                  const std::string& fragment = "") {
   try {
     (void)run(c);
     ADD_FAILURE() << c.op << ": " << what << " of " << arg << " was accepted";
@@ -420,6 +423,7 @@ void expect_names(const Call& c, const std::string& arg, const std::string& what
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << m;
     EXPECT_NE(m.find(c.op), std::string::npos) << what << " " << arg << ": '" << m << "'";
     EXPECT_NE(m.find(arg), std::string::npos) << what << " " << arg << ": '" << m << "'";
+    EXPECT_NE(m.find(fragment), std::string::npos) << "'" << m << "' lacks '" << fragment << "'";
   }
 }
 
@@ -441,18 +445,37 @@ void validation(const OpTest& t) {
       const Shape s = Shape::from_dims(dims.data(), static_cast<int>(dims.size()));
       c.inputs[k] = in.dtype() == DType::kInt64 ? Tensor(DType::kInt64, s)
                                                 : testing::random_tensor(in.dtype(), s, rng);
-      expect_names(c, arg, "a wrong rank");
+      const int r = in.shape().rank();
+      expect_names(c, arg, "a wrong rank",
+                   r == 0 ? arg + " must be a scalar (rank 0), got shape " + s.to_string()
+                          : arg + " must be rank " + std::to_string(r) + ", got rank " +
+                                std::to_string(r + 1) + " (shape " + s.to_string() + ")");
+      if (r > 0) {  // one dimension fewer
+        dims.resize(r - 1);
+        const Shape l = Shape::from_dims(dims.data(), r - 1);
+        c.inputs[k] = testing::random_tensor(in.dtype(), l, rng);
+        expect_names(c, arg, "a lower rank",
+                     arg + " must be rank " + std::to_string(r) + ", got rank " +
+                         std::to_string(r - 1) + " (shape " + l.to_string() + ")");
+      }
     }
     if (in.dtype() != DType::kInt64) {  // wrong dtype
+      // The first float input sets the dtype; another one must have it.
+      std::size_t first = 0;
+      while (good.inputs[first].dtype() == DType::kInt64) ++first;
       Call c = converted(good, DType::kFloat32);
       c.inputs[k] = convert(in, DType::kFloat64);
-      expect_names(c, arg, "another dtype");
+      const std::string other = k == first ? good.names[first + 1] : arg;
+      expect_names(c, arg, "another dtype",
+                   other + " must have the dtype of " + good.names[first] + " (" +
+                       (k == first ? "float64), got float32" : "float32), got float64"));
       c.inputs[k] = Tensor(DType::kInt64, in.shape());
-      expect_names(c, arg, "an integer dtype");
+      expect_names(c, arg, "an integer dtype",
+                   arg + " must be float16, float32 or float64, got int64");
     } else {
       Call c = converted(good, DType::kFloat32);
       c.inputs[k] = testing::random_tensor(DType::kFloat32, in.shape(), rng);
-      expect_names(c, arg, "a float dtype");
+      expect_names(c, arg, "a float dtype", arg + " must be int64");
     }
     for (std::size_t j = 0; j < dims_of(in.shape()).size(); ++j) {  // wrong dimension
       // A forward sequence op's T is set by x alone: a longer x is another valid problem.
