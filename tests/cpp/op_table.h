@@ -18,9 +18,9 @@
 namespace blockrnn::testing {
 
 // One dtype's bound for "this dtype's result against the float64 reference path on the same
-// (dtype-representable) inputs", element-wise |a − b| ≤ rtol·|b| + atol·max(1, max|b|) and in
-// aggregate NMSE = Σ(a − b)² / Σb² ≤ nmse. The same bound holds for the fast path against the
-// reference path in that dtype. `reason` says where the size comes from.
+// (dtype-representable) inputs": element-wise |a − b| ≤ rtol·|b| + atol·max(1, max|b|), and
+// in aggregate NMSE = Σ(a − b)² / Σb² ≤ nmse. The same bound holds for the fast path against
+// the reference path in that dtype. `reason` says where the size comes from.
 struct Tolerance {
   double rtol, atol, nmse;
   const char* reason;

@@ -8,10 +8,7 @@
 namespace blockrnn {
 namespace {
 
-using testing::all_close;
-using testing::expect_invalid;
-using testing::poisoned;
-using testing::random_tensor;
+using namespace testing;  // test_util.h
 
 struct BlockGRUCase {
   std::int64_t T, B, I, H;

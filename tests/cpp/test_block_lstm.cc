@@ -10,10 +10,7 @@
 namespace blockrnn {
 namespace {
 
-using testing::all_close;
-using testing::expect_invalid;
-using testing::poisoned;
-using testing::random_tensor;
+using namespace testing;  // test_util.h
 
 Tensor clone(const Tensor& t) {
   Tensor c(t.dtype(), t.shape());

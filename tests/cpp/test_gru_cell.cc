@@ -7,10 +7,7 @@
 namespace blockrnn {
 namespace {
 
-using testing::all_close;
-using testing::expect_invalid;
-using testing::poisoned;
-using testing::random_tensor;
+using namespace testing;  // test_util.h
 
 struct GRUCase {
   Tensor x, h_prev, w_ru, w_c, b_ru, b_c;

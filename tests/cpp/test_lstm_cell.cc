@@ -12,10 +12,7 @@
 namespace blockrnn {
 namespace {
 
-using testing::all_close;
-using testing::expect_invalid;
-using testing::poisoned;
-using testing::random_tensor;
+using namespace testing;  // test_util.h
 
 struct LSTMCase {
   Tensor x, cs_prev, h_prev, w, wci, wcf, wco, b;
