@@ -223,39 +223,6 @@ const char* dtype_str(DType dt) {
   return dt == DType::kFloat16 ? "float16" : dt == DType::kFloat32 ? "float32" : "float64";
 }
 
-enum class Property {
-  kFastVsReference,
-  kDtypesAgainstFloat64,
-  kFiniteDifferences,
-  kPoisonedOutputs,
-  kEmptyShapes,
-  kValidation,
-  kDeterminism,
-};
-const char* property_name(Property p) {
-  switch (p) {
-    case Property::kFastVsReference:
-      return "FastVsReference";
-    case Property::kDtypesAgainstFloat64:
-      return "DtypesAgainstFloat64";
-    case Property::kFiniteDifferences:
-      return "FiniteDifferences";
-    case Property::kPoisonedOutputs:
-      return "PoisonedOutputs";
-    case Property::kEmptyShapes:
-      return "EmptyShapes";
-    case Property::kValidation:
-      return "Validation";
-    case Property::kDeterminism:
-      return "Determinism";
-  }
-  return "";
-}
-
-void PrintTo(Property p, std::ostream* os) {
-  *os << property_name(p);
-}
-
 void fast_vs_reference(const OpTest& t) {
   for (Isa isa : isa_paths()) {
     IsaScope scope(isa);
@@ -527,46 +494,41 @@ void determinism(const OpTest& t) {
   set_num_threads(saved);
 }
 
-using Param = std::tuple<std::string, Property>;
+// The properties, by name (the test name's suffix).
+struct Property {
+  const char* name;
+  void (*check)(const OpTest&);
+  bool applies(const OpTest& t) const { return check != finite_differences || t.full_gradient; }
+};
+constexpr Property kProperties[] = {{"FastVsReference", fast_vs_reference},
+                                    {"DtypesAgainstFloat64", dtypes_against_float64},
+                                    {"FiniteDifferences", finite_differences},
+                                    {"PoisonedOutputs", poisoned_outputs},
+                                    {"EmptyShapes", empty_shapes},
+                                    {"Validation", validation},
+                                    {"Determinism", determinism}};
+
+// (op, index into kProperties) for every pair that applies: finite differences only for the
+// full gradients.
+using Param = std::pair<std::string, std::size_t>;
 class OpProperty : public ::testing::TestWithParam<Param> {};
 
 TEST_P(OpProperty, Holds) {
-  const auto& [op, property] = GetParam();
-  const OpTest& t = testing::find_op_test(op);
-  switch (property) {
-    case Property::kFastVsReference:
-      return fast_vs_reference(t);
-    case Property::kDtypesAgainstFloat64:
-      return dtypes_against_float64(t);
-    case Property::kFiniteDifferences:
-      return finite_differences(t);
-    case Property::kPoisonedOutputs:
-      return poisoned_outputs(t);
-    case Property::kEmptyShapes:
-      return empty_shapes(t);
-    case Property::kValidation:
-      return validation(t);
-    case Property::kDeterminism:
-      return determinism(t);
-  }
+  kProperties[GetParam().second].check(testing::find_op_test(GetParam().first));
 }
 
-// Every (op, property) pair that applies: finite differences only for the full gradients.
 std::vector<Param> cases() {
   std::vector<Param> p;
   for (const OpTest& t : testing::op_tests()) {
-    for (Property q : {Property::kFastVsReference, Property::kDtypesAgainstFloat64,
-                       Property::kFiniteDifferences, Property::kPoisonedOutputs,
-                       Property::kEmptyShapes, Property::kValidation, Property::kDeterminism}) {
-      if (q == Property::kFiniteDifferences && !t.full_gradient) continue;
-      p.emplace_back(t.op, q);
+    for (std::size_t k = 0; k < std::size(kProperties); ++k) {
+      if (kProperties[k].applies(t)) p.emplace_back(t.op, k);
     }
   }
   return p;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpProperty, ::testing::ValuesIn(cases()), [](const auto& info) {
-  std::string n = std::get<0>(info.param) + "_" + property_name(std::get<1>(info.param));
+  std::string n = info.param.first + "_" + kProperties[info.param.second].name;
   for (char& ch : n) {
     if (ch == '.') ch = '_';
   }
