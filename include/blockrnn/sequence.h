@@ -49,6 +49,7 @@ struct BlockLSTMInputs {
   // TensorFlow requires them. With use_peephole, a vector without data is an error naming it.
   TensorView wci, wcf, wco;
   TensorView b;  // [4H]
+  TensorView seq_lengths;  // [B] int64, optional (default: absent); see the top of this file
 };
 struct BlockLSTMOutputs {
   MutableTensorView i, cs, f, o, ci, co, h;  // each [T, B, H]
@@ -85,6 +86,7 @@ struct BlockLSTMGradInputs {
   TensorView i, cs, f, o, ci, co, h;                   // [T, B, H], forward outputs
   TensorView cs_grad;                                  // [T, B, H], external ∂L/∂cs[t]
   TensorView h_grad;                                   // [T, B, H], external ∂L/∂h[t]
+  TensorView seq_lengths;                              // [B] int64, optional (as the forward)
 };
 struct BlockLSTMGradOutputs {
   MutableTensorView x_grad;                        // [T, B, I]
@@ -116,6 +118,7 @@ struct BlockGRUInputs {
   TensorView w_c;                           // [I+H, H]
   TensorView b_ru;                          // [2H]
   TensorView b_c;                           // [H]
+  TensorView seq_lengths;                   // [B] int64, optional (default: absent)
 };
 struct BlockGRUOutputs {
   MutableTensorView r, u, c, h;  // each [T, B, H]
@@ -131,6 +134,7 @@ struct BlockGRUGradInputs {
   TensorView x, h_prev, w_ru, w_c, b_ru, b_c;  // as BlockGRUInputs
   TensorView r, u, c, h;                       // [T, B, H], forward outputs
   TensorView h_grad;                           // [T, B, H], external ∂L/∂h[t]
+  TensorView seq_lengths;                      // [B] int64, optional (as the forward)
 };
 struct BlockGRUGradOutputs {
   MutableTensorView x_grad;       // [T, B, I]
@@ -165,6 +169,7 @@ struct BlockGRUResetAfterInputs {
   TensorView w_h;                // [H, 3H]  columns [r | z | n]
   TensorView b_i;                // [3H]
   TensorView b_h;                // [3H]
+  TensorView seq_lengths;        // [B] int64, optional (default: absent)
 };
 struct BlockGRUResetAfterOutputs {
   MutableTensorView r, u, n;  // each [T, B, H]  reset gate, update gate (PyTorch's z), candidate
@@ -183,6 +188,7 @@ struct BlockGRUResetAfterGradInputs {
   TensorView x, h_prev, w_i, w_h, b_i, b_h;  // as BlockGRUResetAfterInputs
   TensorView r, u, n, hn, h;                 // [T, B, H], forward outputs
   TensorView h_grad;                         // [T, B, H], external ∂L/∂h[t]
+  TensorView seq_lengths;                    // [B] int64, optional (as the forward)
 };
 struct BlockGRUResetAfterGradOutputs {
   MutableTensorView x_grad;       // [T, B, I]

@@ -42,6 +42,7 @@ using gemm::Trans;
 
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return ref::block_gru_fwd<T>(d, a);  // TODO fast path
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -101,6 +102,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return ref::block_gru_bwd<T>(d, a);  // TODO fast path
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   zero(a.x_grad + S * B * I, (d.T - S) * B * I);
   zero(a.h_prev_grad, BH);

@@ -40,6 +40,7 @@ using gemm::Trans;
 
 template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return ref::block_gru_reset_after_fwd<T>(d, a);  // TODO fast path
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -89,6 +90,7 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
 
 template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return ref::block_gru_reset_after_bwd<T>(d, a);  // TODO fast path
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   zero(a.x_grad + S * B * I, (d.T - S) * B * I);
   zero(a.h_prev_grad, BH);

@@ -86,6 +86,7 @@ void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, s
 
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return ref::block_lstm_fwd<T>(d, a);  // TODO fast path
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -145,6 +146,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
 
 template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return ref::block_lstm_bwd<T>(d, a);  // TODO fast path
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
   zero(a.x_grad + S * B * I, (d.T - S) * B * I);
   zero(a.cs_prev_grad, BH);
