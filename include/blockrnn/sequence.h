@@ -48,7 +48,7 @@ struct BlockLSTMInputs {
   // be omitted (left default, or any view with no data or no elements): zeros [H] are used, as
   // TensorFlow requires them. With use_peephole, a vector without data is an error naming it.
   TensorView wci, wcf, wco;
-  TensorView b;  // [4H]
+  TensorView b;            // [4H]
   TensorView seq_lengths;  // [B] int64, optional (default: absent); see the top of this file
 };
 struct BlockLSTMOutputs {

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "blockrnn/ops.h"

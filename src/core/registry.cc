@@ -107,11 +107,14 @@ std::vector<TensorView> check_input_count(const OpDef& def, std::span<const Tens
   const std::size_t n = def.inputs.size(), required = n - std::size_t(def.num_optional_inputs);
   if (inputs.size() < required || inputs.size() > n) {
     std::string optional;
-    for (std::size_t k = required; k < n; ++k) optional += (optional.empty() ? "" : ", ") + def.inputs[k];
-    throw Error(ErrorCode::kInvalidArgument,
-                def.name + ": expected " + std::to_string(required) + " inputs, got " +
-                    std::to_string(inputs.size()) +
-                    (required == n ? "" : " (" + std::to_string(n) + " with the optional " + optional + ")"));
+    for (std::size_t k = required; k < n; ++k)
+      optional += (optional.empty() ? "" : ", ") + def.inputs[k];
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        def.name + ": expected " + std::to_string(required) + " inputs, got " +
+            std::to_string(inputs.size()) +
+            (required == n ? ""
+                           : " (" + std::to_string(n) + " with the optional " + optional + ")"));
   }
   Checker check(def.name.c_str());
   std::vector<TensorView> full(inputs.begin(), inputs.end());

@@ -81,8 +81,12 @@ OutputSpec infer_grad(std::span<const TensorView> in, const core::Attrs&) {
 
 // Inputs are validated by infer before compute runs.
 BlockGRUDims dims_of(std::span<const TensorView> in) {
-  return {in[1].shape[0], in[1].shape[1], in[1].shape[2], in[2].shape[1],
-          core::read_int64_scalar(in[0]), core::effective_lengths(in.back(), core::read_int64_scalar(in[0]))};
+  return {in[1].shape[0],
+          in[1].shape[1],
+          in[1].shape[2],
+          in[2].shape[1],
+          core::read_int64_scalar(in[0]),
+          core::effective_lengths(in.back(), core::read_int64_scalar(in[0]))};
 }
 
 void compute_fwd(std::span<const TensorView> in, const core::Attrs&,
@@ -123,13 +127,12 @@ void register_block_gru_ops() {
   std::vector<std::string> fwd_names(kNames.begin(), kNames.begin() + kFwdInputs);
   names.push_back("seq_lengths");
   fwd_names.push_back("seq_lengths");
-  register_op({{"BlockGRU", fwd_names, {}, {"r", "u", "c", "h"}, 1},
-               infer_fwd,
-               compute_fwd});
+  register_op({{"BlockGRU", fwd_names, {}, {"r", "u", "c", "h"}, 1}, infer_fwd, compute_fwd});
   register_op({{"BlockGRUGrad",
                 names,
                 {},
-                {"x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_grad"}, 1},
+                {"x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_grad"},
+                1},
                infer_grad,
                compute_grad});
 }

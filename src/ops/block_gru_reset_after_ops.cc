@@ -78,8 +78,12 @@ OutputSpec infer_grad(std::span<const TensorView> in, const core::Attrs&) {
 
 // Inputs are validated by infer before compute runs.
 BlockGRUDims dims_of(std::span<const TensorView> in) {
-  return {in[1].shape[0], in[1].shape[1], in[1].shape[2], in[2].shape[1],
-          core::read_int64_scalar(in[0]), core::effective_lengths(in.back(), core::read_int64_scalar(in[0]))};
+  return {in[1].shape[0],
+          in[1].shape[1],
+          in[1].shape[2],
+          in[2].shape[1],
+          core::read_int64_scalar(in[0]),
+          core::effective_lengths(in.back(), core::read_int64_scalar(in[0]))};
 }
 
 void compute_fwd(std::span<const TensorView> in, const core::Attrs&,
@@ -120,16 +124,14 @@ void register_block_gru_reset_after_ops() {
   std::vector<std::string> fwd_names(kNames.begin(), kNames.begin() + kFwdInputs);
   names.push_back("seq_lengths");
   fwd_names.push_back("seq_lengths");
-  register_op({{"BlockGRUResetAfter",
-                fwd_names,
-                {},
-                {"r", "u", "n", "hn", "h"}, 1},
+  register_op({{"BlockGRUResetAfter", fwd_names, {}, {"r", "u", "n", "hn", "h"}, 1},
                infer_fwd,
                compute_fwd});
   register_op({{"BlockGRUResetAfterGrad",
                 names,
                 {},
-                {"x_grad", "h_prev_grad", "w_i_grad", "w_h_grad", "b_i_grad", "b_h_grad"}, 1},
+                {"x_grad", "h_prev_grad", "w_i_grad", "w_h_grad", "b_i_grad", "b_h_grad"},
+                1},
                infer_grad,
                compute_grad});
 }
@@ -137,7 +139,14 @@ void register_block_gru_reset_after_ops() {
 
 namespace {
 std::array<TensorView, 8> fwd_views(const BlockGRUResetAfterInputs& in) {
-  return {TensorView(&in.seq_len_max, Shape{}), in.x, in.h_prev, in.w_i, in.w_h, in.b_i, in.b_h, in.seq_lengths};
+  return {TensorView(&in.seq_len_max, Shape{}),
+          in.x,
+          in.h_prev,
+          in.w_i,
+          in.w_h,
+          in.b_i,
+          in.b_h,
+          in.seq_lengths};
 }
 std::array<TensorView, 14> grad_views(const BlockGRUResetAfterGradInputs& in) {
   return {TensorView(&in.seq_len_max, Shape{}),

@@ -101,7 +101,11 @@ OutputSpec infer_grad(const char* op, std::span<const TensorView> in) {
 // in.back() is seq_lengths (the last input of every op here).
 BlockLSTMDims dims_of(std::span<const TensorView> in) {
   const std::int64_t S = core::read_int64_scalar(in[0]);
-  return {in[1].shape[0], in[1].shape[1], in[1].shape[2], in[3].shape[1], S,
+  return {in[1].shape[0],
+          in[1].shape[1],
+          in[1].shape[2],
+          in[3].shape[1],
+          S,
           core::effective_lengths(in.back(), S)};
 }
 

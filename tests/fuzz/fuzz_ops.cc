@@ -315,9 +315,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (types[k] == DType::kInt64) {
       for (std::int64_t e = 0; e < n; ++e) {
         // seq_lengths: mostly in [0, T], sometimes T + 1 (invalid).
-        t.data_as<std::int64_t>()[e] = def.inputs[k] == "seq_len_max"   ? seq_len_max
-                                       : def.inputs[k] == "seq_lengths" ? (e * 5 + seq_len_read) % (T + 2)
-                                                                        : e;
+        t.data_as<std::int64_t>()[e] = def.inputs[k] == "seq_len_max" ? seq_len_max
+                                       : def.inputs[k] == "seq_lengths"
+                                           ? (e * 5 + seq_len_read) % (T + 2)
+                                           : e;
       }
     }
     views.push_back(t.view());
