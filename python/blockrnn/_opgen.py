@@ -73,7 +73,8 @@ def _seq_lengths(op, name, v):
     if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
         raise _error(op, f"{name} must hold int64 values between 0 and time_len of x, got "
                          f"{int(a.max())}")
-    return a.astype(np.int64, copy=False)
+    # Contiguous (a [B] copy at most): the core reads the values while it validates.
+    return np.ascontiguousarray(a.astype(np.int64, copy=False))
 
 
 def _float_input(op, name, v, common):
