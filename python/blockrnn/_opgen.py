@@ -74,7 +74,8 @@ def _seq_lengths(op, name, v):
         raise _error(op, f"{name} must hold int64 values between 0 and time_len of x, got "
                          f"{int(a.max())}")
     # Contiguous (a [B] copy at most): the core reads the values while it validates.
-    return np.ascontiguousarray(a.astype(np.int64, copy=False))
+    a = a.astype(np.int64, copy=False)
+    return a if a.flags.c_contiguous else a.copy(order="C")
 
 
 def _float_input(op, name, v, common):
