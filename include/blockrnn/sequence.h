@@ -20,6 +20,17 @@
 // Outputs passed by the caller must have the documented shapes and the inputs' dtype and must
 // not alias the inputs; every element of them is written.
 //
+// Per-example lengths (blockrnn's extension beyond TensorFlow; docs/ops.md): every Inputs and
+// GradInputs struct has an optional `seq_lengths` view, int64 [B]; default-constructed it is
+// absent and the op is exactly TensorFlow's. Given, each L_b must be in [0, T] (else
+// InvalidArgument naming the op, seq_lengths, the index and the value) and example b runs
+// E_b = min(L_b, S) steps: its outputs at t ≥ E_b are zero; the grads ignore h_grad/cs_grad
+// there, return zero x_grad there and add nothing to the parameter gradients from those steps;
+// h_prev_grad/cs_prev_grad of an example with E_b = 0 are zero. The final state of example b
+// is h[E_b − 1, b] (cs likewise; the initial state when E_b = 0): gather it yourself. Nothing
+// past E_b is read, so NaN/Inf padding in x, h_grad, cs_grad or the forward outputs never
+// leaks. Lengths all ≥ S give bit for bit the call without lengths.
+//
 // Defaults of this typed API that TensorFlow's ops do not have (the name-based run_op of ops.h
 // keeps TensorFlow's contract, where seq_len_max and the peephole vectors are required):
 //   - seq_len_max is optional and defaults to T, x's time dimension: every step runs. (It was
