@@ -328,7 +328,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // second mutation byte (or no byte) leaves it out, the op's TensorFlow behaviour.
   if (def.num_optional_inputs > 0) {
     const std::size_t k = def.inputs.size() - 1;
-    if (k >= kMaxInputs || (mutation[k][1] & 1) == 0) views.pop_back();
+    // Validation reads every value of seq_lengths, so an unbacked one (huge: a 64-byte dummy)
+    // is left out too: the library may read the [B] values a caller claims to pass.
+    const std::int64_t n = elements_or(shapes[k], -1);
+    if (k >= kMaxInputs || (mutation[k][1] & 1) == 0 || n < 0 || n > kMaxBacked) {
+      views.pop_back();
+    }
   }
   auto fill_values = [&] {
     for (Tensor& t : storage) {
