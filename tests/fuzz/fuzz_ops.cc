@@ -314,11 +314,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Tensor t(types[k], shapes[k]);
     if (types[k] == DType::kInt64) {
       for (std::int64_t e = 0; e < n; ++e) {
-        // seq_lengths: mostly in [0, T], sometimes T + 1 (invalid).
-        t.data_as<std::int64_t>()[e] = def.inputs[k] == "seq_len_max" ? seq_len_max
-                                       : def.inputs[k] == "seq_lengths"
-                                           ? (e * 5 + seq_len_read) % (T + 2)
-                                           : e;
+        std::int64_t v = e;
+        if (def.inputs[k] == "seq_len_max") {
+          v = seq_len_max;
+        } else if (def.inputs[k] == "seq_lengths") {
+          // Mostly in [0, T], sometimes T + 1 or -1 (invalid); unsigned: T may be huge.
+          const std::uint64_t span = T >= 0 && T < kI64Max - 2 ? std::uint64_t(T) + 2 : 1;
+          v = static_cast<std::int64_t>((std::uint64_t(e) * 5 + std::uint64_t(seq_len_read)) %
+                                        span);
+          if (e == 0 && (std::uint64_t(seq_len_read) >> 20) % 7 == 0) v = -1;
+        }
+        t.data_as<std::int64_t>()[e] = v;
       }
     }
     views.push_back(t.view());
