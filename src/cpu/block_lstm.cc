@@ -154,7 +154,8 @@ void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a
       if (stop.stop_after(t)) break;
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockLSTM", stop.steps_done(), S);
+  if (stop.stopped())
+    core::throw_cancelled(block_lstm_op_name(a.layout, false), stop.steps_done(), S);
 }
 
 // seq_lengths: as block_lstm_bwd, with each step's pass on its active rows (inactive rows of
@@ -234,7 +235,8 @@ void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a
       gemm::gemm_panels(act.gemm_rows(t), dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockLSTMGrad", stop.steps_done(), S);
+  if (stop.stopped())
+    core::throw_cancelled(block_lstm_op_name(a.layout, true), stop.steps_done(), S);
 
   // The active rows, compacted: dgates, x, h[t−1].
   gather_rows(act.rows, dgates, Gp, G, dgc, Gp);
@@ -323,7 +325,8 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
       if (stop.stop_after(t)) break;
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockLSTM", stop.steps_done(), S);
+  if (stop.stopped())
+    core::throw_cancelled(block_lstm_op_name(a.layout, false), stop.steps_done(), S);
 }
 
 template <typename T>
@@ -391,7 +394,8 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
       gemm::gemm_panels(B, dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockLSTMGrad", stop.steps_done(), S);
+  if (stop.stopped())
+    core::throw_cancelled(block_lstm_op_name(a.layout, true), stop.steps_done(), S);
 
   const std::int64_t SB = S * B;
   // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ

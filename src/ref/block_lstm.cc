@@ -100,7 +100,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   core::StepPoll poll;
   for (std::int64_t t = 0; t < S; ++t) {
-    if (poll.due()) core::throw_cancelled("BlockLSTM", t, S);
+    if (poll.due()) core::throw_cancelled(block_lstm_op_name(a.layout, false), t, S);
     const std::int64_t o = t * BH;
     LSTMCellFwdArgs<T> step{a.x + t * B * I,
                             t == 0 ? a.cs_prev : a.cs + o - BH,
@@ -141,7 +141,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
       dwco(H);
   core::StepPoll poll;
   for (std::int64_t t = S - 1; t >= 0; --t) {
-    if (poll.due()) core::throw_cancelled("BlockLSTMGrad", S - 1 - t, S);
+    if (poll.due()) core::throw_cancelled(block_lstm_op_name(a.layout, true), S - 1 - t, S);
     const std::int64_t o = t * BH;
     for (std::int64_t e = 0; e < BH; ++e) {
       cs_grad[e] = carry_cs[e] + a.cs_grad[o + e];

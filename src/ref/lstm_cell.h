@@ -20,6 +20,12 @@ namespace blockrnn {
 // ICFO: LSTMBlockCell(Grad), BlockLSTM(Grad). IFCO: BlockLSTMV2, BlockLSTMGradV2.
 enum class LSTMLayout : std::uint8_t { kICFO, kIFCO };
 
+// The sequence op a layout belongs to, for messages: ICFO is BlockLSTM(Grad), IFCO the V2 ops.
+inline const char* block_lstm_op_name(LSTMLayout layout, bool grad) {
+  if (layout == LSTMLayout::kIFCO) return grad ? "BlockLSTMGradV2" : "BlockLSTMV2";
+  return grad ? "BlockLSTMGrad" : "BlockLSTM";
+}
+
 // Column block index (multiply by H for the column offset) of each gate in a layout.
 struct LSTMGateBlocks {
   std::int64_t i, c, f, o;

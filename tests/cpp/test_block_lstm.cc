@@ -354,6 +354,43 @@ TEST(BlockLSTM, TypedDefaultsPeepholesOptionalWithoutUsePeephole) {
                  "BlockLSTM: wci has 1 elements but no data (null pointer)");
 }
 
+// A cancelled call names its own op: the V2 ops (IFCO) share the V1 kernels but not their name.
+TEST(BlockLSTM, CancelledCallNamesItsOp) {
+  const int saved = get_num_threads();
+  std::mt19937_64 rng(12);
+  // ~4 M multiply-adds of recurrent product per step: 300 steps take well over the 20 ms poll.
+  const std::int64_t T = 300, B = 4, I = 8, H = 512;
+  const BlockLSTMCase c(DType::kFloat32, T, B, I, H, rng);
+  BlockLSTMResult f1, f2;
+  {
+    testing::ReferenceMode fast(false);
+    f1 = block_lstm(c.inputs(T));
+    f2 = block_lstm_v2(c.inputs(T));
+  }
+  const Tensor g = random_tensor(DType::kFloat32, {T, B, H}, rng);
+  auto expect_cancelled = [](auto&& call, const std::string& op) {
+    try {
+      call();
+      ADD_FAILURE() << op << " was not cancelled";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(op + ": cancelled after", 0), 0u) << e.what();
+    }
+  };
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    set_num_threads(2);
+    set_cancel_check([](void*) { return true; }, nullptr);
+    expect_cancelled([&] { block_lstm(c.inputs(T)); }, "BlockLSTM");
+    expect_cancelled([&] { block_lstm_v2(c.inputs(T)); }, "BlockLSTMV2");
+    expect_cancelled([&] { block_lstm_grad(c.grad_inputs(T, f1, g, g), false); }, "BlockLSTMGrad");
+    expect_cancelled([&] { block_lstm_grad_v2(c.grad_inputs(T, f2, g, g), false); },
+                     "BlockLSTMGradV2");
+    set_cancel_check(nullptr, nullptr);
+  }
+  set_num_threads(saved);
+}
+
 TEST(BlockLSTM, Validation) {
   std::mt19937_64 rng(3);
   const DType f = DType::kFloat32;
