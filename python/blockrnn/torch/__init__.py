@@ -1,0 +1,21 @@
+"""blockrnn.torch: drop-in torch.nn.LSTM / torch.nn.GRU on blockrnn's fused sequence ops.
+
+    import blockrnn.torch as brt
+    lstm = brt.LSTM(input_size, hidden_size, num_layers=2, bidirectional=True)
+    lstm.load_state_dict(torch_lstm.state_dict())     # same names and shapes as torch.nn.LSTM
+    out, (h_n, c_n) = lstm(x)
+
+Needs torch (`pip install blockrnn[torch]`); the core package `blockrnn` never imports it.
+The ops are registered as torch custom ops `blockrnn::lstm`, `blockrnn::lstm_grad`,
+`blockrnn::gru_reset_after(_grad)`, `blockrnn::gru_reset_before(_grad)`. See docs/torch.md.
+"""
+try:
+    import torch as _torch  # noqa: F401
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("blockrnn.torch needs PyTorch: pip install 'blockrnn[torch]' "
+                      "(or pip install torch)") from e
+
+from . import _ops as ops
+from ._modules import GRU, LSTM, gru_weights_from_keras, gru_weights_to_keras
+
+__all__ = ["LSTM", "GRU", "ops", "gru_weights_from_keras", "gru_weights_to_keras"]
