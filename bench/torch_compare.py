@@ -6,9 +6,11 @@ the same thread count (torch.set_num_threads and blockrnn.set_num_threads) and m
     .venv/bin/python bench/torch_compare.py --threads 2 --shapes T50,B64,I512,H512 --reps 10
 
 Each measurement: the module's forward on x [T,B,I] (time-major, zero initial state), then
-backward of sum(output * g) for a fixed g, parameter gradients zeroed in between; the median of
---reps runs after 2 warm-up runs, in milliseconds. Ratio = blockrnn / torch (< 1: blockrnn is
-faster). Both modules hold the same weights.
+backward of sum(output * g) for a fixed g, parameter gradients zeroed in between; 2 warm-up runs,
+then --reps runs of each module, alternating torch.nn and blockrnn so that a load change on a
+shared machine hits both; the minimum and the median in milliseconds. Ratio = blockrnn / torch
+of the minima (< 1: blockrnn is faster). Both modules hold the same weights. The load average
+is printed before and after: on a loaded machine the medians are unreliable.
 """
 import argparse
 import statistics
@@ -40,18 +42,30 @@ def parse(shape):
     return d["T"], d["B"], d["I"], d["H"]
 
 
-def measure(module, x, g, reps):
-    times = []
-    for k in range(reps + 2):
-        for p in module.parameters():
-            p.grad = None
-        t0 = time.perf_counter()
-        out, _ = module(x)
-        (out * g).sum().backward()
-        t1 = time.perf_counter()
-        if k >= 2:
-            times.append((t1 - t0) * 1e3)
-    return statistics.median(times)
+def run_once(module, x, g):
+    for p in module.parameters():
+        p.grad = None
+    t0 = time.perf_counter()
+    out, _ = module(x)
+    (out * g).sum().backward()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def measure_pair(ref, mine, x, g, reps):
+    for _ in range(2):
+        run_once(ref, x, g), run_once(mine, x, g)
+    a, b = [], []
+    for _ in range(reps):
+        a.append(run_once(ref, x, g))
+        b.append(run_once(mine, x, g))
+    return (min(a), statistics.median(a)), (min(b), statistics.median(b))
+
+
+def loadavg():
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
 
 
 def main():
@@ -67,7 +81,9 @@ def main():
     print(f"CPU: {cpu_name()}; threads {args.threads} (torch and blockrnn); {args.dtype}; "
           f"torch {torch.__version__}, blockrnn {blockrnn.__version__}; ISA {blockrnn.get_isa()}")
     print("command: " + " ".join([sys.executable.split("/")[-1]] + sys.argv))
-    print(f"{'shape':<22}{'module':<6}{'torch.nn ms':>13}{'blockrnn ms':>13}{'ratio':>8}")
+    print(f"load average (1 min) before: {loadavg()}")
+    print(f"{'shape':<20}{'module':<6}{'torch.nn min/median ms':>24}"
+          f"{'blockrnn min/median ms':>24}{'ratio':>7}")
     for shape in args.shapes:
         T, B, I, H = parse(shape)
         gen = torch.Generator().manual_seed(0)
@@ -79,10 +95,10 @@ def main():
             ref = ref_cls(I, H).to(dtype)
             mine = my_cls(I, H).to(dtype)
             mine.load_state_dict(ref.state_dict())
-            t_ref = measure(ref, x, g, args.reps)
-            t_my = measure(mine, x, g, args.reps)
-            print(f"{shape:<22}{name:<6}{t_ref:13.1f}{t_my:13.1f}{t_my / t_ref:8.2f}",
-                  flush=True)
+            (r_min, r_med), (m_min, m_med) = measure_pair(ref, mine, x, g, args.reps)
+            print(f"{shape:<20}{name:<6}{r_min:12.1f} /{r_med:9.1f}{m_min:14.1f} /{m_med:9.1f}"
+                  f"{m_min / r_min:7.2f}", flush=True)
+    print(f"load average (1 min) after: {loadavg()}")
 
 
 if __name__ == "__main__":

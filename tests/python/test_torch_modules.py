@@ -400,3 +400,25 @@ def test_lstm_tf_extras_vs_tf_block_lstm(peep, fb, clip):
             np.testing.assert_allclose(g[f"weight_{k}_l0"], gg.numpy(), atol=F32, rtol=0)
     for k in ("bias_ih_l0", "bias_hh_l0"):
         np.testing.assert_allclose(g[k][perm], grads[7].numpy(), atol=F32, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_bitwise_same_across_blockrnn_thread_counts(mode):
+    import blockrnn
+    torch.manual_seed(2)
+    m = (brt.LSTM if mode == "LSTM" else brt.GRU)(8, 16, num_layers=2, bidirectional=True)
+    x = torch.randn(7, 5, 8)
+    saved = blockrnn.get_num_threads()
+    res = []
+    try:
+        for n in (1, 2, 3):
+            blockrnn.set_num_threads(n)
+            m.zero_grad()
+            out, _ = m(x)
+            out.sum().backward()
+            res.append([out.detach().clone()] + [p.grad.clone() for p in m.parameters()])
+    finally:
+        blockrnn.set_num_threads(saved)
+    for other in res[1:]:
+        for a, b in zip(res[0], other):
+            assert torch.equal(a, b)
