@@ -124,8 +124,18 @@ def test_against_torch_nn_float64(mode, L, bidi, batch_first, kind, with_hx, bia
                       bias=bias)
     gen = torch.Generator().manual_seed(99)
     x, lengths, hx = _inputs(kind, batch_first, torch.float64, L, D, mode, with_hx, gen)
-    _compare(_run(ref, kind, x, lengths, hx, mode, batch_first),
-             _run(mine, kind, x, lengths, hx, mode, batch_first), F64, kind)
+    want = _run(ref, kind, x, lengths, hx, mode, batch_first)
+    _compare(want, _run(mine, kind, x, lengths, hx, mode, batch_first), F64, kind)
+    if kind.startswith("packed") and brt.ops.HAS_SEQ_LENGTHS:
+        # the padded fallback too (the run above passed the lengths to the ops)
+        from blockrnn.torch import _modules
+        _modules.USE_SEQ_LENGTHS = False
+        try:
+            for p in mine.parameters():
+                p.grad = None
+            _compare(want, _run(mine, kind, x, lengths, hx, mode, batch_first), F64, kind)
+        finally:
+            _modules.USE_SEQ_LENGTHS = True
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])

@@ -22,13 +22,20 @@ def _opcheck_cases():
         # a transposed (strided) weight, as the modules pass it
         (brt.ops.gru_reset_after, (x, r(b, h), r(3 * h, i).t(), r(3 * h, h).t(), r(3 * h),
                                    r(3 * h))),
-    ]
+    ] + ([] if not brt.ops.HAS_SEQ_LENGTHS else [
+        (brt.ops.lstm, (x, r(b, h), r(b, h), r(i + h, 4 * h), r(h), r(h), r(h), r(4 * h), 0.0,
+                        0.0, False, False, torch.tensor([3, 1]))),
+        (brt.ops.gru_reset_after, (x, r(b, h), r(i, 3 * h), r(h, 3 * h), r(3 * h), r(3 * h),
+                                   torch.tensor([2, 3]))),
+        (brt.ops.gru_reset_before, (x, r(b, h), r(i + h, 2 * h), r(i + h, h), r(2 * h), r(h),
+                                    torch.tensor([0, 3]))),
+    ])
 
 
 def check_ops():
     for op, args in _opcheck_cases():
         args = tuple(a.requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_leaf
-                     else a for a in args)
+                     and a.is_floating_point() else a for a in args)
         torch.library.opcheck(op, args)
 
 

@@ -15,6 +15,10 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 from . import _ops
 
+# Pass PackedSequence lengths to the ops' seq_lengths input when the core has it (the padded
+# steps are then skipped); False forces the padded fallback (docs/torch.md).
+USE_SEQ_LENGTHS = True
+
 
 class _Lengths:
     """Per-example lengths of a padded, time-major batch (from a PackedSequence, sorted by
@@ -235,6 +239,9 @@ class _RNNBase(nn.Module):
         states (list over kinds of [L*D,B,H])."""
         dirs = 2 if self.bidirectional else 1
         finals = [[] for _ in init_states]
+        sl = None
+        if lens is not None and USE_SEQ_LENGTHS and _ops.HAS_SEQ_LENGTHS:
+            sl = lens.lengths.cpu()
         inp = x
         for layer in range(self.num_layers):
             outs = []
@@ -244,12 +251,13 @@ class _RNNBase(nn.Module):
                 if d == 1:
                     xin = inp.flip(0) if lens is None else lens.reverse(inp)
                 seq_out, seq_states = self._cell_sequence(
-                    xin, [s[k] for s in init_states], layer, d)
+                    xin, [s[k] for s in init_states], layer, d, sl)
                 for kind, s in enumerate(seq_states):
                     finals[kind].append(s[-1] if lens is None else lens.final(s))
                 if d == 1:
                     seq_out = seq_out.flip(0) if lens is None else lens.reverse(seq_out)
-                if lens is not None:
+                if lens is not None and sl is None:
+                    # without seq_lengths the steps past each length were computed on padding
                     seq_out = seq_out * lens.mask
                 outs.append(seq_out)
             inp = outs[0] if dirs == 1 else torch.cat(outs, 2)
@@ -300,7 +308,7 @@ class LSTM(_RNNBase):
             s += f", forget_bias={self.forget_bias}"
         return s
 
-    def _cell_sequence(self, x, states, layer, d):
+    def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
         h0, c0 = states
         w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
         H = self.hidden_size
@@ -318,7 +326,7 @@ class LSTM(_RNNBase):
             wci = wcf = wco = self._zero_bias(w, H)
         clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
         i, cs, f, o, ci, co, h = _ops.lstm(x, c0, h0, w, wci, wcf, wco, b, self.forget_bias,
-                                           clip, self.use_peephole, tf_order)
+                                           clip, self.use_peephole, tf_order, seq_lengths)
         return h, (h, cs)
 
     def forward(self, input, hx: Optional[Tuple[Tensor, Tensor]] = None):
@@ -357,19 +365,20 @@ class GRU(_RNNBase):
         s = super().extra_repr()
         return s if self.reset_after else s + ", reset_after=False"
 
-    def _cell_sequence(self, x, states, layer, d):
+    def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
         (h0,) = states
         w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
         if self.reset_after:
             # w_i, w_h are transposed views: no copy here (the core reads them strided).
-            r, u, n, hn, h = _ops.gru_reset_after(x, h0, w_ih.t(), w_hh.t(), b_ih, b_hh)
+            r, u, n, hn, h = _ops.gru_reset_after(x, h0, w_ih.t(), w_hh.t(), b_ih, b_hh,
+                                                  seq_lengths)
         else:
             H2 = 2 * self.hidden_size
             w_ru = torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0)  # [I+H, 2H] (copy)
             w_c = torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0)  # [I+H, H] (copy)
             b_ru = b_ih[:H2] + b_hh[:H2]
             b_c = b_ih[H2:] + b_hh[H2:]
-            r, u, c, h = _ops.gru_reset_before(x, h0, w_ru, w_c, b_ru, b_c)
+            r, u, c, h = _ops.gru_reset_before(x, h0, w_ru, w_c, b_ru, b_c, seq_lengths)
         return h, (h,)
 
     def forward(self, input, hx: Optional[Tensor] = None):
