@@ -120,9 +120,12 @@ std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
                           const std::map<std::string, double>& attrs,
                           const std::vector<bool>& swapped) {
   const blockrnn::OpDef& def = blockrnn::find_op(op);
-  if (inputs.size() != def.inputs.size() || swapped.size() != inputs.size()) {
+  // The trailing optional inputs (seq_lengths) may be omitted.
+  const std::size_t required = def.inputs.size() - std::size_t(def.num_optional_inputs);
+  if (inputs.size() < required || inputs.size() > def.inputs.size() ||
+      swapped.size() != inputs.size()) {
     throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
-                          op + ": expected " + std::to_string(def.inputs.size()) + " inputs, got " +
+                          op + ": expected " + std::to_string(required) + " inputs, got " +
                               std::to_string(inputs.size()));
   }
   std::vector<blockrnn::TensorView> views;

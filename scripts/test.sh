@@ -21,6 +21,13 @@ echo "== C++ suite (release)"
 cmake --preset dev >/dev/null
 cmake --build --preset dev -j "$JOBS"
 ctest --preset dev -j "$JOBS"
+# The CUDA backend (docs/cuda.md) is part of that build wherever nvcc is found, so it never rots;
+# without a GPU its device tests are reported "Skipped" by ctest, never passed.
+if grep -q '^BLOCKRNN_CUDA:BOOL=ON' build/dev/CMakeCache.txt; then
+  echo "== CUDA backend: built (blockrnn_cuda, blockrnn_cuda_tests; GPU runs: scripts/gpu_check.sh)"
+else
+  echo "== CUDA backend: not built (no CUDA compiler found)"
+fi
 
 echo "== Install + find_package / pkg-config consumers (static and shared)"
 scripts/test_install.sh build/dev

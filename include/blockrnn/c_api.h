@@ -48,7 +48,7 @@ typedef enum blockrnn_dtype {
   BLOCKRNN_FLOAT16 = 0, /* IEEE binary16, stored as uint16_t */
   BLOCKRNN_FLOAT32 = 1,
   BLOCKRNN_FLOAT64 = 2,
-  BLOCKRNN_INT64 = 3 /* only seq_len_max */
+  BLOCKRNN_INT64 = 3 /* only seq_len_max and seq_lengths */
 } blockrnn_dtype;
 
 #define BLOCKRNN_MAX_RANK 8

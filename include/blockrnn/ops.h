@@ -31,7 +31,16 @@ struct OpDef {
   std::vector<std::string> inputs;   // TF's input names, in order
   std::vector<AttrDef> attrs;        // TF's attrs (excluding the dtype attr T)
   std::vector<std::string> outputs;  // TF's output names, in order
+  // How many of the last inputs are optional (blockrnn's extensions beyond TensorFlow, e.g. the
+  // sequence ops' seq_lengths). A caller may omit them (pass fewer inputs) or pass an absent
+  // view (see is_absent_input); either means "not given".
+  int num_optional_inputs = 0;
 };
+
+// An optional input that is given but absent: no data and rank 0 (a default TensorView).
+inline bool is_absent_input(const TensorView& t) {
+  return t.data == nullptr && t.shape.rank() == 0;
+}
 
 // Attr values by name; bools are 0 or 1. Missing attrs take the op's default; a missing
 // required attr or an unknown name is an InvalidArgument error.

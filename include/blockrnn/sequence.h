@@ -20,6 +20,17 @@
 // Outputs passed by the caller must have the documented shapes and the inputs' dtype and must
 // not alias the inputs; every element of them is written.
 //
+// Per-example lengths (blockrnn's extension beyond TensorFlow; docs/ops.md): every Inputs and
+// GradInputs struct has an optional `seq_lengths` view, int64 [B]; default-constructed it is
+// absent and the op is exactly TensorFlow's. Given, each L_b must be in [0, T] (else
+// InvalidArgument naming the op, seq_lengths, the index and the value) and example b runs
+// E_b = min(L_b, S) steps: its outputs at t ≥ E_b are zero; the grads ignore h_grad/cs_grad
+// there, return zero x_grad there and add nothing to the parameter gradients from those steps;
+// h_prev_grad/cs_prev_grad of an example with E_b = 0 are zero. The final state of example b
+// is h[E_b − 1, b] (cs likewise; the initial state when E_b = 0): gather it yourself. Nothing
+// past E_b is read, so NaN/Inf padding in x, h_grad, cs_grad or the forward outputs never
+// leaks. Lengths all ≥ S give bit for bit the call without lengths.
+//
 // Defaults of this typed API that TensorFlow's ops do not have (the name-based run_op of ops.h
 // keeps TensorFlow's contract, where seq_len_max and the peephole vectors are required):
 //   - seq_len_max is optional and defaults to T, x's time dimension: every step runs. (It was
@@ -48,7 +59,8 @@ struct BlockLSTMInputs {
   // be omitted (left default, or any view with no data or no elements): zeros [H] are used, as
   // TensorFlow requires them. With use_peephole, a vector without data is an error naming it.
   TensorView wci, wcf, wco;
-  TensorView b;  // [4H]
+  TensorView b;            // [4H]
+  TensorView seq_lengths;  // [B] int64, optional (default: absent); see the top of this file
 };
 struct BlockLSTMOutputs {
   MutableTensorView i, cs, f, o, ci, co, h;  // each [T, B, H]
@@ -85,6 +97,7 @@ struct BlockLSTMGradInputs {
   TensorView i, cs, f, o, ci, co, h;                   // [T, B, H], forward outputs
   TensorView cs_grad;                                  // [T, B, H], external ∂L/∂cs[t]
   TensorView h_grad;                                   // [T, B, H], external ∂L/∂h[t]
+  TensorView seq_lengths;                              // [B] int64, optional (as the forward)
 };
 struct BlockLSTMGradOutputs {
   MutableTensorView x_grad;                        // [T, B, I]
@@ -116,6 +129,7 @@ struct BlockGRUInputs {
   TensorView w_c;                           // [I+H, H]
   TensorView b_ru;                          // [2H]
   TensorView b_c;                           // [H]
+  TensorView seq_lengths;                   // [B] int64, optional (default: absent)
 };
 struct BlockGRUOutputs {
   MutableTensorView r, u, c, h;  // each [T, B, H]
@@ -131,6 +145,7 @@ struct BlockGRUGradInputs {
   TensorView x, h_prev, w_ru, w_c, b_ru, b_c;  // as BlockGRUInputs
   TensorView r, u, c, h;                       // [T, B, H], forward outputs
   TensorView h_grad;                           // [T, B, H], external ∂L/∂h[t]
+  TensorView seq_lengths;                      // [B] int64, optional (as the forward)
 };
 struct BlockGRUGradOutputs {
   MutableTensorView x_grad;       // [T, B, I]
@@ -165,6 +180,7 @@ struct BlockGRUResetAfterInputs {
   TensorView w_h;                // [H, 3H]  columns [r | z | n]
   TensorView b_i;                // [3H]
   TensorView b_h;                // [3H]
+  TensorView seq_lengths;        // [B] int64, optional (default: absent)
 };
 struct BlockGRUResetAfterOutputs {
   MutableTensorView r, u, n;  // each [T, B, H]  reset gate, update gate (PyTorch's z), candidate
@@ -183,6 +199,7 @@ struct BlockGRUResetAfterGradInputs {
   TensorView x, h_prev, w_i, w_h, b_i, b_h;  // as BlockGRUResetAfterInputs
   TensorView r, u, n, hn, h;                 // [T, B, H], forward outputs
   TensorView h_grad;                         // [T, B, H], external ∂L/∂h[t]
+  TensorView seq_lengths;                    // [B] int64, optional (as the forward)
 };
 struct BlockGRUResetAfterGradOutputs {
   MutableTensorView x_grad;       // [T, B, I]

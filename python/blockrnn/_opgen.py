@@ -16,7 +16,9 @@ import numpy as np
 from . import _core
 
 _FLOAT_DTYPES = (np.float16, np.float32, np.float64)
-_INT_INPUTS = {"seq_len_max"}
+_INT_INPUTS = {"seq_len_max", "seq_lengths"}
+# blockrnn's optional inputs (trailing in the op table): keyword default None = not given.
+_OPTIONAL_INPUTS = {"seq_lengths"}
 _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _NOT_FLOAT = {"b": "bool", "i": "integer", "u": "unsigned integer", "c": "complex",
               "O": "Python object", "U": "string", "S": "bytes", "M": "datetime",
@@ -60,6 +62,22 @@ def _seq_len_max(op, name, v):
     return a.astype(np.int64, copy=False)
 
 
+def _seq_lengths(op, name, v):
+    """seq_lengths as an int64 array: any integer array (int32, int64, unsigned, a list of ints, a
+    CPU torch tensor) converts to int64 when its values fit; anything else is refused. Its shape
+    and values (0 <= L_b <= time_len) are validated by the core."""
+    a = _to_array(op, name, v)
+    if a.dtype.kind not in "iu":
+        what = _NOT_FLOAT.get(a.dtype.kind, str(a.dtype)) if a.dtype.kind != "f" else str(a.dtype)
+        raise _error(op, f"{name} must be an integer array (int64 or int32), got {what}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
+        raise _error(op, f"{name} must hold int64 values between 0 and time_len of x, got "
+                         f"{int(a.max())}")
+    # Contiguous (a [B] copy at most): the core reads the values while it validates.
+    a = a.astype(np.int64, copy=False)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def _float_input(op, name, v, common):
     a = _to_array(op, name, v)
     kind = a.dtype.kind
@@ -94,7 +112,12 @@ def _convert_inputs(op, names, values):
             break
     arrays, swapped = [], []
     for name, v in zip(names, values):
-        a = _seq_len_max(op, name, v) if name in _INT_INPUTS else _float_input(op, name, v, common)
+        if name == "seq_lengths":
+            a = _seq_lengths(op, name, v)
+        elif name in _INT_INPUTS:
+            a = _seq_len_max(op, name, v)
+        else:
+            a = _float_input(op, name, v, common)
         swap = not a.dtype.isnative
         if swap:
             a = a.view(a.dtype.newbyteorder("="))
@@ -121,7 +144,8 @@ def _convert_attr(op, attr, kind, value):
 def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
     public_name = public_name or op_name
     result_type = collections.namedtuple(public_name.replace(".", "_"), outputs)
-    required = set(inputs) | {a for a, _, has_default, _ in attrs if not has_default}
+    required = (set(inputs) - _OPTIONAL_INPUTS) | \
+        {a for a, _, has_default, _ in attrs if not has_default}
     attr_kinds = {a: kind for a, kind, _, _ in attrs}
 
     def fn(**kwargs):
@@ -135,12 +159,16 @@ def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
         if missing:
             raise TypeError(f"{public_name}() missing required keyword argument(s): "
                             f"{', '.join(missing)}")
-        arrays, swapped = _convert_inputs(op_name, inputs, [kwargs[n] for n in inputs])
+        # Optional inputs left out (or None) are not passed: they are the op table's last.
+        given = [n for n in inputs if not (n in _OPTIONAL_INPUTS and kwargs.get(n) is None)]
+        arrays, swapped = _convert_inputs(op_name, given, [kwargs[n] for n in given])
         attr_values = {a: _convert_attr(op_name, a, attr_kinds[a], kwargs[a])
                        for a in attr_kinds if a in kwargs}
         return result_type(*_core.run(op_name, arrays, attr_values, swapped))
 
-    params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in inputs]
+    params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY,
+                                default=None if n in _OPTIONAL_INPUTS else inspect.Parameter.empty)
+              for n in inputs]
     for a, kind, has_default, default in attrs:
         d = (bool(default) if kind == "bool" else default) if has_default else \
             inspect.Parameter.empty

@@ -4,6 +4,7 @@
 #include "blockrnn/c_api.h"
 
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <new>
 #include <string>
@@ -122,8 +123,11 @@ void gather(const blockrnn_tensor& t, const Shape& shape, Tensor& dense) {
 // The inputs as views of the caller's memory. Strided inputs are listed in `strided`: their
 // views are only good for validation (no op reads data while it validates, except seq_len_max,
 // a scalar and so always dense) until gather_strided() has replaced them with dense copies.
+// seq_lengths, whose values validation reads, is gathered at once when strided (it is [B] int64,
+// small) into `small`, which must outlive the views.
 std::vector<TensorView> input_views(const char* op, const OpDef& def, const blockrnn_tensor* inputs,
-                                    size_t num_inputs, std::vector<std::size_t>* strided) {
+                                    size_t num_inputs, std::vector<std::size_t>* strided,
+                                    std::deque<Tensor>* small) {
   if (num_inputs > 0 && inputs == nullptr) invalid(std::string(op) + ": inputs is NULL");
   std::vector<TensorView> views;
   views.reserve(num_inputs);
@@ -132,6 +136,23 @@ std::vector<TensorView> input_views(const char* op, const OpDef& def, const bloc
     const blockrnn_tensor& t = inputs[k];
     const DType dtype = checked_dtype(t.dtype, where);
     const Shape shape = checked_shape(t, where);
+    const bool lengths = k < def.inputs.size() && def.inputs[k] == "seq_lengths";
+    if (lengths && !is_dense(t, shape) && shape.rank() == 1 && shape.num_elements() > 0 &&
+        dtype == DType::kInt64) {
+      if (shape.num_elements() > (std::int64_t{1} << 24)) {
+        invalid(where +
+                ": a strided seq_lengths must have at most 2^24 elements (it is copied "
+                "before validation); pass a dense one");
+      }
+      Tensor& dense = small->emplace_back(dtype, shape);
+      try {
+        gather(t, shape, dense);
+      } catch (const Error& e) {
+        throw Error(e.code(), where + ": " + e.what());
+      }
+      views.emplace_back(dense.data(), dtype, shape);
+      continue;
+    }
     if (!is_dense(t, shape) && strided != nullptr) strided->push_back(k);
     views.emplace_back(t.data, dtype, shape);
   }
@@ -334,7 +355,8 @@ blockrnn_status blockrnn_infer_outputs(const char* op, const blockrnn_tensor* in
               " outputs, num_outputs is " + std::to_string(num_outputs));
     }
     if (num_outputs > 0 && shapes == nullptr) invalid(std::string(op) + ": shapes is NULL");
-    const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, nullptr);
+    std::deque<Tensor> small;
+    const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, nullptr, &small);
     const OutputSpec spec = infer_outputs(op, views, attr_map(op, def, attrs, num_attrs));
     if (dtype != nullptr) *dtype = static_cast<int32_t>(spec.dtype);
     for (size_t k = 0; k < num_outputs; ++k) {
@@ -352,7 +374,8 @@ blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, s
     const OpDef& def = op_def(op);
     if (num_outputs > 0 && outputs == nullptr) invalid(std::string(op) + ": outputs is NULL");
     std::vector<std::size_t> strided;
-    std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, &strided);
+    std::deque<Tensor> small;
+    std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, &strided, &small);
     std::vector<MutableTensorView> outs;
     outs.reserve(num_outputs);
     for (size_t k = 0; k < num_outputs; ++k) {

@@ -6,8 +6,10 @@
 // once. Non-floating inputs (seq_len_max) are passed through untouched.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "blockrnn/ops.h"
@@ -94,6 +96,47 @@ void dispatch_float(DType dtype, std::span<const TensorView> inputs,
 // Reads an int64 scalar (seq_len_max).
 inline std::int64_t read_int64_scalar(const TensorView& t) {
   return *static_cast<const std::int64_t*>(t.data);
+}
+
+// seq_lengths, the sequence ops' optional per-example lengths [B] (blockrnn's extension beyond
+// TensorFlow, docs/ops.md). Each phase of validation checks its part, so that the order of
+// SPEC A3 holds (ranks, then dimensions, then dtypes, then values); an absent view passes.
+struct SeqLengthsCheck {
+  const Checker& check;
+  const TensorView& t;
+  bool present() const { return !is_absent_input(t); }
+  void rank() const {
+    if (present()) check.rank("seq_lengths", t, 1);
+  }
+  void shape(std::int64_t B) const {
+    if (present()) check.shape("seq_lengths", t, {B}, "batch_size");
+  }
+  void dtype() const {
+    if (present()) check.int64("seq_lengths", t);
+  }
+  // Every L_b in [0, T].
+  void values(std::int64_t T) const {
+    if (!present()) return;
+    const auto* L = static_cast<const std::int64_t*>(t.data);
+    for (std::int64_t b = 0; b < t.shape[0]; ++b) {
+      if (L[b] < 0 || L[b] > T) {
+        check.fail("seq_lengths must be between 0 and " + std::to_string(T) +
+                   " (time_len of x), got seq_lengths[" + std::to_string(b) +
+                   "] = " + std::to_string(L[b]));
+      }
+    }
+  }
+};
+
+// The lengths a kernel sees: nullptr when seq_lengths is absent or no example ends before S
+// (then every step runs on every example, exactly the path without lengths, bit for bit).
+inline const std::int64_t* effective_lengths(const TensorView& t, std::int64_t S) {
+  if (is_absent_input(t)) return nullptr;
+  const auto* L = static_cast<const std::int64_t*>(t.data);
+  for (std::int64_t b = 0; b < t.shape[0]; ++b) {
+    if (L[b] < S) return L;
+  }
+  return nullptr;
 }
 
 }  // namespace blockrnn::core

@@ -101,14 +101,29 @@ Attrs resolve_attrs(const OpDef& def, const AttrMap& given) {
   return out;
 }
 
-void check_input_count(const OpDef& def, std::span<const TensorView> inputs) {
-  if (inputs.size() != def.inputs.size()) {
-    throw Error(ErrorCode::kInvalidArgument, def.name + ": expected " +
-                                                 std::to_string(def.inputs.size()) +
-                                                 " inputs, got " + std::to_string(inputs.size()));
+// Checks the count (the trailing optional inputs may be omitted) and the storage of every
+// given input, and returns the inputs padded to the full count with absent views.
+std::vector<TensorView> check_input_count(const OpDef& def, std::span<const TensorView> inputs) {
+  const std::size_t n = def.inputs.size(), required = n - std::size_t(def.num_optional_inputs);
+  if (inputs.size() < required || inputs.size() > n) {
+    std::string optional;
+    for (std::size_t k = required; k < n; ++k)
+      optional += (optional.empty() ? "" : ", ") + def.inputs[k];
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        def.name + ": expected " + std::to_string(required) + " inputs, got " +
+            std::to_string(inputs.size()) +
+            (required == n ? ""
+                           : " (" + std::to_string(n) + " with the optional " + optional + ")"));
   }
   Checker check(def.name.c_str());
-  for (std::size_t k = 0; k < inputs.size(); ++k) check.storage(def.inputs[k].c_str(), inputs[k]);
+  std::vector<TensorView> full(inputs.begin(), inputs.end());
+  full.resize(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k >= required && is_absent_input(full[k])) continue;
+    check.storage(def.inputs[k].c_str(), full[k]);
+  }
+  return full;
 }
 
 // Outputs must not overlap inputs or each other: the kernels read inputs after writing
@@ -196,6 +211,12 @@ double workspace_bytes(const OpDef& def, std::span<const TensorView> inputs,
   double elems =
       2.0 * T * B * (4.0 * H + 16.0) + 2.0 * K * (4.0 * H + 64.0) + 16.0 * B * H + 64.0 * (H + 1.0);
   if (force_reference()) elems += 4.0 * B * K;  // [x, h] concatenations and their gradients
+  const int kl = input_index(def, "seq_lengths");
+  if (kl >= 0 && !is_absent_input(inputs[kl])) {
+    // The fast grads' compacted copies of the active rows (x, h[t−1], and up to 5H of gate
+    // gradients, padded) for the weight-gradient products.
+    elems += T * B * (I + 6.0 * H + 32.0);
+  }
   double bytes = elems * compute_size + double(get_num_threads()) * (4 << 20);
   if (spec.dtype == DType::kFloat16) {
     for (const TensorView& t : inputs) bytes += 4.0 * double(t.shape.num_elements());
@@ -302,23 +323,24 @@ namespace {
 // the attrs, validate and infer the outputs, and check their sizes.
 struct Prepared {
   const core::OpImpl& impl;
+  std::vector<TensorView> inputs;  // all of the op's inputs, omitted optional ones absent
   core::Attrs attrs;
   OutputSpec spec;
 };
 
-Prepared prepare(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs) {
+Prepared prepare(std::string_view op, std::span<const TensorView> given, const AttrMap& attrs) {
   const core::OpImpl& impl = core::find_impl(op);
-  core::check_input_count(impl.def, inputs);
+  std::vector<TensorView> inputs = core::check_input_count(impl.def, given);
   core::Attrs resolved = core::resolve_attrs(impl.def, attrs);
   OutputSpec spec = impl.infer(inputs, resolved);
   core::check_output_sizes(impl.def, spec);
-  return {impl, std::move(resolved), std::move(spec)};
+  return {impl, std::move(inputs), std::move(resolved), std::move(spec)};
 }
 
 // Runs a prepared call: empty work (core::empty_work) only zero-fills the outputs; anything
 // else first makes sure the thread team can be created, then computes.
-void compute(const Prepared& p, std::span<const TensorView> inputs,
-             std::span<const MutableTensorView> outputs) {
+void compute(const Prepared& p, std::span<const MutableTensorView> outputs) {
+  const std::span<const TensorView> inputs = p.inputs;
   if (core::empty_work(p.impl.def, inputs)) {
     for (const MutableTensorView& o : outputs) {
       const std::size_t bytes =
@@ -333,22 +355,23 @@ void compute(const Prepared& p, std::span<const TensorView> inputs,
 
 }  // namespace
 
-OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
+OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> given,
                          const AttrMap& attrs) {
-  return prepare(op, inputs, attrs).spec;
+  return prepare(op, given, attrs).spec;
 }
 
-OutputSpec prepare_call(std::string_view op, std::span<const TensorView> inputs,
+OutputSpec prepare_call(std::string_view op, std::span<const TensorView> given,
                         const AttrMap& attrs, std::span<const ExtraBytes> extra,
                         bool allocates_outputs) {
-  Prepared p = prepare(op, inputs, attrs);
-  core::check_memory(p.impl.def, inputs, p.spec, allocates_outputs, extra);
+  Prepared p = prepare(op, given, attrs);
+  core::check_memory(p.impl.def, p.inputs, p.spec, allocates_outputs, extra);
   return std::move(p.spec);
 }
 
-void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
+void run_op(std::string_view op, std::span<const TensorView> given, const AttrMap& attrs,
             std::span<const MutableTensorView> outputs) {
-  const Prepared p = prepare(op, inputs, attrs);
+  const Prepared p = prepare(op, given, attrs);
+  const std::span<const TensorView> inputs = p.inputs;
   std::vector<const char*> names;
   for (const std::string& n : p.impl.def.outputs) names.push_back(n.c_str());
   core::check_outputs(p.impl.def.name.c_str(), names, p.spec.dtype, p.spec.shapes, outputs);
@@ -357,20 +380,20 @@ void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrM
   // spuriously overlap a fresh output.
   if (!core::empty_work(p.impl.def, inputs)) core::check_no_alias(p.impl.def, inputs, outputs);
   core::check_memory(p.impl.def, inputs, p.spec, false, {});
-  compute(p, inputs, outputs);
+  compute(p, outputs);
 }
 
-std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
+std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> given,
                            const AttrMap& attrs) {
-  const Prepared p = prepare(op, inputs, attrs);
-  core::check_memory(p.impl.def, inputs, p.spec, true, {});
+  const Prepared p = prepare(op, given, attrs);
+  core::check_memory(p.impl.def, p.inputs, p.spec, true, {});
   std::vector<Tensor> out;
   std::vector<MutableTensorView> views;
   for (const Shape& s : p.spec.shapes) {
     out.emplace_back(p.spec.dtype, s);
     views.push_back(out.back().mutable_view());
   }
-  compute(p, inputs, views);
+  compute(p, views);
   return out;
 }
 

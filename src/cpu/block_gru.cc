@@ -40,8 +40,211 @@ namespace blockrnn::cpu {
 using gemm::gemm;
 using gemm::Trans;
 
+namespace {
+
+// seq_lengths (sequence_common.h, ActiveRows): block_gru_fwd's loop with each step's products
+// over its active prefix (or all rows) and its passes on the active rows only; the inactive
+// rows of r, u, c, h are zero.
+template <typename T>
+void block_gru_fwd_lengths(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
+  for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t R = padded_ld(2 * H);
+  Workspace<T> ws("BlockGRU", {S * B * R, BH});
+  T* const ru = ws.slice(0);
+  T* const hr = ws.slice(1);
+  gemm::PackedB<T> w_r_h, w_u_h, w_c_h;
+  w_r_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H, 2 * H);
+  w_u_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H + H, 2 * H);
+  w_c_h.pack(Trans::kNo, H, H, a.w_c + I * H, H);
+  const std::int64_t panels = w_c_h.panels(), nr = w_c_h.panel_width();
+  // The input projections: per step over the active prefix, or over all rows.
+  if (act.prefix) {
+    for (std::int64_t t = 0; t < S; ++t) {
+      const std::int64_t m = act.count[t];
+      gemm<T>(Trans::kNo, Trans::kNo, m, 2 * H, I, a.x + t * B * I, I, a.w_ru, 2 * H, T(0),
+              ru + t * B * R, R);
+      gemm<T>(Trans::kNo, Trans::kNo, m, H, I, a.x + t * B * I, I, a.w_c, H, T(0), a.c + t * BH, H);
+    }
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, S * B, 2 * H, I, a.x, I, a.w_ru, 2 * H, T(0), ru, R);
+    gemm<T>(Trans::kNo, Trans::kNo, S * B, H, I, a.x, I, a.w_c, H, T(0), a.c, H);
+  }
+  core::TeamStop stop;
+  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
+    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
+    for (std::int64_t t = 0; t < S; ++t) {
+      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
+      T* const ru_t = ru + t * B * R;
+      T* const r_t = a.r + t * BH;
+      T* const u_t = a.u + t * BH;
+      T* const c_t = a.c + t * BH;
+      T* const h_t = a.h + t * BH;
+      const std::int64_t m = act.gemm_rows(t);
+      gemm::gemm_panels(m, hp, H, w_r_h, own.p0, own.p1, T(1), ru_t, R);
+      gemm::gemm_panels(m, hp, H, w_u_h, own.p0, own.p1, T(1), ru_t + H, R);
+      act.for_rows(
+          t,
+          [&](std::int64_t n0, std::int64_t n1) {
+            for (std::int64_t n = n0; n < n1; ++n) {
+              const std::int64_t o = n * H + j0;
+              gru_fwd_gates_row(w, H, ru_t + n * R + j0, a.b_ru + j0, hp + o, r_t + o, u_t + o,
+                                hr + o);
+            }
+          },
+          [&](std::int64_t n) {
+            for (T* p : {r_t, u_t, hr}) zero(p + n * H + j0, w);
+          });
+#pragma omp barrier
+      gemm::gemm_panels(m, hr, H, w_c_h, own.p0, own.p1, T(1), c_t, H);
+      act.for_rows(
+          t,
+          [&](std::int64_t n0, std::int64_t n1) {
+            for (std::int64_t n = n0; n < n1; ++n) {
+              const std::int64_t o = n * H + j0;
+              gru_fwd_candidate_row(w, a.b_c + j0, u_t + o, hp + o, c_t + o, h_t + o);
+            }
+          },
+          [&](std::int64_t n) {
+            for (T* p : {c_t, h_t}) zero(p + n * H + j0, w);
+          });
+      stop.poll(id, t);
+#pragma omp barrier
+      if (stop.stop_after(t)) break;
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockGRU", stop.steps_done(), S);
+}
+
+// seq_lengths: block_gru_bwd's loop with the passes on the active rows (inactive rows of d_ru,
+// d_c_bar, hr and the carry are zero) and the products over the step's prefix (or all rows);
+// the parameter gradients and x_grad as products over the N active rows, compacted.
+template <typename T>
+void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
+  zero(a.x_grad, d.T * B * I);
+  zero(a.h_prev_grad, BH);
+  zero(a.w_ru_grad, K * 2 * H);
+  zero(a.w_c_grad, K * H);
+  zero(a.b_ru_grad, 2 * H);
+  zero(a.b_c_grad, H);
+  if (S == 0) return;
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t N = act.total();
+  if (N == 0) return;
+  const std::int64_t R = padded_ld(2 * H);
+  Workspace<T> ws("BlockGRUGrad",
+                  {S * B * R, S * BH, S * BH, BH, N * R, N * H, N * I, N * H, N * H});
+  gemm::PackedB<T> w_ru_h_t, w_c_h_t;
+  w_ru_h_t.pack(Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);
+  w_c_h_t.pack(Trans::kYes, H, H, a.w_c + I * H, H);
+  T* const d_ru = ws.slice(0);
+  T* const d_c = ws.slice(1);
+  T* const hr = ws.slice(2);
+  T* const d_hr = ws.slice(3);
+  T* const carry = a.h_prev_grad;
+  const std::int64_t panels = w_c_h_t.panels(), nr = w_c_h_t.panel_width();
+  core::TeamStop stop;
+  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
+    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+    const std::int64_t j0 = own.j0, j1 = own.j1, w = j1 - j0;
+    for (std::int64_t t = S - 1; t >= 0; --t) {
+      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
+      const T* r_t = a.r + t * BH;
+      const T* u_t = a.u + t * BH;
+      const T* c_t = a.c + t * BH;
+      const T* hg_t = a.h_grad + t * BH;
+      T* const d_ru_t = d_ru + t * B * R;
+      T* const d_c_t = d_c + t * BH;
+      T* const hr_t = hr + t * BH;
+      const std::int64_t m = act.gemm_rows(t);
+      act.for_rows(
+          t,
+          [&](std::int64_t n0, std::int64_t n1) {
+            for (std::int64_t n = n0; n < n1; ++n) {
+              const std::int64_t o = n * H;
+              T* const dh = carry + o;
+              for (std::int64_t j = j0; j < j1; ++j) dh[j] += hg_t[o + j];
+              gru_bwd_cu_row(w, u_t + o + j0, c_t + o + j0, hp + o + j0, dh + j0, d_c_t + o + j0,
+                             d_ru_t + n * R + H + j0);
+            }
+          },
+          [&](std::int64_t n) {
+            // Not a step of example n: no gradient enters or leaves it.
+            zero(d_ru_t + n * R + j0, w);
+            zero(d_ru_t + n * R + H + j0, w);
+            zero(d_c_t + n * H + j0, w);
+            zero(hr_t + n * H + j0, w);
+            zero(carry + n * H + j0, w);
+          });
+#pragma omp barrier
+      gemm::gemm_panels(m, d_c_t, H, w_c_h_t, own.p0, own.p1, T(0), d_hr, H);
+      act.for_rows(
+          t,
+          [&](std::int64_t n0, std::int64_t n1) {
+            for (std::int64_t n = n0; n < n1; ++n) {
+              const std::int64_t o = n * H;
+              gru_bwd_r_row(w, d_hr + o + j0, hp + o + j0, r_t + o + j0, d_ru_t + n * R + j0);
+              T* const dh = carry + o;
+              for (std::int64_t j = j0; j < j1; ++j) {
+                hr_t[o + j] = hp[o + j] * r_t[o + j];
+                dh[j] = d_hr[o + j] * r_t[o + j] + dh[j] * u_t[o + j];
+              }
+            }
+          },
+          [](std::int64_t) {});
+      stop.poll(id, S - 1 - t);
+#pragma omp barrier
+      if (stop.stop_after(S - 1 - t)) break;
+      gemm::gemm_panels(m, d_ru_t, R, w_ru_h_t, own.p0, own.p1, T(1), carry, H);
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockGRUGrad", stop.steps_done(), S);
+
+  // The active rows, compacted.
+  T* const d_ruc = ws.slice(4);  // [N, 2H] (row stride R)
+  T* const d_cc = ws.slice(5);   // [N, H]
+  T* const xc = ws.slice(6);     // [N, I]  x rows, then x_grad rows
+  T* const hc = ws.slice(7);     // [N, H]  h[t−1]
+  T* const hrc = ws.slice(8);    // [N, H]  h[t−1]⊙r[t]
+  gather_rows(act.rows, d_ru, R, 2 * H, d_ruc, R);
+  gather_rows(act.rows, d_c, H, H, d_cc, H);
+  gather_rows(act.rows, a.x, I, I, xc, I);
+  gather_rows(act.rows, hr, H, H, hrc, H);
+  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t row = act.rows[r];
+      const T* src = row < B ? a.h_prev + row * H : a.h + (row - B) * H;
+      std::copy(src, src + H, hc + r * H);
+    }
+  });
+  gemm::PackedB<T> d_ru_packed, d_c_packed;
+  d_ru_packed.pack(Trans::kNo, N, 2 * H, d_ruc, R);
+  d_c_packed.pack(Trans::kNo, N, H, d_cc, H);
+  gemm<T>(Trans::kYes, I, xc, I, d_ru_packed, T(0), a.w_ru_grad, 2 * H);
+  gemm<T>(Trans::kYes, H, hc, H, d_ru_packed, T(0), a.w_ru_grad + I * 2 * H, 2 * H);
+  gemm<T>(Trans::kYes, I, xc, I, d_c_packed, T(0), a.w_c_grad, H);
+  gemm<T>(Trans::kYes, H, hrc, H, d_c_packed, T(0), a.w_c_grad + I * H, H);
+  column_sums(N, 2 * H, d_ruc, R, a.b_ru_grad);
+  column_sums(N, H, d_cc, H, a.b_c_grad);
+  // x_grad of the active rows, compact (into xc), then scattered.
+  gemm<T>(Trans::kNo, Trans::kYes, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, T(0), xc, I);
+  gemm<T>(Trans::kNo, Trans::kYes, N, I, H, d_cc, H, a.w_c, H, T(1), xc, I);
+  core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      std::copy(xc + r * I, xc + (r + 1) * I, a.x_grad + act.rows[r] * I);
+    }
+  });
+}
+
+}  // namespace
+
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return block_gru_fwd_lengths(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -101,6 +304,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return block_gru_bwd_lengths(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   zero(a.x_grad + S * B * I, (d.T - S) * B * I);
   zero(a.h_prev_grad, BH);

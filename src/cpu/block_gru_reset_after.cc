@@ -38,8 +38,172 @@ namespace blockrnn::cpu {
 using gemm::gemm;
 using gemm::Trans;
 
+namespace {
+
+// seq_lengths (sequence_common.h, ActiveRows): the forward loop with each step's product over
+// its active prefix (or all rows) and its pass on the active rows; inactive rows of the five
+// outputs are zero.
+template <typename T>
+void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
+  for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);
+  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2});
+  T* const gi = ws.slice(0);
+  T* const gh_rz = ws.slice(1);
+  gemm::PackedB<T> w_h_r, w_h_z, w_h_n;
+  w_h_r.pack(Trans::kNo, H, H, a.w_h, H3);
+  w_h_z.pack(Trans::kNo, H, H, a.w_h + H, H3);
+  w_h_n.pack(Trans::kNo, H, H, a.w_h + 2 * H, H3);
+  const std::int64_t panels = w_h_n.panels(), nr = w_h_n.panel_width();
+  if (act.prefix) {
+    for (std::int64_t t = 0; t < S; ++t) {
+      gemm<T>(Trans::kNo, Trans::kNo, act.count[t], H3, I, a.x + t * B * I, I, a.w_i, H3, T(0),
+              gi + t * B * R, R);
+    }
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, S * B, H3, I, a.x, I, a.w_i, H3, T(0), gi, R);
+  }
+  core::TeamStop stop;
+  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
+    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
+    for (std::int64_t t = 0; t < S; ++t) {
+      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
+      const T* gi_t = gi + t * B * R;
+      T* const r_t = a.r + t * BH;
+      T* const u_t = a.u + t * BH;
+      T* const n_t = a.n + t * BH;
+      T* const hn_t = a.hn + t * BH;
+      T* const h_t = a.h + t * BH;
+      const std::int64_t m = act.gemm_rows(t);
+      gemm::gemm_panels(m, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
+      gemm::gemm_panels(m, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
+      gemm::gemm_panels(m, hp, H, w_h_n, own.p0, own.p1, T(0), hn_t, H);
+      act.for_rows(
+          t,
+          [&](std::int64_t n0, std::int64_t n1) {
+            for (std::int64_t n = n0; n < n1; ++n) {
+              const std::int64_t o = n * H + j0;
+              gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
+                                      a.b_h + j0, hp + o, r_t + o, u_t + o, n_t + o, hn_t + o,
+                                      h_t + o);
+            }
+          },
+          [&](std::int64_t n) {
+            for (T* p : {r_t, u_t, n_t, hn_t, h_t}) zero(p + n * H + j0, w);
+          });
+      stop.poll(id, t);
+#pragma omp barrier
+      if (stop.stop_after(t)) break;
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfter", stop.steps_done(), S);
+}
+
+// seq_lengths: the backward loop with the pass on the active rows (inactive rows of d_gh,
+// d_n_bar and the carry are zero) and the product over the step's prefix (or all rows); the
+// parameter gradients and x_grad as products over the N active rows, compacted.
+template <typename T>
+void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
+  zero(a.x_grad, d.T * B * I);
+  zero(a.h_prev_grad, BH);
+  zero(a.w_i_grad, I * H3);
+  zero(a.w_h_grad, H * H3);
+  zero(a.b_i_grad, H3);
+  zero(a.b_h_grad, H3);
+  if (S == 0) return;
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t N = act.total();
+  if (N == 0) return;
+  const std::int64_t R = padded_ld(H3);
+  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, N * R, N * H, N * I});
+  T* const d_g = ws.slice(0);
+  T* const d_n = ws.slice(1);
+  T* const carry = a.h_prev_grad;
+  gemm::PackedB<T> w_h_t;
+  w_h_t.pack(Trans::kYes, H3, H, a.w_h, H3);
+  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  core::TeamStop stop;
+  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
+    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
+    for (std::int64_t t = S - 1; t >= 0; --t) {
+      const std::int64_t k = S - 1 - t;
+      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
+      const std::int64_t s = t * BH;
+      T* const d_g_t = d_g + t * B * R;
+      act.for_rows(
+          t,
+          [&](std::int64_t n0, std::int64_t n1) {
+            for (std::int64_t n = n0; n < n1; ++n) {
+              const std::int64_t o = n * H + j0;
+              gru_reset_after_bwd_row(w, H, a.r + s + o, a.u + s + o, a.n + s + o, a.hn + s + o,
+                                      hp + o, a.h_grad + s + o, carry + o, d_g_t + n * R + j0,
+                                      d_n + s + o);
+            }
+          },
+          [&](std::int64_t n) {
+            // Not a step of example n: no gradient enters or leaves it.
+            for (std::int64_t q = 0; q < 3; ++q) zero(d_g_t + n * R + q * H + j0, w);
+            zero(d_n + s + n * H + j0, w);
+            zero(carry + n * H + j0, w);
+          });
+      stop.poll(id, k);
+#pragma omp barrier
+      if (stop.stop_after(k)) break;
+      gemm::gemm_panels(act.gemm_rows(t), d_g_t, R, w_h_t, own.p0, own.p1, T(1), carry, H);
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfterGrad", stop.steps_done(), S);
+
+  T* const d_gc = ws.slice(2);  // [N, 3H] (row stride R)  d_gh of the active rows, then d_gi
+  T* const hc = ws.slice(3);    // [N, H]  their h[t−1]
+  T* const xc = ws.slice(4);    // [N, I]  their x, then their x_grad
+  gather_rows(act.rows, d_g, R, H3, d_gc, R);
+  gather_rows(act.rows, a.x, I, I, xc, I);
+  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t row = act.rows[r];
+      const T* src = row < B ? a.h_prev + row * H : a.h + (row - B) * H;
+      std::copy(src, src + H, hc + r * H);
+    }
+  });
+  {
+    gemm::PackedB<T> d_gh_packed;
+    d_gh_packed.pack(Trans::kNo, N, H3, d_gc, R);
+    gemm<T>(Trans::kYes, H, hc, H, d_gh_packed, T(0), a.w_h_grad, H3);
+  }
+  column_sums(N, H3, d_gc, R, a.b_h_grad);
+  // d_gi = d_gh with its n block replaced by d_n_bar.
+  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const T* src = d_n + act.rows[r] * H;
+      std::copy(src, src + H, d_gc + r * R + 2 * H);
+    }
+  });
+  {
+    gemm::PackedB<T> d_gi_packed;
+    d_gi_packed.pack(Trans::kNo, N, H3, d_gc, R);
+    gemm<T>(Trans::kYes, I, xc, I, d_gi_packed, T(0), a.w_i_grad, H3);
+  }
+  column_sums(N, H3, d_gc, R, a.b_i_grad);
+  gemm<T>(Trans::kNo, Trans::kYes, N, I, H3, d_gc, R, a.w_i, H3, T(0), xc, I);
+  core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      std::copy(xc + r * I, xc + (r + 1) * I, a.x_grad + act.rows[r] * I);
+    }
+  });
+}
+
+}  // namespace
+
 template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return fwd_lengths(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -89,6 +253,7 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
 
 template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return bwd_lengths(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   zero(a.x_grad + S * B * I, (d.T - S) * B * I);
   zero(a.h_prev_grad, BH);

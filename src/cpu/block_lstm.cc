@@ -50,7 +50,8 @@ namespace {
 // double accumulator for float (like column_sums), so the result does not depend on threads.
 template <typename T>
 void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, std::int64_t G,
-                    const T* cs_prev, const T* cs, const BlockLSTMBwdArgs<T>& a) {
+                    const T* cs_prev, const T* cs, const BlockLSTMBwdArgs<T>& a,
+                    const std::int64_t* steps = nullptr) {
   const std::int64_t B = d.B, H = d.H, S = d.seq_len_max;  // G: row stride of dgates
   constexpr std::int64_t kChunk = 128;
   const std::int64_t chunks = (H + kChunk - 1) / kChunk;
@@ -63,6 +64,7 @@ void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, s
       std::fill(ao, ao + n, Acc<T>(0));
       for (std::int64_t t = 0; t < S; ++t) {
         for (std::int64_t b = 0; b < B; ++b) {
+          if (steps != nullptr && t >= steps[b]) continue;  // seq_lengths: not a step of b
           const T* dg = dgates + (t * B + b) * G + j0;
           const T* csp = (t == 0 ? cs_prev : cs + (t - 1) * B * H) + b * H + j0;
           const T* cst = cs + (t * B + b) * H + j0;
@@ -82,10 +84,191 @@ void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, s
   });
 }
 
+// seq_lengths (sequence_common.h, ActiveRows): the same loop as block_lstm_fwd, with each step's
+// recurrent product over its active prefix (or all rows) and its pass over the active rows only;
+// inactive rows of the seven outputs are zero.
+template <typename T>
+void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
+  for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t Gp = padded_ld(G);
+  Workspace<T> ws("BlockLSTM", {S * B * Gp});
+  T* const gates = ws.slice(0);
+  std::array<gemm::PackedB<T>, 4> w_h;
+  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
+  const std::int64_t panels = w_h[0].panels(), nr = w_h[0].panel_width();
+  // gates = x·w_x; with prefix lengths only the active rows of each step (a prefix) are needed.
+  if (act.prefix) {
+    for (std::int64_t t = 0; t < S; ++t) {
+      gemm<T>(Trans::kNo, Trans::kNo, act.count[t], G, I, a.x + t * B * I, I, a.w, G, T(0),
+              gates + t * B * Gp, Gp);
+    }
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, a.x, I, a.w, G, T(0), gates, Gp);
+  }
+  LSTMFwdParams<T> p;
+  p.H = H;
+  p.layout = a.layout;
+  p.forget_bias = a.forget_bias;
+  p.cell_clip = a.cell_clip;
+  p.use_peephole = a.use_peephole;
+  p.b = a.b;
+  p.wci = a.wci;
+  p.wcf = a.wcf;
+  p.wco = a.wco;
+  core::TeamStop stop;
+  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
+    const UnitSplit u = unit_split(panels, nr, H, id, nt);
+    for (std::int64_t t = 0; t < S; ++t) {
+      const std::int64_t o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* const gates_t = gates + t * B * Gp;
+      const std::int64_t m = act.gemm_rows(t);
+      for (std::int64_t q = 0; q < 4; ++q) {
+        gemm::gemm_panels(m, hp, H, w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
+      }
+      const LSTMFwdStep<T> step{.gates = gates_t,
+                                .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
+                                .i = a.i + o,
+                                .cs = a.cs + o,
+                                .f = a.f + o,
+                                .o = a.o + o,
+                                .ci = a.ci + o,
+                                .co = a.co + o,
+                                .h = a.h + o,
+                                .gates_ld = Gp};
+      act.for_rows(
+          t,
+          [&](std::int64_t r0, std::int64_t r1) {
+            lstm_fwd_pointwise_rows(p, step, r0, r1, u.j0, u.j1);
+          },
+          [&](std::int64_t n) {
+            for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) {
+              zero(out + o + n * H + u.j0, u.j1 - u.j0);
+            }
+          });
+      stop.poll(id, t);
+#pragma omp barrier
+      if (stop.stop_after(t)) break;
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockLSTM", stop.steps_done(), S);
+}
+
+// seq_lengths: as block_lstm_bwd, with each step's pass on its active rows (inactive rows of
+// dgates and of the carries are zero) and the weight gradients as products over the N active
+// rows, compacted: dgates, x and h[t−1] gathered by row (ActiveRows::rows).
+template <typename T>
+void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
+  zero(a.x_grad, d.T * B * I);
+  zero(a.cs_prev_grad, BH);
+  zero(a.h_prev_grad, BH);
+  zero(a.wci_grad, H);
+  zero(a.wcf_grad, H);
+  zero(a.wco_grad, H);
+  zero(a.w_grad, K * G);
+  zero(a.b_grad, G);
+  if (S == 0) return;
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t N = act.total();
+  if (N == 0) return;
+  const std::int64_t Gp = padded_ld(G);
+  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, N * Gp, N * I, N * H});
+  T* const dgates = ws.slice(0);
+  T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  dgates of the active rows
+  T* const xc = ws.slice(2);   // [N, I]  their x rows, then their x_grad rows
+  T* const hc = ws.slice(3);   // [N, H]  their h[t−1] rows (h_prev at t = 0)
+  gemm::PackedB<T> w_h_t;
+  w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
+  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  T* const carry_cs = a.cs_prev_grad;
+  T* const carry_h = a.h_prev_grad;
+  LSTMBwdParams<T> p;
+  p.H = H;
+  p.layout = a.layout;
+  p.use_peephole = a.use_peephole;
+  p.wci = a.wci;
+  p.wcf = a.wcf;
+  p.wco = a.wco;
+  core::TeamStop stop;
+  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
+    const UnitSplit u = unit_split(panels, nr, H, id, nt);
+    for (std::int64_t t = S - 1; t >= 0; --t) {
+      const std::int64_t o = t * BH;
+      T* const dgates_t = dgates + t * B * Gp;
+      const LSTMBwdStep<T> step{
+          .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
+          .i = a.i + o,
+          .cs = a.cs + o,
+          .f = a.f + o,
+          .o = a.o + o,
+          .ci = a.ci + o,
+          .co = a.co + o,
+          .cs_grad = a.cs_grad + o,
+          .h_grad = a.h_grad + o,
+          .cs_grad_carry = carry_cs,
+          .h_grad_carry = carry_h,
+          .dgates = dgates_t,
+          .cs_prev_grad = carry_cs,
+          .dgates_ld = Gp,
+      };
+      act.for_rows(
+          t,
+          [&](std::int64_t r0, std::int64_t r1) {
+            lstm_bwd_pointwise_rows(p, step, r0, r1, u.j0, u.j1);
+          },
+          [&](std::int64_t n) {
+            // Not a step of example n: no gradient enters or leaves it (carries stay zero).
+            for (std::int64_t q = 0; q < 4; ++q)
+              zero(dgates_t + n * Gp + q * H + u.j0, u.j1 - u.j0);
+            zero(carry_cs + n * H + u.j0, u.j1 - u.j0);
+          });
+      stop.poll(id, S - 1 - t);
+#pragma omp barrier
+      if (stop.stop_after(S - 1 - t)) break;
+      // carry_h = dgates[t]·w_hᵀ over the step's rows (prefix: rows past it stay zero, as no
+      // later step had them active either)
+      gemm::gemm_panels(act.gemm_rows(t), dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
+    }
+  });
+  if (stop.stopped()) core::throw_cancelled("BlockLSTMGrad", stop.steps_done(), S);
+
+  // The active rows, compacted: dgates, x, h[t−1].
+  gather_rows(act.rows, dgates, Gp, G, dgc, Gp);
+  gather_rows(act.rows, a.x, I, I, xc, I);
+  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t row = act.rows[r];  // t·B + b
+      const T* src = row < B ? a.h_prev + row * H : a.h + (row - B) * H;
+      std::copy(src, src + H, hc + r * H);
+    }
+  });
+  gemm::PackedB<T> dgates_packed;
+  dgates_packed.pack(Trans::kNo, N, G, dgc, Gp);
+  // w_grad = [x, h_{t−1}]ᵀ·dgates over the active rows
+  gemm<T>(Trans::kYes, I, xc, I, dgates_packed, T(0), a.w_grad, G);
+  gemm<T>(Trans::kYes, H, hc, H, dgates_packed, T(0), a.w_grad + I * G, G);
+  column_sums(N, G, dgc, Gp, a.b_grad);
+  if (a.use_peephole) {
+    peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a, act.steps.data());
+  }
+  // x_grad of the active rows = dgates·w_xᵀ, computed compact (into xc) and scattered.
+  gemm<T>(Trans::kNo, Trans::kYes, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
+  core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      std::copy(xc + r * I, xc + (r + 1) * I, a.x_grad + act.rows[r] * I);
+    }
+  });
+}
+
 }  // namespace
 
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return block_lstm_fwd_lengths(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -145,6 +328,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
 
 template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return block_lstm_bwd_lengths(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
   zero(a.x_grad + S * B * I, (d.T - S) * B * I);
   zero(a.cs_prev_grad, BH);

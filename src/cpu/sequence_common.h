@@ -139,4 +139,66 @@ void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t 
   });
 }
 
+// seq_lengths on the fast path (blockrnn's extension; docs/ops.md). Example b runs steps
+// t < steps[b] = min(L_b, S). A step's element-wise passes run on its active rows only (the
+// inactive rows of every output and gradient are written as zeros, never computed, so whatever
+// x, h_grad or cs_grad hold there cannot leak), and the weight gradients are products over the
+// compacted active rows. When the lengths are non-increasing (PackedSequence order) the active
+// rows of every step are a prefix [0, count[t]), and the recurrent products and passes run over
+// that prefix only; otherwise over all B rows with the passes masked. Either way a row's values
+// are computed exactly as without lengths: a GEMM row's bits do not depend on the other rows
+// (the reduction over k is the same for every m; tests/cpp/test_seq_lengths.cc checks it).
+struct ActiveRows {
+  std::int64_t B = 0, S = 0;
+  std::vector<std::int64_t> steps;  // [B]  min(L_b, S)
+  std::vector<std::int64_t> count;  // [S]  active examples of step t
+  std::vector<std::int64_t> rows;   // [N]  the active rows t·B + b, by step then example
+  bool prefix = true;               // steps non-increasing: step t's active rows are [0, count[t])
+
+  ActiveRows(const std::int64_t* lengths, std::int64_t S_, std::int64_t B_) : B(B_), S(S_) {
+    steps.resize(static_cast<std::size_t>(B));
+    count.assign(static_cast<std::size_t>(S), 0);
+    for (std::int64_t b = 0; b < B; ++b) {
+      steps[b] = std::min(lengths[b], S);
+      if (b > 0 && steps[b] > steps[b - 1]) prefix = false;
+      for (std::int64_t t = 0; t < steps[b]; ++t) ++count[t];
+    }
+    for (std::int64_t t = 0; t < S; ++t) {
+      for (std::int64_t b = 0; b < B; ++b) {
+        if (t < steps[b]) rows.push_back(t * B + b);
+      }
+    }
+  }
+  std::int64_t total() const { return static_cast<std::int64_t>(rows.size()); }
+  // Rows the recurrent products of step t run over.
+  std::int64_t gemm_rows(std::int64_t t) const { return prefix ? count[t] : B; }
+  // f(r0, r1) for each maximal run of active rows of step t; g(b) for each inactive row.
+  template <typename F, typename G>
+  void for_rows(std::int64_t t, F&& f, G&& g) const {
+    std::int64_t b = 0;
+    while (b < B) {
+      if (t < steps[b]) {
+        std::int64_t e = b + 1;
+        while (e < B && t < steps[e]) ++e;
+        f(b, e);
+        b = e;
+      } else {
+        g(b++);
+      }
+    }
+  }
+};
+
+// Copies the given rows of src (row stride lds, n columns) into dst densely (row stride ldd).
+template <typename T>
+void gather_rows(const std::vector<std::int64_t>& rows, const T* src, std::int64_t lds,
+                 std::int64_t n, T* dst, std::int64_t ldd) {
+  const std::int64_t N = static_cast<std::int64_t>(rows.size());
+  core::parallel_for(N, n, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      std::copy(src + rows[r] * lds, src + rows[r] * lds + n, dst + r * ldd);
+    }
+  });
+}
+
 }  // namespace blockrnn::cpu

@@ -26,6 +26,7 @@ constexpr int kGradInputs = 12;
 // Validates the inputs of BlockGRU (n = 7) or BlockGRUGrad (n = 12). Returns the dims.
 BlockGRUDims check_block_gru(const char* op, std::span<const TensorView> in, int n, DType* dtype) {
   const Checker check(op);
+  const core::SeqLengthsCheck lengths{check, in[n]};  // seq_lengths follows the n inputs
   check.scalar("seq_len_max", in[0]);
   check.rank("x", in[1], 3);
   check.rank("h_prev", in[2], 2);
@@ -34,6 +35,7 @@ BlockGRUDims check_block_gru(const char* op, std::span<const TensorView> in, int
   check.rank("b_ru", in[5], 1);
   check.rank("b_c", in[6], 1);
   for (int k = kFwdInputs; k < n; ++k) check.rank(kNames[k], in[k], 3);
+  lengths.rank();
   const std::int64_t T = in[1].shape[0], B = in[1].shape[1], I = in[1].shape[2];
   const std::int64_t H = in[2].shape[1];
   const std::int64_t K = core::checked_add(op, "input_size + cell_size (rows of w_ru)", I, H);
@@ -48,13 +50,16 @@ BlockGRUDims check_block_gru(const char* op, std::span<const TensorView> in, int
   for (int k = kFwdInputs; k < n; ++k) {
     check.shape(kNames[k], in[k], {T, B, H}, "time_len, batch_size, cell_size");
   }
+  lengths.shape(B);
   check.int64("seq_len_max", in[0]);
+  lengths.dtype();
   *dtype = check.same_float_dtype(std::span(kNames).subspan(1, n - 1), in.subspan(1, n - 1));
   const std::int64_t S = core::read_int64_scalar(in[0]);
   if (S < 0 || S > T) {
     check.fail("seq_len_max must be between 0 and " + std::to_string(T) + " (time_len of x), got " +
                std::to_string(S));
   }
+  lengths.values(T);
   return {T, B, I, H, S};
 }
 
@@ -76,8 +81,12 @@ OutputSpec infer_grad(std::span<const TensorView> in, const core::Attrs&) {
 
 // Inputs are validated by infer before compute runs.
 BlockGRUDims dims_of(std::span<const TensorView> in) {
-  return {in[1].shape[0], in[1].shape[1], in[1].shape[2], in[2].shape[1],
-          core::read_int64_scalar(in[0])};
+  return {in[1].shape[0],
+          in[1].shape[1],
+          in[1].shape[2],
+          in[2].shape[1],
+          core::read_int64_scalar(in[0]),
+          core::effective_lengths(in.back(), core::read_int64_scalar(in[0]))};
 }
 
 void compute_fwd(std::span<const TensorView> in, const core::Attrs&,
@@ -113,14 +122,17 @@ void compute_grad(std::span<const TensorView> in, const core::Attrs&,
 
 namespace core {
 void register_block_gru_ops() {
-  const std::vector<std::string> names(kNames.begin(), kNames.end());
-  register_op({{"BlockGRU", {names.begin(), names.begin() + kFwdInputs}, {}, {"r", "u", "c", "h"}},
-               infer_fwd,
-               compute_fwd});
+  // seq_lengths, blockrnn's optional last input, follows the TensorFlow-style inputs.
+  std::vector<std::string> names(kNames.begin(), kNames.end());
+  std::vector<std::string> fwd_names(kNames.begin(), kNames.begin() + kFwdInputs);
+  names.push_back("seq_lengths");
+  fwd_names.push_back("seq_lengths");
+  register_op({{"BlockGRU", fwd_names, {}, {"r", "u", "c", "h"}, 1}, infer_fwd, compute_fwd});
   register_op({{"BlockGRUGrad",
                 names,
                 {},
-                {"x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_grad"}},
+                {"x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_grad"},
+                1},
                infer_grad,
                compute_grad});
 }
@@ -129,7 +141,7 @@ void register_block_gru_ops() {
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out) {
   const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView ins[] = {
-      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c, in.seq_lengths};
   const MutableTensorView outs[] = {out.r, out.u, out.c, out.h};
   run_op("BlockGRU", ins, {}, outs);
 }
@@ -137,7 +149,7 @@ void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out) {
 BlockGRUResult block_gru(const BlockGRUInputs& in) {
   const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView ins[] = {
-      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c, in.seq_lengths};
   std::vector<Tensor> t = run_op("BlockGRU", ins);
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3])};
 }
@@ -155,7 +167,8 @@ void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out
                             in.u,
                             in.c,
                             in.h,
-                            in.h_grad};
+                            in.h_grad,
+                            in.seq_lengths};
   const MutableTensorView outs[] = {out.x_grad,   out.h_prev_grad, out.w_ru_grad,
                                     out.w_c_grad, out.b_ru_grad,   out.b_c_grad};
   run_op("BlockGRUGrad", ins, {}, outs);
@@ -174,7 +187,8 @@ BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in) {
                             in.u,
                             in.c,
                             in.h,
-                            in.h_grad};
+                            in.h_grad,
+                            in.seq_lengths};
   std::vector<Tensor> t = run_op("BlockGRUGrad", ins);
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]),
           std::move(t[3]), std::move(t[4]), std::move(t[5])};

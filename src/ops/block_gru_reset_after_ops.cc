@@ -27,6 +27,7 @@ constexpr int kGradInputs = 13;
 BlockGRUDims check_block_gru_ra(const char* op, std::span<const TensorView> in, int n,
                                 DType* dtype) {
   const Checker check(op);
+  const core::SeqLengthsCheck lengths{check, in[n]};  // seq_lengths follows the n inputs
   check.scalar("seq_len_max", in[0]);
   check.rank("x", in[1], 3);
   check.rank("h_prev", in[2], 2);
@@ -35,6 +36,7 @@ BlockGRUDims check_block_gru_ra(const char* op, std::span<const TensorView> in, 
   check.rank("b_i", in[5], 1);
   check.rank("b_h", in[6], 1);
   for (int k = kFwdInputs; k < n; ++k) check.rank(kNames[k], in[k], 3);
+  lengths.rank();
   const std::int64_t T = in[1].shape[0], B = in[1].shape[1], I = in[1].shape[2];
   const std::int64_t H = in[2].shape[1];
   const std::int64_t H3 = core::checked_mul(op, "3 * cell_size (h_prev's last dimension)", 3, H);
@@ -46,13 +48,16 @@ BlockGRUDims check_block_gru_ra(const char* op, std::span<const TensorView> in, 
   for (int k = kFwdInputs; k < n; ++k) {
     check.shape(kNames[k], in[k], {T, B, H}, "time_len, batch_size, cell_size");
   }
+  lengths.shape(B);
   check.int64("seq_len_max", in[0]);
+  lengths.dtype();
   *dtype = check.same_float_dtype(std::span(kNames).subspan(1, n - 1), in.subspan(1, n - 1));
   const std::int64_t S = core::read_int64_scalar(in[0]);
   if (S < 0 || S > T) {
     check.fail("seq_len_max must be between 0 and " + std::to_string(T) + " (time_len of x), got " +
                std::to_string(S));
   }
+  lengths.values(T);
   return {T, B, I, H, S};
 }
 
@@ -73,8 +78,12 @@ OutputSpec infer_grad(std::span<const TensorView> in, const core::Attrs&) {
 
 // Inputs are validated by infer before compute runs.
 BlockGRUDims dims_of(std::span<const TensorView> in) {
-  return {in[1].shape[0], in[1].shape[1], in[1].shape[2], in[2].shape[1],
-          core::read_int64_scalar(in[0])};
+  return {in[1].shape[0],
+          in[1].shape[1],
+          in[1].shape[2],
+          in[2].shape[1],
+          core::read_int64_scalar(in[0]),
+          core::effective_lengths(in.back(), core::read_int64_scalar(in[0]))};
 }
 
 void compute_fwd(std::span<const TensorView> in, const core::Attrs&,
@@ -110,27 +119,36 @@ void compute_grad(std::span<const TensorView> in, const core::Attrs&,
 
 namespace core {
 void register_block_gru_reset_after_ops() {
-  const std::vector<std::string> names(kNames.begin(), kNames.end());
-  register_op({{"BlockGRUResetAfter",
-                {names.begin(), names.begin() + kFwdInputs},
-                {},
-                {"r", "u", "n", "hn", "h"}},
+  // seq_lengths, blockrnn's optional last input, follows the TensorFlow-style inputs.
+  std::vector<std::string> names(kNames.begin(), kNames.end());
+  std::vector<std::string> fwd_names(kNames.begin(), kNames.begin() + kFwdInputs);
+  names.push_back("seq_lengths");
+  fwd_names.push_back("seq_lengths");
+  register_op({{"BlockGRUResetAfter", fwd_names, {}, {"r", "u", "n", "hn", "h"}, 1},
                infer_fwd,
                compute_fwd});
   register_op({{"BlockGRUResetAfterGrad",
                 names,
                 {},
-                {"x_grad", "h_prev_grad", "w_i_grad", "w_h_grad", "b_i_grad", "b_h_grad"}},
+                {"x_grad", "h_prev_grad", "w_i_grad", "w_h_grad", "b_i_grad", "b_h_grad"},
+                1},
                infer_grad,
                compute_grad});
 }
 }  // namespace core
 
 namespace {
-std::array<TensorView, 7> fwd_views(const BlockGRUResetAfterInputs& in) {
-  return {TensorView(&in.seq_len_max, Shape{}), in.x, in.h_prev, in.w_i, in.w_h, in.b_i, in.b_h};
+std::array<TensorView, 8> fwd_views(const BlockGRUResetAfterInputs& in) {
+  return {TensorView(&in.seq_len_max, Shape{}),
+          in.x,
+          in.h_prev,
+          in.w_i,
+          in.w_h,
+          in.b_i,
+          in.b_h,
+          in.seq_lengths};
 }
-std::array<TensorView, 13> grad_views(const BlockGRUResetAfterGradInputs& in) {
+std::array<TensorView, 14> grad_views(const BlockGRUResetAfterGradInputs& in) {
   return {TensorView(&in.seq_len_max, Shape{}),
           in.x,
           in.h_prev,
@@ -143,33 +161,34 @@ std::array<TensorView, 13> grad_views(const BlockGRUResetAfterGradInputs& in) {
           in.n,
           in.hn,
           in.h,
-          in.h_grad};
+          in.h_grad,
+          in.seq_lengths};
 }
 }  // namespace
 
 void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
                            const BlockGRUResetAfterOutputs& out) {
-  const std::array<TensorView, 7> ins = fwd_views(in);
+  const std::array<TensorView, 8> ins = fwd_views(in);
   const MutableTensorView outs[] = {out.r, out.u, out.n, out.hn, out.h};
   run_op("BlockGRUResetAfter", ins, {}, outs);
 }
 
 BlockGRUResetAfterResult block_gru_reset_after(const BlockGRUResetAfterInputs& in) {
-  const std::array<TensorView, 7> ins = fwd_views(in);
+  const std::array<TensorView, 8> ins = fwd_views(in);
   std::vector<Tensor> t = run_op("BlockGRUResetAfter", ins);
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3]), std::move(t[4])};
 }
 
 void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
                                 const BlockGRUResetAfterGradOutputs& out) {
-  const std::array<TensorView, 13> ins = grad_views(in);
+  const std::array<TensorView, 14> ins = grad_views(in);
   const MutableTensorView outs[] = {out.x_grad,   out.h_prev_grad, out.w_i_grad,
                                     out.w_h_grad, out.b_i_grad,    out.b_h_grad};
   run_op("BlockGRUResetAfterGrad", ins, {}, outs);
 }
 
 BlockGRUResetAfterGradResult block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in) {
-  const std::array<TensorView, 13> ins = grad_views(in);
+  const std::array<TensorView, 14> ins = grad_views(in);
   std::vector<Tensor> t = run_op("BlockGRUResetAfterGrad", ins);
   return {std::move(t[0]), std::move(t[1]), std::move(t[2]),
           std::move(t[3]), std::move(t[4]), std::move(t[5])};

@@ -38,6 +38,7 @@ BlockLSTMDims check_block_lstm(const char* op, std::span<const TensorView> in, b
                                DType* dtype) {
   const Checker check(op);
   const int n = grad ? kGradInputs : kFwdInputs;
+  const core::SeqLengthsCheck lengths{check, in[n]};
   check.scalar("seq_len_max", in[0]);
   check.rank("x", in[1], 3);
   check.rank("cs_prev", in[2], 2);
@@ -45,6 +46,7 @@ BlockLSTMDims check_block_lstm(const char* op, std::span<const TensorView> in, b
   check.rank("w", in[4], 2);
   for (int k = 5; k < 9; ++k) check.rank(kNames[k], in[k], 1);
   for (int k = kFwdInputs; k < n; ++k) check.rank(kNames[k], in[k], 3);
+  lengths.rank();
   const TensorView &x = in[1], &w = in[4];
   const std::int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2];
   std::int64_t H;
@@ -67,13 +69,16 @@ BlockLSTMDims check_block_lstm(const char* op, std::span<const TensorView> in, b
   for (int k = kFwdInputs; k < n; ++k) {
     check.shape(kNames[k], in[k], {T, B, H}, "time_len, batch_size, cell_size");
   }
+  lengths.shape(B);
   check.int64("seq_len_max", in[0]);
+  lengths.dtype();
   *dtype = check.same_float_dtype(std::span(kNames).subspan(1, n - 1), in.subspan(1, n - 1));
   const std::int64_t S = core::read_int64_scalar(in[0]);
   if (S < 0 || S > T) {
     check.fail("seq_len_max must be between 0 and " + std::to_string(T) + " (time_len of x), got " +
                std::to_string(S));
   }
+  lengths.values(T);
   return {T, B, I, H, S};
 }
 
@@ -93,9 +98,15 @@ OutputSpec infer_grad(const char* op, std::span<const TensorView> in) {
   return {dtype, shapes};
 }
 
+// in.back() is seq_lengths (the last input of every op here).
 BlockLSTMDims dims_of(std::span<const TensorView> in) {
-  return {in[1].shape[0], in[1].shape[1], in[1].shape[2], in[3].shape[1],
-          core::read_int64_scalar(in[0])};
+  const std::int64_t S = core::read_int64_scalar(in[0]);
+  return {in[1].shape[0],
+          in[1].shape[1],
+          in[1].shape[2],
+          in[3].shape[1],
+          S,
+          core::effective_lengths(in.back(), S)};
 }
 
 using ops::attr_in_dtype;
@@ -164,7 +175,8 @@ class TypedInputs {
                in.wci,
                in.wcf,
                in.wco,
-               in.b},
+               in.b,
+               in.seq_lengths},
         // The forward ops take H from cs_prev.
         peepholes_(op, use_peephole, dim_or(in.x, 3, 2), dim_or(in.cs_prev, 2, 1), in.w, in.x.dtype,
                    &views_[5], &views_[6], &views_[7]) {}
@@ -187,7 +199,8 @@ class TypedInputs {
                in.co,
                in.h,
                in.cs_grad,
-               in.h_grad},
+               in.h_grad,
+               in.seq_lengths},
         // The grads take H from w.
         peepholes_(op, use_peephole, dim_or(in.x, 3, 2), cell_size_of_w(in.w), in.w, in.x.dtype,
                    &views_[5], &views_[6], &views_[7]) {}
@@ -233,8 +246,11 @@ void run_grad(const char* op, const BlockLSTMGradInputs& in, const BlockLSTMGrad
 
 namespace core {
 void register_block_lstm_ops() {
-  const std::vector<std::string> inputs(kNames.begin(), kNames.begin() + kFwdInputs);
-  const std::vector<std::string> grad_inputs(kNames.begin(), kNames.end());
+  // seq_lengths, blockrnn's optional last input, follows TensorFlow's inputs.
+  std::vector<std::string> inputs(kNames.begin(), kNames.begin() + kFwdInputs);
+  std::vector<std::string> grad_inputs(kNames.begin(), kNames.end());
+  inputs.push_back("seq_lengths");
+  grad_inputs.push_back("seq_lengths");
   const AttrDef peephole{"use_peephole", AttrKind::kBool, true, 0.0};
   const AttrDef peephole_required{"use_peephole", AttrKind::kBool, false, 0.0};
   register_op(
@@ -243,27 +259,28 @@ void register_block_lstm_ops() {
         {{"forget_bias", AttrKind::kFloat, true, 1.0},
          {"cell_clip", AttrKind::kFloat, true, 3.0},
          peephole},
-        kOutputs},
+        kOutputs,
+        1},
        [](std::span<const TensorView> in, const Attrs&) { return infer_fwd("BlockLSTM", in); },
        [](std::span<const TensorView> in, const Attrs& attrs,
           std::span<const MutableTensorView> out) {
          compute_fwd(LSTMLayout::kICFO, in, attrs, out);
        }});
   register_op(
-      {{"BlockLSTMGrad", grad_inputs, {peephole_required}, kGradOutputs},
+      {{"BlockLSTMGrad", grad_inputs, {peephole_required}, kGradOutputs, 1},
        [](std::span<const TensorView> in, const Attrs&) { return infer_grad("BlockLSTMGrad", in); },
        [](std::span<const TensorView> in, const Attrs& attrs,
           std::span<const MutableTensorView> out) {
          compute_grad(LSTMLayout::kICFO, in, attrs, out);
        }});
   register_op(
-      {{"BlockLSTMV2", inputs, {{"cell_clip", AttrKind::kFloat, true, 0.0}, peephole}, kOutputs},
+      {{"BlockLSTMV2", inputs, {{"cell_clip", AttrKind::kFloat, true, 0.0}, peephole}, kOutputs, 1},
        [](std::span<const TensorView> in, const Attrs&) { return infer_fwd("BlockLSTMV2", in); },
        [](std::span<const TensorView> in, const Attrs& attrs,
           std::span<const MutableTensorView> out) {
          compute_fwd(LSTMLayout::kIFCO, in, attrs, out);
        }});
-  register_op({{"BlockLSTMGradV2", grad_inputs, {peephole_required}, kGradOutputs},
+  register_op({{"BlockLSTMGradV2", grad_inputs, {peephole_required}, kGradOutputs, 1},
                [](std::span<const TensorView> in, const Attrs&) {
                  return infer_grad("BlockLSTMGradV2", in);
                },

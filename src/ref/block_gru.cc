@@ -17,11 +17,75 @@
 #include <vector>
 
 #include "ref/gru_cell.h"
+#include "ref/per_example.h"
 
 namespace blockrnn::ref {
 
 template <typename T>
+void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
+template <typename T>
+void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
+
+namespace {
+
+// seq_lengths: each example alone (ref/per_example.h).
+template <typename T>
+void per_example_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+  const std::int64_t I = d.I, H = d.H;
+  for (std::int64_t b = 0; b < d.B; ++b) {
+    const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
+    ExampleSlices<T> s(d.T, d.B, b);
+    BlockGRUFwdArgs<T> e = a;
+    e.x = s.in(a.x, I, steps);
+    e.h_prev = a.h_prev + b * H;
+    e.r = s.out(a.r, H);
+    e.u = s.out(a.u, H);
+    e.c = s.out(a.c, H);
+    e.h = s.out(a.h, H);
+    block_gru_fwd<T>({d.T, 1, I, H, steps}, e);
+    s.finish();
+  }
+}
+
+template <typename T>
+void per_example_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+  const std::int64_t I = d.I, H = d.H, K = I + H;
+  std::fill(a.w_ru_grad, a.w_ru_grad + K * 2 * H, T(0));
+  std::fill(a.w_c_grad, a.w_c_grad + K * H, T(0));
+  std::fill(a.b_ru_grad, a.b_ru_grad + 2 * H, T(0));
+  std::fill(a.b_c_grad, a.b_c_grad + H, T(0));
+  std::vector<T> dw_ru(K * 2 * H), dw_c(K * H), db_ru(2 * H), db_c(H);
+  for (std::int64_t b = 0; b < d.B; ++b) {
+    const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
+    ExampleSlices<T> s(d.T, d.B, b);
+    BlockGRUBwdArgs<T> e = a;
+    e.x = s.in(a.x, I, steps);
+    e.h_prev = a.h_prev + b * H;
+    e.r = s.in(a.r, H, steps);
+    e.u = s.in(a.u, H, steps);
+    e.c = s.in(a.c, H, steps);
+    e.h = s.in(a.h, H, steps);
+    e.h_grad = s.in(a.h_grad, H, steps);
+    e.x_grad = s.out(a.x_grad, I);
+    e.h_prev_grad = a.h_prev_grad + b * H;
+    e.w_ru_grad = dw_ru.data();
+    e.w_c_grad = dw_c.data();
+    e.b_ru_grad = db_ru.data();
+    e.b_c_grad = db_c.data();
+    block_gru_bwd<T>({d.T, 1, I, H, steps}, e);
+    s.finish();
+    add_into(a.w_ru_grad, dw_ru);
+    add_into(a.w_c_grad, dw_c);
+    add_into(a.b_ru_grad, db_ru);
+    add_into(a.b_c_grad, db_c);
+  }
+}
+
+}  // namespace
+
+template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return per_example_fwd(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   core::StepPoll poll;
   for (std::int64_t t = 0; t < S; ++t) {
@@ -37,6 +101,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return per_example_bwd(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   std::fill(a.x_grad, a.x_grad + d.T * B * I, T(0));
   std::fill(a.w_ru_grad, a.w_ru_grad + K * 2 * H, T(0));

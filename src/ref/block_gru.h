@@ -16,7 +16,16 @@ namespace blockrnn {
 struct BlockGRUDims {
   std::int64_t T, B, I, H;
   std::int64_t seq_len_max;  // S, in [0, T]
+  // seq_lengths [B] (blockrnn's extension): example b runs steps t < min(L_b, S) only; its
+  // outputs past that are zero and its gradients there are ignored. nullptr: every example
+  // runs S steps (the ops pass nullptr whenever no L_b < S).
+  const std::int64_t* lengths = nullptr;
 };
+
+// Steps example b runs: min(L_b, S), or S without lengths.
+inline std::int64_t steps_of(const std::int64_t* lengths, std::int64_t S, std::int64_t b) {
+  return lengths == nullptr ? S : (lengths[b] < S ? lengths[b] : S);
+}
 
 template <typename T>
 struct BlockGRUFwdArgs {

@@ -15,12 +15,78 @@
 
 #include "core/activations.h"
 #include "core/cancel.h"
+#include "ref/per_example.h"
 #include "ref/ref_linalg.h"
 
 namespace blockrnn::ref {
 
 template <typename T>
+void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
+template <typename T>
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
+
+namespace {
+
+// seq_lengths: each example alone (ref/per_example.h).
+template <typename T>
+void per_example_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+  const std::int64_t I = d.I, H = d.H;
+  for (std::int64_t b = 0; b < d.B; ++b) {
+    const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
+    ExampleSlices<T> s(d.T, d.B, b);
+    BlockGRUResetAfterFwdArgs<T> e = a;
+    e.x = s.in(a.x, I, steps);
+    e.h_prev = a.h_prev + b * H;
+    e.r = s.out(a.r, H);
+    e.u = s.out(a.u, H);
+    e.n = s.out(a.n, H);
+    e.hn = s.out(a.hn, H);
+    e.h = s.out(a.h, H);
+    block_gru_reset_after_fwd<T>({d.T, 1, I, H, steps}, e);
+    s.finish();
+  }
+}
+
+template <typename T>
+void per_example_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+  const std::int64_t I = d.I, H = d.H;
+  std::fill(a.w_i_grad, a.w_i_grad + I * 3 * H, T(0));
+  std::fill(a.w_h_grad, a.w_h_grad + H * 3 * H, T(0));
+  std::fill(a.b_i_grad, a.b_i_grad + 3 * H, T(0));
+  std::fill(a.b_h_grad, a.b_h_grad + 3 * H, T(0));
+  std::vector<T> dw_i(I * 3 * H), dw_h(H * 3 * H), db_i(3 * H), db_h(3 * H);
+  for (std::int64_t b = 0; b < d.B; ++b) {
+    const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
+    ExampleSlices<T> s(d.T, d.B, b);
+    BlockGRUResetAfterBwdArgs<T> e = a;
+    e.x = s.in(a.x, I, steps);
+    e.h_prev = a.h_prev + b * H;
+    e.r = s.in(a.r, H, steps);
+    e.u = s.in(a.u, H, steps);
+    e.n = s.in(a.n, H, steps);
+    e.hn = s.in(a.hn, H, steps);
+    e.h = s.in(a.h, H, steps);
+    e.h_grad = s.in(a.h_grad, H, steps);
+    e.x_grad = s.out(a.x_grad, I);
+    e.h_prev_grad = a.h_prev_grad + b * H;
+    e.w_i_grad = dw_i.data();
+    e.w_h_grad = dw_h.data();
+    e.b_i_grad = db_i.data();
+    e.b_h_grad = db_h.data();
+    block_gru_reset_after_bwd<T>({d.T, 1, I, H, steps}, e);
+    s.finish();
+    add_into(a.w_i_grad, dw_i);
+    add_into(a.w_h_grad, dw_h);
+    add_into(a.b_i_grad, db_i);
+    add_into(a.b_h_grad, db_h);
+  }
+}
+
+}  // namespace
+
+template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return per_example_fwd(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   std::vector<T> gi(B * H3), gh(B * H3);
   core::StepPoll poll;
@@ -51,6 +117,7 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
 
 template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return per_example_bwd(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   std::fill(a.x_grad, a.x_grad + d.T * B * I, T(0));
   std::fill(a.w_i_grad, a.w_i_grad + I * H3, T(0));

@@ -14,6 +14,7 @@
 //   cs_prev_grad = carry_cs;  h_prev_grad = carry_h;  x_grad[t ≥ S] = 0
 #include "ref/block_lstm.h"
 #include "core/cancel.h"
+#include "ref/per_example.h"
 
 #include <algorithm>
 #include <vector>
@@ -21,7 +22,81 @@
 namespace blockrnn::ref {
 
 template <typename T>
+void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
+template <typename T>
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
+
+namespace {
+
+// seq_lengths: each example alone (ref/per_example.h).
+template <typename T>
+void per_example_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+  const std::int64_t I = d.I, H = d.H;
+  for (std::int64_t b = 0; b < d.B; ++b) {
+    const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
+    ExampleSlices<T> s(d.T, d.B, b);
+    BlockLSTMFwdArgs<T> e = a;
+    e.x = s.in(a.x, I, steps);
+    e.cs_prev = a.cs_prev + b * H;
+    e.h_prev = a.h_prev + b * H;
+    e.i = s.out(a.i, H);
+    e.cs = s.out(a.cs, H);
+    e.f = s.out(a.f, H);
+    e.o = s.out(a.o, H);
+    e.ci = s.out(a.ci, H);
+    e.co = s.out(a.co, H);
+    e.h = s.out(a.h, H);
+    block_lstm_fwd<T>({d.T, 1, I, H, steps}, e);
+    s.finish();
+  }
+}
+
+template <typename T>
+void per_example_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+  const std::int64_t I = d.I, H = d.H, K = I + H, G = 4 * H;
+  std::fill(a.w_grad, a.w_grad + K * G, T(0));
+  std::fill(a.b_grad, a.b_grad + G, T(0));
+  for (T* p : {a.wci_grad, a.wcf_grad, a.wco_grad}) std::fill(p, p + H, T(0));
+  std::vector<T> dw(K * G), db(G), dwci(H), dwcf(H), dwco(H);
+  for (std::int64_t b = 0; b < d.B; ++b) {
+    const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
+    ExampleSlices<T> s(d.T, d.B, b);
+    BlockLSTMBwdArgs<T> e = a;
+    e.x = s.in(a.x, I, steps);
+    e.cs_prev = a.cs_prev + b * H;
+    e.h_prev = a.h_prev + b * H;
+    e.i = s.in(a.i, H, steps);
+    e.cs = s.in(a.cs, H, steps);
+    e.f = s.in(a.f, H, steps);
+    e.o = s.in(a.o, H, steps);
+    e.ci = s.in(a.ci, H, steps);
+    e.co = s.in(a.co, H, steps);
+    e.h = s.in(a.h, H, steps);
+    e.cs_grad = s.in(a.cs_grad, H, steps);
+    e.h_grad = s.in(a.h_grad, H, steps);
+    e.x_grad = s.out(a.x_grad, I);
+    e.cs_prev_grad = a.cs_prev_grad + b * H;
+    e.h_prev_grad = a.h_prev_grad + b * H;
+    e.w_grad = dw.data();
+    e.b_grad = db.data();
+    e.wci_grad = dwci.data();
+    e.wcf_grad = dwcf.data();
+    e.wco_grad = dwco.data();
+    block_lstm_bwd<T>({d.T, 1, I, H, steps}, e);
+    s.finish();
+    add_into(a.w_grad, dw);
+    add_into(a.b_grad, db);
+    add_into(a.wci_grad, dwci);
+    add_into(a.wcf_grad, dwcf);
+    add_into(a.wco_grad, dwco);
+  }
+}
+
+}  // namespace
+
+template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+  if (d.lengths != nullptr) return per_example_fwd(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   core::StepPoll poll;
   for (std::int64_t t = 0; t < S; ++t) {
@@ -55,6 +130,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
 
 template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+  if (d.lengths != nullptr) return per_example_bwd(d, a);
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
   std::fill(a.x_grad, a.x_grad + d.T * B * I, T(0));
   std::fill(a.w_grad, a.w_grad + K * G, T(0));

@@ -21,7 +21,10 @@ struct OpCall {
 inline OpCall make_call(const OpDef& def, std::mt19937_64& rng, std::int64_t T, std::int64_t B,
                         std::int64_t I, std::int64_t H, DType dtype = DType::kFloat32) {
   OpCall c{def.name, {}, {}};
-  for (const std::string& name : def.inputs) {
+  // The optional trailing inputs (seq_lengths) are omitted: the op's TensorFlow behaviour.
+  const std::size_t required = def.inputs.size() - std::size_t(def.num_optional_inputs);
+  for (std::size_t k = 0; k < required; ++k) {
+    const std::string& name = def.inputs[k];
     if (name == "seq_len_max") {
       c.inputs.push_back(scalar_int64(T));
     } else {

@@ -18,6 +18,7 @@ inline Shape input_shape(const std::string& op, const std::string& name, std::in
   const bool seq = is_sequence_op(op);
   const std::int64_t K = I + H;
   if (name == "seq_len_max") return Shape{};
+  if (name == "seq_lengths") return Shape{B};  // the sequence ops' optional lengths (int64)
   if (name == "x") return seq ? Shape{T, B, I} : Shape{B, I};
   if (name == "cs_prev" || name == "h_prev") return Shape{B, H};
   if (name == "w") return Shape{K, 4 * H};

@@ -12,10 +12,7 @@
 namespace blockrnn {
 namespace {
 
-using testing::all_close;
-using testing::expect_invalid;
-using testing::poisoned;
-using testing::random_tensor;
+using namespace testing;  // test_util.h
 
 struct LSTMCase {
   Tensor x, cs_prev, h_prev, w, wci, wcf, wco, b;
@@ -61,116 +58,6 @@ auto in_mode(bool reference, Fn&& fn) {
   return fn();
 }
 
-TEST(LSTMBlockCell, FastMatchesReference) {
-  const std::array<std::int64_t, 8> sizes = {1, 2, 7, 8, 9, 16, 17, 33};
-  for (std::uint64_t seed = 0; seed < 24; ++seed) {
-    std::mt19937_64 rng(seed);
-    const std::int64_t B = sizes[rng() % 8], I = sizes[rng() % 8], H = sizes[rng() % 8];
-    const AttrCase& ac = kAttrCases[seed % kAttrCases.size()];
-    SCOPED_TRACE("seed " + std::to_string(seed) + " B=" + std::to_string(B) +
-                 " I=" + std::to_string(I) + " H=" + std::to_string(H) + " " + ac.name);
-    for (DType dt : {DType::kFloat32, DType::kFloat64}) {
-      const LSTMCase c(dt, B, I, H, rng, ac.cs_scale);
-      const auto ref = in_mode(true, [&] { return lstm_block_cell(c.inputs(), ac.attrs); });
-      const auto fast = in_mode(false, [&] { return lstm_block_cell(c.inputs(), ac.attrs); });
-      // Different GEMM accumulation orders: a few ulp times sqrt(I+H).
-      const double tol = dt == DType::kFloat32 ? 1e-5 : 1e-13;
-      EXPECT_TRUE(all_close(fast.i, ref.i, tol, tol));
-      EXPECT_TRUE(all_close(fast.cs, ref.cs, tol, tol));
-      EXPECT_TRUE(all_close(fast.f, ref.f, tol, tol));
-      EXPECT_TRUE(all_close(fast.o, ref.o, tol, tol));
-      EXPECT_TRUE(all_close(fast.ci, ref.ci, tol, tol));
-      EXPECT_TRUE(all_close(fast.co, ref.co, tol, tol));
-      EXPECT_TRUE(all_close(fast.h, ref.h, tol, tol));
-
-      const Tensor cs_grad = random_tensor(dt, {B, H}, rng),
-                   h_grad = random_tensor(dt, {B, H}, rng);
-      const LSTMBlockCellGradInputs gi = c.grad_inputs(ref, cs_grad, h_grad);
-      const bool peep = ac.attrs.use_peephole;
-      const auto kr = in_mode(true, [&] { return lstm_block_cell_grad(gi, peep); });
-      const auto kf = in_mode(false, [&] { return lstm_block_cell_grad(gi, peep); });
-      // Element-wise only (no GEMM): the same operations in the same order.
-      EXPECT_TRUE(all_close(kf.cs_prev_grad, kr.cs_prev_grad, 0, 0));
-      EXPECT_TRUE(all_close(kf.dicfo, kr.dicfo, 0, 0));
-      // Batch sums: same order in both, but the compiler may vectorise differently.
-      EXPECT_TRUE(all_close(kf.wci_grad, kr.wci_grad, tol, tol));
-      EXPECT_TRUE(all_close(kf.wcf_grad, kr.wcf_grad, tol, tol));
-      EXPECT_TRUE(all_close(kf.wco_grad, kr.wco_grad, tol, tol));
-
-      const auto gr = in_mode(true, [&] { return lstm_block_cell_backward(gi, ac.attrs); });
-      const auto gf = in_mode(false, [&] { return lstm_block_cell_backward(gi, ac.attrs); });
-      for (auto [a, r] : {std::pair{&gf.x, &gr.x},
-                          {&gf.cs_prev, &gr.cs_prev},
-                          {&gf.h_prev, &gr.h_prev},
-                          {&gf.w, &gr.w},
-                          {&gf.wci, &gr.wci},
-                          {&gf.wcf, &gr.wcf},
-                          {&gf.wco, &gr.wco},
-                          {&gf.b, &gr.b}}) {
-        EXPECT_TRUE(all_close(*a, *r, tol, tol));
-      }
-      // The full backward's cs_prev and peephole gradients are the kernel's.
-      EXPECT_TRUE(all_close(gf.cs_prev, kf.cs_prev_grad, 0, 0));
-      EXPECT_TRUE(all_close(gf.wci, kf.wci_grad, 0, 0));
-      if (!peep) {
-        for (const Tensor* t : {&kf.wci_grad, &kf.wcf_grad, &kf.wco_grad, &gr.wco}) {
-          for (std::int64_t e = 0; e < t->num_elements(); ++e) EXPECT_EQ(testing::get(*t, e), 0);
-        }
-      }
-    }
-  }
-}
-
-TEST(LSTMBlockCell, WritesEveryOutputElementIntoCallerMemory) {
-  std::mt19937_64 rng(7);
-  const DType f32 = DType::kFloat32;
-  const std::int64_t B = 3, I = 5, H = 4;
-  for (bool peep : {false, true}) {
-    const LSTMCase c(f32, B, I, H, rng);
-    const LSTMBlockCellAttrs attrs{1.0, 3.0, peep};
-    std::array<Tensor, 7> o;
-    for (Tensor& t : o) t = poisoned(f32, {B, H});
-    lstm_block_cell(
-        c.inputs(),
-        {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(), o[3].mutable_view(),
-         o[4].mutable_view(), o[5].mutable_view(), o[6].mutable_view()},
-        attrs);
-    const LSTMBlockCellResult want = lstm_block_cell(c.inputs(), attrs);
-    const Tensor* w[] = {&want.i, &want.cs, &want.f, &want.o, &want.ci, &want.co, &want.h};
-    for (int k = 0; k < 7; ++k) EXPECT_TRUE(all_close(o[k], *w[k], 0, 0)) << k;
-
-    const Tensor cs_grad = random_tensor(f32, {B, H}, rng),
-                 h_grad = random_tensor(f32, {B, H}, rng);
-    const LSTMBlockCellGradInputs gi = c.grad_inputs(want, cs_grad, h_grad);
-    Tensor cpg = poisoned(f32, {B, H}), dicfo = poisoned(f32, {B, 4 * H}), wci = poisoned(f32, {H}),
-           wcf = poisoned(f32, {H}), wco = poisoned(f32, {H});
-    lstm_block_cell_grad(gi,
-                         {cpg.mutable_view(), dicfo.mutable_view(), wci.mutable_view(),
-                          wcf.mutable_view(), wco.mutable_view()},
-                         peep);
-    const LSTMBlockCellGradResult kg = lstm_block_cell_grad(gi, peep);
-    EXPECT_TRUE(all_close(cpg, kg.cs_prev_grad, 0, 0));
-    EXPECT_TRUE(all_close(dicfo, kg.dicfo, 0, 0));
-    EXPECT_TRUE(all_close(wci, kg.wci_grad, 0, 0));
-    EXPECT_TRUE(all_close(wcf, kg.wcf_grad, 0, 0));
-    EXPECT_TRUE(all_close(wco, kg.wco_grad, 0, 0));
-
-    std::array<Tensor, 8> g = {poisoned(f32, {B, I}), poisoned(f32, {B, H}),
-                               poisoned(f32, {B, H}), poisoned(f32, {I + H, 4 * H}),
-                               poisoned(f32, {H}),    poisoned(f32, {H}),
-                               poisoned(f32, {H}),    poisoned(f32, {4 * H})};
-    lstm_block_cell_backward(
-        gi,
-        {g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(), g[3].mutable_view(),
-         g[4].mutable_view(), g[5].mutable_view(), g[6].mutable_view(), g[7].mutable_view()},
-        attrs);
-    const LSTMBlockCellBackwardResult full = lstm_block_cell_backward(gi, attrs);
-    const Tensor* fw[] = {&full.x,   &full.cs_prev, &full.h_prev, &full.w,
-                          &full.wci, &full.wcf,     &full.wco,    &full.b};
-    for (int k = 0; k < 8; ++k) EXPECT_TRUE(all_close(g[k], *fw[k], 0, 0)) << k;
-  }
-}
-
 // SPEC §9.5: TensorFlow's golden values. Two stacked LSTMBlockCell layers of size 2, every
 // weight 0.5, bias 0, x = [[1, 1]], every state 0.1, forget_bias 1, no clip, no peepholes.
 TEST(LSTMBlockCell, TensorFlowGoldenTwoLayerValues) {
@@ -195,54 +82,6 @@ TEST(LSTMBlockCell, TensorFlowGoldenTwoLayerValues) {
         EXPECT_NEAR(testing::get(l1.h, e), 0.44848421, 2e-7);
         EXPECT_NEAR(testing::get(l2.cs, e), 0.39897051, 2e-7);
         EXPECT_NEAR(testing::get(l2.h, e), 0.24024698, 2e-7);
-      }
-    }
-  }
-}
-
-// L = Σ cs_grad⊙cs + Σ h_grad⊙h with random upstream gradients; every analytic gradient of
-// gradients.LSTMBlockCell against central differences in float64 (SPEC A7: 1e-6 relative), the
-// clip inactive (disabled, or a bound |cs| never reaches).
-TEST(LSTMBlockCell, GradientsMatchFiniteDifferences) {
-  const std::array<LSTMBlockCellAttrs, 3> attr_cases = {
-      {{1.0, -1.0, true}, {0.3, 100.0, false}, {1.0, 0.0, true}}};
-  for (bool reference : {false, true}) {
-    testing::ReferenceMode mode(reference);
-    for (const LSTMBlockCellAttrs& attrs : attr_cases) {
-      std::mt19937_64 rng(2024);
-      const std::int64_t B = 3, I = 4, H = 5;
-      LSTMCase c(DType::kFloat64, B, I, H, rng, 1.5);
-      const Tensor cs_grad = random_tensor(DType::kFloat64, {B, H}, rng),
-                   h_grad = random_tensor(DType::kFloat64, {B, H}, rng);
-      const LSTMBlockCellResult fwd = lstm_block_cell(c.inputs(), attrs);
-      const LSTMBlockCellBackwardResult g =
-          lstm_block_cell_backward(c.grad_inputs(fwd, cs_grad, h_grad), attrs);
-      auto loss = [&] {
-        const LSTMBlockCellResult f = lstm_block_cell(c.inputs(), attrs);
-        double l = 0;
-        for (std::int64_t e = 0; e < B * H; ++e) {
-          l += cs_grad.data_as<double>()[e] * f.cs.data_as<double>()[e] +
-               h_grad.data_as<double>()[e] * f.h.data_as<double>()[e];
-        }
-        return l;
-      };
-      const std::array<std::pair<Tensor*, const Tensor*>, 8> pairs = {{{&c.x, &g.x},
-                                                                       {&c.cs_prev, &g.cs_prev},
-                                                                       {&c.h_prev, &g.h_prev},
-                                                                       {&c.w, &g.w},
-                                                                       {&c.wci, &g.wci},
-                                                                       {&c.wcf, &g.wcf},
-                                                                       {&c.wco, &g.wco},
-                                                                       {&c.b, &g.b}}};
-      const char* names[] = {"x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"};
-      for (int k = 0; k < 8; ++k) {
-        const testing::FiniteDifference fd =
-            testing::finite_difference(*pairs[k].first, *pairs[k].second, loss);
-        EXPECT_TRUE(fd.within(1e-6))
-            << "max |numeric - analytic| " << fd.max_err << " " << names[k]
-            << " reference=" << reference << " peephole=" << attrs.use_peephole
-            << " cell_clip=" << attrs.cell_clip;
-        if (!attrs.use_peephole && (k >= 4 && k <= 6)) EXPECT_EQ(fd.max_ref, 0.0) << names[k];
       }
     }
   }
@@ -504,103 +343,6 @@ TEST(LSTMBlockCell, ClipAndNaN) {
     for (std::int64_t e = 1; e < 8; ++e) exceeds |= std::abs(off.cs.data_as<float>()[e]) > 0.5f;
     EXPECT_TRUE(exceeds);
   }
-}
-
-TEST(LSTMBlockCell, EmptyShapes) {
-  std::mt19937_64 rng(1);
-  const DType f32 = DType::kFloat32;
-  // I = 0 runs on h_prev alone.
-  const LSTMCase c(f32, 2, 0, 4, rng);
-  const LSTMBlockCellResult f = lstm_block_cell(c.inputs());
-  EXPECT_TRUE(std::isfinite(f.h.data_as<float>()[0]));
-  const Tensor g = random_tensor(f32, {2, 4}, rng);
-  const LSTMBlockCellBackwardResult full = lstm_block_cell_backward(c.grad_inputs(f, g, g));
-  EXPECT_EQ(full.x.shape(), (Shape{2, 0}));
-  EXPECT_EQ(full.w.shape(), (Shape{4, 16}));
-  // The same in float16, where the empty x_grad is staged through an empty (null) buffer: every
-  // other gradient is still computed (regression: they were all left zero).
-  for (bool reference : {false, true}) {
-    testing::ReferenceMode mode(reference);
-    const LSTMCase h(DType::kFloat16, 2, 0, 4, rng);
-    const LSTMBlockCellResult fh = lstm_block_cell(h.inputs());
-    const Tensor gh = random_tensor(DType::kFloat16, {2, 4}, rng);
-    const LSTMBlockCellBackwardResult b16 = lstm_block_cell_backward(h.grad_inputs(fh, gh, gh));
-    const LSTMBlockCellGradResult k16 = lstm_block_cell_grad(h.grad_inputs(fh, gh, gh), false);
-    for (std::int64_t k = 0; k < 16; ++k) {
-      double s = 0;
-      for (std::int64_t n = 0; n < 2; ++n) s += testing::get(k16.dicfo, n * 16 + k);
-      EXPECT_NEAR(testing::get(b16.b, k), s, 1e-3) << k;
-    }
-    double norm = 0;
-    for (std::int64_t e = 0; e < 8; ++e) norm += std::abs(testing::get(b16.h_prev, e));
-    EXPECT_GT(norm, 0.0);
-  }
-  // B = 0 or H = 0: rejected, as in TensorFlow (#58270).
-  for (auto [B, I, H] :
-       std::array<std::array<std::int64_t, 3>, 4>{{{0, 3, 4}, {2, 3, 0}, {0, 0, 0}, {0, 3, 0}}}) {
-    const LSTMCase e(f32, B, I, H, rng);
-    const std::string shape = "[" + std::to_string(B) + ", " + std::to_string(H) + "]";
-    expect_invalid([&] { lstm_block_cell(e.inputs()); },
-                   "LSTMBlockCell: cs_prev is empty, got shape " + shape);
-    const Tensor bh(f32, {B, H});
-    const LSTMBlockCellGradInputs gi{e.x, e.cs_prev, e.h_prev, e.w, e.wci, e.wcf, e.wco, e.b,
-                                     bh,  bh,        bh,       bh,  bh,    bh,    bh,    bh};
-    expect_invalid([&] { lstm_block_cell_grad(gi, false); }, "LSTMBlockCellGrad: cs_prev is empty");
-    expect_invalid([&] { lstm_block_cell_backward(gi); },
-                   "gradients.LSTMBlockCell: cs_prev is empty");
-  }
-}
-
-TEST(LSTMBlockCell, Float16ComputesInFloat32) {
-  std::mt19937_64 rng(5);
-  const LSTMCase h16(DType::kFloat16, 4, 6, 8, rng, 2.0);
-  auto widen = [](const Tensor& t) {
-    Tensor w(DType::kFloat32, t.shape());
-    for (std::int64_t e = 0; e < t.num_elements(); ++e) w.data_as<float>()[e] = testing::get(t, e);
-    return w;
-  };
-  const Tensor x = widen(h16.x), cs = widen(h16.cs_prev), hp = widen(h16.h_prev), w = widen(h16.w),
-               wci = widen(h16.wci), wcf = widen(h16.wcf), wco = widen(h16.wco), b = widen(h16.b);
-  // forget_bias 0.1 and cell_clip 0.7 are not half-representable: the op uses half(0.1) and
-  // half(0.7), as TensorFlow's half kernel does.
-  const LSTMBlockCellAttrs a16{0.1, 0.7, true};
-  const LSTMBlockCellAttrs a32{double(half_to_float(float_to_half(0.1f))),
-                               double(half_to_float(float_to_half(0.7f))), true};
-  const LSTMBlockCellResult got = lstm_block_cell(h16.inputs(), a16);
-  const LSTMBlockCellResult want = lstm_block_cell({x, cs, hp, w, wci, wcf, wco, b}, a32);
-  EXPECT_EQ(got.h.dtype(), DType::kFloat16);
-  // One rounding to half per stored value: within half an ulp of half (2^-11 relative).
-  const Tensor* g[] = {&got.i, &got.cs, &got.f, &got.o, &got.ci, &got.co, &got.h};
-  const Tensor* r[] = {&want.i, &want.cs, &want.f, &want.o, &want.ci, &want.co, &want.h};
-  for (int k = 0; k < 7; ++k) EXPECT_TRUE(all_close(*g[k], *r[k], 1.0 / 2048, 1e-7)) << k;
-  // A clip of 0.7 is active for some elements: cs sits exactly at ±half(0.7).
-  bool at_clip = false;
-  for (std::int64_t e = 0; e < got.cs.num_elements(); ++e) {
-    at_clip |= std::abs(testing::get(got.cs, e)) == double(half_to_float(float_to_half(0.7f)));
-  }
-  EXPECT_TRUE(at_clip);
-  // The backward in half, the same way.
-  const Tensor cs_grad = random_tensor(DType::kFloat16, {4, 8}, rng),
-               h_grad = random_tensor(DType::kFloat16, {4, 8}, rng);
-  const LSTMBlockCellBackwardResult g16 =
-      lstm_block_cell_backward(h16.grad_inputs(got, cs_grad, h_grad), a16);
-  LSTMBlockCellResult got32;
-  got32.i = widen(got.i);
-  got32.cs = widen(got.cs);
-  got32.f = widen(got.f);
-  got32.o = widen(got.o);
-  got32.ci = widen(got.ci);
-  got32.co = widen(got.co);
-  const LSTMBlockCellBackwardResult g32 =
-      lstm_block_cell_backward({x, cs, hp, w, wci, wcf, wco, b, got32.i, got32.cs, got32.f, got32.o,
-                                got32.ci, got32.co, widen(cs_grad), widen(h_grad)},
-                               a32);
-  EXPECT_TRUE(all_close(g16.w, g32.w, 1.0 / 2048, 1e-7));
-  EXPECT_TRUE(all_close(g16.cs_prev, g32.cs_prev, 1.0 / 2048, 1e-7));
-  EXPECT_TRUE(all_close(g16.wco, g32.wco, 1.0 / 2048, 1e-7));
-  // A positive cell_clip that rounds to 0 in half still clips (to ±0), as in TensorFlow.
-  const LSTMBlockCellResult tiny = lstm_block_cell(h16.inputs(), {1.0, 1e-9, false});
-  for (std::int64_t e = 0; e < tiny.cs.num_elements(); ++e) EXPECT_EQ(testing::get(tiny.cs, e), 0);
 }
 
 // The typed API's default (issue 12): without use_peephole the peephole vectors may be omitted

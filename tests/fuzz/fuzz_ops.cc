@@ -239,7 +239,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t input = 0; input < def.inputs.size(); ++input) {
     const std::string& name = def.inputs[input];
     Shape s = blockrnn::testing::input_shape(def.name, name, T, B, Ic, Hc);
-    DType t = name == "seq_len_max" ? DType::kInt64 : base;
+    DType t = name == "seq_len_max" || name == "seq_lengths" ? DType::kInt64 : base;
     const std::uint8_t m = input < kMaxInputs ? mutation[input][0] : 0;
     const std::uint8_t arg = input < kMaxInputs ? mutation[input][1] : 0;
     std::int64_t dims[Shape::kMaxRank] = {};
@@ -314,11 +314,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Tensor t(types[k], shapes[k]);
     if (types[k] == DType::kInt64) {
       for (std::int64_t e = 0; e < n; ++e) {
-        t.data_as<std::int64_t>()[e] = def.inputs[k] == "seq_len_max" ? seq_len_max : e;
+        std::int64_t v = e;
+        if (def.inputs[k] == "seq_len_max") {
+          v = seq_len_max;
+        } else if (def.inputs[k] == "seq_lengths") {
+          // Mostly in [0, T], sometimes T + 1 or -1 (invalid); unsigned: T may be huge.
+          const std::uint64_t span = T >= 0 && T < kI64Max - 2 ? std::uint64_t(T) + 2 : 1;
+          v = static_cast<std::int64_t>((std::uint64_t(e) * 5 + std::uint64_t(seq_len_read)) %
+                                        span);
+          if (e == 0 && (std::uint64_t(seq_len_read) >> 20) % 7 == 0) v = -1;
+        }
+        t.data_as<std::int64_t>()[e] = v;
       }
     }
     views.push_back(t.view());
     storage.push_back(std::move(t));
+  }
+  // The optional trailing input (seq_lengths) is omitted on half of the inputs: an even
+  // second mutation byte (or no byte) leaves it out, the op's TensorFlow behaviour.
+  if (def.num_optional_inputs > 0) {
+    const std::size_t k = def.inputs.size() - 1;
+    // Validation reads every value of seq_lengths, so an unbacked one (huge: a 64-byte dummy)
+    // is left out too: the library may read the [B] values a caller claims to pass.
+    const std::int64_t n = elements_or(shapes[k], -1);
+    if (k >= kMaxInputs || (mutation[k][1] & 1) == 0 || n < 0 || n > kMaxBacked) {
+      views.pop_back();
+    }
   }
   auto fill_values = [&] {
     for (Tensor& t : storage) {

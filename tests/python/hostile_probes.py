@@ -182,6 +182,49 @@ def probes():
                 f"a = kw('{op}', T=3, B=4, I=5, H=6)\nfn('{op}')(**a, {attr}={v})",
                 "InvalidArgumentError", op, attr)
 
+    # --- seq_lengths (blockrnn's optional [B] lengths of the sequence ops): shape, dtype and
+    # every value are checked before anything runs; garbage past the lengths never leaks.
+    for op in SEQ_OPS:
+        for v, expect, shown in [
+                ("np.array([1, 2, 3], np.int64)", "InvalidArgumentError", "[4]"),
+                ("np.zeros((4, 1), np.int64)", "InvalidArgumentError", "rank 1"),
+                ("np.int64(2)", "InvalidArgumentError", "rank 1"),
+                ("np.array([1.0, 2.0, 3.0, 1.0])", "InvalidArgumentError", "float64"),
+                ("np.array([1, 2, np.nan, 1])", "InvalidArgumentError", "float64"),
+                ("np.array([True, False, True, True])", "InvalidArgumentError", "bool"),
+                ("'1234'", "InvalidArgumentError", "seq_lengths"),
+                ("[1, 2, None, 3]", "InvalidArgumentError", "seq_lengths"),
+                ("np.array([1, -1, 2, 3], np.int64)", "InvalidArgumentError", "seq_lengths[1] = -1"),
+                ("np.array([1, 2, 4, 3], np.int32)", "InvalidArgumentError", "seq_lengths[2] = 4"),
+                ("np.array([2**63 - 1, 0, 0, 0], np.int64)", "InvalidArgumentError",
+                 "9223372036854775807"),
+                ("np.array([2**64 - 1, 0, 0, 0], np.uint64)", "InvalidArgumentError",
+                 "18446744073709551615"),
+                ("[3, 0, 2, 1]", "ok", ""),
+                ("np.array([3, 0, 2, 1], np.int32)", "ok", ""),
+                ("np.array([3, 0, 2, 1], '>i8')", "ok", ""),
+                ("np.array([3, 3, 0, 1, 2, 3, 1, 0], np.int64)[::2]", "ok", "")]:
+            code = (f"a = kw('{op}', T=3, B=4, I=5, H=6)\n"
+                    f"out = fn('{op}')(**a, seq_lengths={v})\n")
+            if expect == "ok":
+                code += "assert all(np.isfinite(o).all() for o in out)"
+                add("seq_lengths", f"{op} seq_lengths = {v}", code, "ok")
+            else:
+                add("seq_lengths", f"{op} seq_lengths = {v}", code, expect, op, "seq_lengths",
+                    shown)
+        add("seq_lengths", f"{op} NaN past the lengths does not leak",
+            f"a = kw('{op}', T=3, B=4, I=5, H=6)\n"
+            "L = np.array([3, 0, 2, 1])\n"
+            "clean = fn('" + op + "')(**a, seq_lengths=L)\n"
+            "for k, v in a.items():\n"
+            "    if isinstance(v, np.ndarray) and v.ndim == 3:\n"
+            "        v = v.copy()\n"
+            "        for b in range(4):\n"
+            "            v[L[b]:, b] = np.nan\n"
+            "        a[k] = v\n"
+            "dirty = fn('" + op + "')(**a, seq_lengths=L)\n"
+            "assert all(np.array_equal(p, q) for p, q in zip(clean, dirty))", "ok")
+
     # --- Silent wrong answers: denormal attrs follow TensorFlow (flush to zero).
     for op in ["LSTMBlockCell", "BlockLSTM", "BlockLSTMV2", "gradients.LSTMBlockCell"]:
         add("denormals", f"{op} subnormal cell_clip does not clip (as TensorFlow)",

@@ -162,43 +162,6 @@ def loss_and_grads(inp, attrs, cs_grad, h_grad):
     return float(np.sum(out.cs * cs_grad) + np.sum(out.h * h_grad)), g, out
 
 
-FD_CASES = [
-    ((3, 4, 5), dict(use_peephole=True, cell_clip=-1.0)),
-    ((1, 1, 1), dict(use_peephole=True, cell_clip=0.0, forget_bias=0.3)),
-    ((4, 0, 3), dict(use_peephole=True, cell_clip=50.0)),  # a clip |cs| never reaches
-    ((2, 9, 17), dict(use_peephole=False, cell_clip=-1.0)),
-]
-
-
-@pytest.mark.parametrize("shape,attrs", FD_CASES, ids=[str(c[0]) for c in FD_CASES])
-def test_finite_differences_float64(path, shape, attrs):
-    """L = Σ cs_grad⊙cs + Σ h_grad⊙h; all eight gradients against central differences, the
-    clip inactive (SPEC A7: 1e-6 relative)."""
-    B, I, H = shape
-    rng = np.random.default_rng(sum(shape) + 17)
-    inp = lstm_inputs(rng, B, I, H, cs_scale=1.5, dtype=np.float64)
-    # Random upstream gradients, not all ones.
-    cs_grad, h_grad = rng.uniform(-1, 1, size=(B, H)), rng.uniform(-1, 1, size=(B, H))
-    _, g, _ = loss_and_grads(inp, attrs, cs_grad, h_grad)
-    eps = 1e-6
-    for name in NAMES:
-        p = inp[name]
-        num = np.zeros_like(p)
-        for idx in np.ndindex(p.shape):
-            saved = p[idx]
-            p[idx] = saved + eps
-            lp, _, _ = loss_and_grads(inp, attrs, cs_grad, h_grad)
-            p[idx] = saved - eps
-            lm, _, _ = loss_and_grads(inp, attrs, cs_grad, h_grad)
-            p[idx] = saved
-            num[idx] = (lp - lm) / (2 * eps)
-        ana = getattr(g, name)
-        scale = max(1.0, float(np.max(np.abs(num))) if num.size else 1.0)
-        assert np.max(np.abs(ana - num), initial=0) <= 1e-6 * scale, name
-        if not attrs["use_peephole"] and name.startswith("wc"):
-            assert not np.any(ana) and not np.any(num)
-
-
 def test_clip_is_straight_through(tf, path):
     """With the clip active the backward treats it as the identity, as TensorFlow does (SPEC
     §6.2): where cs is held at ±cell_clip the true derivative is 0, but the gradient flows."""

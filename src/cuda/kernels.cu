@@ -1,0 +1,651 @@
+// The CUDA kernels of every op (docs/cuda.md, "Structure"): TensorFlow's structure, done with
+// fewer launches and no atomics.
+//   forward:  the input projection of all S steps as ONE cuBLAS GEMM ([S·B, I]·w_x), then per
+//             step one recurrent GEMM accumulated into that step's slice (h[t−1]·w_h, beta = 1)
+//             and one fused element-wise kernel; the reset-before GRU has two GEMM + kernel
+//             pairs per step (r⊙h must exist before the candidate's product).
+//   backward: per step t = S−1 … 0 the element-wise kernel(s) and the recurrent GEMM(s) of the
+//             dh (and dcs) chain, storing each step's gate gradients; then x_grad of all steps
+//             and dW as one large GEMM each, and db (and the peephole gradients) as a fixed-order
+//             reduction: one thread per column, summing each step over the batch in increasing
+//             order and the steps in the order t = S−1 … 0, exactly as the CPU reference. No
+//             floating-point atomics anywhere, so results are identical run to run.
+// Cells are one-step sequences (S = T = 1), with the cell kernels' exact gradient inputs.
+// Element-wise arithmetic follows the groupings of src/ref/*.cc (the spec in code) and is
+// compiled with -fmad=false (no FMA contraction). Activations are CUDA's exp/tanh (correctly
+// rounded to within 1–2 ulp), so float results differ from the CPU's libm by a few ulp; the
+// tests state the tolerances. cell_clip clips with std::min/std::max's NaN behaviour (a NaN cs
+// stays NaN), only when cell_clip > 0 (NaN and ≤ 0 disable it).
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "blockrnn/error.h"
+#include "cuda/kernels.h"
+
+namespace blockrnn::cuda::detail {
+
+void check_cuda(const char* op, cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  const ErrorCode code =
+      status == cudaErrorMemoryAllocation ? ErrorCode::kResourceExhausted : ErrorCode::kInternal;
+  throw Error(code, std::string(op) + " (CUDA): " + what + " failed: " + cudaGetErrorName(status) +
+                        " (" + cudaGetErrorString(status) + ")");
+}
+
+void check_blas(const char* op, cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const ErrorCode code =
+      status == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::kResourceExhausted : ErrorCode::kInternal;
+  throw Error(code, std::string(op) + " (CUDA): " + what + " failed: " +
+                        cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")");
+}
+
+Workspace::Workspace(const Ctx& ctx, std::size_t bytes) : ctx_(ctx) {
+  if (bytes == 0) return;
+  check_cuda(ctx.op, cudaMallocAsync(&ptr_, bytes, ctx.stream), "cudaMallocAsync (workspace)");
+}
+
+Workspace::~Workspace() {
+  if (ptr_ != nullptr) cudaFreeAsync(ptr_, ctx_.stream);  // stream-ordered; errors surface later
+}
+
+namespace {
+
+using i64 = std::int64_t;
+
+// ---- launch helpers ---------------------------------------------------------------------------
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(i64 n) {
+  const i64 blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::min<i64>(std::max<i64>(blocks, 1), 1 << 20));
+}
+
+#define BLOCKRNN_GRID_STRIDE(e, n)                                  \
+  for (i64 e = i64(blockIdx.x) * blockDim.x + threadIdx.x; e < (n); \
+       e += i64(gridDim.x) * blockDim.x)
+
+void check_launch(const Ctx& ctx, const char* kernel) {
+  check_cuda(ctx.op, cudaGetLastError(), kernel);
+}
+
+template <typename T>
+void zero(const Ctx& ctx, T* p, i64 n) {
+  if (n > 0)
+    check_cuda(ctx.op, cudaMemsetAsync(p, 0, sizeof(T) * n, ctx.stream), "cudaMemsetAsync");
+}
+
+// ---- scalar helpers (the reference's, src/core/activations.h) ---------------------------------
+
+__device__ inline float dexp(float z) {
+  return expf(z);
+}
+__device__ inline double dexp(double z) {
+  return exp(z);
+}
+__device__ inline float dtanh(float z) {
+  return tanhf(z);
+}
+__device__ inline double dtanh(double z) {
+  return tanh(z);
+}
+template <typename T>
+__device__ inline T sigmoid(T z) {
+  return T(1) / (T(1) + dexp(-z));
+}
+// std::max / std::min, NaN behaviour included (fmax/fmin would drop a NaN).
+template <typename T>
+__device__ inline T smax(T a, T b) {
+  return (a < b) ? b : a;
+}
+template <typename T>
+__device__ inline T smin(T a, T b) {
+  return (b < a) ? b : a;
+}
+
+// ---- GEMM (row-major, through column-major cuBLAS) --------------------------------------------
+
+// C[M,N] = op(A)[M,K]·op(B)[K,N] + beta·C, row-major with leading dimensions lda, ldb, ldc.
+// A row-major matrix is the column-major matrix of its transpose, so cuBLAS computes
+// Cᵀ = op(B)ᵀ·op(A)ᵀ. K = 0 gives beta·C (zeros for beta = 0, without reading C).
+template <typename T>
+void gemm(const Ctx& ctx, bool ta, bool tb, i64 M, i64 N, i64 K, const T* A, i64 lda, const T* B,
+          i64 ldb, T* C, i64 ldc, double beta) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (beta == 0.0) {
+      check_cuda(ctx.op, cudaMemset2DAsync(C, sizeof(T) * ldc, 0, sizeof(T) * N, M, ctx.stream),
+                 "cudaMemset2DAsync");
+    }
+    return;
+  }
+  constexpr bool kDouble = std::is_same_v<T, double>;
+  const cudaDataType_t type = kDouble ? CUDA_R_64F : CUDA_R_32F;
+  const cublasComputeType_t compute =
+      kDouble ? CUBLAS_COMPUTE_64F : (ctx.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+  const T alpha = T(1), b = T(beta);
+  check_blas(ctx.op,
+             cublasGemmEx_64(ctx.blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, type, ldb, A, type,
+                             lda, &b, C, type, ldc, compute, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmEx");
+}
+
+// out[j] = Σ_{t = S−1 … 0} (Σ_{b = 0 … B−1} m[(t·B + b)·ld + j]), j < cols: the CPU reference's
+// order (per-step column sums, added over the steps from the last one).
+template <typename T>
+__global__ void colsum_time_kernel(i64 S, i64 B, i64 cols, i64 ld, const T* m, T* out) {
+  BLOCKRNN_GRID_STRIDE(j, cols) {
+    T acc = T(0);
+    for (i64 t = S - 1; t >= 0; --t) {
+      T s = T(0);
+      for (i64 b = 0; b < B; ++b) s += m[(t * B + b) * ld + j];
+      acc += s;
+    }
+    out[j] = acc;
+  }
+}
+
+template <typename T>
+void colsum_time(const Ctx& ctx, i64 S, i64 B, i64 cols, i64 ld, const T* m, T* out) {
+  if (cols == 0) return;
+  colsum_time_kernel<T><<<grid_for(cols), kThreads, 0, ctx.stream>>>(S, B, cols, ld, m, out);
+  check_launch(ctx, "colsum_time_kernel");
+}
+
+// ---- LSTM -------------------------------------------------------------------------------------
+
+struct Blocks {
+  i64 i, c, f, o;
+};
+Blocks blocks_of(LSTMLayout layout) {
+  const LSTMGateBlocks b = lstm_gate_blocks(layout);
+  return {b.i, b.c, b.f, b.o};
+}
+
+// One step of LSTMBlockCell (src/ref/lstm_cell.cc), gates = xh·w already in `gates` [B, 4H].
+template <typename T>
+__global__ void lstm_fwd_kernel(i64 B, i64 H, Blocks blk, const T* gates, const T* bias,
+                                const T* cs_prev, const T* wci, const T* wcf, const T* wco,
+                                T forget_bias, T cell_clip, bool use_peephole, T* oi, T* ocs, T* of,
+                                T* oo, T* oci, T* oco, T* oh) {
+  const i64 G = 4 * H;
+  const bool clip = cell_clip > T(0);
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 n = e / H, j = e % H;
+    const T* g = gates + n * G;
+    const T g_i = g[blk.i * H + j] + bias[blk.i * H + j];
+    const T g_c = g[blk.c * H + j] + bias[blk.c * H + j];
+    const T g_f = g[blk.f * H + j] + bias[blk.f * H + j];
+    const T g_o = g[blk.o * H + j] + bias[blk.o * H + j];
+    const T csp = cs_prev[e];
+    const T i = sigmoid(use_peephole ? g_i + csp * wci[j] : g_i);
+    const T ci = dtanh(g_c);
+    const T f = sigmoid(use_peephole ? (g_f + forget_bias) + csp * wcf[j] : g_f + forget_bias);
+    T cs = i * ci + f * csp;
+    if (clip) cs = smin(smax(cs, -cell_clip), cell_clip);
+    const T co = dtanh(cs);
+    const T o = sigmoid(use_peephole ? g_o + cs * wco[j] : g_o);
+    oi[e] = i;
+    ocs[e] = cs;
+    of[e] = f;
+    oo[e] = o;
+    oci[e] = ci;
+    oco[e] = co;
+    oh[e] = o * co;
+  }
+}
+
+// One step of LSTMBlockCellGrad. carry_cs / carry_h: the carried gradients (null in cell mode:
+// the external gradients are used as they are); cs_prev_grad may be carry_cs (in place, one
+// element per thread).
+template <typename T>
+__global__ void lstm_bwd_kernel(i64 B, i64 H, Blocks blk, bool use_peephole, const T* pi,
+                                const T* pf, const T* po, const T* pci, const T* pco,
+                                const T* cs_prev, const T* cs_grad, const T* h_grad,
+                                const T* carry_cs, const T* carry_h, const T* wci, const T* wcf,
+                                const T* wco, T* dgates, T* cs_prev_grad) {
+  const i64 G = 4 * H;
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 n = e / H, j = e % H;
+    const T i = pi[e], f = pf[e], o = po[e], ci = pci[e], co = pco[e];
+    const T hg = carry_h != nullptr ? carry_h[e] + h_grad[e] : h_grad[e];
+    const T csg = carry_cs != nullptr ? carry_cs[e] + cs_grad[e] : cs_grad[e];
+    const T d_o = ((o * (T(1) - o)) * hg) * co;
+    T dcs = ((T(1) - co * co) * hg) * o + csg;
+    if (use_peephole) dcs = dcs + d_o * wco[j];
+    const T dci = ((T(1) - ci * ci) * dcs) * i;
+    const T df = ((f * (T(1) - f)) * dcs) * cs_prev[e];
+    const T di = ((i * (T(1) - i)) * dcs) * ci;
+    T* dg = dgates + n * G;
+    dg[blk.i * H + j] = di;
+    dg[blk.c * H + j] = dci;
+    dg[blk.f * H + j] = df;
+    dg[blk.o * H + j] = d_o;
+    T cpg = dcs * f;
+    if (use_peephole) cpg = (cpg + di * wci[j]) + df * wcf[j];
+    cs_prev_grad[e] = cpg;
+  }
+}
+
+// Peephole gradients over all steps in the CPU reference's order; zeros without peepholes.
+// cs_prev of step t is cs0 at t = 0, else cs[t−1].
+template <typename T>
+__global__ void lstm_peephole_grad_kernel(i64 S, i64 B, i64 H, Blocks blk, bool use_peephole,
+                                          const T* dgates, const T* cs0, const T* cs, T* wci_grad,
+                                          T* wcf_grad, T* wco_grad) {
+  const i64 G = 4 * H, BH = B * H;
+  BLOCKRNN_GRID_STRIDE(j, H) {
+    T aci = T(0), acf = T(0), aco = T(0);
+    if (use_peephole) {
+      for (i64 t = S - 1; t >= 0; --t) {
+        const T* csp = t == 0 ? cs0 : cs + (t - 1) * BH;
+        T sci = T(0), scf = T(0), sco = T(0);
+        for (i64 n = 0; n < B; ++n) {
+          const T* dg = dgates + (t * B + n) * G;
+          sci += dg[blk.i * H + j] * csp[n * H + j];
+          scf += dg[blk.f * H + j] * csp[n * H + j];
+          sco += dg[blk.o * H + j] * cs[t * BH + n * H + j];
+        }
+        aci += sci;
+        acf += scf;
+        aco += sco;
+      }
+    }
+    wci_grad[j] = aci;
+    wcf_grad[j] = acf;
+    wco_grad[j] = aco;
+  }
+}
+
+// ---- GRU (reset before) -----------------------------------------------------------------------
+
+// r, u = σ(ru_bar + b_ru); hr = h_prev⊙r.
+template <typename T>
+__global__ void gru_fwd_ru_kernel(i64 B, i64 H, const T* ru_bar, const T* b_ru, const T* hp, T* r,
+                                  T* u, T* hr) {
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 n = e / H, j = e % H;
+    const T rv = sigmoid(ru_bar[n * 2 * H + j] + b_ru[j]);
+    const T uv = sigmoid(ru_bar[n * 2 * H + H + j] + b_ru[H + j]);
+    r[e] = rv;
+    u[e] = uv;
+    hr[e] = hp[e] * rv;
+  }
+}
+
+// c = tanh(c_bar + b_c); h = u⊙(h_prev − c) + c.
+template <typename T>
+__global__ void gru_fwd_c_kernel(i64 B, i64 H, const T* c_bar, const T* b_c, const T* u,
+                                 const T* hp, T* c, T* h) {
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 j = e % H;
+    const T cv = dtanh(c_bar[e] + b_c[j]);
+    c[e] = cv;
+    h[e] = u[e] * (hp[e] - cv) + cv;
+  }
+}
+
+// d_h = carry + h_grad (or h_grad in cell mode); d_c_bar; d_u_bar.
+template <typename T>
+__global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* h_grad, const T* u,
+                                 const T* c, const T* hp, T* dh_out, T* d_c_bar, T* d_ru) {
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 n = e / H, j = e % H;
+    const T dh = carry != nullptr ? carry[e] + h_grad[e] : h_grad[e];
+    const T uv = u[e], cv = c[e];
+    dh_out[e] = dh;
+    d_c_bar[e] = (dh * (T(1) - uv)) * (T(1) - cv * cv);
+    d_ru[n * 2 * H + H + j] = ((dh * (hp[e] - cv)) * uv) * (T(1) - uv);
+  }
+}
+
+// d_r_bar = ((d_hr⊙h_prev)⊙r)⊙(1−r); hr = h_prev⊙r (for w_c_grad) when hr is set.
+template <typename T>
+__global__ void gru_bwd_b_kernel(i64 B, i64 H, const T* d_hr, const T* hp, const T* r, T* d_ru,
+                                 T* hr) {
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 n = e / H, j = e % H;
+    const T rv = r[e];
+    d_ru[n * 2 * H + j] = ((d_hr[e] * hp[e]) * rv) * (T(1) - rv);
+    if (hr != nullptr) hr[e] = hp[e] * rv;
+  }
+}
+
+// d_h_prev = (g1_h + d_hr⊙r) + d_h⊙u.
+template <typename T>
+__global__ void gru_bwd_c_kernel(i64 n, const T* g1, const T* d_hr, const T* r, const T* dh,
+                                 const T* u, T* d_h_prev) {
+  BLOCKRNN_GRID_STRIDE(e, n) {
+    d_h_prev[e] = (g1[e] + d_hr[e] * r[e]) + dh[e] * u[e];
+  }
+}
+
+// ---- GRU (reset after) ------------------------------------------------------------------------
+
+template <typename T>
+__global__ void gra_fwd_kernel(i64 B, i64 H, const T* gi, const T* gh, const T* b_i, const T* b_h,
+                               const T* hp, T* r, T* u, T* n_out, T* hn, T* h) {
+  const i64 H3 = 3 * H;
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 b = e / H, j = e % H;
+    const T* gib = gi + b * H3;
+    const T* ghb = gh + b * H3;
+    const T rv = sigmoid((gib[j] + b_i[j]) + (ghb[j] + b_h[j]));
+    const T uv = sigmoid((gib[H + j] + b_i[H + j]) + (ghb[H + j] + b_h[H + j]));
+    const T hnv = ghb[2 * H + j] + b_h[2 * H + j];
+    const T nv = dtanh((gib[2 * H + j] + b_i[2 * H + j]) + rv * hnv);
+    r[e] = rv;
+    u[e] = uv;
+    hn[e] = hnv;
+    n_out[e] = nv;
+    h[e] = uv * hp[e] + (T(1) - uv) * nv;
+  }
+}
+
+// d_gi, d_gh of one step; carry (in: the carried gradient, out: d_h⊙u, to which the recurrent
+// GEMM then adds d_gh·w_hᵀ).
+template <typename T>
+__global__ void gra_bwd_kernel(i64 B, i64 H, const T* h_grad, const T* r, const T* u, const T* n,
+                               const T* hn, const T* hp, T* carry, T* d_gi, T* d_gh) {
+  const i64 H3 = 3 * H;
+  BLOCKRNN_GRID_STRIDE(e, B * H) {
+    const i64 b = e / H, j = e % H;
+    const T dh = carry[e] + h_grad[e];
+    const T rv = r[e], uv = u[e], nv = n[e], hnv = hn[e];
+    const T d_n_bar = (dh * (T(1) - uv)) * (T(1) - nv * nv);
+    const T d_u_bar = ((dh * (hp[e] - nv)) * uv) * (T(1) - uv);
+    const T d_r_bar = ((d_n_bar * hnv) * rv) * (T(1) - rv);
+    d_gi[b * H3 + j] = d_r_bar;
+    d_gh[b * H3 + j] = d_r_bar;
+    d_gi[b * H3 + H + j] = d_u_bar;
+    d_gh[b * H3 + H + j] = d_u_bar;
+    d_gi[b * H3 + 2 * H + j] = d_n_bar;
+    d_gh[b * H3 + 2 * H + j] = d_n_bar * rv;
+    carry[e] = dh * uv;
+  }
+}
+
+// ---- float16 ----------------------------------------------------------------------------------
+
+__global__ void h2f_kernel(i64 n, const __half* src, float* dst) {
+  BLOCKRNN_GRID_STRIDE(e, n) {
+    dst[e] = __half2float(src[e]);
+  }
+}
+__global__ void f2h_kernel(i64 n, const float* src, __half* dst) {
+  BLOCKRNN_GRID_STRIDE(e, n) {
+    dst[e] = __float2half_rn(src[e]);
+  }
+}
+
+}  // namespace
+
+// ---- drivers ----------------------------------------------------------------------------------
+
+template <typename T>
+void lstm_fwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+  const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
+  T* outs[] = {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h};
+  for (T* p : outs) zero(ctx, p + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  const Blocks blk = blocks_of(a.layout);
+  Workspace ws(ctx, sizeof(T) * S * B * G);
+  T* gates = ws.as<T>();
+  gemm<T>(ctx, false, false, S * B, G, I, a.x, I, a.w, G, gates, G, 0.0);  // x·w_x, all steps
+  const T* w_h = a.w + I * G;
+  for (i64 t = 0; t < S; ++t) {
+    const i64 o = t * BH;
+    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+    const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
+    T* g = gates + t * B * G;
+    gemm<T>(ctx, false, false, B, G, H, hp, H, w_h, G, g, G, 1.0);  // += h[t−1]·w_h
+    lstm_fwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
+        B, H, blk, g, a.b, csp, a.wci, a.wcf, a.wco, a.forget_bias, a.cell_clip, a.use_peephole,
+        a.i + o, a.cs + o, a.f + o, a.o + o, a.ci + o, a.co + o, a.h + o);
+    check_launch(ctx, "lstm_fwd_kernel");
+  }
+}
+
+template <typename T>
+void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a,
+              const LSTMBwdExtra<T>& extra) {
+  const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H, K = I + H;
+  const bool full = extra.full;
+  if (full) {
+    zero(ctx, a.x_grad + S * B * I, (d.T - S) * B * I);
+  }
+  if (S == 0 || BH == 0) {
+    zero(ctx, a.cs_prev_grad, BH);
+    if (extra.dgates != nullptr) zero(ctx, extra.dgates, S * B * G);
+    T* const peep[] = {a.wci_grad, a.wcf_grad, a.wco_grad};
+    for (T* p : peep) zero(ctx, p, H);
+    if (full) {
+      zero(ctx, a.x_grad, S * B * I);
+      zero(ctx, a.h_prev_grad, BH);
+      zero(ctx, a.w_grad, K * G);
+      zero(ctx, a.b_grad, G);
+    }
+    return;
+  }
+  const Blocks blk = blocks_of(a.layout);
+  Workspace ws(ctx, extra.dgates == nullptr ? sizeof(T) * S * B * G : 0);
+  T* dg = extra.dgates != nullptr ? extra.dgates : ws.as<T>();
+  // The carried gradients live in the outputs cs_prev_grad and h_prev_grad.
+  if (!extra.cell) {
+    zero(ctx, a.cs_prev_grad, BH);
+    zero(ctx, a.h_prev_grad, BH);
+  }
+  const T* w_h = a.w + I * G;
+  for (i64 t = S - 1; t >= 0; --t) {
+    const i64 o = t * BH;
+    const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
+    T* dg_t = dg + t * B * G;
+    lstm_bwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
+        B, H, blk, a.use_peephole, a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp,
+        a.cs_grad + o, a.h_grad + o, extra.cell ? nullptr : a.cs_prev_grad,
+        extra.cell ? nullptr : a.h_prev_grad, a.wci, a.wcf, a.wco, dg_t, a.cs_prev_grad);
+    check_launch(ctx, "lstm_bwd_kernel");
+    if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.h_prev_grad, H, 0.0);
+  }
+  lstm_peephole_grad_kernel<T><<<grid_for(H), kThreads, 0, ctx.stream>>>(
+      S, B, H, blk, a.use_peephole, dg, a.cs_prev, a.cs, a.wci_grad, a.wcf_grad, a.wco_grad);
+  check_launch(ctx, "lstm_peephole_grad_kernel");
+  if (!full) return;
+  // x_grad = dgates·w_xᵀ for all steps; w_grad = [x; h[t−1]]ᵀ·dgates summed over the steps.
+  gemm<T>(ctx, false, true, S * B, I, G, dg, G, a.w, G, a.x_grad, I, 0.0);
+  gemm<T>(ctx, true, false, I, G, S * B, a.x, I, dg, G, a.w_grad, G, 0.0);
+  T* w_grad_h = a.w_grad + I * G;
+  gemm<T>(ctx, true, false, H, G, B, a.h_prev, H, dg, G, w_grad_h, G, 0.0);
+  gemm<T>(ctx, true, false, H, G, (S - 1) * B, a.h, H, dg + B * G, G, w_grad_h, G, 1.0);
+  colsum_time<T>(ctx, S, B, G, G, dg, a.b_grad);
+}
+
+template <typename T>
+void gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+  const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
+  T* const outs[] = {a.r, a.u, a.c, a.h};
+  for (T* p : outs) zero(ctx, p + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  Workspace ws(ctx, sizeof(T) * (S * B * 3 * H + BH));
+  T* ru_bar = ws.as<T>();             // [S·B, 2H]
+  T* c_bar = ru_bar + S * B * 2 * H;  // [S·B, H]
+  T* hr = c_bar + S * B * H;          // [B, H]
+  gemm<T>(ctx, false, false, S * B, 2 * H, I, a.x, I, a.w_ru, 2 * H, ru_bar, 2 * H, 0.0);
+  gemm<T>(ctx, false, false, S * B, H, I, a.x, I, a.w_c, H, c_bar, H, 0.0);
+  const T* w_ru_h = a.w_ru + I * 2 * H;
+  const T* w_c_h = a.w_c + I * H;
+  for (i64 t = 0; t < S; ++t) {
+    const i64 o = t * BH;
+    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+    T* ru_t = ru_bar + t * B * 2 * H;
+    T* c_t = c_bar + o;
+    gemm<T>(ctx, false, false, B, 2 * H, H, hp, H, w_ru_h, 2 * H, ru_t, 2 * H, 1.0);
+    gru_fwd_ru_kernel<T>
+        <<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, ru_t, a.b_ru, hp, a.r + o, a.u + o, hr);
+    check_launch(ctx, "gru_fwd_ru_kernel");
+    gemm<T>(ctx, false, false, B, H, H, hr, H, w_c_h, H, c_t, H, 1.0);
+    gru_fwd_c_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, c_t, a.b_c, a.u + o, hp,
+                                                                   a.c + o, a.h + o);
+    check_launch(ctx, "gru_fwd_c_kernel");
+  }
+}
+
+template <typename T>
+void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
+             const GRUBwdExtra<T>& extra) {
+  const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
+  const bool full = extra.full;
+  zero(ctx, a.x_grad + S * B * I, (d.T - S) * B * I);
+  if (S == 0 || BH == 0) {
+    zero(ctx, a.x_grad, S * B * I);
+    zero(ctx, a.h_prev_grad, BH);
+    if (extra.d_c_bar != nullptr) zero(ctx, extra.d_c_bar, S * BH);
+    if (extra.d_r_bar_u_bar != nullptr) zero(ctx, extra.d_r_bar_u_bar, 2 * S * BH);
+    if (full) {
+      zero(ctx, a.w_ru_grad, K * 2 * H);
+      zero(ctx, a.w_c_grad, K * H);
+      zero(ctx, a.b_ru_grad, 2 * H);
+      zero(ctx, a.b_c_grad, H);
+    }
+    return;
+  }
+  const i64 own_dc = extra.d_c_bar == nullptr ? S * BH : 0;
+  const i64 own_dru = extra.d_r_bar_u_bar == nullptr ? 2 * S * BH : 0;
+  const i64 hr_n = full ? S * BH : 0;
+  Workspace ws(ctx, sizeof(T) * (own_dc + own_dru + hr_n + 3 * BH));
+  T* p = ws.as<T>();
+  T* dc = extra.d_c_bar != nullptr ? extra.d_c_bar : p;
+  p += own_dc;
+  T* dru = extra.d_r_bar_u_bar != nullptr ? extra.d_r_bar_u_bar : p;
+  p += own_dru;
+  T* hr = full ? p : nullptr;  // [S, B, H]  h[t−1]⊙r[t]
+  p += hr_n;
+  T* dh = p;          // [B, H]
+  T* d_hr = dh + BH;  // [B, H]
+  T* g1 = d_hr + BH;  // [B, H]
+  T* carry = a.h_prev_grad;
+  if (!extra.cell) zero(ctx, carry, BH);
+  const T* w_ru_h = a.w_ru + I * 2 * H;
+  const T* w_c_h = a.w_c + I * H;
+  for (i64 t = S - 1; t >= 0; --t) {
+    const i64 o = t * BH;
+    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+    T* dc_t = dc + o;
+    T* dru_t = dru + 2 * o;
+    gru_bwd_a_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
+        B, H, extra.cell ? nullptr : carry, a.h_grad + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
+    check_launch(ctx, "gru_bwd_a_kernel");
+    gemm<T>(ctx, false, true, B, H, H, dc_t, H, w_c_h, H, d_hr, H, 0.0);  // d_c_bar·w_c_hᵀ
+    gru_bwd_b_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
+        B, H, d_hr, hp, a.r + o, dru_t, hr != nullptr ? hr + o : nullptr);
+    check_launch(ctx, "gru_bwd_b_kernel");
+    gemm<T>(ctx, false, true, B, H, 2 * H, dru_t, 2 * H, w_ru_h, 2 * H, g1, H, 0.0);
+    gru_bwd_c_kernel<T>
+        <<<grid_for(BH), kThreads, 0, ctx.stream>>>(BH, g1, d_hr, a.r + o, dh, a.u + o, carry);
+    check_launch(ctx, "gru_bwd_c_kernel");
+  }
+  // x_grad = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ for all steps.
+  gemm<T>(ctx, false, true, S * B, I, 2 * H, dru, 2 * H, a.w_ru, 2 * H, a.x_grad, I, 0.0);
+  gemm<T>(ctx, false, true, S * B, I, H, dc, H, a.w_c, H, a.x_grad, I, 1.0);
+  if (!full) return;
+  gemm<T>(ctx, true, false, I, 2 * H, S * B, a.x, I, dru, 2 * H, a.w_ru_grad, 2 * H, 0.0);
+  T* w_ru_grad_h = a.w_ru_grad + I * 2 * H;
+  gemm<T>(ctx, true, false, H, 2 * H, B, a.h_prev, H, dru, 2 * H, w_ru_grad_h, 2 * H, 0.0);
+  gemm<T>(ctx, true, false, H, 2 * H, (S - 1) * B, a.h, H, dru + 2 * BH, 2 * H, w_ru_grad_h, 2 * H,
+          1.0);
+  gemm<T>(ctx, true, false, I, H, S * B, a.x, I, dc, H, a.w_c_grad, H, 0.0);
+  gemm<T>(ctx, true, false, H, H, S * B, hr, H, dc, H, a.w_c_grad + I * H, H, 0.0);
+  colsum_time<T>(ctx, S, B, 2 * H, 2 * H, dru, a.b_ru_grad);
+  colsum_time<T>(ctx, S, B, H, H, dc, a.b_c_grad);
+}
+
+template <typename T>
+void gru_reset_after_fwd(const Ctx& ctx, const BlockGRUDims& d,
+                         const BlockGRUResetAfterFwdArgs<T>& a) {
+  const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
+  T* const outs[] = {a.r, a.u, a.n, a.hn, a.h};
+  for (T* p : outs) zero(ctx, p + S * BH, (d.T - S) * BH);
+  if (S == 0 || BH == 0) return;
+  Workspace ws(ctx, sizeof(T) * (S * B * H3 + B * H3));
+  T* gi = ws.as<T>();       // [S·B, 3H]
+  T* gh = gi + S * B * H3;  // [B, 3H]
+  gemm<T>(ctx, false, false, S * B, H3, I, a.x, I, a.w_i, H3, gi, H3, 0.0);
+  for (i64 t = 0; t < S; ++t) {
+    const i64 o = t * BH;
+    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+    gemm<T>(ctx, false, false, B, H3, H, hp, H, a.w_h, H3, gh, H3, 0.0);
+    gra_fwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
+        B, H, gi + t * B * H3, gh, a.b_i, a.b_h, hp, a.r + o, a.u + o, a.n + o, a.hn + o, a.h + o);
+    check_launch(ctx, "gra_fwd_kernel");
+  }
+}
+
+template <typename T>
+void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
+                         const BlockGRUResetAfterBwdArgs<T>& a) {
+  const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
+  zero(ctx, a.x_grad + S * B * I, (d.T - S) * B * I);
+  if (S == 0 || BH == 0) {
+    zero(ctx, a.x_grad, S * B * I);
+    zero(ctx, a.h_prev_grad, BH);
+    zero(ctx, a.w_i_grad, I * H3);
+    zero(ctx, a.w_h_grad, H * H3);
+    zero(ctx, a.b_i_grad, H3);
+    zero(ctx, a.b_h_grad, H3);
+    return;
+  }
+  Workspace ws(ctx, sizeof(T) * 2 * S * B * H3);
+  T* d_gi = ws.as<T>();         // [S·B, 3H]
+  T* d_gh = d_gi + S * B * H3;  // [S·B, 3H]
+  T* carry = a.h_prev_grad;
+  zero(ctx, carry, BH);
+  for (i64 t = S - 1; t >= 0; --t) {
+    const i64 o = t * BH;
+    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+    T* dgh_t = d_gh + t * B * H3;
+    gra_bwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, a.h_grad + o, a.r + o,
+                                                                 a.u + o, a.n + o, a.hn + o, hp,
+                                                                 carry, d_gi + t * B * H3, dgh_t);
+    check_launch(ctx, "gra_bwd_kernel");
+    gemm<T>(ctx, false, true, B, H, H3, dgh_t, H3, a.w_h, H3, carry, H, 1.0);  // += d_gh·w_hᵀ
+  }
+  gemm<T>(ctx, false, true, S * B, I, H3, d_gi, H3, a.w_i, H3, a.x_grad, I, 0.0);
+  gemm<T>(ctx, true, false, I, H3, S * B, a.x, I, d_gi, H3, a.w_i_grad, H3, 0.0);
+  gemm<T>(ctx, true, false, H, H3, B, a.h_prev, H, d_gh, H3, a.w_h_grad, H3, 0.0);
+  gemm<T>(ctx, true, false, H, H3, (S - 1) * B, a.h, H, d_gh + B * H3, H3, a.w_h_grad, H3, 1.0);
+  colsum_time<T>(ctx, S, B, H3, H3, d_gi, a.b_i_grad);
+  colsum_time<T>(ctx, S, B, H3, H3, d_gh, a.b_h_grad);
+}
+
+void half_to_float(const Ctx& ctx, const void* src, float* dst, std::int64_t n) {
+  if (n == 0) return;
+  h2f_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(n, static_cast<const __half*>(src), dst);
+  check_launch(ctx, "h2f_kernel");
+}
+
+void float_to_half(const Ctx& ctx, const float* src, void* dst, std::int64_t n) {
+  if (n == 0) return;
+  f2h_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(n, src, static_cast<__half*>(dst));
+  check_launch(ctx, "f2h_kernel");
+}
+
+#define BLOCKRNN_INSTANTIATE(T)                                                            \
+  template void lstm_fwd<T>(const Ctx&, const BlockLSTMDims&, const BlockLSTMFwdArgs<T>&); \
+  template void lstm_bwd<T>(const Ctx&, const BlockLSTMDims&, const BlockLSTMBwdArgs<T>&,  \
+                            const LSTMBwdExtra<T>&);                                       \
+  template void gru_fwd<T>(const Ctx&, const BlockGRUDims&, const BlockGRUFwdArgs<T>&);    \
+  template void gru_bwd<T>(const Ctx&, const BlockGRUDims&, const BlockGRUBwdArgs<T>&,     \
+                           const GRUBwdExtra<T>&);                                         \
+  template void gru_reset_after_fwd<T>(const Ctx&, const BlockGRUDims&,                    \
+                                       const BlockGRUResetAfterFwdArgs<T>&);               \
+  template void gru_reset_after_bwd<T>(const Ctx&, const BlockGRUDims&,                    \
+                                       const BlockGRUResetAfterBwdArgs<T>&);
+BLOCKRNN_INSTANTIATE(float)
+BLOCKRNN_INSTANTIATE(double)
+
+}  // namespace blockrnn::cuda::detail

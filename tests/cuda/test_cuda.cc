@@ -1,0 +1,560 @@
+// blockrnn_cuda_tests: every op of blockrnn/cuda.h against the CPU reference.
+//
+// Device tests (fixture CudaOps): random inputs, the op on the device and the CPU path with the
+// reference forced (src/ref/, the spec in code), in the same dtype, compared elementwise:
+//   float64: |gpu − cpu| ≤ 1e-10 + 1e-10·|cpu|. Reason: cuBLAS sums the GEMMs' products in
+//            another order than the reference's triple loop (and, for the sequence ops, the
+//            input projection x·w_x and the recurrent h·w_h are two products added, and dW is one
+//            product over all steps instead of per-step sums); each reorders ≤ K + S·B ≤ ~100
+//            terms of size ≤ ~10, a few 1e-14, amplified over ≤ 6 recurrent steps. 1e-10 is far
+//            above that and far below any real error (a wrong term is ≥ 1e-3 here).
+//   float32: 2e-4 abs + 2e-4 rel. Reason: the same reordering at float32's eps (6e-8) plus
+//            CUDA's expf/tanhf (≤ 2 ulp) against libm, amplified over the recurrence.
+//   float16: 4e-3 abs + 4e-3 rel. Reason: both paths compute in float32 and round each output
+//            to half once (eps 9.8e-4), so float32-level differences can flip a rounding: at
+//            most a couple of half ulps.
+// Shapes include empty ones (T = 0, B = 0, I = 0), seq_len_max < T and seq_len_max = 0.
+// Without a CUDA device every device test is skipped ("no CUDA device"), never passed.
+//
+// Host-only tests (CudaValidation): the CUDA entry points validate exactly as the CPU API, with
+// the same messages, before touching a device, so they run on any machine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "blockrnn/context.h"
+#include "blockrnn/cuda.h"
+#include "blockrnn/error.h"
+#include "blockrnn/ops.h"
+#include "blockrnn/tensor.h"
+
+namespace blockrnn {
+namespace {
+
+bool has_device() {
+  return cuda::device_count() > 0;
+}
+
+void cuda_ok(cudaError_t e, const char* what) {
+  ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+}
+
+// Device copy of a host tensor (or an uninitialised one of a shape).
+class DeviceTensor {
+ public:
+  DeviceTensor(DType dtype, Shape shape) : dtype_(dtype), shape_(shape) {
+    bytes_ = static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype);
+    if (bytes_ > 0) {
+      cuda_ok(cudaMalloc(&ptr_, bytes_), "cudaMalloc");
+      cuda_ok(cudaMemset(ptr_, 0xff, bytes_), "cudaMemset");  // NaN pattern: unwritten shows
+    }
+  }
+  explicit DeviceTensor(const Tensor& host) : DeviceTensor(host.dtype(), host.shape()) {
+    if (bytes_ > 0) cuda_ok(cudaMemcpy(ptr_, host.data(), bytes_, cudaMemcpyHostToDevice), "H2D");
+  }
+  ~DeviceTensor() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+  TensorView view() const { return TensorView(ptr_, dtype_, shape_); }
+  MutableTensorView mutable_view() { return MutableTensorView(ptr_, dtype_, shape_); }
+  Tensor to_host() const {
+    Tensor t(dtype_, shape_);
+    if (bytes_ > 0) cudaMemcpy(t.data(), ptr_, bytes_, cudaMemcpyDeviceToHost);
+    return t;
+  }
+
+ private:
+  DType dtype_;
+  Shape shape_;
+  std::size_t bytes_ = 0;
+  void* ptr_ = nullptr;
+};
+
+double element(const Tensor& t, std::int64_t e) {
+  switch (t.dtype()) {
+    case DType::kFloat16:
+      return half_to_float(static_cast<const Half*>(t.data())[e]);
+    case DType::kFloat32:
+      return static_cast<const float*>(t.data())[e];
+    case DType::kFloat64:
+      return static_cast<const double*>(t.data())[e];
+    case DType::kInt64:
+      return double(static_cast<const std::int64_t*>(t.data())[e]);
+  }
+  return 0.0;
+}
+
+void set_element(Tensor& t, std::int64_t e, double v) {
+  switch (t.dtype()) {
+    case DType::kFloat16:
+      static_cast<Half*>(t.data())[e] = float_to_half(static_cast<float>(v));
+      return;
+    case DType::kFloat32:
+      static_cast<float*>(t.data())[e] = static_cast<float>(v);
+      return;
+    case DType::kFloat64:
+      static_cast<double*>(t.data())[e] = v;
+      return;
+    case DType::kInt64:
+      return;
+  }
+}
+
+struct Dims {
+  std::int64_t T, B, I, H, S;
+};
+
+bool is_cell(const std::string& op) {
+  return op.find("Cell") != std::string::npos;
+}
+
+// The shape of every input name of the ops (sequence or cell).
+Shape shape_of(const std::string& name, const Dims& d, bool cell) {
+  const std::int64_t T = d.T, B = d.B, I = d.I, H = d.H, K = I + H;
+  if (name == "seq_len_max") return Shape{};
+  if (name == "x") return cell ? Shape{B, I} : Shape{T, B, I};
+  if (name == "cs_prev" || name == "h_prev") return Shape{B, H};
+  if (name == "w") return Shape{K, 4 * H};
+  if (name == "wci" || name == "wcf" || name == "wco" || name == "b_c") return Shape{H};
+  if (name == "b") return Shape{4 * H};
+  if (name == "w_ru") return Shape{K, 2 * H};
+  if (name == "w_c") return Shape{K, H};
+  if (name == "b_ru") return Shape{2 * H};
+  if (name == "w_i") return Shape{I, 3 * H};
+  if (name == "w_h") return Shape{H, 3 * H};
+  if (name == "b_i" || name == "b_h") return Shape{3 * H};
+  return cell ? Shape{B, H} : Shape{T, B, H};  // per-step tensors and their gradients
+}
+
+std::string attr_string(const AttrMap& attrs) {
+  std::string s;
+  for (const auto& [k, v] : attrs) s += k + "=" + std::to_string(v) + " ";
+  return s;
+}
+
+// Calls the CUDA entry point of `op` with device views in the op's input / output order.
+void cuda_run(const std::string& op, const std::vector<TensorView>& in,
+              const std::vector<MutableTensorView>& out, const AttrMap& attrs) {
+  auto attr = [&](const char* name, double def) {
+    auto it = attrs.find(name);
+    return it == attrs.end() ? def : it->second;
+  };
+  const bool peep = attr("use_peephole", 0.0) != 0.0;
+  const std::int64_t S = in.empty() || in[0].dtype != DType::kInt64
+                             ? 0
+                             : *static_cast<const std::int64_t*>(in[0].data);
+  if (op == "GRUBlockCell") {
+    cuda::gru_block_cell({in[0], in[1], in[2], in[3], in[4], in[5]},
+                         {out[0], out[1], out[2], out[3]});
+  } else if (op == "GRUBlockCellGrad" || op == "gradients.GRUBlockCell") {
+    const GRUBlockCellGradInputs g{in[0], in[1], in[2], in[3], in[4],
+                                   in[5], in[6], in[7], in[8], in[9]};
+    if (op == "GRUBlockCellGrad") {
+      cuda::gru_block_cell_grad(g, {out[0], out[1], out[2], out[3]});
+    } else {
+      cuda::gru_block_cell_backward(g, {out[0], out[1], out[2], out[3], out[4], out[5]});
+    }
+  } else if (op == "LSTMBlockCell") {
+    cuda::lstm_block_cell({in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]},
+                          {out[0], out[1], out[2], out[3], out[4], out[5], out[6]},
+                          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+  } else if (op == "LSTMBlockCellGrad" || op == "gradients.LSTMBlockCell") {
+    const LSTMBlockCellGradInputs g{in[0], in[1], in[2],  in[3],  in[4],  in[5],  in[6],  in[7],
+                                    in[8], in[9], in[10], in[11], in[12], in[13], in[14], in[15]};
+    if (op == "LSTMBlockCellGrad") {
+      cuda::lstm_block_cell_grad(g, {out[0], out[1], out[2], out[3], out[4]}, peep);
+    } else {
+      cuda::lstm_block_cell_backward(
+          g, {out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]},
+          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+    }
+  } else if (op == "BlockLSTM" || op == "BlockLSTMV2") {
+    const BlockLSTMInputs f{S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]};
+    const BlockLSTMOutputs o{out[0], out[1], out[2], out[3], out[4], out[5], out[6]};
+    if (op == "BlockLSTM") {
+      cuda::block_lstm(f, o, {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+    } else {
+      cuda::block_lstm_v2(f, o, {attr("cell_clip", 0.0), peep});
+    }
+  } else if (op == "BlockLSTMGrad" || op == "BlockLSTMGradV2") {
+    const BlockLSTMGradInputs g{S,      in[1],  in[2],  in[3],  in[4],  in[5],
+                                in[6],  in[7],  in[8],  in[9],  in[10], in[11],
+                                in[12], in[13], in[14], in[15], in[16], in[17]};
+    const BlockLSTMGradOutputs o{out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]};
+    if (op == "BlockLSTMGrad") {
+      cuda::block_lstm_grad(g, o, peep);
+    } else {
+      cuda::block_lstm_grad_v2(g, o, peep);
+    }
+  } else if (op == "BlockGRU") {
+    cuda::block_gru({S, in[1], in[2], in[3], in[4], in[5], in[6]},
+                    {out[0], out[1], out[2], out[3]});
+  } else if (op == "BlockGRUGrad") {
+    cuda::block_gru_grad(
+        {S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9], in[10], in[11]},
+        {out[0], out[1], out[2], out[3], out[4], out[5]});
+  } else if (op == "BlockGRUResetAfter") {
+    cuda::block_gru_reset_after({S, in[1], in[2], in[3], in[4], in[5], in[6]},
+                                {out[0], out[1], out[2], out[3], out[4]});
+  } else if (op == "BlockGRUResetAfterGrad") {
+    cuda::block_gru_reset_after_grad(
+        {S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9], in[10], in[11], in[12]},
+        {out[0], out[1], out[2], out[3], out[4], out[5]});
+  } else {
+    FAIL() << "no CUDA entry point for " << op;
+  }
+}
+
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat64:
+      return {1e-10, 1e-10};
+    case DType::kFloat32:
+      return {2e-4, 2e-4};
+    default:
+      return {4e-3, 4e-3};
+  }
+}
+
+// Random inputs (uniform in [−1, 1]; gate values in (0, 1)), the CPU reference and the device in
+// `dtype`, compared output by output.
+void compare_op(const std::string& op, const Dims& d, DType dtype, const AttrMap& attrs,
+                unsigned seed = 1) {
+  SCOPED_TRACE(op + " " + dtype_name(dtype) + " T=" + std::to_string(d.T) + " B=" +
+               std::to_string(d.B) + " I=" + std::to_string(d.I) + " H=" + std::to_string(d.H) +
+               " S=" + std::to_string(d.S) + " " + attr_string(attrs));
+  const OpDef& def = find_op(op);
+  const bool cell = is_cell(op);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> sym(-1.0, 1.0), unit(0.05, 0.95);
+  std::int64_t S = d.S;
+  std::vector<Tensor> host;
+  for (const std::string& name : def.inputs) {
+    if (name == "seq_len_max") {
+      host.emplace_back(DType::kInt64, Shape{});
+      *host.back().data_as<std::int64_t>() = S;
+      continue;
+    }
+    Tensor t(dtype, shape_of(name, d, cell));
+    const bool gate = name == "i" || name == "f" || name == "o" || name == "r" || name == "u";
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) {
+      set_element(t, e, gate ? unit(rng) : sym(rng));
+    }
+    host.push_back(std::move(t));
+  }
+  std::vector<TensorView> host_views(host.begin(), host.end());
+  set_force_reference(true);
+  std::vector<Tensor> expected;
+  try {
+    expected = run_op(op, host_views, attrs);
+  } catch (...) {
+    set_force_reference(false);
+    throw;
+  }
+  set_force_reference(false);
+
+  std::vector<std::unique_ptr<DeviceTensor>> dev_in, dev_out;
+  std::vector<TensorView> in_views;
+  for (std::size_t k = 0; k < host.size(); ++k) {
+    if (def.inputs[k] == "seq_len_max") {
+      in_views.push_back(host[k].view());  // host scalar: the typed structs take an integer
+      continue;
+    }
+    dev_in.push_back(std::make_unique<DeviceTensor>(host[k]));
+    in_views.push_back(dev_in.back()->view());
+  }
+  std::vector<MutableTensorView> out_views;
+  for (const Tensor& e : expected) {
+    dev_out.push_back(std::make_unique<DeviceTensor>(e.dtype(), e.shape()));
+    out_views.push_back(dev_out.back()->mutable_view());
+  }
+  cuda_run(op, in_views, out_views, attrs);
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const Tolerance tol = tolerance(dtype);
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    const Tensor got = dev_out[k]->to_host();
+    int reported = 0;
+    for (std::int64_t e = 0; e < got.num_elements(); ++e) {
+      const double g = element(got, e), x = element(expected[k], e);
+      const bool ok = (std::isnan(g) && std::isnan(x)) ||
+                      std::fabs(g - x) <= tol.atol + tol.rtol * std::fabs(x);
+      if (!ok && reported++ < 5) {
+        ADD_FAILURE() << "output " << def.outputs[k] << "[" << e << "]: device " << g
+                      << ", CPU reference " << x;
+      }
+    }
+  }
+}
+
+const DType kDTypes[] = {DType::kFloat64, DType::kFloat32, DType::kFloat16};
+
+const Dims kSeqDims[] = {
+    {3, 2, 3, 4, 3},  // every step
+    {5, 3, 2, 5, 3},  // seq_len_max < T
+    {4, 2, 3, 4, 0},  // seq_len_max = 0: zeros
+    {2, 1, 0, 3, 2},  // I = 0
+    {0, 2, 3, 4, 0},  // T = 0
+    {3, 0, 3, 4, 3},  // B = 0: empty work
+    {6, 4, 7, 9, 6},  // odd sizes
+};
+const Dims kCellDims[] = {{1, 2, 3, 4, 1}, {1, 3, 0, 5, 1}, {1, 4, 7, 9, 1}};
+
+class CudaOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  }
+  void TearDown() override { cuda::set_math_mode(cuda::MathMode::kExactFP32); }
+};
+
+TEST_F(CudaOps, GRUCellOps) {
+  for (DType t : kDTypes) {
+    for (const Dims& d : kCellDims) {
+      for (const char* op : {"GRUBlockCell", "GRUBlockCellGrad", "gradients.GRUBlockCell"}) {
+        compare_op(op, d, t, {});
+      }
+    }
+  }
+}
+
+TEST_F(CudaOps, LSTMCellOps) {
+  const AttrMap attr_sets[] = {
+      {{"forget_bias", 1.0}, {"cell_clip", 3.0}, {"use_peephole", 0.0}},
+      {{"forget_bias", 0.5}, {"cell_clip", 0.3}, {"use_peephole", 1.0}},           // the clip bites
+      {{"forget_bias", 1.0}, {"cell_clip", std::nan("")}, {"use_peephole", 1.0}},  // no clip
+      {{"forget_bias", -2.0}, {"cell_clip", -1.0}, {"use_peephole", 0.0}},
+  };
+  for (DType t : kDTypes) {
+    for (const Dims& d : kCellDims) {
+      for (const AttrMap& a : attr_sets) {
+        compare_op("LSTMBlockCell", d, t, a);
+        compare_op("gradients.LSTMBlockCell", d, t, a);
+        compare_op("LSTMBlockCellGrad", d, t, {{"use_peephole", a.at("use_peephole")}});
+      }
+    }
+  }
+}
+
+TEST_F(CudaOps, BlockLSTM) {
+  for (DType t : kDTypes) {
+    for (const Dims& d : kSeqDims) {
+      for (double peep : {0.0, 1.0}) {
+        compare_op("BlockLSTM", d, t,
+                   {{"forget_bias", 1.0}, {"cell_clip", 0.4}, {"use_peephole", peep}});
+        compare_op("BlockLSTMV2", d, t, {{"cell_clip", 0.0}, {"use_peephole", peep}});
+        compare_op("BlockLSTMGrad", d, t, {{"use_peephole", peep}});
+        compare_op("BlockLSTMGradV2", d, t, {{"use_peephole", peep}});
+      }
+    }
+  }
+}
+
+TEST_F(CudaOps, BlockGRU) {
+  for (DType t : kDTypes) {
+    for (const Dims& d : kSeqDims) {
+      for (const char* op :
+           {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+        compare_op(op, d, t, {});
+      }
+    }
+  }
+}
+
+// The TF32 mode changes only float32 products: float64 stays within its tolerance.
+TEST_F(CudaOps, TF32ModeLeavesFloat64Alone) {
+  cuda::set_math_mode(cuda::MathMode::kTF32);
+  EXPECT_EQ(cuda::get_math_mode(), cuda::MathMode::kTF32);
+  compare_op("BlockLSTM", {3, 2, 3, 4, 3}, DType::kFloat64,
+             {{"forget_bias", 1.0}, {"cell_clip", 0.0}, {"use_peephole", 0.0}});  // fp64: exact
+}
+
+// Two runs of the same call give identical bits (no atomics, fixed-order reductions).
+TEST_F(CudaOps, Deterministic) {
+  const Dims d{6, 4, 7, 9, 6};
+  for (const char* op : {"BlockLSTMGrad", "BlockGRUGrad", "BlockGRUResetAfterGrad"}) {
+    SCOPED_TRACE(op);
+    const OpDef& def = find_op(op);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> sym(-1.0, 1.0);
+    std::vector<Tensor> host;
+    for (const std::string& name : def.inputs) {
+      if (name == "seq_len_max") {
+        host.emplace_back(DType::kInt64, Shape{});
+        *host.back().data_as<std::int64_t>() = d.S;
+        continue;
+      }
+      Tensor t(DType::kFloat32, shape_of(name, d, false));
+      for (std::int64_t e = 0; e < t.num_elements(); ++e) set_element(t, e, sym(rng));
+      host.push_back(std::move(t));
+    }
+    std::vector<std::unique_ptr<DeviceTensor>> dev_in;
+    std::vector<TensorView> in_views;
+    for (std::size_t k = 0; k < host.size(); ++k) {
+      if (def.inputs[k] == "seq_len_max") {
+        in_views.push_back(host[k].view());
+        continue;
+      }
+      dev_in.push_back(std::make_unique<DeviceTensor>(host[k]));
+      in_views.push_back(dev_in.back()->view());
+    }
+    const AttrMap attrs =
+        std::string(op) == "BlockLSTMGrad" ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+    const std::vector<TensorView> host_views(host.begin(), host.end());
+    const OutputSpec spec = infer_outputs(op, host_views, attrs);
+    std::vector<Tensor> first;
+    for (int run = 0; run < 2; ++run) {
+      std::vector<std::unique_ptr<DeviceTensor>> dev_out;
+      std::vector<MutableTensorView> out_views;
+      for (const Shape& s : spec.shapes) {
+        dev_out.push_back(std::make_unique<DeviceTensor>(spec.dtype, s));
+        out_views.push_back(dev_out.back()->mutable_view());
+      }
+      cuda_run(op, in_views, out_views, attrs);
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      for (std::size_t k = 0; k < dev_out.size(); ++k) {
+        Tensor t = dev_out[k]->to_host();
+        if (run == 0) {
+          first.push_back(std::move(t));
+        } else {
+          EXPECT_EQ(std::memcmp(t.data(), first[k].data(), t.num_bytes()), 0)
+              << "output " << def.outputs[k] << " differs between two runs";
+        }
+      }
+    }
+  }
+}
+
+// Host memory where device memory is expected is an error naming the argument.
+TEST_F(CudaOps, HostPointerRejected) {
+  const std::int64_t B = 2, I = 3, H = 4;
+  Tensor x(DType::kFloat32, {B, I}), h(DType::kFloat32, {B, H}),
+      w_ru(DType::kFloat32, {I + H, 2 * H}), w_c(DType::kFloat32, {I + H, H}),
+      b_ru(DType::kFloat32, {2 * H}), b_c(DType::kFloat32, {H});
+  DeviceTensor r(DType::kFloat32, {B, H}), u(DType::kFloat32, {B, H}), c(DType::kFloat32, {B, H}),
+      hout(DType::kFloat32, {B, H});
+  try {
+    cuda::gru_block_cell({x, h, w_ru, w_c, b_ru, b_c}, {r.mutable_view(), u.mutable_view(),
+                                                        c.mutable_view(), hout.mutable_view()});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("GRUBlockCell: x is not device memory"), std::string::npos)
+        << e.what();
+  }
+}
+
+// ---- host-only: validation is the CPU path's, before any device access ------------------------
+
+// The message the CPU API gives for a call, or "" when it succeeds.
+template <typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CudaValidation, SameErrorsAsTheCpuApi) {
+  const std::int64_t T = 3, B = 2, I = 3, H = 4;
+  Tensor x(DType::kFloat32, {T, B, I}), hp(DType::kFloat32, {B, H}),
+      bad_hp(DType::kFloat32, {B, H + 1}), w(DType::kFloat32, {I + H, 4 * H}),
+      b(DType::kFloat32, {4 * H}), x64(DType::kFloat64, {T, B, I});
+  std::vector<Tensor> outs;
+  for (int k = 0; k < 7; ++k) outs.emplace_back(DType::kFloat32, Shape{T, B, H});
+  const BlockLSTMOutputs o{outs[0].mutable_view(), outs[1].mutable_view(), outs[2].mutable_view(),
+                           outs[3].mutable_view(), outs[4].mutable_view(), outs[5].mutable_view(),
+                           outs[6].mutable_view()};
+  const std::vector<BlockLSTMInputs> bad = {
+      {std::nullopt, x, hp, bad_hp, w, {}, {}, {}, b},  // h_prev's shape
+      {std::int64_t{4}, x, hp, hp, w, {}, {}, {}, b},   // seq_len_max > T
+      {std::nullopt, x64, hp, hp, w, {}, {}, {}, b},    // mixed dtypes
+      {std::nullopt, x, hp, hp, b, {}, {}, {}, b},      // w's rank
+  };
+  for (const BlockLSTMInputs& in : bad) {
+    const std::string cpu = message_of([&] { block_lstm(in, o); });
+    ASSERT_FALSE(cpu.empty());
+    EXPECT_EQ(message_of([&] { cuda::block_lstm(in, o); }), cpu);
+  }
+  // With use_peephole, an omitted peephole vector is an error naming it, as on the CPU.
+  const BlockLSTMInputs no_peep{std::nullopt, x, hp, hp, w, {}, {}, {}, b};
+  const std::string cpu = message_of([&] { block_lstm(no_peep, o, {1.0, 3.0, true}); });
+  ASSERT_NE(cpu.find("wci"), std::string::npos) << cpu;
+  EXPECT_EQ(message_of([&] { cuda::block_lstm(no_peep, o, {1.0, 3.0, true}); }), cpu);
+  // Output shape and aliasing.
+  Tensor bad_out(DType::kFloat32, {T, B, H + 1});
+  BlockLSTMOutputs o2 = o;
+  o2.h = bad_out.mutable_view();
+  const BlockLSTMInputs good{std::nullopt, x, hp, hp, w, {}, {}, {}, b};
+  EXPECT_EQ(message_of([&] { cuda::block_lstm(good, o2); }),
+            message_of([&] { block_lstm(good, o2); }));
+  BlockLSTMOutputs o3 = o;
+  o3.cs = o.i;
+  EXPECT_EQ(message_of([&] { cuda::block_lstm(good, o3); }),
+            message_of([&] { block_lstm(good, o3); }));
+}
+
+TEST(CudaValidation, GruAndCellErrors) {
+  const std::int64_t T = 2, B = 2, I = 3, H = 4;
+  Tensor x(DType::kFloat64, {T, B, I}), hp(DType::kFloat64, {B, H}),
+      w_ru(DType::kFloat64, {I + H, 2 * H}), w_c(DType::kFloat64, {I + H + 1, H}),
+      b_ru(DType::kFloat64, {2 * H}), b_c(DType::kFloat64, {H});
+  std::vector<Tensor> outs;
+  for (int k = 0; k < 4; ++k) outs.emplace_back(DType::kFloat64, Shape{T, B, H});
+  const BlockGRUInputs in{std::nullopt, x, hp, w_ru, w_c, b_ru, b_c};
+  const BlockGRUOutputs o{outs[0].mutable_view(), outs[1].mutable_view(), outs[2].mutable_view(),
+                          outs[3].mutable_view()};
+  const std::string cpu = message_of([&] { block_gru(in, o); });
+  ASSERT_FALSE(cpu.empty());
+  EXPECT_EQ(message_of([&] { cuda::block_gru(in, o); }), cpu);
+
+  Tensor cx(DType::kFloat32, {B, I}), chp(DType::kFloat32, {B, H}),
+      cw(DType::kFloat32, {I + H, 4 * H}), cb(DType::kFloat32, {4 * H + 1});
+  std::vector<Tensor> couts;
+  for (int k = 0; k < 7; ++k) couts.emplace_back(DType::kFloat32, Shape{B, H});
+  const LSTMBlockCellInputs cin{cx, chp, chp, cw, {}, {}, {}, cb};
+  const LSTMBlockCellOutputs cout{couts[0].mutable_view(), couts[1].mutable_view(),
+                                  couts[2].mutable_view(), couts[3].mutable_view(),
+                                  couts[4].mutable_view(), couts[5].mutable_view(),
+                                  couts[6].mutable_view()};
+  const std::string ccpu = message_of([&] { lstm_block_cell(cin, cout); });
+  ASSERT_FALSE(ccpu.empty());
+  EXPECT_EQ(message_of([&] { cuda::lstm_block_cell(cin, cout); }), ccpu);
+}
+
+// A valid call on a machine without a device is a clear error, after validation.
+TEST(CudaValidation, NoDeviceIsAClearError) {
+  if (has_device()) GTEST_SKIP() << "a CUDA device is present (this checks the no-device error)";
+  const std::int64_t B = 2, I = 3, H = 4;
+  Tensor x(DType::kFloat32, {B, I}), h(DType::kFloat32, {B, H}),
+      w_ru(DType::kFloat32, {I + H, 2 * H}), w_c(DType::kFloat32, {I + H, H}),
+      b_ru(DType::kFloat32, {2 * H}), b_c(DType::kFloat32, {H});
+  std::vector<Tensor> outs;
+  for (int k = 0; k < 4; ++k) outs.emplace_back(DType::kFloat32, Shape{B, H});
+  try {
+    cuda::gru_block_cell({x, h, w_ru, w_c, b_ru, b_c},
+                         {outs[0].mutable_view(), outs[1].mutable_view(), outs[2].mutable_view(),
+                          outs[3].mutable_view()});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("GRUBlockCell: no CUDA device"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace blockrnn

@@ -1,0 +1,136 @@
+"""Every op the generic Python tester (test_ops.py) checks, declared once: its forward op (for a
+grad op), its TensorFlow twin in tf.raw_ops (None where TensorFlow has none), whether its outputs
+are full gradients (checked by float64 finite differences), the attr values to draw, and the
+float32 tolerance against TensorFlow with its reason (docs/tolerances.md). The C++ twin is
+tests/cpp/op_table.h. Input shapes come from the names (opinputs.py); an input the shape table
+does not know is an optional trailing input, left out. Adding an op is one row."""
+import dataclasses
+import inspect
+
+import numpy as np
+
+import blockrnn
+from opinputs import _shape, op_function
+
+LSTM_ATTRS = {"forget_bias": [1.0, 0.0, 0.5], "cell_clip": [3.0, -1.0, 0.5],
+              "use_peephole": [False, True]}
+LSTM_V2_ATTRS = {"cell_clip": [0.0, -1.0, 0.5], "use_peephole": [False, True]}
+# TensorFlow's backward passes the clip straight through, which is not the derivative where it
+# clips: finite differences run with clipping off.
+FD_ATTRS = {"cell_clip": -1.0}
+
+# (rtol, atol · max(1, max|want|)) of float32 against TensorFlow float32 (SPEC A7).
+CELL_TOL = (1e-5, 1e-5)        # other GEMM order (oneDNN) and activations: a few ulp
+SEQUENCE_TOL = (1e-4, 1e-4)    # per-step differences compound over T steps
+
+
+@dataclasses.dataclass(frozen=True)
+class OpRow:
+    op: str
+    forward: str = ""            # for a grad op: the op whose inputs and outputs it takes
+    tf: str = ""                 # its name in tf.raw_ops ("" where TensorFlow has none)
+    full_gradient: bool = False  # outputs are d loss / d forward inputs
+    attrs: dict = dataclasses.field(default_factory=dict)
+    tol: tuple = CELL_TOL
+
+
+OPS = [
+    OpRow("GRUBlockCell", tf="GRUBlockCell"),
+    OpRow("GRUBlockCellGrad", "GRUBlockCell", tf="GRUBlockCellGrad"),
+    OpRow("gradients.GRUBlockCell", "GRUBlockCell", full_gradient=True),
+    OpRow("LSTMBlockCell", tf="LSTMBlockCell", attrs=LSTM_ATTRS),
+    OpRow("LSTMBlockCellGrad", "LSTMBlockCell", tf="LSTMBlockCellGrad", attrs=LSTM_ATTRS),
+    OpRow("gradients.LSTMBlockCell", "LSTMBlockCell", full_gradient=True, attrs=LSTM_ATTRS),
+    OpRow("BlockLSTM", tf="BlockLSTM", attrs=LSTM_ATTRS, tol=SEQUENCE_TOL),
+    OpRow("BlockLSTMGrad", "BlockLSTM", tf="BlockLSTMGrad", full_gradient=True,
+          attrs=LSTM_ATTRS, tol=SEQUENCE_TOL),
+    OpRow("BlockLSTMV2", tf="BlockLSTMV2", attrs=LSTM_V2_ATTRS, tol=SEQUENCE_TOL),
+    OpRow("BlockLSTMGradV2", "BlockLSTMV2", tf="BlockLSTMGradV2", full_gradient=True,
+          attrs=LSTM_V2_ATTRS, tol=SEQUENCE_TOL),
+    OpRow("BlockGRU", tol=SEQUENCE_TOL),
+    OpRow("BlockGRUGrad", "BlockGRU", full_gradient=True, tol=SEQUENCE_TOL),
+    OpRow("BlockGRUResetAfter", tol=SEQUENCE_TOL),
+    OpRow("BlockGRUResetAfterGrad", "BlockGRUResetAfter", full_gradient=True, tol=SEQUENCE_TOL),
+]
+ROWS = {r.op: r for r in OPS}
+
+FORWARD_INPUTS = {"seq_len_max", "x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b",
+                  "w_ru", "w_c", "b_ru", "b_c", "w_i", "w_h", "b_i", "b_h"}
+
+
+def upstream_of(name):
+    """The forward output an upstream-gradient input stands for: h_grad, d_h -> h."""
+    if name.startswith("d_"):
+        return name[2:]
+    if name.endswith("_grad"):
+        return name[:-5]
+    return ""
+
+
+def params(op):
+    return inspect.signature(op_function(op)).parameters
+
+
+def tensor_inputs(op):
+    """The op's tensor inputs the tester knows, in order (attrs and optional inputs left out)."""
+    names = []
+    for p in params(op).values():
+        if p.name == "name" or p.default is not inspect.Parameter.empty:
+            break
+        names.append(p.name)
+    return [n for n in names if n != "use_peephole"]
+
+
+def forward_kwargs(row, fwd, dims, dtype, rng, fd=False):
+    T, B, I, H, S = dims
+    kw = {}
+    for name in tensor_inputs(fwd):
+        if name not in FORWARD_INPUTS:
+            break  # an optional trailing input
+        if name == "seq_len_max":
+            kw[name] = np.int64(S)
+            continue
+        shape = _shape(fwd, name, T, B, I, H)
+        scale = 1.0 / np.sqrt(max(I + H, 1)) if name.startswith("w") and len(shape) == 2 else 1.0
+        kw[name] = rng.uniform(-scale, scale, size=shape).astype(dtype)
+    attrs = {k: v[rng.integers(len(v))] for k, v in row.attrs.items() if k in params(fwd)}
+    if fd:
+        attrs.update({k: v for k, v in FD_ATTRS.items() if k in attrs})
+    return kw, attrs
+
+
+def make_call(row, dims, dtype, rng, fd=False):
+    """(kwargs, attrs, forward attrs) of a consistent call of row.op in dtype."""
+    if not row.forward:
+        kw, attrs = forward_kwargs(row, row.op, dims, dtype, rng, fd)
+        return kw, attrs, attrs
+    fkw, fattrs = forward_kwargs(row, row.forward, dims, dtype, rng, fd)
+    out = op_function(row.forward)(**fkw, **fattrs)
+    outs = dict(zip(out._fields, out))
+    T, B, I, H, S = dims
+    kw = {}
+    for name in tensor_inputs(row.op):
+        if name in fkw:
+            kw[name] = fkw[name]
+        elif name in outs:
+            kw[name] = outs[name]
+        elif upstream_of(name):
+            kw[name] = rng.uniform(-1, 1, size=_shape(row.op, name, T, B, I, H)).astype(dtype)
+        else:
+            break  # an optional trailing input
+    attrs = {k: v for k, v in fattrs.items() if k in params(row.op)}
+    if "use_peephole" in params(row.op) and "use_peephole" not in attrs:
+        attrs["use_peephole"] = False
+    return kw, attrs, fattrs
+
+
+def random_dims(row, rng):
+    sizes = [1, 2, 7, 8, 9, 16, 17, 33]
+    seq = row.op.startswith("Block")
+    T = int(rng.integers(1, 6)) if seq else 1
+    B, I, H = (int(rng.choice(sizes)) for _ in range(3))
+    return T, B, I, H, T
+
+
+__all__ = ["OPS", "ROWS", "OpRow", "make_call", "random_dims", "upstream_of", "tensor_inputs",
+           "op_function", "blockrnn"]
