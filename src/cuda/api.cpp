@@ -299,9 +299,21 @@ void lstm_cell_bwd_call(const Ctx& ctx, const Ptrs<T>& p, const LSTMBlockCellGra
   detail::lstm_bwd<T>(ctx, {1, B, I, H, 1}, a, extra);
 }
 
+// seq_lengths (blockrnn's per-example lengths) has no CUDA kernel yet: refused before anything
+// else, never ignored.
+void refuse_seq_lengths(const char* op, const TensorView& seq_lengths) {
+  if (!is_absent_input(seq_lengths)) {
+    throw Error(ErrorCode::kUnimplemented,
+                std::string(op) +
+                    ": seq_lengths is not supported on the CUDA backend yet (docs/cuda.md); "
+                    "omit it, or run the op on the CPU");
+  }
+}
+
 void lstm_seq_fwd(const char* op, LSTMLayout layout, const BlockLSTMInputs& in,
                   const BlockLSTMOutputs& out, double forget_bias, double cell_clip,
                   bool use_peephole, AttrMap attrs, cudaStream_t stream) {
+  refuse_seq_lengths(op, in.seq_lengths);
   std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   std::vector<TensorView> v = {
       TensorView(&S, Shape{}), in.x, in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b};
@@ -324,6 +336,7 @@ void lstm_seq_fwd(const char* op, LSTMLayout layout, const BlockLSTMInputs& in,
 
 void lstm_seq_bwd(const char* op, LSTMLayout layout, const BlockLSTMGradInputs& in,
                   const BlockLSTMGradOutputs& out, bool use_peephole, cudaStream_t stream) {
+  refuse_seq_lengths(op, in.seq_lengths);
   std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   std::vector<TensorView> v = {TensorView(&S, Shape{}),
                                in.x,
@@ -518,6 +531,7 @@ void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutput
 }
 
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out, cudaStream_t stream) {
+  refuse_seq_lengths("BlockGRU", in.seq_lengths);
   std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView v[] = {
       TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
@@ -533,6 +547,7 @@ void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out, cudaStream_
 
 void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out,
                     cudaStream_t stream) {
+  refuse_seq_lengths("BlockGRUGrad", in.seq_lengths);
   std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
   const TensorView v[] = {TensorView(&S, Shape{}),
                           in.x,
@@ -560,6 +575,7 @@ void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out
 
 void block_gru_reset_after(const BlockGRUResetAfterInputs& in, const BlockGRUResetAfterOutputs& out,
                            cudaStream_t stream) {
+  refuse_seq_lengths("BlockGRUResetAfter", in.seq_lengths);
   const std::int64_t S = in.seq_len_max;
   const TensorView v[] = {TensorView(&S, Shape{}), in.x, in.h_prev, in.w_i, in.w_h, in.b_i, in.b_h};
   const MutableTensorView outs[] = {out.r, out.u, out.n, out.hn, out.h};
@@ -575,6 +591,7 @@ void block_gru_reset_after(const BlockGRUResetAfterInputs& in, const BlockGRURes
 
 void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
                                 const BlockGRUResetAfterGradOutputs& out, cudaStream_t stream) {
+  refuse_seq_lengths("BlockGRUResetAfterGrad", in.seq_lengths);
   const std::int64_t S = in.seq_len_max;
   const TensorView v[] = {TensorView(&S, Shape{}),
                           in.x,

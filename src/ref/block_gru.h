@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include "ref/seq_steps.h"
 
 namespace blockrnn {
 
@@ -21,11 +22,6 @@ struct BlockGRUDims {
   // runs S steps (the ops pass nullptr whenever no L_b < S).
   const std::int64_t* lengths = nullptr;
 };
-
-// Steps example b runs: min(L_b, S), or S without lengths.
-inline std::int64_t steps_of(const std::int64_t* lengths, std::int64_t S, std::int64_t b) {
-  return lengths == nullptr ? S : (lengths[b] < S ? lengths[b] : S);
-}
 
 template <typename T>
 struct BlockGRUFwdArgs {

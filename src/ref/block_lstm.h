@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "ref/lstm_cell.h"
+#include "ref/seq_steps.h"
 
 namespace blockrnn {
 
@@ -28,11 +29,6 @@ struct BlockLSTMDims {
   // runs S steps (the ops pass nullptr whenever no L_b < S).
   const std::int64_t* lengths = nullptr;
 };
-
-// Steps example b runs: min(L_b, S), or S without lengths.
-inline std::int64_t steps_of(const std::int64_t* lengths, std::int64_t S, std::int64_t b) {
-  return lengths == nullptr ? S : (lengths[b] < S ? lengths[b] : S);
-}
 
 template <typename T>
 struct BlockLSTMFwdArgs {

@@ -536,6 +536,30 @@ TEST(CudaValidation, GruAndCellErrors) {
 }
 
 // A valid call on a machine without a device is a clear error, after validation.
+// seq_lengths has no CUDA kernel yet: a present one is refused (kUnimplemented naming the op and
+// the argument) on every machine, never silently ignored.
+TEST(CudaValidation, SeqLengthsIsRefusedNotIgnored) {
+  const std::int64_t T = 2, B = 2, I = 3, H = 4;
+  Tensor x(DType::kFloat32, {T, B, I}), hp(DType::kFloat32, {B, H}),
+      w_ru(DType::kFloat32, {I + H, 2 * H}), w_c(DType::kFloat32, {I + H, H}),
+      b_ru(DType::kFloat32, {2 * H}), b_c(DType::kFloat32, {H}), lengths(DType::kInt64, {B});
+  std::vector<Tensor> outs;
+  for (int k = 0; k < 4; ++k) outs.emplace_back(DType::kFloat32, Shape{T, B, H});
+  BlockGRUInputs in{std::nullopt, x, hp, w_ru, w_c, b_ru, b_c};
+  in.seq_lengths = lengths.view();
+  const BlockGRUOutputs o{outs[0].mutable_view(), outs[1].mutable_view(), outs[2].mutable_view(),
+                          outs[3].mutable_view()};
+  try {
+    cuda::block_gru(in, o);
+    ADD_FAILURE() << "seq_lengths accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("BlockGRU: seq_lengths is not supported on the CUDA"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CudaValidation, NoDeviceIsAClearError) {
   if (has_device()) GTEST_SKIP() << "a CUDA device is present (this checks the no-device error)";
   const std::int64_t B = 2, I = 3, H = 4;
