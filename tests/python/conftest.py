@@ -11,6 +11,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+try:
+    # torch's compiler stack (and with it triton, when installed) must be loaded before
+    # TensorFlow: the two wheels' LLVM copies abort the process in the other order
+    # (docs/torch.md). blockrnn.torch's custom ops load it on their first call.
+    import torch._dynamo  # noqa: E402,F401
+except ImportError:
+    pass
+
 import blockrnn  # noqa: E402
 
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""blockrnn.torch.LSTM / GRU against torch.nn.LSTM / GRU: forward + backward on the same shapes,
+the same thread count (torch.set_num_threads and blockrnn.set_num_threads) and machine.
+
+    .venv/bin/python bench/torch_compare.py --threads 2
+    .venv/bin/python bench/torch_compare.py --threads 2 --shapes T50,B64,I512,H512 --reps 10
+
+Each measurement: the module's forward on x [T,B,I] (time-major, zero initial state), then
+backward of sum(output * g) for a fixed g, parameter gradients zeroed in between; 2 warm-up runs,
+then --reps runs of each module, alternating torch.nn and blockrnn so that a load change on a
+shared machine hits both; the minimum and the median in milliseconds. Ratio = blockrnn / torch
+of the minima (< 1: blockrnn is faster). Both modules hold the same weights. The load average
+is printed before and after: on a loaded machine the medians are unreliable.
+"""
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+import blockrnn
+import blockrnn.torch as brt
+
+DEFAULT_SHAPES = ["T50,B64,I512,H512", "T20,B16,I128,H128", "T100,B32,I256,H256"]
+
+
+def cpu_name():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return "unknown CPU"
+
+
+def parse(shape):
+    d = {p[0]: int(p[1:]) for p in shape.split(",")}
+    return d["T"], d["B"], d["I"], d["H"]
+
+
+def run_once(module, x, g):
+    for p in module.parameters():
+        p.grad = None
+    t0 = time.perf_counter()
+    out, _ = module(x)
+    (out * g).sum().backward()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def measure_pair(ref, mine, x, g, reps):
+    for _ in range(2):
+        run_once(ref, x, g), run_once(mine, x, g)
+    a, b = [], []
+    for _ in range(reps):
+        a.append(run_once(ref, x, g))
+        b.append(run_once(mine, x, g))
+    return (min(a), statistics.median(a)), (min(b), statistics.median(b))
+
+
+def loadavg():
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--shapes", nargs="*", default=DEFAULT_SHAPES)
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    blockrnn.set_num_threads(args.threads)
+    dtype = getattr(torch, args.dtype)
+    print(f"CPU: {cpu_name()}; threads {args.threads} (torch and blockrnn); {args.dtype}; "
+          f"torch {torch.__version__}, blockrnn {blockrnn.__version__}; ISA {blockrnn.get_isa()}")
+    print("command: " + " ".join([sys.executable.split("/")[-1]] + sys.argv))
+    print(f"load average (1 min) before: {loadavg()}")
+    print(f"{'shape':<20}{'module':<6}{'torch.nn min/median ms':>24}"
+          f"{'blockrnn min/median ms':>24}{'ratio':>7}")
+    for shape in args.shapes:
+        T, B, I, H = parse(shape)
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(T, B, I, generator=gen, dtype=dtype)
+        g = torch.randn(T, B, H, generator=gen, dtype=dtype)
+        for name, ref_cls, my_cls in (("LSTM", torch.nn.LSTM, brt.LSTM),
+                                      ("GRU", torch.nn.GRU, brt.GRU)):
+            torch.manual_seed(0)
+            ref = ref_cls(I, H).to(dtype)
+            mine = my_cls(I, H).to(dtype)
+            mine.load_state_dict(ref.state_dict())
+            (r_min, r_med), (m_min, m_med) = measure_pair(ref, mine, x, g, args.reps)
+            print(f"{shape:<20}{name:<6}{r_min:12.1f} /{r_med:9.1f}{m_min:14.1f} /{m_med:9.1f}"
+                  f"{m_min / r_min:7.2f}", flush=True)
+    print(f"load average (1 min) after: {loadavg()}")
+
+
+if __name__ == "__main__":
+    main()

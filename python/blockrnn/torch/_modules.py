@@ -1,0 +1,452 @@
+"""blockrnn.torch.LSTM and blockrnn.torch.GRU: torch.nn.LSTM / torch.nn.GRU on blockrnn's ops.
+
+Layers, directions, dropout between layers, PackedSequence and hx handling are orchestrated
+here, in Python, around one blockrnn sequence op per (layer, direction); see docs/torch.md.
+"""
+import math
+import warnings
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from . import _ops
+
+# Pass PackedSequence lengths to the ops' seq_lengths input when the core has it (the padded
+# steps are then skipped); False forces the padded fallback (docs/torch.md).
+USE_SEQ_LENGTHS = True
+
+
+class _Lengths:
+    """Per-example lengths of a padded, time-major batch (from a PackedSequence, sorted by
+    decreasing length): the index that reverses each sequence within its own length (its own
+    inverse; padding positions map to themselves), the output mask and the last-step index."""
+
+    def __init__(self, lengths: Tensor, steps: int, dtype, device):
+        lengths = lengths.to(device=device, dtype=torch.int64)
+        t = torch.arange(steps, device=device, dtype=torch.int64).unsqueeze(1)  # [T,1]
+        valid = t < lengths.unsqueeze(0)  # [T,B]
+        self.rev = torch.where(valid, lengths.unsqueeze(0) - 1 - t, t)
+        self.mask = valid.to(dtype).unsqueeze(2)
+        self.last = (lengths - 1).view(1, -1, 1)
+        self.lengths = lengths
+
+    def reverse(self, x: Tensor) -> Tensor:
+        return x.gather(0, self.rev.unsqueeze(2).expand(x.shape))
+
+    def final(self, seq: Tensor) -> Tensor:
+        return seq.gather(0, self.last.expand(1, seq.shape[1], seq.shape[2])).squeeze(0)
+
+
+class _RNNBase(nn.Module):
+    _gates = 0
+    _name = ""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        super().__init__()
+        name = f"blockrnn.torch.{self._name}"
+        if proj_size != 0:
+            raise NotImplementedError(
+                f"{name}: proj_size={proj_size} (LSTM with projections) is not implemented by "
+                f"blockrnn; use torch.nn.LSTM for projected LSTMs")
+        for arg, v in (("input_size", input_size), ("hidden_size", hidden_size),
+                       ("num_layers", num_layers)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name}: {arg} should be of type int, got: {type(v).__name__}")
+        if hidden_size <= 0:
+            raise ValueError(f"{name}: hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError(f"{name}: num_layers must be greater than zero")
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
+                or not 0 <= dropout <= 1:
+            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing "
+                             f"the probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(f"{name}: dropout option adds dropout after all but last recurrent "
+                          f"layer, so non-zero dropout expects num_layers greater than 1, but "
+                          f"got dropout={dropout} and num_layers={num_layers}")
+        self.mode = self._name
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = 0
+        fk = {"device": device, "dtype": dtype}
+        dirs = 2 if bidirectional else 1
+        g = self._gates * hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            layer_in = input_size if layer == 0 else hidden_size * dirs
+            for d in range(dirs):
+                sfx = self._suffix(layer, d)
+                params = [("weight_ih" + sfx, (g, layer_in)), ("weight_hh" + sfx, (g, hidden_size))]
+                if bias:
+                    params += [("bias_ih" + sfx, (g,)), ("bias_hh" + sfx, (g,))]
+                for pname, shape in params:
+                    setattr(self, pname, nn.Parameter(torch.empty(shape, **fk)))
+                    self._flat_weights_names.append(pname)
+        self._extra_params(fk)
+        self.reset_parameters()
+
+    @staticmethod
+    def _suffix(layer: int, d: int) -> str:
+        return f"_l{layer}" + ("_reverse" if d == 1 else "")
+
+    def _extra_params(self, fk):
+        pass
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        per = 4 if self.bias else 2
+        w = self._flat_weights
+        return [w[i:i + per] for i in range(0, len(w), per)]
+
+    def reset_parameters(self) -> None:
+        """Every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as torch.nn does."""
+        k = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for p in self.parameters():
+            nn.init.uniform_(p, -k, k)
+
+    def flatten_parameters(self) -> None:
+        """No-op (cuDNN's flat weight buffer does not exist here); kept for drop-in use."""
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    # ------------------------------------------------------------------ forward plumbing
+
+    def _zero_bias(self, like: Tensor, n: int) -> Tensor:
+        return torch.zeros(n, dtype=like.dtype, device=like.device)
+
+    def _layer_params(self, layer: int, d: int):
+        sfx = self._suffix(layer, d)
+        w_ih = getattr(self, "weight_ih" + sfx)
+        w_hh = getattr(self, "weight_hh" + sfx)
+        if self.bias:
+            b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
+        else:
+            b_ih = b_hh = self._zero_bias(w_ih, w_ih.shape[0])
+        return w_ih, w_hh, b_ih, b_hh
+
+    def _check_device(self, t: Tensor):
+        if t.device.type != "cpu":
+            raise NotImplementedError(
+                f"blockrnn.torch.{self._name}: input is on device '{t.device}'; blockrnn runs "
+                f"on the CPU only (a GPU backend is a separate issue)")
+
+    def _prepare(self, input, hx_list):
+        """Returns (x [T,B,I] time-major, lengths or None, packed info, unbatched, hx list of
+        [L*D,B,H] tensors or None)."""
+        name = f"blockrnn.torch.{self._name}"
+        packed = None
+        lengths = None
+        unbatched = False
+        if isinstance(input, PackedSequence):
+            data, batch_sizes, sorted_idx, unsorted_idx = input
+            self._check_device(data)
+            x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
+            packed = (batch_sizes, sorted_idx, unsorted_idx)
+            if hx_list is not None and sorted_idx is not None:
+                hx_list = [h.index_select(1, sorted_idx) for h in hx_list]
+        else:
+            if not isinstance(input, Tensor):
+                raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
+                                f"{type(input).__name__}")
+            self._check_device(input)
+            if input.dim() == 2:
+                unbatched = True
+                x = input.unsqueeze(1)
+                if hx_list is not None:
+                    for h in hx_list:
+                        if h.dim() != 2:
+                            raise RuntimeError(
+                                f"{name}: For unbatched 2-D input, hx should also be 2-D but "
+                                f"got {h.dim()}-D tensor")
+                    hx_list = [h.unsqueeze(1) for h in hx_list]
+            elif input.dim() == 3:
+                x = input.transpose(0, 1) if self.batch_first else input
+                if hx_list is not None:
+                    for h in hx_list:
+                        if h.dim() != 3:
+                            raise RuntimeError(
+                                f"{name}: For batched 3-D input, hx should also be 3-D but got "
+                                f"{h.dim()}-D tensor")
+            else:
+                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
+                                 f"tensor instead")
+        w0 = self.weight_ih_l0
+        if x.dtype != w0.dtype:
+            raise RuntimeError(f"{name}: input must have the type {w0.dtype}, got type "
+                               f"{x.dtype}")
+        if x.shape[2] != self.input_size:
+            raise RuntimeError(f"{name}: input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {x.shape[2]}")
+        dirs = 2 if self.bidirectional else 1
+        expected = (self.num_layers * dirs, x.shape[1], self.hidden_size)
+        if hx_list is not None:
+            for k, h in enumerate(hx_list):
+                if tuple(h.shape) != expected:
+                    which = f"hidden[{k}]" if len(hx_list) > 1 else "hidden"
+                    raise RuntimeError(f"{name}: Expected {which} size {expected}, got "
+                                       f"{list(h.shape)}")
+                if h.dtype != x.dtype:
+                    raise RuntimeError(f"{name}: hx must have the type {x.dtype}, got "
+                                       f"{h.dtype}")
+        lens = None
+        if lengths is not None:
+            lens = _Lengths(lengths, x.shape[0], x.dtype, x.device)
+        return x, lens, packed, unbatched, hx_list, expected
+
+    def _finish(self, out: Tensor, lens, packed, unbatched, states):
+        if packed is not None:
+            batch_sizes, sorted_idx, unsorted_idx = packed
+            data = pack_padded_sequence(out, lens.lengths.cpu(), enforce_sorted=True).data
+            out = PackedSequence(data, batch_sizes, sorted_idx, unsorted_idx)
+            if unsorted_idx is not None:
+                states = [s.index_select(1, unsorted_idx) for s in states]
+        elif unbatched:
+            out = out.squeeze(1)
+            states = [s.squeeze(1) for s in states]
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, states
+
+    def _run_layers(self, x, lens, init_states):
+        """init_states: list over state kinds of [L*D,B,H]. Returns out [T,B,D*H] and the final
+        states (list over kinds of [L*D,B,H])."""
+        dirs = 2 if self.bidirectional else 1
+        finals = [[] for _ in init_states]
+        sl = None
+        if lens is not None and USE_SEQ_LENGTHS and _ops.HAS_SEQ_LENGTHS:
+            sl = lens.lengths.cpu()
+        inp = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                xin = inp
+                if d == 1:
+                    xin = inp.flip(0) if lens is None else lens.reverse(inp)
+                seq_out, seq_states = self._cell_sequence(
+                    xin, [s[k] for s in init_states], layer, d, sl)
+                for kind, s in enumerate(seq_states):
+                    finals[kind].append(s[-1] if lens is None else lens.final(s))
+                if d == 1:
+                    seq_out = seq_out.flip(0) if lens is None else lens.reverse(seq_out)
+                if lens is not None and sl is None:
+                    # without seq_lengths the steps past each length were computed on padding
+                    seq_out = seq_out * lens.mask
+                outs.append(seq_out)
+            inp = outs[0] if dirs == 1 else torch.cat(outs, 2)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                inp = F.dropout(inp, self.dropout, training=True)
+        return inp, [torch.stack(f, 0) for f in finals]
+
+
+class LSTM(_RNNBase):
+    """Drop-in torch.nn.LSTM on blockrnn's BlockLSTMV2 (see docs/torch.md).
+
+    Same constructor, parameters (weight_ih_l{k}[_reverse], weight_hh_..., bias_ih_...,
+    bias_hh_...) and forward as torch.nn.LSTM. TensorFlow extras (keyword-only):
+      use_peephole: adds parameters weight_ci_l{k}[_reverse], weight_cf_..., weight_co_...
+        (each [hidden_size]): i and f see c[t-1], o sees c[t] (TensorFlow's BlockLSTM).
+      cell_clip: clip the cell state to [-cell_clip, cell_clip] (None or <= 0: no clipping).
+      forget_bias: added to the forget gate's pre-activation (TensorFlow's BlockLSTM; runs on
+        BlockLSTM in TensorFlow's gate order i,c,f,o). Default 0.0, i.e. torch's LSTM.
+    proj_size > 0 raises NotImplementedError.
+    """
+    _gates = 4
+    _name = "LSTM"
+
+    def __init__(self, *args, use_peephole: bool = False, cell_clip: Optional[float] = None,
+                 forget_bias: float = 0.0, **kwargs):
+        self.use_peephole = bool(use_peephole)
+        self.cell_clip = cell_clip
+        self.forget_bias = float(forget_bias)
+        super().__init__(*args, **kwargs)
+
+    def _extra_params(self, fk):
+        if not self.use_peephole:
+            return
+        dirs = 2 if self.bidirectional else 1
+        for layer in range(self.num_layers):
+            for d in range(dirs):
+                for g in ("ci", "cf", "co"):
+                    setattr(self, f"weight_{g}" + self._suffix(layer, d),
+                            nn.Parameter(torch.empty(self.hidden_size, **fk)))
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        if self.use_peephole:
+            s += ", use_peephole=True"
+        if self.cell_clip is not None:
+            s += f", cell_clip={self.cell_clip}"
+        if self.forget_bias != 0.0:
+            s += f", forget_bias={self.forget_bias}"
+        return s
+
+    def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
+        h0, c0 = states
+        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+        H = self.hidden_size
+        tf_order = self.forget_bias != 0.0
+        b = b_ih + b_hh
+        if tf_order:  # torch's i,f,g,o -> TensorFlow's i,c,f,o
+            perm = torch.cat([torch.arange(0, H), torch.arange(2 * H, 3 * H),
+                              torch.arange(H, 2 * H), torch.arange(3 * H, 4 * H)])
+            w_ih, w_hh, b = w_ih[perm], w_hh[perm], b[perm]
+        w = torch.cat([w_ih.t(), w_hh.t()], 0)  # [I+H, 4H]: the one weight copy per call
+        if self.use_peephole:
+            sfx = self._suffix(layer, d)
+            wci, wcf, wco = (getattr(self, f"weight_{g}" + sfx) for g in ("ci", "cf", "co"))
+        else:
+            wci = wcf = wco = self._zero_bias(w, H)
+        clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
+        i, cs, f, o, ci, co, h = _ops.lstm(x, c0, h0, w, wci, wcf, wco, b, self.forget_bias,
+                                           clip, self.use_peephole, tf_order, seq_lengths)
+        return h, (h, cs)
+
+    def forward(self, input, hx: Optional[Tuple[Tensor, Tensor]] = None):
+        if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+            raise RuntimeError("blockrnn.torch.LSTM: hx must be a tuple (h_0, c_0)")
+        x, lens, packed, unbatched, hxl, shape = self._prepare(
+            input, None if hx is None else list(hx))
+        if hxl is None:
+            z = torch.zeros(shape, dtype=x.dtype, device=x.device)
+            hxl = [z, z]
+        out, (h_n, c_n) = self._run_layers(x, lens, hxl)
+        out, (h_n, c_n) = self._finish(out, lens, packed, unbatched, [h_n, c_n])
+        return out, (h_n, c_n)
+
+
+class GRU(_RNNBase):
+    """Drop-in torch.nn.GRU on blockrnn's ops (see docs/torch.md).
+
+    reset_after=True (default): PyTorch's GRU exactly (BlockGRUResetAfter), same parameters.
+    reset_after=False: TensorFlow's GRUBlockCell / Keras GRU(reset_after=False) variant
+    (BlockGRU): the reset gate multiplies h[t-1] before the recurrent product of the candidate.
+    Parameters keep torch's names and shapes (rows r, z, n); the mapping to TensorFlow's
+    w_ru, w_c, b_ru, b_c is in docs/torch.md (bias_ih and bias_hh are summed), and
+    blockrnn.torch.gru_weights_from_keras / gru_weights_to_keras convert Keras weights.
+    """
+    _gates = 3
+    _name = "GRU"
+
+    def __init__(self, *args, reset_after: bool = True, **kwargs):
+        self.reset_after = bool(reset_after)
+        if kwargs.get("proj_size", 0):
+            raise NotImplementedError("blockrnn.torch.GRU: proj_size is not an argument of GRU")
+        super().__init__(*args, **kwargs)
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        return s if self.reset_after else s + ", reset_after=False"
+
+    def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
+        (h0,) = states
+        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+        if self.reset_after:
+            # w_i, w_h are transposed views: no copy here (the core reads them strided).
+            r, u, n, hn, h = _ops.gru_reset_after(x, h0, w_ih.t(), w_hh.t(), b_ih, b_hh,
+                                                  seq_lengths)
+        else:
+            H2 = 2 * self.hidden_size
+            w_ru = torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0)  # [I+H, 2H] (copy)
+            w_c = torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0)  # [I+H, H] (copy)
+            b_ru = b_ih[:H2] + b_hh[:H2]
+            b_c = b_ih[H2:] + b_hh[H2:]
+            r, u, c, h = _ops.gru_reset_before(x, h0, w_ru, w_c, b_ru, b_c, seq_lengths)
+        return h, (h,)
+
+    def forward(self, input, hx: Optional[Tensor] = None):
+        x, lens, packed, unbatched, hxl, shape = self._prepare(
+            input, None if hx is None else [hx])
+        if hxl is None:
+            hxl = [torch.zeros(shape, dtype=x.dtype, device=x.device)]
+        out, (h_n,) = self._run_layers(x, lens, hxl)
+        out, (h_n,) = self._finish(out, lens, packed, unbatched, [h_n])
+        return out, h_n
+
+
+# ------------------------------------------------------------------ Keras conversion helpers
+
+def _keras_perm(H: int) -> np.ndarray:
+    # Keras' column blocks z, r, h <-> torch's rows r, z, n (the swap is its own inverse).
+    return np.concatenate([np.arange(H, 2 * H), np.arange(0, H), np.arange(2 * H, 3 * H)])
+
+
+def gru_weights_from_keras(kernel, recurrent_kernel, bias=None, *, layer: int = 0,
+                           reverse: bool = False) -> dict:
+    """Keras GRU weights -> a state_dict fragment of blockrnn.torch.GRU (or torch.nn.GRU).
+
+    kernel [I,3H] and recurrent_kernel [H,3H] have column blocks z, r, h. bias is [3H]
+    (Keras GRU(reset_after=False): goes to bias_ih, bias_hh is zero; load into
+    GRU(reset_after=False)) or [2,3H] (reset_after=True: rows input and recurrent bias), or
+    None (use_bias=False). Use with module.load_state_dict(d, strict=False) or merge dicts for
+    several layers. Keras must use activation="tanh", recurrent_activation="sigmoid"."""
+    kernel = np.asarray(kernel)
+    recurrent_kernel = np.asarray(recurrent_kernel)
+    H = recurrent_kernel.shape[0]
+    if kernel.ndim != 2 or kernel.shape[1] != 3 * H or recurrent_kernel.shape != (H, 3 * H):
+        raise ValueError(f"gru_weights_from_keras: kernel must be [I,3H] and recurrent_kernel "
+                         f"[H,3H], got {list(kernel.shape)} and {list(recurrent_kernel.shape)}")
+    p = _keras_perm(H)
+    sfx = _RNNBase._suffix(layer, 1 if reverse else 0)
+    out = {"weight_ih" + sfx: torch.from_numpy(np.ascontiguousarray(kernel[:, p].T)),
+           "weight_hh" + sfx: torch.from_numpy(np.ascontiguousarray(recurrent_kernel[:, p].T))}
+    if bias is not None:
+        bias = np.asarray(bias)
+        if bias.shape == (3 * H,):
+            out["bias_ih" + sfx] = torch.from_numpy(np.ascontiguousarray(bias[p]))
+            out["bias_hh" + sfx] = torch.zeros(3 * H, dtype=out["bias_ih" + sfx].dtype)
+        elif bias.shape == (2, 3 * H):
+            out["bias_ih" + sfx] = torch.from_numpy(np.ascontiguousarray(bias[0][p]))
+            out["bias_hh" + sfx] = torch.from_numpy(np.ascontiguousarray(bias[1][p]))
+        else:
+            raise ValueError(f"gru_weights_from_keras: bias must be [3H] or [2,3H] with "
+                             f"H={H}, got {list(bias.shape)}")
+    return out
+
+
+def gru_weights_to_keras(module: GRU, *, layer: int = 0, reverse: bool = False):
+    """(kernel [I,3H], recurrent_kernel [H,3H], bias) as numpy arrays for a Keras GRU with the
+    module's variant: bias [3H] = (bias_ih + bias_hh) for reset_after=False (TensorFlow's
+    variant has one bias set), [2,3H] for reset_after=True; None when bias=False."""
+    sfx = _RNNBase._suffix(layer, 1 if reverse else 0)
+    H = module.hidden_size
+    p = _keras_perm(H)
+    with torch.no_grad():
+        w_ih = getattr(module, "weight_ih" + sfx).cpu().numpy()
+        w_hh = getattr(module, "weight_hh" + sfx).cpu().numpy()
+        kernel = np.ascontiguousarray(w_ih.T[:, p])
+        rec = np.ascontiguousarray(w_hh.T[:, p])
+        if not module.bias:
+            return kernel, rec, None
+        b_ih = getattr(module, "bias_ih" + sfx).cpu().numpy()
+        b_hh = getattr(module, "bias_hh" + sfx).cpu().numpy()
+    if getattr(module, "reset_after", True):
+        return kernel, rec, np.stack([b_ih[p], b_hh[p]])
+    return kernel, rec, (b_ih + b_hh)[p]
