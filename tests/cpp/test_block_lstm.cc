@@ -358,8 +358,9 @@ TEST(BlockLSTM, TypedDefaultsPeepholesOptionalWithoutUsePeephole) {
 TEST(BlockLSTM, CancelledCallNamesItsOp) {
   const int saved = get_num_threads();
   std::mt19937_64 rng(12);
-  // ~4 M multiply-adds of recurrent product per step: 300 steps take well over the 20 ms poll.
-  const std::int64_t T = 300, B = 4, I = 8, H = 512;
+  // ~8.5 M multiply-adds per step (B·(I+H)·4H): the fast path's 1000 steps take ~100 ms at two
+  // threads, several times the 20 ms poll interval (300 steps at B = 4 finished inside it).
+  const std::int64_t T = 1000, B = 8, I = 8, H = 512;
   const BlockLSTMCase c(DType::kFloat32, T, B, I, H, rng);
   BlockLSTMResult f1, f2;
   {
