@@ -61,6 +61,15 @@ def _steps(x: Tensor) -> int:
     return int(x.shape[0])
 
 
+def _call(fn, op: str, tensors: dict, seq_lengths: Optional[Tensor], **attrs) -> tuple:
+    """fn (a raw op) on numpy views of `tensors` (name -> tensor; "x" among them), all of x's
+    steps, the optional lengths and `attrs`; its outputs as tensors (no copies either way)."""
+    arrays = {name: _np(t, op, name) for name, t in tensors.items()}
+    out = fn(seq_len_max=np.int64(_steps(tensors["x"])), **arrays, **attrs,
+             **_lengths_kw(seq_lengths, op))
+    return tuple(_t(a) for a in out)
+
+
 # ----------------------------------------------------------------------------- LSTM
 
 @torch.library.custom_op("blockrnn::lstm", mutates_args=())
@@ -72,17 +81,14 @@ def lstm(x: Tensor, cs_prev: Tensor, h_prev: Tensor, w: Tensor, wci: Tensor, wcf
     (TensorFlow's order i,c,f,o with forget_bias; tf_order=True). Returns i, cs, f, o, ci, co, h
     ([T,B,H] each)."""
     op = "BlockLSTM" if tf_order else "BlockLSTMV2"
-    kw = dict(seq_len_max=np.int64(_steps(x)), x=_np(x, op, "x"), cs_prev=_np(cs_prev, op, "cs_prev"),
-              h_prev=_np(h_prev, op, "h_prev"), w=_np(w, op, "w"), wci=_np(wci, op, "wci"),
-              wcf=_np(wcf, op, "wcf"), wco=_np(wco, op, "wco"), b=_np(b, op, "b"),
-              cell_clip=cell_clip, use_peephole=use_peephole, **_lengths_kw(seq_lengths, op))
+    tensors = dict(x=x, cs_prev=cs_prev, h_prev=h_prev, w=w, wci=wci, wcf=wcf, wco=wco, b=b)
     if tf_order:
-        out = raw_ops.BlockLSTM(forget_bias=forget_bias, **kw)
-    else:
-        if forget_bias != 0.0:
-            raise ValueError("blockrnn::lstm: forget_bias needs tf_order=True (BlockLSTM)")
-        out = raw_ops.BlockLSTMV2(**kw)
-    return tuple(_t(a) for a in out)
+        return _call(raw_ops.BlockLSTM, op, tensors, seq_lengths, forget_bias=forget_bias,
+                     cell_clip=cell_clip, use_peephole=use_peephole)
+    if forget_bias != 0.0:
+        raise ValueError("blockrnn::lstm: forget_bias needs tf_order=True (BlockLSTM)")
+    return _call(raw_ops.BlockLSTMV2, op, tensors, seq_lengths, cell_clip=cell_clip,
+                 use_peephole=use_peephole)
 
 
 @lstm.register_fake
@@ -102,13 +108,9 @@ def lstm_grad(x: Tensor, cs_prev: Tensor, h_prev: Tensor, w: Tensor, wci: Tensor
     wco_grad, b_grad."""
     op = "BlockLSTMGrad" if tf_order else "BlockLSTMGradV2"
     fn = raw_ops.BlockLSTMGrad if tf_order else raw_ops.BlockLSTMGradV2
-    names = ("x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b", "i", "cs", "f", "o", "ci",
-             "co", "h", "cs_grad", "h_grad")
-    vals = (x, cs_prev, h_prev, w, wci, wcf, wco, b, i, cs, f, o, ci, co, h, cs_grad, h_grad)
-    kw = {n: _np(v, op, n) for n, v in zip(names, vals)}
-    out = fn(seq_len_max=np.int64(_steps(x)), use_peephole=use_peephole, **kw,
-             **_lengths_kw(seq_lengths, op))
-    return tuple(_t(a) for a in out)
+    tensors = dict(x=x, cs_prev=cs_prev, h_prev=h_prev, w=w, wci=wci, wcf=wcf, wco=wco, b=b, i=i,
+                   cs=cs, f=f, o=o, ci=ci, co=co, h=h, cs_grad=cs_grad, h_grad=h_grad)
+    return _call(fn, op, tensors, seq_lengths, use_peephole=use_peephole)
 
 
 @lstm_grad.register_fake
@@ -146,12 +148,8 @@ def gru_reset_after(x: Tensor, h_prev: Tensor, w_i: Tensor, w_h: Tensor, b_i: Te
                     b_h: Tensor, seq_lengths: Optional[Tensor] = None
                     ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """BlockGRUResetAfter: r, u, n, hn, h ([T,B,H] each)."""
-    op = "BlockGRUResetAfter"
-    out = raw_ops.BlockGRUResetAfter(
-        seq_len_max=np.int64(_steps(x)), x=_np(x, op, "x"), h_prev=_np(h_prev, op, "h_prev"),
-        w_i=_np(w_i, op, "w_i"), w_h=_np(w_h, op, "w_h"), b_i=_np(b_i, op, "b_i"),
-        b_h=_np(b_h, op, "b_h"), **_lengths_kw(seq_lengths, op))
-    return tuple(_t(a) for a in out)
+    return _call(raw_ops.BlockGRUResetAfter, "BlockGRUResetAfter",
+                 dict(x=x, h_prev=h_prev, w_i=w_i, w_h=w_h, b_i=b_i, b_h=b_h), seq_lengths)
 
 
 @gru_reset_after.register_fake
@@ -166,13 +164,9 @@ def gru_reset_after_grad(x: Tensor, h_prev: Tensor, w_i: Tensor, w_h: Tensor, b_
                          h_grad: Tensor, seq_lengths: Optional[Tensor] = None
                          ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """BlockGRUResetAfterGrad: x_grad, h_prev_grad, w_i_grad, w_h_grad, b_i_grad, b_h_grad."""
-    op = "BlockGRUResetAfterGrad"
-    names = ("x", "h_prev", "w_i", "w_h", "b_i", "b_h", "r", "u", "n", "hn", "h", "h_grad")
-    vals = (x, h_prev, w_i, w_h, b_i, b_h, r, u, n, hn, h, h_grad)
-    out = raw_ops.BlockGRUResetAfterGrad(seq_len_max=np.int64(_steps(x)),
-                                         **{k: _np(v, op, k) for k, v in zip(names, vals)},
-                                         **_lengths_kw(seq_lengths, op))
-    return tuple(_t(a) for a in out)
+    return _call(raw_ops.BlockGRUResetAfterGrad, "BlockGRUResetAfterGrad",
+                 dict(x=x, h_prev=h_prev, w_i=w_i, w_h=w_h, b_i=b_i, b_h=b_h, r=r, u=u, n=n,
+                      hn=hn, h=h, h_grad=h_grad), seq_lengths)
 
 
 @gru_reset_after_grad.register_fake
@@ -180,18 +174,23 @@ def _(x, h_prev, w_i, w_h, b_i, b_h, r, u, n, hn, h, h_grad, seq_lengths=None):
     return tuple(x.new_empty(t.shape) for t in (x, h_prev, w_i, w_h, b_i, b_h))
 
 
-def _gra_setup(ctx, inputs, output):
+def _gru_setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs[:6], *output)
     ctx.lens = inputs[6]
 
 
-def _gra_backward(ctx, gr, gu, gn, ghn, gh):
-    saved = ctx.saved_tensors
-    gh = torch.zeros_like(saved[-1]) if gh is None else gh
-    return (*gru_reset_after_grad(*saved, gh, ctx.lens), None)
+def _gru_autograd(fwd, grad):
+    """Wires a GRU op's backward (both variants: six inputs, then seq_lengths; h the last
+    output, the only differentiable one)."""
+    def backward(ctx, *grads):
+        saved = ctx.saved_tensors
+        gh = torch.zeros_like(saved[-1]) if grads[-1] is None else grads[-1]
+        return (*grad(*saved, gh, ctx.lens), None)
+
+    fwd.register_autograd(backward, setup_context=_gru_setup)
 
 
-gru_reset_after.register_autograd(_gra_backward, setup_context=_gra_setup)
+_gru_autograd(gru_reset_after, gru_reset_after_grad)
 
 
 # ------------------------------------------- GRU (reset before: TensorFlow's GRUBlockCell)
@@ -201,12 +200,8 @@ def gru_reset_before(x: Tensor, h_prev: Tensor, w_ru: Tensor, w_c: Tensor, b_ru:
                      b_c: Tensor, seq_lengths: Optional[Tensor] = None
                      ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """BlockGRU (TensorFlow's GRUBlockCell over a sequence): r, u, c, h ([T,B,H] each)."""
-    op = "BlockGRU"
-    out = raw_ops.BlockGRU(
-        seq_len_max=np.int64(_steps(x)), x=_np(x, op, "x"), h_prev=_np(h_prev, op, "h_prev"),
-        w_ru=_np(w_ru, op, "w_ru"), w_c=_np(w_c, op, "w_c"), b_ru=_np(b_ru, op, "b_ru"),
-        b_c=_np(b_c, op, "b_c"), **_lengths_kw(seq_lengths, op))
-    return tuple(_t(a) for a in out)
+    return _call(raw_ops.BlockGRU, "BlockGRU",
+                 dict(x=x, h_prev=h_prev, w_ru=w_ru, w_c=w_c, b_ru=b_ru, b_c=b_c), seq_lengths)
 
 
 @gru_reset_before.register_fake
@@ -221,13 +216,9 @@ def gru_reset_before_grad(x: Tensor, h_prev: Tensor, w_ru: Tensor, w_c: Tensor, 
                           h_grad: Tensor, seq_lengths: Optional[Tensor] = None
                           ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """BlockGRUGrad: x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad."""
-    op = "BlockGRUGrad"
-    names = ("x", "h_prev", "w_ru", "w_c", "b_ru", "b_c", "r", "u", "c", "h", "h_grad")
-    vals = (x, h_prev, w_ru, w_c, b_ru, b_c, r, u, c, h, h_grad)
-    out = raw_ops.BlockGRUGrad(seq_len_max=np.int64(_steps(x)),
-                               **{k: _np(v, op, k) for k, v in zip(names, vals)},
-                               **_lengths_kw(seq_lengths, op))
-    return tuple(_t(a) for a in out)
+    return _call(raw_ops.BlockGRUGrad, "BlockGRUGrad",
+                 dict(x=x, h_prev=h_prev, w_ru=w_ru, w_c=w_c, b_ru=b_ru, b_c=b_c, r=r, u=u, c=c,
+                      h=h, h_grad=h_grad), seq_lengths)
 
 
 @gru_reset_before_grad.register_fake
@@ -235,15 +226,4 @@ def _(x, h_prev, w_ru, w_c, b_ru, b_c, r, u, c, h, h_grad, seq_lengths=None):
     return tuple(x.new_empty(t.shape) for t in (x, h_prev, w_ru, w_c, b_ru, b_c))
 
 
-def _grb_setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs[:6], *output)
-    ctx.lens = inputs[6]
-
-
-def _grb_backward(ctx, gr, gu, gc, gh):
-    saved = ctx.saved_tensors
-    gh = torch.zeros_like(saved[-1]) if gh is None else gh
-    return (*gru_reset_before_grad(*saved, gh, ctx.lens), None)
-
-
-gru_reset_before.register_autograd(_grb_backward, setup_context=_grb_setup)
+_gru_autograd(gru_reset_before, gru_reset_before_grad)
