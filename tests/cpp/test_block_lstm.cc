@@ -369,24 +369,16 @@ TEST(BlockLSTM, CancelledCallNamesItsOp) {
     f2 = block_lstm_v2(c.inputs(T));
   }
   const Tensor g = random_tensor(DType::kFloat32, {T, B, H}, rng);
-  auto expect_cancelled = [](auto&& call, const std::string& op) {
-    try {
-      call();
-      ADD_FAILURE() << op << " was not cancelled";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
-      EXPECT_EQ(std::string(e.what()).rfind(op + ": cancelled after", 0), 0u) << e.what();
-    }
-  };
   for (bool reference : {false, true}) {
     testing::ReferenceMode mode(reference);
     set_num_threads(2);
     set_cancel_check([](void*) { return true; }, nullptr);
-    expect_cancelled([&] { block_lstm(c.inputs(T)); }, "BlockLSTM");
-    expect_cancelled([&] { block_lstm_v2(c.inputs(T)); }, "BlockLSTMV2");
-    expect_cancelled([&] { block_lstm_grad(c.grad_inputs(T, f1, g, g), false); }, "BlockLSTMGrad");
-    expect_cancelled([&] { block_lstm_grad_v2(c.grad_inputs(T, f2, g, g), false); },
-                     "BlockLSTMGradV2");
+    testing::expect_cancelled([&] { block_lstm(c.inputs(T)); }, "BlockLSTM");
+    testing::expect_cancelled([&] { block_lstm_v2(c.inputs(T)); }, "BlockLSTMV2");
+    testing::expect_cancelled([&] { block_lstm_grad(c.grad_inputs(T, f1, g, g), false); },
+                              "BlockLSTMGrad");
+    testing::expect_cancelled([&] { block_lstm_grad_v2(c.grad_inputs(T, f2, g, g), false); },
+                              "BlockLSTMGradV2");
     set_cancel_check(nullptr, nullptr);
   }
   set_num_threads(saved);

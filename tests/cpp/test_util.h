@@ -153,4 +153,17 @@ class ReferenceMode {
   bool saved_;
 };
 
+// `call` must throw Error(kCancelled) whose message starts "<op>: cancelled after" (the
+// cancellation of blockrnn/context.h).
+template <typename F>
+void expect_cancelled(F&& call, const std::string& op) {
+  try {
+    call();
+    ADD_FAILURE() << op << " was not cancelled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(op + ": cancelled after", 0), 0u) << e.what();
+  }
+}
+
 }  // namespace blockrnn::testing
