@@ -33,7 +33,7 @@
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "gemm/gemm.h"
-#include "ref/block_gru.h"
+#include "kernel/block_gru.h"
 
 namespace blockrnn::cpu {
 

@@ -31,7 +31,7 @@
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "gemm/gemm.h"
-#include "ref/block_gru_reset_after.h"
+#include "kernel/block_gru_reset_after.h"
 
 namespace blockrnn::cpu {
 

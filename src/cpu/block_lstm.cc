@@ -35,7 +35,7 @@
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "gemm/gemm.h"
-#include "ref/block_lstm.h"
+#include "kernel/block_lstm.h"
 
 namespace blockrnn::cpu {
 

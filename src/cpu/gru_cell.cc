@@ -7,7 +7,7 @@
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "gemm/gemm.h"
-#include "ref/gru_cell.h"
+#include "kernel/gru_cell.h"
 
 namespace blockrnn::cpu {
 

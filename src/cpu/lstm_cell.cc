@@ -6,7 +6,7 @@
 
 #include "cpu/lstm_pointwise.h"
 #include "gemm/gemm.h"
-#include "ref/lstm_cell.h"
+#include "kernel/lstm_cell.h"
 
 namespace blockrnn::cpu {
 

@@ -41,7 +41,7 @@
 
 #include "core/fast_math.h"
 #include "core/parallel.h"
-#include "ref/lstm_cell.h"
+#include "kernel/lstm_cell.h"
 
 namespace blockrnn::cpu {
 

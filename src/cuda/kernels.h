@@ -13,9 +13,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "ref/block_gru.h"
-#include "ref/block_gru_reset_after.h"
-#include "ref/block_lstm.h"
+#include "kernel/block_gru.h"
+#include "kernel/block_gru_reset_after.h"
+#include "kernel/block_lstm.h"
 
 namespace blockrnn::cuda::detail {
 

@@ -11,7 +11,7 @@
 #include "blockrnn/sequence.h"
 #include "core/op_impl.h"
 #include "ops/typed_defaults.h"
-#include "ref/block_gru.h"
+#include "kernel/block_gru.h"
 
 namespace blockrnn {
 namespace {

@@ -11,7 +11,7 @@
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "core/op_impl.h"
-#include "ref/block_gru_reset_after.h"
+#include "kernel/block_gru_reset_after.h"
 
 namespace blockrnn {
 namespace {

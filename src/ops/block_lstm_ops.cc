@@ -18,7 +18,7 @@
 #include "core/op_impl.h"
 #include "ops/lstm_attrs.h"
 #include "ops/typed_defaults.h"
-#include "ref/block_lstm.h"
+#include "kernel/block_lstm.h"
 
 namespace blockrnn {
 namespace {

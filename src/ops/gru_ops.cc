@@ -6,7 +6,7 @@
 #include "blockrnn/gru.h"
 #include "blockrnn/ops.h"
 #include "core/op_impl.h"
-#include "ref/gru_cell.h"
+#include "kernel/gru_cell.h"
 
 namespace blockrnn {
 namespace {

@@ -19,7 +19,7 @@
 #include "core/op_impl.h"
 #include "ops/lstm_attrs.h"
 #include "ops/typed_defaults.h"
-#include "ref/lstm_cell.h"
+#include "kernel/lstm_cell.h"
 
 namespace blockrnn {
 namespace {

@@ -10,13 +10,13 @@
 //                               gradients.GRUBlockCell(x[t], hp, …, r[t], u[t], c[t], d_h)
 //                           w_ru_grad += d_w_ru, … (in that time order)
 //   h_prev_grad = carry;  x_grad[t] = 0 for t ≥ S;  all gradients 0 when S = 0
-#include "ref/block_gru.h"
+#include "kernel/block_gru.h"
 #include "core/cancel.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "ref/gru_cell.h"
+#include "kernel/gru_cell.h"
 #include "ref/per_example.h"
 
 namespace blockrnn::ref {

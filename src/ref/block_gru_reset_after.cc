@@ -8,7 +8,7 @@
 //   hn = hp·w_h_n + b_h_n;  n = tanh((x·w_i_n + b_i_n) + r⊙hn);  h = u⊙hp + (1−u)⊙n
 //   d_h_prev = d_gh·w_hᵀ + d_h⊙u
 // The parameter gradients are summed over the steps in the order t = S−1 … 0.
-#include "ref/block_gru_reset_after.h"
+#include "kernel/block_gru_reset_after.h"
 
 #include <algorithm>
 #include <vector>

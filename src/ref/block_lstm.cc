@@ -12,7 +12,7 @@
 //                                               h_grad  = carry_h  + h_grad[t])
 //                          w_grad += dw, …  (summed in that time order, as TensorFlow does)
 //   cs_prev_grad = carry_cs;  h_prev_grad = carry_h;  x_grad[t ≥ S] = 0
-#include "ref/block_lstm.h"
+#include "kernel/block_lstm.h"
 #include "core/cancel.h"
 #include "ref/per_example.h"
 

@@ -12,7 +12,7 @@
 //   G1 = d_r_bar_u_bar·w_ruᵀ;  d_x = G1[:, :I] + G2[:, :I]
 //   d_h_prev = (G1[:, I:] + d_hr⊙r) + d_h⊙u
 //   d_w_ru = xhᵀ·d_r_bar_u_bar;  d_w_c = xhrᵀ·d_c_bar;  d_b = Σ_b d_(gate)
-#include "ref/gru_cell.h"
+#include "kernel/gru_cell.h"
 
 #include <vector>
 

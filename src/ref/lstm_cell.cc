@@ -17,7 +17,7 @@
 // Full backward (SPEC §6.4):
 //   xh_grad = dgates·wᵀ  → x_grad = xh_grad[:, :I], h_prev_grad = xh_grad[:, I:]
 //   w_grad = xhᵀ·dgates;  b_grad = Σ_b dgates
-#include "ref/lstm_cell.h"
+#include "kernel/lstm_cell.h"
 
 #include <algorithm>
 #include <vector>

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "cpu/lstm_pointwise.h"
-#include "ref/lstm_cell.h"
+#include "kernel/lstm_cell.h"
 #include "test_util.h"
 
 namespace blockrnn {

@@ -16,8 +16,8 @@
 
 #include <cstdint>
 
-#include "ref/lstm_cell.h"
-#include "ref/seq_steps.h"
+#include "kernel/lstm_cell.h"
+#include "kernel/seq_steps.h"
 
 namespace blockrnn {
 

@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "ref/block_gru.h"  // BlockGRUDims
+#include "kernel/block_gru.h"  // BlockGRUDims
 
 namespace blockrnn {
 

@@ -10,7 +10,7 @@
 #pragma once
 
 #include <cstdint>
-#include "ref/seq_steps.h"
+#include "kernel/seq_steps.h"
 
 namespace blockrnn {
 
