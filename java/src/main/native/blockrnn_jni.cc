@@ -181,6 +181,8 @@ JNIEXPORT jobjectArray JNICALL Java_org_blockrnn_RawOps_runNative(
     check_pending(env);
     jclass double_array = env->FindClass("[D");
     check_pending(env);
+    jclass long_array = env->FindClass("[J");  // LongTensor: seq_lengths
+    check_pending(env);
 
     // Inputs, copied into native memory (the op may run long: no pinned Java arrays).
     const jsize n = env->GetArrayLength(data);
@@ -206,9 +208,14 @@ JNIEXPORT jobjectArray JNICALL Java_org_blockrnn_RawOps_runNative(
         in.bytes.resize(static_cast<size_t>(len) * sizeof(double));
         env->GetDoubleArrayRegion(static_cast<jdoubleArray>(array), 0, len,
                                   reinterpret_cast<jdouble*>(in.bytes.data()));
+      } else if (env->IsInstanceOf(array, long_array)) {
+        in.dtype = BLOCKRNN_INT64;
+        in.bytes.resize(static_cast<size_t>(len) * sizeof(int64_t));
+        env->GetLongArrayRegion(static_cast<jlongArray>(array), 0, len,
+                                reinterpret_cast<jlong*>(in.bytes.data()));
       } else {
         throw_java(env, "java/lang/IllegalArgumentException",
-                   op + ": input " + std::to_string(k) + " is neither float[] nor double[]");
+                   op + ": input " + std::to_string(k) + " is not a float[], double[] or long[]");
       }
       check_pending(env);
       env->DeleteLocalRef(array);

@@ -32,7 +32,9 @@ public final class RawOps {
    * @param seqLenMax the {@code seq_len_max} input of the sequence ops, null for the others
    * @param attrs attr values by TensorFlow's name (Float, Double or Boolean); missing ones take
    *     the op's default
-   * @param inputs the tensor inputs in the op's order (after seq_len_max), all of one type
+   * @param inputs the tensor inputs in the op's order (after seq_len_max): {@link FloatTensor}s or
+   *     {@link DoubleTensor}s, all of one type, and a {@link LongTensor} for the sequence ops'
+   *     optional last input {@code seq_lengths} (omit it for none)
    * @return the outputs in the op's order, of the inputs' type
    */
   public static Tensor[] run(String op, Long seqLenMax, Map<String, Object> attrs,
