@@ -7,6 +7,7 @@ package org.blockrnn;
  */
 public class BlockrnnException extends RuntimeException {
   private static final long serialVersionUID = 1L;
+  /** The C API's status name. */
   private final String status;
 
   /**
