@@ -203,7 +203,7 @@ class Generator {
     s += "package org.blockrnn.op.nn;\n\n";
     if (!optional_.empty()) s += "import java.util.LinkedHashMap;\n";
     s += "import java.util.Map;\n";
-    if (has_optional_inputs()) s += "import org.blockrnn.LongTensor;\n";
+    if (has_seq_lengths()) s += "import org.blockrnn.LongTensor;\n";
     s += "import org.blockrnn.RawOps;\nimport org.blockrnn.Tensor;\n\n";
     s += class_doc();
     s += "public final class " + cls() + "<T extends Tensor> {\n";
@@ -239,7 +239,12 @@ class Generator {
   std::string cls() const { return java_.name; }
 
  private:
-  bool has_optional_inputs() const { return def_.num_optional_inputs > 0; }
+  bool has_seq_lengths() const {
+    for (const std::string& in : def_.inputs) {
+      if (in == kSeqLengths) return true;
+    }
+    return false;
+  }
 
   std::string class_doc() const {
     std::string shaped = java_.tf_java != nullptr
@@ -255,11 +260,11 @@ class Generator {
           "<p>Attrs with a default are set through {@link Options} (static on the class and "
           "chainable, as in TF-Java); one not set takes the op definition's default.");
     }
-    if (has_optional_inputs()) {
+    if (has_seq_lengths()) {
       paragraphs.push_back(
           "<p>A second factory also takes {@code seq_lengths}, blockrnn's optional per-example "
           "lengths (an int64 {@link LongTensor} of shape [B], not a TensorFlow input): example b "
-          "runs min(seqLengths[b], seqLenMax) steps, its outputs past them are zero and they "
+          "runs min(seqLengths[b], seqLenMax) steps; its steps past them give zero outputs and "
           "carry no gradient (docs/ops.md, \"Per-example lengths\").");
     }
     return javadoc_block("", paragraphs,
@@ -322,7 +327,10 @@ class Generator {
     tags.push_back(
         "@throws IllegalArgumentException when an input is null or has the wrong shape or type "
         "(the message names the argument)");
-    std::string s = javadoc_block("  ", {"Runs {@code " + def_.name + "}."}, tags);
+    const bool lengths = n > 0 && def_.inputs[n - 1] == kSeqLengths;
+    std::string s = javadoc_block(
+        "  ", {"Runs {@code " + def_.name + "}" + (lengths ? " with per-example lengths." : ".")},
+        tags);
     s += "  public static <T extends Tensor> " + cls() + "<T> create(\n";
     s += wrap("      ", "      ", join(params) + ") {");
     s += "    Tensor[] outputs =\n";

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.blockrnn.op.nn.BlockGRU;
 import org.blockrnn.op.nn.BlockGRUGrad;
 import org.blockrnn.op.nn.BlockGRUResetAfter;
+import org.blockrnn.op.nn.BlockGRUResetAfterGrad;
 import org.blockrnn.op.nn.BlockLSTM;
 import org.blockrnn.op.nn.BlockLSTMGrad;
 import org.blockrnn.op.nn.BlockLSTMV1;
@@ -151,6 +152,14 @@ class SeqLengthsTest {
     BlockGRUResetAfter<DoubleTensor> without = BlockGRUResetAfter.create(T, xd, h0, wI, wH, bI, bH);
     assertEquals(without.h(), with.h(), "bitwise");
     assertEquals(without.hn(), with.hn(), "bitwise");
+    DoubleTensor hGrad = random(rng, 1, T, B, H);
+    BlockGRUResetAfterGrad<DoubleTensor> gradWith = BlockGRUResetAfterGrad.create(T, xd, h0, wI,
+        wH, bI, bH, with.r(), with.u(), with.n(), with.hn(), with.h(), hGrad, full);
+    BlockGRUResetAfterGrad<DoubleTensor> gradWithout = BlockGRUResetAfterGrad.create(T, xd, h0,
+        wI, wH, bI, bH, with.r(), with.u(), with.n(), with.hn(), with.h(), hGrad);
+    assertEquals(gradWithout.xGrad(), gradWith.xGrad(), "bitwise");
+    assertEquals(gradWithout.wHGrad(), gradWith.wHGrad(), "bitwise");
+    assertEquals(gradWithout.bIGrad(), gradWith.bIGrad(), "bitwise");
     FloatTensor z = FloatTensor.zeros(B, H), p = FloatTensor.zeros(H);
     FloatTensor w = ApiTest.ramp(0.05f, I + H, 4 * H);
     FloatTensor b = ApiTest.ramp(0.1f, 4 * H);
