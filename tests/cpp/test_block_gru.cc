@@ -1,64 +1,22 @@
-// BlockGRU and BlockGRUGrad (SPEC A6): fast path vs reference, equality with stepping the
-// GRU cell ops, seq_len_max semantics, finite differences in float64, empty shapes, float16,
-// caller memory and validation.
+// BlockGRU and BlockGRUGrad (SPEC A6): equality with stepping the GRU cell ops, the typed
+// seq_len_max default and validation of its own shapes; then the GRUSequence suite, which runs
+// what BlockGRU and BlockGRUResetAfter share on both (seq_len_max semantics, cancellation, common
+// validation). Fast path vs reference, finite differences, empty shapes, float16 and caller
+// memory: the generic op tester (test_ops.cc).
 #include <array>
 
-#include "test_util.h"
+#include "sequence_case.h"
 
 namespace blockrnn {
 namespace {
 
 using namespace testing;  // test_util.h
 
-struct BlockGRUCase {
-  std::int64_t T, B, I, H;
-  Tensor x, h_prev, w_ru, w_c, b_ru, b_c;
-  BlockGRUCase(DType dt, std::int64_t T_, std::int64_t B_, std::int64_t I_, std::int64_t H_,
-               std::mt19937_64& rng)
-      : T(T_),
-        B(B_),
-        I(I_),
-        H(H_),
-        x(random_tensor(dt, {T, B, I}, rng)),
-        h_prev(random_tensor(dt, {B, H}, rng)),
-        // Weights ~U(±1/√(I+H)) (SPEC A7's unit scale), biases ~U(±1).
-        w_ru(random_tensor(dt, {I + H, 2 * H}, rng, -scale(), scale())),
-        w_c(random_tensor(dt, {I + H, H}, rng, -scale(), scale())),
-        b_ru(random_tensor(dt, {2 * H}, rng)),
-        b_c(random_tensor(dt, {H}, rng)) {}
-  double scale() const {
-    return 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(I + H, 1)));
-  }
-  BlockGRUInputs inputs(std::int64_t S) const { return {S, x, h_prev, w_ru, w_c, b_ru, b_c}; }
-  BlockGRUGradInputs grad_inputs(std::int64_t S, const BlockGRUResult& f,
-                                 const Tensor& h_grad) const {
-    return {S, x, h_prev, w_ru, w_c, b_ru, b_c, f.r, f.u, f.c, f.h, h_grad};
-  }
-};
-
-BlockGRUResult forward(const BlockGRUCase& c, std::int64_t S, bool reference) {
-  testing::ReferenceMode mode(reference);
-  return block_gru(c.inputs(S));
-}
-
-BlockGRUGradResult backward(const BlockGRUCase& c, std::int64_t S, const BlockGRUResult& f,
-                            const Tensor& h_grad, bool reference) {
-  testing::ReferenceMode mode(reference);
-  return block_gru_grad(c.grad_inputs(S, f, h_grad));
-}
-
 // A view of step t of a [T, B, H] (or [T, B, I]) tensor.
 template <typename T>
 TensorView step(const Tensor& t, std::int64_t k) {
   const std::int64_t n = t.shape()[1] * t.shape()[2];
   return TensorView(t.data_as<T>() + k * n, Shape{t.shape()[1], t.shape()[2]});
-}
-
-bool all_zero(const Tensor& t, std::int64_t from = 0) {
-  for (std::int64_t e = from; e < t.num_elements(); ++e) {
-    if (testing::get(t, e) != 0.0) return false;
-  }
-  return true;
 }
 
 // SPEC A6: BlockGRU is GRUBlockCell stepped over time; BlockGRUGrad is the full cell backward
@@ -111,38 +69,6 @@ TEST(BlockGRU, EqualsSteppingTheCell) {
   }
 }
 
-TEST(BlockGRU, StepsPastSeqLenMaxAreZeroAndIgnored) {
-  for (bool reference : {false, true}) {
-    testing::ReferenceMode mode(reference);
-    std::mt19937_64 rng(3);
-    const std::int64_t T = 6, B = 2, I = 3, H = 5;
-    const BlockGRUCase c(DType::kFloat32, T, B, I, H, rng);
-    for (std::int64_t S : {0, 1, 4}) {
-      const BlockGRUResult f = block_gru(c.inputs(S));
-      for (const Tensor* out : {&f.r, &f.u, &f.c, &f.h}) EXPECT_TRUE(all_zero(*out, S * B * H));
-      // The steps before S do not depend on T: a truncated sequence gives the same values.
-      const BlockGRUResult full = block_gru(c.inputs(T));
-      for (std::int64_t e = 0; e < S * B * H; ++e) {
-        EXPECT_EQ(f.h.data_as<float>()[e], full.h.data_as<float>()[e]);
-      }
-      Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
-      const BlockGRUGradResult g1 = block_gru_grad(c.grad_inputs(S, f, h_grad));
-      for (std::int64_t e = S * B * H; e < T * B * H; ++e) h_grad.data_as<float>()[e] = 1e3f;
-      const BlockGRUGradResult g2 = block_gru_grad(c.grad_inputs(S, f, h_grad));
-      EXPECT_TRUE(all_close(g1.w_ru_grad, g2.w_ru_grad, 0, 0));
-      EXPECT_TRUE(all_close(g1.h_prev_grad, g2.h_prev_grad, 0, 0));
-      EXPECT_TRUE(all_close(g1.x_grad, g2.x_grad, 0, 0));
-      EXPECT_TRUE(all_zero(g1.x_grad, S * B * I));
-      if (S == 0) {
-        for (const Tensor* t :
-             {&g1.h_prev_grad, &g1.w_ru_grad, &g1.w_c_grad, &g1.b_ru_grad, &g1.b_c_grad}) {
-          EXPECT_TRUE(all_zero(*t));
-        }
-      }
-    }
-  }
-}
-
 // The typed API's default (issue 12): seq_len_max unset runs all T steps (it used to default
 // to 0, silently returning zeros). The name-based run_op keeps TensorFlow's required input.
 TEST(BlockGRU, TypedDefaultSeqLenMaxIsT) {
@@ -176,8 +102,7 @@ TEST(BlockGRU, TypedDefaultSeqLenMaxIsT) {
   in.seq_len_max = 0;
   EXPECT_TRUE(all_zero(block_gru(in).h));
   // The name-based interface has no default.
-  const std::vector<TensorView> ins = {TensorView(), c.x, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c};
-  expect_invalid([&] { run_op("BlockGRU", ins); },
+  expect_invalid([&] { run_op("BlockGRU", c.views()); },
                  "BlockGRU: seq_len_max has 1 elements but no data (null pointer)");
 }
 
@@ -232,56 +157,10 @@ TEST(BlockGRU, Validation) {
         block_gru(in);
       },
       "b_c must be rank 1");
-  // seq_len_max: range, scalar, dtype (the generic interface takes any tensor).
-  for (std::int64_t S : {std::int64_t{-1}, T + 1}) {
-    expect_invalid(
-        [&] { block_gru(c.inputs(S)); },
-        "BlockGRU: seq_len_max must be between 0 and 5 (time_len of x), got " + std::to_string(S));
-  }
-  std::vector<TensorView> ins = {TensorView(), c.x, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c};
-  const Tensor s_vec(DType::kInt64, {1}), s_f32(DType::kFloat32, {});
-  ins[0] = s_vec;
-  expect_invalid([&] { run_op("BlockGRU", ins); },
-                 "BlockGRU: seq_len_max must be a scalar (rank 0), got shape [1]");
-  ins[0] = s_f32;
-  expect_invalid([&] { run_op("BlockGRU", ins); }, "seq_len_max must be int64, got float32");
-  const BlockGRUCase d(DType::kFloat64, T, B, I, H, rng);
-  expect_invalid(
-      [&] {
-        BlockGRUInputs in = ok;
-        in.w_c = d.w_c;
-        block_gru(in);
-      },
-      "w_c must have the dtype of x (float32), got float64");
-  // Grad: r, u, c, h and h_grad must each be [T, B, H].
+  // seq_len_max, the dtype of the weights, the grad's per-step inputs and the caller's outputs:
+  // the GRUSequence suite below, for both GRUs.
   const BlockGRUResult fwd = block_gru(ok);
-  const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
-  const BlockGRUGradInputs gok = c.grad_inputs(T, fwd, h_grad);
-  EXPECT_NO_THROW(block_gru_grad(gok));
-  const Tensor wrong_t = random_tensor(f, {T - 1, B, H}, rng),
-               wrong_h = random_tensor(f, {T, B, H - 1}, rng),
-               rank2_bh = random_tensor(f, {B, H}, rng);
-  const char* names[] = {"r", "u", "c", "h", "h_grad"};
-  for (int k = 0; k < 5; ++k) {
-    for (const Tensor* bad : {&wrong_t, &wrong_h}) {
-      BlockGRUGradInputs in = gok;
-      TensorView* slots[] = {&in.r, &in.u, &in.c, &in.h, &in.h_grad};
-      *slots[k] = *bad;
-      expect_invalid([&] { block_gru_grad(in); },
-                     std::string("BlockGRUGrad: ") + names[k] + " must have shape [5, 4, 16] " +
-                         "(time_len, batch_size, cell_size), got " + bad->shape().to_string());
-      *slots[k] = rank2_bh;
-      expect_invalid([&] { block_gru_grad(in); },
-                     std::string("BlockGRUGrad: ") + names[k] + " must be rank 3");
-    }
-  }
-  expect_invalid(
-      [&] {
-        BlockGRUGradInputs in = gok;
-        in.seq_len_max = T + 1;
-        block_gru_grad(in);
-      },
-      "BlockGRUGrad: seq_len_max must be between 0 and 5");
+  const BlockGRUGradInputs gok = c.grad_inputs(T, fwd, fwd.h);
   expect_invalid(
       [&] {
         BlockGRUGradInputs in = gok;
@@ -289,23 +168,125 @@ TEST(BlockGRU, Validation) {
         block_gru_grad(in);
       },
       "BlockGRUGrad: h_prev must have shape [4, 16]");
+}
+
+// ---- Both sequence GRUs (sequence_case.h): BlockGRU and BlockGRUResetAfter ----------------------
+
+template <typename V>
+class GRUSequence : public ::testing::Test {};
+struct VariantName {
+  template <typename V>
+  static std::string GetName(int) {
+    return V::kOp;
+  }
+};
+using GRUVariants = ::testing::Types<BlockGRUVariant, BlockGRUResetAfterVariant>;
+TYPED_TEST_SUITE(GRUSequence, GRUVariants, VariantName);
+
+// Outputs past seq_len_max are zero; the steps before it do not depend on T; upstream gradients
+// past it are ignored, bit for bit; with no step every gradient is zero.
+TYPED_TEST(GRUSequence, StepsPastSeqLenMaxAreZeroAndIgnored) {
+  using V = TypeParam;
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(3);
+    const std::int64_t T = 6, B = 2, I = 3, H = 5;
+    const typename V::Case c(DType::kFloat32, T, B, I, H, rng);
+    for (std::int64_t S : {0, 1, 4}) {
+      const typename V::Result f = V::forward(c.inputs(S));
+      for (const Tensor* out : V::outputs(f)) EXPECT_TRUE(all_zero(*out, S * B * H));
+      // The steps before S do not depend on T: the full sequence gives the same values.
+      const typename V::Result full = V::forward(c.inputs(T));
+      for (std::int64_t e = 0; e < S * B * H; ++e) {
+        EXPECT_EQ(f.h.template data_as<float>()[e], full.h.template data_as<float>()[e]);
+      }
+      Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+      const typename V::GradResult g1 = V::backward(c.grad_inputs(S, f, h_grad));
+      for (std::int64_t e = S * B * H; e < T * B * H; ++e) h_grad.data_as<float>()[e] = 1e3f;
+      const typename V::GradResult g2 = V::backward(c.grad_inputs(S, f, h_grad));
+      const std::vector<const Tensor*> a = V::grads(g1), b = V::grads(g2);
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(*a[k], *b[k])) << "gradient " << k << " S=" << S;
+        if (S == 0) EXPECT_TRUE(all_zero(*a[k])) << "gradient " << k;
+      }
+      EXPECT_TRUE(all_zero(g1.x_grad, S * B * I));
+    }
+  }
+}
+
+// Cancellation at step boundaries (blockrnn/context.h): with a check that always says stop, a
+// call longer than the poll interval (20 ms) throws kCancelled naming the op, on both paths and
+// with a team of threads in the time loop.
+TYPED_TEST(GRUSequence, CancelsAtStepBoundaries) {
+  using V = TypeParam;
+  const int saved = get_num_threads();
+  std::mt19937_64 rng(9);
+  // ~12.6 M multiply-adds of recurrent product per step: the 500 steps take well over 20 ms.
+  const std::int64_t T = 500, B = 4, I = 8, H = 1024;
+  const typename V::Case c(DType::kFloat32, T, B, I, H, rng);
+  const typename V::Result f = V::forward(c.inputs(T));
+  const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (int threads : {1, 3}) {
+      set_num_threads(threads);
+      set_cancel_check([](void*) { return true; }, nullptr);
+      testing::expect_cancelled([&] { V::forward(c.inputs(T)); }, V::kOp);
+      testing::expect_cancelled([&] { V::backward(c.grad_inputs(T, f, h_grad)); }, V::kGradOp);
+      set_cancel_check(nullptr, nullptr);
+    }
+  }
+  set_num_threads(saved);
+}
+
+// The validation both GRUs share: seq_len_max (range, scalar, int64), the dtype of the weights,
+// the grad's per-step inputs, and caller outputs (shape; no overlap with an input). Each GRU's
+// own shapes: BlockGRU.Validation, BlockGRUResetAfter.Validation.
+TYPED_TEST(GRUSequence, Validation) {
+  using V = TypeParam;
+  std::mt19937_64 rng(3);
+  const DType f = DType::kFloat32;
+  const std::int64_t T = 5, B = 4, I = 3, H = 16;
+  const typename V::Case c(f, T, B, I, H, rng);
+  expect_seq_len_max_checked(
+      V::kOp, T, [&](std::int64_t S) { V::forward(c.inputs(S)); }, c.views());
+  const typename V::Case d(DType::kFloat64, T, B, I, H, rng);
+  expect_invalid(
+      [&] {
+        auto in = c.inputs(T);
+        V::last_weight(in) = V::last_weight(d);
+        V::forward(in);
+      },
+      std::string(V::kOp) + ": " + V::kLastWeight +
+          " must have the dtype of x (float32), got float64");
+  // The grad: seq_len_max, and r, u, … h and h_grad must each be [T, B, H].
+  const typename V::Result fwd = V::forward(c.inputs(T));
+  const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
+  const typename V::GradInputs gok = c.grad_inputs(T, fwd, h_grad);
+  EXPECT_NO_THROW(V::backward(gok));
+  expect_seq_len_max_checked(V::kGradOp, T, [&](std::int64_t S) {
+    typename V::GradInputs in = gok;
+    in.seq_len_max = S;
+    V::backward(in);
+  });
+  std::vector<std::string> names;
+  typename V::GradInputs probe = gok;
+  for (const auto& [name, view] : V::step_inputs(probe)) names.push_back(name);
+  expect_step_inputs_checked(V::kGradOp, names, f, T, B, H, [&](std::size_t k, const Tensor& v) {
+    typename V::GradInputs in = gok;
+    *V::step_inputs(in)[k].second = v;
+    V::backward(in);
+  });
   // Caller outputs are checked; outputs must not alias inputs.
-  Tensor r(f, {T, B, H}), u(f, {T, B, H}), cc(f, {T, B, H}), small(f, {T, B, H - 1});
-  expect_invalid(
-      [&] {
-        block_gru(ok,
-                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), small.mutable_view()});
-      },
-      "output h must have shape [5, 4, 16], got [5, 4, 15]");
-  Tensor x_copy(f, {T, B, H});
-  expect_invalid(
-      [&] {
-        BlockGRUInputs in = ok;
-        in.x = TensorView(x_copy.data_as<float>(), {T, B, I});
-        block_gru(in,
-                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), x_copy.mutable_view()});
-      },
-      "overlaps input x");
+  std::vector<Tensor> outs;
+  for (std::size_t k = 0; k + 1 < V::outputs(fwd).size(); ++k) outs.emplace_back(f, Shape{T, B, H});
+  outs.emplace_back(f, Shape{T, B, H - 1});
+  expect_invalid([&] { V::forward(c.inputs(T), outs); },
+                 std::string(V::kOp) + ": output h must have shape [5, 4, 16], got [5, 4, 15]");
+  outs.back() = Tensor(f, {T, B, H});
+  auto in = c.inputs(T);
+  in.x = TensorView(outs.back().data_as<float>(), {T, B, I});
+  expect_invalid([&] { V::forward(in, outs); }, "overlaps input x");
 }
 
 }  // namespace
