@@ -3,56 +3,50 @@
 // and a resumed run counting from its start step.
 #include "train/progress.h"
 
+#include "captured_file.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 namespace blockrnn::train {
 namespace {
 
+// (input, expected text) of a formatter.
+template <typename F>
+void expect_formats(F&& format, std::initializer_list<std::pair<double, const char*>> cases) {
+  for (const auto& [value, text] : cases) EXPECT_EQ(format(value), text) << value;
+}
+
 TEST(FormatDuration, Formats) {
-  EXPECT_EQ(format_duration(0), "00:00");
-  EXPECT_EQ(format_duration(59.4), "00:59");
-  EXPECT_EQ(format_duration(59.6), "01:00");
-  EXPECT_EQ(format_duration(754), "12:34");
-  EXPECT_EQ(format_duration(3599), "59:59");
-  EXPECT_EQ(format_duration(3600), "1:00:00");
-  EXPECT_EQ(format_duration(99 * 3600 + 59 * 60 + 59), "99:59:59");
-  EXPECT_EQ(format_duration(-1), "--:--");
-  EXPECT_EQ(format_duration(NAN), "--:--");
-  EXPECT_EQ(format_duration(INFINITY), "--:--");
+  expect_formats(format_duration, {{0, "00:00"},
+                                   {59.4, "00:59"},
+                                   {59.6, "01:00"},
+                                   {754, "12:34"},
+                                   {3599, "59:59"},
+                                   {3600, "1:00:00"},
+                                   {99 * 3600 + 59 * 60 + 59, "99:59:59"},
+                                   {-1, "--:--"},
+                                   {NAN, "--:--"},
+                                   {INFINITY, "--:--"}});
 }
 
 TEST(FormatRate, Formats) {
-  EXPECT_EQ(format_rate(950), "950 char/s");
-  EXPECT_EQ(format_rate(12345), "12.3k char/s");
-  EXPECT_EQ(format_rate(999.7), "1.0k char/s");
-  EXPECT_EQ(format_rate(1.25e6), "1.25M char/s");
-  EXPECT_EQ(format_rate(0), "-- char/s");
-  EXPECT_EQ(format_rate(NAN), "-- char/s");
+  expect_formats(format_rate, {{950, "950 char/s"},
+                               {12345, "12.3k char/s"},
+                               {999.7, "1.0k char/s"},
+                               {1.25e6, "1.25M char/s"},
+                               {0, "-- char/s"},
+                               {NAN, "-- char/s"}});
 }
 
-class Capture {
- public:
-  Capture() : file(std::tmpfile()) {}
-  ~Capture() { std::fclose(file); }
-  std::string text() const {
-    std::fflush(file);
-    std::rewind(file);
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, file)) > 0) out.append(buf, n);
-    return out;
-  }
-  std::FILE* file;
-};
-
 TEST(ProgressLine, PlainModePrintsAboutTwentyLines) {
-  Capture cap;
-  ProgressLine p(0, 100, 1000, cap.file, /*terminal=*/false);
+  CapturedFile cap;
+  ProgressLine p(0, 100, 1000, cap.get(), /*terminal=*/false);
   for (int step = 1; step <= 100; ++step) p.update(step, 4.0 - step * 0.01);
   p.finish();
   const std::string out = cap.text();
@@ -65,8 +59,8 @@ TEST(ProgressLine, PlainModePrintsAboutTwentyLines) {
 }
 
 TEST(ProgressLine, PlainModePrintsTheLastStepWhenStoppedEarly) {
-  Capture cap;
-  ProgressLine p(0, 1000, 1, cap.file, false);  // a line every 50 steps
+  CapturedFile cap;
+  ProgressLine p(0, 1000, 1, cap.get(), false);  // a line every 50 steps
   for (int step = 1; step <= 77; ++step) p.update(step, 1.0);
   p.finish();
   const std::string out = cap.text();
@@ -75,8 +69,8 @@ TEST(ProgressLine, PlainModePrintsTheLastStepWhenStoppedEarly) {
 }
 
 TEST(ProgressLine, TerminalModeRedrawsOneThrottledLine) {
-  Capture cap;
-  ProgressLine p(0, 1000, 64, cap.file, /*terminal=*/true);
+  CapturedFile cap;
+  ProgressLine p(0, 1000, 64, cap.get(), /*terminal=*/true);
   for (int step = 1; step <= 999; ++step) p.update(step, 2.0);
   std::string out = cap.text();
   EXPECT_EQ(out.find('\n'), std::string::npos) << "no newline until done";
@@ -93,8 +87,8 @@ TEST(ProgressLine, TerminalModeRedrawsOneThrottledLine) {
 }
 
 TEST(ProgressLine, ResumedRunCountsFromStartStep) {
-  Capture cap;
-  ProgressLine p(900, 1000, 10, cap.file, false);  // a line every 5 steps
+  CapturedFile cap;
+  ProgressLine p(900, 1000, 10, cap.get(), false);  // a line every 5 steps
   for (int step = 901; step <= 950; ++step) p.update(step, 1.0);
   p.finish();
   const std::string out = cap.text();
