@@ -44,12 +44,21 @@ TEST(FormatRate, Formats) {
                                {NAN, "-- char/s"}});
 }
 
-TEST(ProgressLine, PlainModePrintsAboutTwentyLines) {
+// What a plain-mode (not a terminal) progress line prints for steps start + 1 … last, then
+// finish(), each step's loss from `loss`.
+std::string plain_run(
+    int64_t start, int64_t total, int64_t chars_per_step, int64_t last,
+    double (*loss)(int64_t) = [](int64_t) { return 1.0; }) {
   CapturedFile cap;
-  ProgressLine p(0, 100, 1000, cap.get(), /*terminal=*/false);
-  for (int step = 1; step <= 100; ++step) p.update(step, 4.0 - step * 0.01);
+  ProgressLine p(start, total, chars_per_step, cap.get(), /*terminal=*/false);
+  for (int64_t step = start + 1; step <= last; ++step) p.update(step, loss(step));
   p.finish();
-  const std::string out = cap.text();
+  return cap.text();
+}
+
+TEST(ProgressLine, PlainModePrintsAboutTwentyLines) {
+  const std::string out =
+      plain_run(0, 100, 1000, 100, [](int64_t step) { return 4.0 - step * 0.01; });
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 21);  // 20 lines + summary
   EXPECT_EQ(out.find('\r'), std::string::npos);
   EXPECT_EQ(out.rfind("step 5/100 (5%) loss 3.9500 | ", 0), 0u) << out;
@@ -59,11 +68,7 @@ TEST(ProgressLine, PlainModePrintsAboutTwentyLines) {
 }
 
 TEST(ProgressLine, PlainModePrintsTheLastStepWhenStoppedEarly) {
-  CapturedFile cap;
-  ProgressLine p(0, 1000, 1, cap.get(), false);  // a line every 50 steps
-  for (int step = 1; step <= 77; ++step) p.update(step, 1.0);
-  p.finish();
-  const std::string out = cap.text();
+  const std::string out = plain_run(0, 1000, 1, 77);              // a line every 50 steps
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;  // 50, 77, summary
   EXPECT_NE(out.find("step 77/1000 (7%)"), std::string::npos) << out;
 }
@@ -87,11 +92,7 @@ TEST(ProgressLine, TerminalModeRedrawsOneThrottledLine) {
 }
 
 TEST(ProgressLine, ResumedRunCountsFromStartStep) {
-  CapturedFile cap;
-  ProgressLine p(900, 1000, 10, cap.get(), false);  // a line every 5 steps
-  for (int step = 901; step <= 950; ++step) p.update(step, 1.0);
-  p.finish();
-  const std::string out = cap.text();
+  const std::string out = plain_run(900, 1000, 10, 950);  // a line every 5 steps
   EXPECT_EQ(out.rfind("step 905/1000 (90%)", 0), 0u) << out;
   EXPECT_NE(out.find("done: 50 steps in "), std::string::npos) << out;
 }
