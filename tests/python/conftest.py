@@ -61,6 +61,31 @@ def draw_size(rng, allow_zero=True, cap=512):
     return s
 
 
+def load_golden_family(name):
+    """tools/golden/<name>.py: the TensorFlow oracle (inputs and stepped reference) that also
+    makes the golden files of the C++ suite."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "golden", name + ".py")
+    spec = importlib.util.spec_from_file_location("golden_" + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def draw_sequence_case(rng, case, gates, budget):
+    """(T, B, I, H, S) of case number `case` of a randomized sequence-op test: T uniform in
+    [1, 100] half of the time, else one of the extremes; B = 0 for case 0 and 1 for case 1;
+    sizes from SIZES, halved until T·B·(I+H)·gates·H multiply-adds fit the budget; seq_len_max
+    S one of 0, 1, T − 1, T."""
+    T = int(rng.integers(1, 101)) if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 100]))
+    B = 0 if case == 0 else 1 if case == 1 else draw_size(rng, cap=64)
+    I, H = draw_size(rng, cap=128), draw_size(rng, cap=128)
+    while T * max(B, 1) * (I + H) * gates * H > budget:
+        H, I = max(H // 2, 1), I // 2
+    S = int(rng.choice([0, 1, T - 1, T]))
+    return T, B, I, H, S
+
+
 def assert_close(got, want, rtol, atol, what, seed):
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import blockrnn
-from conftest import assert_close, draw_size
+from conftest import assert_close, draw_sequence_case
 
 INPUTS = ["x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"]
 OUTPUTS = ["i", "cs", "f", "o", "ci", "co", "h"]
@@ -54,13 +54,7 @@ def test_matches_tensorflow(tf, path, group, base_seed):
     rng = np.random.default_rng(seed)
     budget = 2e6 if path else 3e7  # T·B·(I+H)·4H multiply-adds
     for case in range(10):
-        # T uniform in [1, 100] half of the time, else one of the extremes.
-        T = int(rng.integers(1, 101)) if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 100]))
-        B = 0 if case == 0 else 1 if case == 1 else draw_size(rng, cap=64)
-        I, H = draw_size(rng, cap=128), draw_size(rng, cap=128)
-        while T * max(B, 1) * (I + H) * 4 * H > budget:
-            H, I = max(H // 2, 1), I // 2
-        S = int(rng.choice([0, 1, T - 1, T]))
+        T, B, I, H, S = draw_sequence_case(rng, case, 4, budget)
         v2 = bool(rng.integers(2))
         op, gop = ("BlockLSTMV2", "BlockLSTMGradV2") if v2 else ("BlockLSTM", "BlockLSTMGrad")
         attrs = draw_attrs(rng, v2)
