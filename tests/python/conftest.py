@@ -72,18 +72,24 @@ def load_golden_family(name):
     return module
 
 
-def draw_sequence_case(rng, case, gates, budget):
-    """(T, B, I, H, S) of case number `case` of a randomized sequence-op test: T uniform in
-    [1, 100] half of the time, else one of the extremes; B = 0 for case 0 and 1 for case 1;
-    sizes from SIZES, halved until T·B·(I+H)·gates·H multiply-adds fit the budget; seq_len_max
-    S one of 0, 1, T − 1, T."""
-    T = int(rng.integers(1, 101)) if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 100]))
-    B = 0 if case == 0 else 1 if case == 1 else draw_size(rng, cap=64)
-    I, H = draw_size(rng, cap=128), draw_size(rng, cap=128)
-    while T * max(B, 1) * (I + H) * gates * H > budget:
-        H, I = max(H // 2, 1), I // 2
-    S = int(rng.choice([0, 1, T - 1, T]))
-    return T, B, I, H, S
+def sequence_cases(group, count, gates, path, base_seed, default_seed):
+    """The randomized cases of `group` of a sequence-op test against TensorFlow, drawn from seed
+    (base_seed, else default_seed) + group: yields (seed, rng, case, T, B, I, H, S) for `count`
+    cases. T is uniform in [1, 100] half of the time, else one of the extremes; B = 0 for case 0
+    and 1 for case 1; sizes from SIZES, halved until T·B·(I+H)·gates·H multiply-adds fit the
+    budget (2e6 on the plain-loop reference path, 3e7 on the fast path); seq_len_max S is one of
+    0, 1, T − 1, T. The rest of a case draws from the same rng."""
+    seed = (base_seed if base_seed is not None else default_seed) + group
+    rng = np.random.default_rng(seed)
+    budget = 2e6 if path else 3e7
+    for case in range(count):
+        T = int(rng.integers(1, 101)) if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 100]))
+        B = 0 if case == 0 else 1 if case == 1 else draw_size(rng, cap=64)
+        I, H = draw_size(rng, cap=128), draw_size(rng, cap=128)
+        while T * max(B, 1) * (I + H) * gates * H > budget:
+            H, I = max(H // 2, 1), I // 2
+        S = int(rng.choice([0, 1, T - 1, T]))
+        yield seed, rng, case, T, B, I, H, S
 
 
 def assert_close(got, want, rtol, atol, what, seed):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import blockrnn
-from conftest import assert_close, draw_sequence_case, load_golden_family
+from conftest import assert_close, load_golden_family, sequence_cases
 
 # TensorFlow has no GRU sequence op: the oracle steps its cell ops, as the golden files do.
 golden = load_golden_family("block_gru")
@@ -17,11 +17,7 @@ INPUTS, OUTPUTS, GRADS = golden.INPUTS, golden.OUTPUTS, golden.GRADS
 # Case 0 of every group has B = 0 and case 1 has B = 1.
 @pytest.mark.parametrize("group", range(8))
 def test_matches_stepped_tensorflow(tf, path, group, base_seed):
-    seed = (base_seed if base_seed is not None else 5000) + group
-    rng = np.random.default_rng(seed)
-    budget = 2e6 if path else 3e7  # T·B·(I+H)·3H multiply-adds
-    for case in range(8):
-        T, B, I, H, S = draw_sequence_case(rng, case, 3, budget)
+    for seed, rng, case, T, B, I, H, S in sequence_cases(group, 8, 3, path, base_seed, 5000):
         inp = golden.gru_inputs(rng, T, B, I, H)
         what = f"seed {seed} case {case} T={T} B={B} I={I} H={H} S={S}"
         tol = 1e-4  # SPEC A7: sequence ops within 1e-4 at unit scale for T ≤ 100

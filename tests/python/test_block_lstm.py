@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import blockrnn
-from conftest import assert_close, draw_sequence_case
+from conftest import assert_close, sequence_cases
 
 INPUTS = ["x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"]
 OUTPUTS = ["i", "cs", "f", "o", "ci", "co", "h"]
@@ -50,11 +50,7 @@ def draw_attrs(rng, v2):
 # reference quick. Case 0 of every group has B = 0 and case 1 has B = 1.
 @pytest.mark.parametrize("group", range(8))
 def test_matches_tensorflow(tf, path, group, base_seed):
-    seed = (base_seed if base_seed is not None else 4000) + group
-    rng = np.random.default_rng(seed)
-    budget = 2e6 if path else 3e7  # T·B·(I+H)·4H multiply-adds
-    for case in range(10):
-        T, B, I, H, S = draw_sequence_case(rng, case, 4, budget)
+    for seed, rng, case, T, B, I, H, S in sequence_cases(group, 10, 4, path, base_seed, 4000):
         v2 = bool(rng.integers(2))
         op, gop = ("BlockLSTMV2", "BlockLSTMGradV2") if v2 else ("BlockLSTM", "BlockLSTMGrad")
         attrs = draw_attrs(rng, v2)
