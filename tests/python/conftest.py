@@ -92,6 +92,18 @@ def sequence_cases(group, count, gates, path, base_seed, default_seed):
         yield seed, rng, case, T, B, I, H, S
 
 
+def seq_len_max_validation(T):
+    """(argument, bad value, message without the op prefix) for the seq_len_max of a sequence op
+    whose x has time_len T: not a scalar, outside [0, T], not an integer."""
+    shapes = [(2,), (13, 11, 0)]
+    return [("seq_len_max", np.zeros(s, np.int64),
+             f"seq_len_max must be a scalar (rank 0), got shape {list(s)}") for s in shapes] + \
+        [("seq_len_max", S, f"seq_len_max must be between 0 and {T} (time_len of x), got {S}")
+         for S in (T + 1, -1, -2)] + \
+        [("seq_len_max", v, "seq_len_max must be an integer (int64), got float64")
+         for v in (1.0, 2.0)]
+
+
 def assert_close(got, want, rtol, atol, what, seed):
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import blockrnn
-from conftest import assert_close, load_golden_family, sequence_cases
+from conftest import assert_close, load_golden_family, seq_len_max_validation, sequence_cases
 
 # TensorFlow has no GRU sequence op: the oracle steps its cell ops, as the golden files do.
 golden = load_golden_family("block_gru")
@@ -85,12 +85,7 @@ def test_outputs_fields_and_empty_shapes():
 Z = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
 
 # (argument, bad value, message without the op prefix); T=5, B=4, I=3, H=16.
-VALIDATION = [
-    ("seq_len_max", np.zeros((2,), np.int64),
-     "seq_len_max must be a scalar (rank 0), got shape [2]"),
-    ("seq_len_max", 6, "seq_len_max must be between 0 and 5 (time_len of x), got 6"),
-    ("seq_len_max", -2, "seq_len_max must be between 0 and 5 (time_len of x), got -2"),
-    ("seq_len_max", 1.0, "seq_len_max must be an integer (int64), got float64"),
+VALIDATION = seq_len_max_validation(5) + [
     ("x", Z(4, 3), "x must be rank 3, got rank 2 (shape [4, 3])"),
     ("h_prev", Z(4, 16, 1), "h_prev must be rank 2"),
     ("w_ru", Z(19), "w_ru must be rank 2"),

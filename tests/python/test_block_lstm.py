@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import blockrnn
-from conftest import assert_close, sequence_cases
+from conftest import assert_close, seq_len_max_validation, sequence_cases
 
 INPUTS = ["x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"]
 OUTPUTS = ["i", "cs", "f", "o", "ci", "co", "h"]
@@ -240,12 +240,7 @@ def valid_grad_kwargs(rng, T=5, B=4, I=3, H=16):
 Z = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
 
 # (argument, bad value, expected message without the op prefix); T=5, B=4, I=3, H=16.
-FWD_VALIDATION = [
-    ("seq_len_max", np.zeros((13, 11, 0), np.int64),
-     "seq_len_max must be a scalar (rank 0), got shape [13, 11, 0]"),
-    ("seq_len_max", 6, "seq_len_max must be between 0 and 5 (time_len of x), got 6"),
-    ("seq_len_max", -1, "seq_len_max must be between 0 and 5 (time_len of x), got -1"),
-    ("seq_len_max", 2.0, "seq_len_max must be an integer (int64), got float64"),
+FWD_VALIDATION = seq_len_max_validation(5) + [
     ("x", Z(4, 3), "x must be rank 3, got rank 2 (shape [4, 3])"),
     ("cs_prev", Z(4), "cs_prev must be rank 2"),
     ("h_prev", Z(4, 16, 1), "h_prev must be rank 2"),
