@@ -36,6 +36,13 @@ struct SequenceSizes {
   }
 };
 
+// Step t of a [T, B, N] tensor of element type E, as a [B, N] view.
+template <typename E>
+TensorView step(const Tensor& t, std::int64_t k) {
+  const std::int64_t n = t.shape()[1] * t.shape()[2];
+  return TensorView(t.data_as<E>() + k * n, Shape{t.shape()[1], t.shape()[2]});
+}
+
 struct BlockGRUCase : SequenceSizes {
   Tensor x, h_prev, w_ru, w_c, b_ru, b_c;
   BlockGRUCase(DType dt, std::int64_t T_, std::int64_t B_, std::int64_t I_, std::int64_t H_,

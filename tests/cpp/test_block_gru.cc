@@ -12,18 +12,10 @@ namespace {
 
 using namespace testing;  // test_util.h
 
-// A view of step t of a [T, B, H] (or [T, B, I]) tensor.
-template <typename T>
-TensorView step(const Tensor& t, std::int64_t k) {
-  const std::int64_t n = t.shape()[1] * t.shape()[2];
-  return TensorView(t.data_as<T>() + k * n, Shape{t.shape()[1], t.shape()[2]});
-}
-
 // SPEC A6: BlockGRU is GRUBlockCell stepped over time; BlockGRUGrad is the full cell backward
 // stepped in reverse with the carry, its parameter gradients summed over steps.
 TEST(BlockGRU, EqualsSteppingTheCell) {
-  for (bool reference : {false, true}) {
-    testing::ReferenceMode mode(reference);
+  on_both_paths([] {
     std::mt19937_64 rng(11);
     const std::int64_t T = 5, B = 3, I = 4, H = 6, S = 4;
     const BlockGRUCase c(DType::kFloat64, T, B, I, H, rng);
@@ -66,7 +58,7 @@ TEST(BlockGRU, EqualsSteppingTheCell) {
     EXPECT_TRUE(all_close(g.w_ru_grad, w_ru, 1e-12, 1e-12));
     EXPECT_TRUE(all_close(g.b_c_grad, b_c, 1e-12, 1e-12));
     EXPECT_TRUE(all_zero(g.x_grad, S * B * I));  // x_grad past seq_len_max
-  }
+  });
 }
 
 // The typed API's default (issue 12): seq_len_max unset runs all T steps (it used to default

@@ -150,6 +150,16 @@ class ReferenceMode {
   bool saved_;
 };
 
+// Runs `f` on the fast path, then with the reference path forced (SPEC habit 1).
+template <typename F>
+void on_both_paths(F&& f) {
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference path" : "fast path");
+    ReferenceMode mode(reference);
+    f();
+  }
+}
+
 // `call` must throw Error(kCancelled) whose message starts "<op>: cancelled after" (the
 // cancellation of blockrnn/context.h).
 template <typename F>
