@@ -33,6 +33,15 @@ std::vector<Isa> supported_paths() {
   return out;
 }
 
+// Calls f(isa, fused) on each path this CPU has, selected; `fused`: its chains use FMAs.
+template <typename F>
+void on_every_path(F&& f) {
+  for (Isa isa : supported_paths()) {
+    set_isa(isa_name(isa));
+    f(isa, isa != Isa::kBaseline);
+  }
+}
+
 // Restores the default path and thread count at scope exit.
 struct PathGuard {
   int threads = get_num_threads();
@@ -122,9 +131,7 @@ template <typename T>
 void check_exact_chains() {
   PathGuard guard;
   std::mt19937_64 rng(31);
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
-    const bool fused = isa != Isa::kBaseline;
+  on_every_path([&](Isa isa, bool fused) {
     for (const Shape& s : kShapes) {
       for (int t = 0; t < 4; ++t) {
         const bool ta = t & 1, tb = t & 2;
@@ -140,7 +147,7 @@ void check_exact_chains() {
         }
       }
     }
-  }
+  });
 }
 
 TEST(Gemm, EveryOutputIsTheInOrderChainFloat32) {
@@ -160,9 +167,7 @@ template <typename T>
 void check_ranges() {
   PathGuard guard;
   std::mt19937_64 rng(47);
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
-    const bool fused = isa != Isa::kBaseline;
+  on_every_path([&](Isa isa, bool fused) {
     for (const Shape& s : kShapes) {
       for (bool ta : {false, true}) {
         const Operands<T> o = make<T>(s, ta, false, rng);
@@ -197,7 +202,7 @@ void check_ranges() {
         }
       }
     }
-  }
+  });
 }
 
 TEST(Gemm, KRangesAndPanelRangesGiveTheWholeProductsBitsFloat32) {
@@ -218,8 +223,7 @@ TEST(Gemm, BitsDoNotDependOnTheThreadCount) {
                {{64, 1024, 256}, false, true, true},
                {{300, 160, 1500}, true, false, false},
                {{129, 257, 255}, false, true, false}};
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
+  on_every_path([&](Isa isa, bool) {
     for (const auto& cs : cases) {
       const Operands<float> o = make<float>(cs.s, cs.ta, cs.tb, rng);
       set_num_threads(1);
@@ -231,7 +235,7 @@ TEST(Gemm, BitsDoNotDependOnTheThreadCount) {
             << " k=" << cs.s.k;
       }
     }
-  }
+  });
 }
 
 // The two FMA paths compute the same chains, hence the same bits.
@@ -249,8 +253,7 @@ TEST(Gemm, Avx512AndAvx2GiveTheSameBits) {
 TEST(Gemm, BetaZeroNeverReadsC) {
   PathGuard guard;
   std::mt19937_64 rng(34);
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
+  on_every_path([&](Isa isa, bool) {
     Operands<float> o = make<float>({9, 33, 20}, false, false, rng);
     for (float& v : o.c) v = std::nanf("");
     const std::vector<float> c = run(o, 0.0f, false);
@@ -260,7 +263,7 @@ TEST(Gemm, BetaZeroNeverReadsC) {
         EXPECT_EQ(std::isnan(c[i * o.ldc + j]), j >= o.n) << isa_name(isa) << " " << i << "," << j;
       }
     }
-  }
+  });
 }
 
 TEST(Gemm, DegenerateSizes) {
