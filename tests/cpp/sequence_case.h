@@ -76,59 +76,69 @@ struct BlockGRUResetAfterCase : SequenceSizes {
   }
 };
 
-// One sequence GRU: its ops, typed calls, and outputs / gradients / the grad's per-step inputs
-// in OpDef order. `last_weight` is the last weight input (checked for the dtype of x).
+// An input of a validation problem (T = 5, B = 4, I = 3, H = 16, float32) of the wrong shape:
+// forward input `input` (counted after seq_len_max, in OpDef order) of shape `shape`, and the
+// message that follows "<op>: " from the forward op and its grad alike.
+struct BadInput {
+  std::size_t input;
+  Shape shape;
+  std::string message;
+};
+
+// One sequence GRU for the GRUSequence suite: its op (the grad is kOp + "Grad"), typed calls,
+// and its outputs, gradients and inputs in OpDef order. The grad's inputs are the forward's,
+// then its per-step inputs. bad_inputs() lists the shapes its own validation refuses (defined
+// beside the op's other tests).
 struct BlockGRUVariant {
   using Case = BlockGRUCase;
-  using Result = BlockGRUResult;
-  using GradInputs = BlockGRUGradInputs;
-  using GradResult = BlockGRUGradResult;
   static constexpr const char* kOp = "BlockGRU";
-  static constexpr const char* kGradOp = "BlockGRUGrad";
-  static constexpr const char* kLastWeight = "w_c";
-  static Result forward(const BlockGRUInputs& in) { return block_gru(in); }
-  static void forward(const BlockGRUInputs& in, std::vector<Tensor>& out) {
-    block_gru(in, {out[0].mutable_view(), out[1].mutable_view(), out[2].mutable_view(),
-                   out[3].mutable_view()});
+  static auto forward(const BlockGRUInputs& in) { return block_gru(in); }
+  static void forward(const BlockGRUInputs& in, std::vector<Tensor>& o) {
+    block_gru(in,
+              {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(), o[3].mutable_view()});
   }
-  static GradResult backward(const GradInputs& in) { return block_gru_grad(in); }
-  static std::vector<const Tensor*> outputs(const Result& f) { return {&f.r, &f.u, &f.c, &f.h}; }
-  static std::vector<const Tensor*> grads(const GradResult& g) {
+  static auto backward(const BlockGRUGradInputs& in) { return block_gru_grad(in); }
+  static std::vector<const Tensor*> outputs(const BlockGRUResult& f) {
+    return {&f.r, &f.u, &f.c, &f.h};
+  }
+  static std::vector<const Tensor*> grads(const BlockGRUGradResult& g) {
     return {&g.x_grad, &g.h_prev_grad, &g.w_ru_grad, &g.w_c_grad, &g.b_ru_grad, &g.b_c_grad};
   }
-  static std::vector<std::pair<std::string, TensorView*>> step_inputs(GradInputs& in) {
-    return {{"r", &in.r}, {"u", &in.u}, {"c", &in.c}, {"h", &in.h}, {"h_grad", &in.h_grad}};
+  static std::vector<TensorView*> inputs(BlockGRUInputs& in) {
+    return {&in.x, &in.h_prev, &in.w_ru, &in.w_c, &in.b_ru, &in.b_c};
   }
-  static TensorView& last_weight(BlockGRUInputs& in) { return in.w_c; }
-  static const Tensor& last_weight(const Case& c) { return c.w_c; }
+  static std::vector<TensorView*> inputs(BlockGRUGradInputs& in) {
+    return {&in.x, &in.h_prev, &in.w_ru, &in.w_c, &in.b_ru,  &in.b_c,
+            &in.r, &in.u,      &in.c,    &in.h,   &in.h_grad};
+  }
+  static std::vector<BadInput> bad_inputs();
 };
 
 struct BlockGRUResetAfterVariant {
   using Case = BlockGRUResetAfterCase;
-  using Result = BlockGRUResetAfterResult;
-  using GradInputs = BlockGRUResetAfterGradInputs;
-  using GradResult = BlockGRUResetAfterGradResult;
   static constexpr const char* kOp = "BlockGRUResetAfter";
-  static constexpr const char* kGradOp = "BlockGRUResetAfterGrad";
-  static constexpr const char* kLastWeight = "w_h";
-  static Result forward(const BlockGRUResetAfterInputs& in) { return block_gru_reset_after(in); }
-  static void forward(const BlockGRUResetAfterInputs& in, std::vector<Tensor>& out) {
-    block_gru_reset_after(in, {out[0].mutable_view(), out[1].mutable_view(), out[2].mutable_view(),
-                               out[3].mutable_view(), out[4].mutable_view()});
+  static auto forward(const BlockGRUResetAfterInputs& in) { return block_gru_reset_after(in); }
+  static void forward(const BlockGRUResetAfterInputs& in, std::vector<Tensor>& o) {
+    block_gru_reset_after(in, {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                               o[3].mutable_view(), o[4].mutable_view()});
   }
-  static GradResult backward(const GradInputs& in) { return block_gru_reset_after_grad(in); }
-  static std::vector<const Tensor*> outputs(const Result& f) {
+  static auto backward(const BlockGRUResetAfterGradInputs& in) {
+    return block_gru_reset_after_grad(in);
+  }
+  static std::vector<const Tensor*> outputs(const BlockGRUResetAfterResult& f) {
     return {&f.r, &f.u, &f.n, &f.hn, &f.h};
   }
-  static std::vector<const Tensor*> grads(const GradResult& g) {
+  static std::vector<const Tensor*> grads(const BlockGRUResetAfterGradResult& g) {
     return {&g.x_grad, &g.h_prev_grad, &g.w_i_grad, &g.w_h_grad, &g.b_i_grad, &g.b_h_grad};
   }
-  static std::vector<std::pair<std::string, TensorView*>> step_inputs(GradInputs& in) {
-    return {{"r", &in.r},   {"u", &in.u}, {"n", &in.n},
-            {"hn", &in.hn}, {"h", &in.h}, {"h_grad", &in.h_grad}};
+  static std::vector<TensorView*> inputs(BlockGRUResetAfterInputs& in) {
+    return {&in.x, &in.h_prev, &in.w_i, &in.w_h, &in.b_i, &in.b_h};
   }
-  static TensorView& last_weight(BlockGRUResetAfterInputs& in) { return in.w_h; }
-  static const Tensor& last_weight(const Case& c) { return c.w_h; }
+  static std::vector<TensorView*> inputs(BlockGRUResetAfterGradInputs& in) {
+    return {&in.x, &in.h_prev, &in.w_i, &in.w_h, &in.b_i, &in.b_h,
+            &in.r, &in.u,      &in.n,   &in.hn,  &in.h,   &in.h_grad};
+  }
+  static std::vector<BadInput> bad_inputs();
 };
 
 // seq_len_max of sequence op `op` with time_len T: outside [0, T] through the typed call

@@ -98,70 +98,6 @@ TEST(BlockGRU, TypedDefaultSeqLenMaxIsT) {
                  "BlockGRU: seq_len_max has 1 elements but no data (null pointer)");
 }
 
-TEST(BlockGRU, Validation) {
-  std::mt19937_64 rng(3);
-  const DType f = DType::kFloat32;
-  const std::int64_t T = 5, B = 4, I = 3, H = 16;
-  const BlockGRUCase c(f, T, B, I, H, rng);
-  const BlockGRUInputs ok = c.inputs(T);
-  const Tensor rank2 = random_tensor(f, {4, 3}, rng);
-  auto fwd_with = [&](int k, const TensorView& v) {
-    BlockGRUInputs in = ok;
-    TensorView* slots[] = {&in.x, &in.h_prev, &in.w_ru, &in.w_c, &in.b_ru, &in.b_c};
-    *slots[k] = v;
-    block_gru(in);
-  };
-  const Tensor hp_bad = random_tensor(f, {5, 16}, rng);
-  expect_invalid([&] { fwd_with(1, hp_bad); },
-                 "BlockGRU: h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]");
-  const Tensor w_ru_bad = random_tensor(f, {19, 31}, rng),
-               w_c_bad = random_tensor(f, {18, 16}, rng);
-  expect_invalid([&] { fwd_with(2, w_ru_bad); }, "w_ru must have shape [19, 32]");
-  expect_invalid([&] { fwd_with(3, w_c_bad); }, "w_c must have shape [19, 16]");
-  // An x of the wrong width (issue 12): both weights agree on another input_size, so the message
-  // names x first, then both weights. A weight whose rows alone disagree is named alone.
-  const Tensor x_narrow = random_tensor(f, {T, B, 2}, rng),
-               w_ru_rows = random_tensor(f, {18, 32}, rng);
-  const std::string x_msg =
-      "x and the weights disagree on input_size: x has input_size 2 (its last dimension), but "
-      "w_ru and w_c have 19 rows, which are input_size + cell_size for input_size 3 (cell_size "
-      "16): either x must be [5, 4, 3], or w_ru must have shape [18, 32] (input_size + cell_size, "
-      "2 * cell_size), got [19, 32] and w_c [18, 16]";
-  expect_invalid([&] { fwd_with(0, x_narrow); }, "BlockGRU: " + x_msg);
-  {
-    const BlockGRUResult fwd = block_gru(ok);
-    BlockGRUGradInputs gin = c.grad_inputs(T, fwd, fwd.h);
-    gin.x = x_narrow;
-    expect_invalid([&] { block_gru_grad(gin); }, "BlockGRUGrad: " + x_msg);
-  }
-  expect_invalid([&] { fwd_with(2, w_ru_rows); },
-                 "BlockGRU: w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size), "
-                 "got [18, 32]");
-  expect_invalid([&] { fwd_with(4, c.b_c); },
-                 "b_ru must have shape [32] (2 * cell_size), got [16]");
-  expect_invalid([&] { fwd_with(5, c.b_ru); }, "b_c must have shape [16] (cell_size), got [32]");
-  // Ranks first: a wrong rank anywhere wins over a wrong dimension elsewhere.
-  expect_invalid(
-      [&] {
-        BlockGRUInputs in = ok;
-        in.h_prev = hp_bad;
-        in.b_c = rank2;
-        block_gru(in);
-      },
-      "b_c must be rank 1");
-  // seq_len_max, the dtype of the weights, the grad's per-step inputs and the caller's outputs:
-  // the GRUSequence suite below, for both GRUs.
-  const BlockGRUResult fwd = block_gru(ok);
-  const BlockGRUGradInputs gok = c.grad_inputs(T, fwd, fwd.h);
-  expect_invalid(
-      [&] {
-        BlockGRUGradInputs in = gok;
-        in.h_prev = hp_bad;
-        block_gru_grad(in);
-      },
-      "BlockGRUGrad: h_prev must have shape [4, 16]");
-}
-
 // ---- Both sequence GRUs (sequence_case.h): BlockGRU and BlockGRUResetAfter ----------------------
 
 template <typename V>
@@ -185,17 +121,17 @@ TYPED_TEST(GRUSequence, StepsPastSeqLenMaxAreZeroAndIgnored) {
     const std::int64_t T = 6, B = 2, I = 3, H = 5;
     const typename V::Case c(DType::kFloat32, T, B, I, H, rng);
     for (std::int64_t S : {0, 1, 4}) {
-      const typename V::Result f = V::forward(c.inputs(S));
+      const auto f = V::forward(c.inputs(S));
       for (const Tensor* out : V::outputs(f)) EXPECT_TRUE(all_zero(*out, S * B * H));
       // The steps before S do not depend on T: the full sequence gives the same values.
-      const typename V::Result full = V::forward(c.inputs(T));
+      const auto full = V::forward(c.inputs(T));
       for (std::int64_t e = 0; e < S * B * H; ++e) {
         EXPECT_EQ(f.h.template data_as<float>()[e], full.h.template data_as<float>()[e]);
       }
       Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
-      const typename V::GradResult g1 = V::backward(c.grad_inputs(S, f, h_grad));
+      const auto g1 = V::backward(c.grad_inputs(S, f, h_grad));
       for (std::int64_t e = S * B * H; e < T * B * H; ++e) h_grad.data_as<float>()[e] = 1e3f;
-      const typename V::GradResult g2 = V::backward(c.grad_inputs(S, f, h_grad));
+      const auto g2 = V::backward(c.grad_inputs(S, f, h_grad));
       const std::vector<const Tensor*> a = V::grads(g1), b = V::grads(g2);
       for (std::size_t k = 0; k < a.size(); ++k) {
         EXPECT_TRUE(bitwise_equal(*a[k], *b[k])) << "gradient " << k << " S=" << S;
@@ -216,7 +152,7 @@ TYPED_TEST(GRUSequence, CancelsAtStepBoundaries) {
   // ~12.6 M multiply-adds of recurrent product per step: the 500 steps take well over 20 ms.
   const std::int64_t T = 500, B = 4, I = 8, H = 1024;
   const typename V::Case c(DType::kFloat32, T, B, I, H, rng);
-  const typename V::Result f = V::forward(c.inputs(T));
+  const auto f = V::forward(c.inputs(T));
   const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
   for (bool reference : {false, true}) {
     testing::ReferenceMode mode(reference);
@@ -224,62 +160,107 @@ TYPED_TEST(GRUSequence, CancelsAtStepBoundaries) {
       set_num_threads(threads);
       set_cancel_check([](void*) { return true; }, nullptr);
       testing::expect_cancelled([&] { V::forward(c.inputs(T)); }, V::kOp);
-      testing::expect_cancelled([&] { V::backward(c.grad_inputs(T, f, h_grad)); }, V::kGradOp);
+      testing::expect_cancelled([&] { V::backward(c.grad_inputs(T, f, h_grad)); },
+                                std::string(V::kOp) + "Grad");
       set_cancel_check(nullptr, nullptr);
     }
   }
   set_num_threads(saved);
 }
 
-// The validation both GRUs share: seq_len_max (range, scalar, int64), the dtype of the weights,
-// the grad's per-step inputs, and caller outputs (shape; no overlap with an input). Each GRU's
-// own shapes: BlockGRU.Validation, BlockGRUResetAfter.Validation.
+// Validation of both GRUs, forward and grad: each input's own shapes (the variant's
+// bad_inputs()), ranks before dimensions, seq_len_max (range, scalar, int64), the dtype of the
+// weights, the grad's per-step inputs, and caller outputs (shape; no overlap with an input).
 TYPED_TEST(GRUSequence, Validation) {
   using V = TypeParam;
+  const std::string op = V::kOp, grad_op = op + "Grad";
+  // seq_len_max, the forward inputs, the per-step inputs (then the optional seq_lengths).
+  const std::vector<std::string>& names = find_op(grad_op).inputs;
   std::mt19937_64 rng(3);
   const DType f = DType::kFloat32;
   const std::int64_t T = 5, B = 4, I = 3, H = 16;
   const typename V::Case c(f, T, B, I, H, rng);
-  expect_seq_len_max_checked(
-      V::kOp, T, [&](std::int64_t S) { V::forward(c.inputs(S)); }, c.views());
-  const typename V::Case d(DType::kFloat64, T, B, I, H, rng);
-  expect_invalid(
-      [&] {
-        auto in = c.inputs(T);
-        V::last_weight(in) = V::last_weight(d);
-        V::forward(in);
-      },
-      std::string(V::kOp) + ": " + V::kLastWeight +
-          " must have the dtype of x (float32), got float64");
-  // The grad: seq_len_max, and r, u, … h and h_grad must each be [T, B, H].
-  const typename V::Result fwd = V::forward(c.inputs(T));
+  const auto ok = c.inputs(T);
+  const auto fwd = V::forward(ok);
   const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
-  const typename V::GradInputs gok = c.grad_inputs(T, fwd, h_grad);
+  const auto gok = c.grad_inputs(T, fwd, h_grad);
   EXPECT_NO_THROW(V::backward(gok));
-  expect_seq_len_max_checked(V::kGradOp, T, [&](std::int64_t S) {
-    typename V::GradInputs in = gok;
+  // Both ops with inputs (counted after seq_len_max) replaced.
+  using Edits = std::vector<std::pair<std::size_t, TensorView>>;
+  auto forward_with = [&](const Edits& edits) {
+    auto in = ok;
+    for (const auto& [k, v] : edits) *V::inputs(in)[k] = v;
+    V::forward(in);
+  };
+  auto backward_with = [&](const Edits& edits) {
+    auto in = gok;
+    for (const auto& [k, v] : edits) *V::inputs(in)[k] = v;
+    V::backward(in);
+  };
+  auto expect_both_invalid = [&](const Edits& edits, const std::string& message) {
+    expect_invalid([&] { forward_with(edits); }, op + ": " + message);
+    expect_invalid([&] { backward_with(edits); }, grad_op + ": " + message);
+  };
+  for (const BadInput& bad : V::bad_inputs()) {
+    const Tensor v = random_tensor(f, bad.shape, rng);
+    expect_both_invalid({{bad.input, v}}, bad.message);
+  }
+  // Ranks first: a wrong rank anywhere wins over a wrong dimension elsewhere.
+  const Tensor hp_bad = random_tensor(f, {5, 16}, rng), rank2 = random_tensor(f, {4, 3}, rng);
+  expect_both_invalid({{1, hp_bad}, {5, rank2}}, names[6] + " must be rank 1");
+  // The weights must have the dtype of x.
+  const typename V::Case d(DType::kFloat64, T, B, I, H, rng);
+  expect_both_invalid({{3, d.views()[4]}},
+                      names[4] + " must have the dtype of x (float32), got float64");
+  expect_seq_len_max_checked(
+      op, T, [&](std::int64_t S) { V::forward(c.inputs(S)); }, c.views());
+  expect_seq_len_max_checked(grad_op, T, [&](std::int64_t S) {
+    auto in = gok;
     in.seq_len_max = S;
     V::backward(in);
   });
-  std::vector<std::string> names;
-  typename V::GradInputs probe = gok;
-  for (const auto& [name, view] : V::step_inputs(probe)) names.push_back(name);
-  expect_step_inputs_checked(V::kGradOp, names, f, T, B, H, [&](std::size_t k, const Tensor& v) {
-    typename V::GradInputs in = gok;
-    *V::step_inputs(in)[k].second = v;
-    V::backward(in);
-  });
+  // The grad's per-step inputs (forward outputs and h_grad) must each be [T, B, H].
+  auto probe = gok;
+  const std::size_t steps = V::inputs(probe).size() - 6;
+  expect_step_inputs_checked(grad_op, {names.begin() + 7, names.begin() + 7 + steps}, f, T, B, H,
+                             [&](std::size_t k, const Tensor& v) {
+                               backward_with({{6 + k, v}});
+                             });
   // Caller outputs are checked; outputs must not alias inputs.
   std::vector<Tensor> outs;
   for (std::size_t k = 0; k + 1 < V::outputs(fwd).size(); ++k) outs.emplace_back(f, Shape{T, B, H});
   outs.emplace_back(f, Shape{T, B, H - 1});
-  expect_invalid([&] { V::forward(c.inputs(T), outs); },
-                 std::string(V::kOp) + ": output h must have shape [5, 4, 16], got [5, 4, 15]");
+  expect_invalid([&] { V::forward(ok, outs); },
+                 op + ": output h must have shape [5, 4, 16], got [5, 4, 15]");
   outs.back() = Tensor(f, {T, B, H});
-  auto in = c.inputs(T);
+  auto in = ok;
   in.x = TensorView(outs.back().data_as<float>(), {T, B, I});
   expect_invalid([&] { V::forward(in, outs); }, "overlaps input x");
 }
 
 }  // namespace
+
+// BlockGRU's shapes (the rest of its validation: GRUSequence.Validation).
+std::vector<testing::BadInput> testing::BlockGRUVariant::bad_inputs() {
+  return {
+      {1, {5, 16}, "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"},
+      {2, {19, 31}, "w_ru must have shape [19, 32]"},
+      {3, {18, 16}, "w_c must have shape [19, 16]"},
+      // An x of the wrong width (issue 12): both weights agree on another input_size, so the
+      // message names x first, then both weights. A weight whose rows alone disagree is named
+      // alone.
+      {0,
+       {5, 4, 2},
+       "x and the weights disagree on input_size: x has input_size 2 (its last dimension), but "
+       "w_ru and w_c have 19 rows, which are input_size + cell_size for input_size 3 (cell_size "
+       "16): either x must be [5, 4, 3], or w_ru must have shape [18, 32] (input_size + "
+       "cell_size, 2 * cell_size), got [19, 32] and w_c [18, 16]"},
+      {2,
+       {18, 32},
+       "w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size), got [18, 32]"},
+      {4, {16}, "b_ru must have shape [32] (2 * cell_size), got [16]"},
+      {5, {32}, "b_c must have shape [16] (cell_size), got [32]"},
+  };
+}
+
 }  // namespace blockrnn

@@ -1,9 +1,9 @@
 // BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, SPEC A9): one step
-// against the equations and the validation of its own shapes. seq_len_max semantics,
-// cancellation and the validation it shares with BlockGRU run on both GRUs in the GRUSequence
-// suite of test_block_gru.cc; fast path vs reference, finite differences, empty shapes, float16,
-// caller memory and bits across thread counts in the generic op tester (test_ops.cc);
-// tests/python/test_block_gru_reset_after.py compares with Keras.
+// against the equations and the shapes its validation refuses. seq_len_max semantics,
+// cancellation and validation run on both GRUs in the GRUSequence suite of test_block_gru.cc; fast
+// path vs reference, finite differences, empty shapes, float16, caller memory and bits across
+// thread counts in the generic op tester (test_ops.cc); tests/python/test_block_gru_reset_after.py
+// compares with Keras.
 #include <array>
 
 #include "sequence_case.h"
@@ -49,58 +49,20 @@ TEST(BlockGRUResetAfter, OneStepMatchesTheEquations) {
   }
 }
 
-TEST(BlockGRUResetAfter, Validation) {
-  std::mt19937_64 rng(3);
-  const DType f = DType::kFloat32;
-  const std::int64_t T = 5, B = 4, I = 3, H = 16;
-  const BlockGRUResetAfterCase c(f, T, B, I, H, rng);
-  const BlockGRUResetAfterInputs ok = c.inputs(T);
-  const Tensor rank2 = random_tensor(f, {4, 3}, rng);
-  auto fwd_with = [&](int k, const TensorView& v) {
-    BlockGRUResetAfterInputs in = ok;
-    TensorView* slots[] = {&in.x, &in.h_prev, &in.w_i, &in.w_h, &in.b_i, &in.b_h};
-    *slots[k] = v;
-    block_gru_reset_after(in);
+}  // namespace
+
+// BlockGRUResetAfter's shapes (the rest of its validation: GRUSequence.Validation in
+// test_block_gru.cc).
+std::vector<testing::BadInput> testing::BlockGRUResetAfterVariant::bad_inputs() {
+  return {
+      {1, {5, 16}, "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"},
+      {2, {3, 47}, "w_i must have shape [3, 48] (input_size, 3 * cell_size), got [3, 47]"},
+      {3, {15, 48}, "w_h must have shape [16, 48] (cell_size, 3 * cell_size), got [15, 48]"},
+      // A [I+H, 3H] weight (the concatenated layout of BlockGRU) is refused for w_i.
+      {2, {19, 48}, "w_i must have shape [3, 48]"},
+      {4, {16}, "b_i must have shape [48] (3 * cell_size), got [16]"},
+      {5, {16}, "b_h must have shape [48] (3 * cell_size), got [16]"},
   };
-  const Tensor hp_bad = random_tensor(f, {5, 16}, rng);
-  expect_invalid([&] { fwd_with(1, hp_bad); },
-                 "BlockGRUResetAfter: h_prev must have shape [4, 16] (batch_size, cell_size), got "
-                 "[5, 16]");
-  const Tensor w_i_bad = random_tensor(f, {3, 47}, rng), w_h_bad = random_tensor(f, {15, 48}, rng);
-  expect_invalid([&] { fwd_with(2, w_i_bad); },
-                 "BlockGRUResetAfter: w_i must have shape [3, 48] (input_size, 3 * cell_size), "
-                 "got [3, 47]");
-  expect_invalid([&] { fwd_with(3, w_h_bad); },
-                 "BlockGRUResetAfter: w_h must have shape [16, 48] (cell_size, 3 * cell_size), "
-                 "got [15, 48]");
-  // A [I+H, 3H] weight (the concatenated layout of BlockGRU) is refused for w_i.
-  const Tensor w_cat = random_tensor(f, {I + H, 3 * H}, rng);
-  expect_invalid([&] { fwd_with(2, w_cat); }, "w_i must have shape [3, 48]");
-  const Tensor b16 = random_tensor(f, {16}, rng);
-  expect_invalid([&] { fwd_with(4, b16); },
-                 "BlockGRUResetAfter: b_i must have shape [48] (3 * cell_size), got [16]");
-  expect_invalid([&] { fwd_with(5, b16); }, "b_h must have shape [48] (3 * cell_size), got [16]");
-  // Ranks first: a wrong rank anywhere wins over a wrong dimension elsewhere.
-  expect_invalid(
-      [&] {
-        BlockGRUResetAfterInputs in = ok;
-        in.h_prev = hp_bad;
-        in.b_h = rank2;
-        block_gru_reset_after(in);
-      },
-      "b_h must be rank 1");
-  // seq_len_max, the dtype of the weights, the grad's per-step inputs and the caller's outputs:
-  // the GRUSequence suite of test_block_gru.cc, for both GRUs.
-  const BlockGRUResetAfterResult fwd = block_gru_reset_after(ok);
-  const BlockGRUResetAfterGradInputs gok = c.grad_inputs(T, fwd, fwd.h);
-  expect_invalid(
-      [&] {
-        BlockGRUResetAfterGradInputs in = gok;
-        in.w_i = w_i_bad;
-        block_gru_reset_after_grad(in);
-      },
-      "BlockGRUResetAfterGrad: w_i must have shape [3, 48]");
 }
 
-}  // namespace
 }  // namespace blockrnn
