@@ -48,7 +48,8 @@ def _to_array(op, name, v):
 
 def _int64_values(op, name, a, integer, in_range):
     """Array `a` as int64: a dtype that is not an integer is refused ("<name> must be <integer>,
-    got <dtype>"), and so is an unsigned value past int64 ("<name> must <in_range>, got <value>")."""
+    got <dtype>"), and so is an unsigned value past int64 ("<name> must <in_range>, got
+    <value>")."""
     if a.dtype.kind not in "iu":
         what = _NOT_FLOAT.get(a.dtype.kind, str(a.dtype)) if a.dtype.kind != "f" else str(a.dtype)
         raise _error(op, f"{name} must be {integer}, got {what}")
