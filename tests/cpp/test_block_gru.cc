@@ -1,8 +1,9 @@
-// BlockGRU and BlockGRUGrad (SPEC A6): equality with stepping the GRU cell ops, the typed
-// seq_len_max default and validation of its own shapes; then the GRUSequence suite, which runs
-// what BlockGRU and BlockGRUResetAfter share on both (seq_len_max semantics, cancellation, common
-// validation). Fast path vs reference, finite differences, empty shapes, float16 and caller
-// memory: the generic op tester (test_ops.cc).
+// BlockGRU and BlockGRUGrad (SPEC A6): equality with stepping the GRU cell ops and the typed
+// seq_len_max default; then the GRUSequence suite, which runs what BlockGRU and
+// BlockGRUResetAfter share on both (seq_len_max semantics, cancellation, validation, with each
+// op's refused shapes in its bad_inputs() table, BlockGRU's at the end of this file). Fast path
+// vs reference, finite differences, empty shapes, float16 and caller memory: the generic op
+// tester (test_ops.cc).
 #include <array>
 
 #include "sequence_case.h"
