@@ -14,32 +14,22 @@ path blockrnn.get_isa() reports, null if this build of the package has no get_is
 """
 import argparse
 import json
-import resource
-import time
+import os
+import sys
 
 import numpy as np
 
-
-def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+from rnn_timing import current_rss_mb, peak_rss_mb, time_fwd_bwd  # noqa: E402
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--op", choices=["block_lstm", "block_gru", "lstm_cell", "gru_cell"],
                    required=True)
-    p.add_argument("--T", type=int, default=50)
-    p.add_argument("--B", type=int, default=64)
-    p.add_argument("--I", type=int, default=512)
-    p.add_argument("--H", type=int, default=512)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--reps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--seed", type=int, default=1234)
+    for flag, default in dict(T=50, B=64, I=512, H=512, threads=1, reps=10, warmup=2,
+                              seed=1234).items():
+        p.add_argument("--" + flag, type=int, default=default)
     a = p.parse_args()
 
     import blockrnn
@@ -52,7 +42,7 @@ def main():
     ws = 1.0 / np.sqrt(I + H)
     f32 = lambda *shape, s=1.0: rng.uniform(-s, s, size=shape).astype(np.float32)  # noqa: E731
     slm = np.int64(T)
-    baseline = rss_mb()
+    baseline = current_rss_mb()
 
     if a.op == "block_lstm":
         kw = dict(seq_len_max=slm, x=f32(T, B, I), cs_prev=f32(B, H), h_prev=f32(B, H),
@@ -99,17 +89,8 @@ def main():
 
     for _ in range(a.warmup):
         bwd(fwd())
-    fwd_t, all_t = [], []
-    for _ in range(a.reps):
-        t0 = time.perf_counter()
-        o = fwd()
-        t1 = time.perf_counter()
-        g = bwd(o)
-        t2 = time.perf_counter()
-        fwd_t.append((t1 - t0) * 1e3)
-        all_t.append((t2 - t0) * 1e3)
-        del o, g  # as the TensorFlow peer does: one step's tensors alive at a time
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    fwd_t, all_t = time_fwd_bwd(fwd, bwd, a.reps)  # timed as the TensorFlow peer
+    peak = peak_rss_mb()
     rec = dict(peer="blockrnn", op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
                fwd_ms=float(np.median(fwd_t)), fwdbwd_ms=float(np.median(all_t)),
                fwd_min_ms=min(fwd_t), fwdbwd_min_ms=min(all_t), reps=a.reps, warmup=a.warmup,

@@ -59,12 +59,9 @@ def batch_ids(data, step, seq_len, batch, streams):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cell", choices=["lstm", "gru"], default="lstm")
-    p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch", type=int, default=32, help="global batch (streams), all ranks")
-    p.add_argument("--seq-len", type=int, default=32)
-    p.add_argument("--embed", type=int, default=32)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--layers", type=int, default=2)
+    for flag, default in dict(steps=200, seq_len=32, embed=32, hidden=128, layers=2).items():
+        p.add_argument("--" + flag.replace("_", "-"), type=int, default=default)
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--lr", type=float, default=1.0)
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")

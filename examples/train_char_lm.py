@@ -127,22 +127,19 @@ def sample(model, symbols, prime, length, temperature, rng):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cell", choices=["lstm", "gru"], default="lstm")
-    ap.add_argument("--hidden", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=1)
-    ap.add_argument("--embed", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seq-len", type=int, default=64)
+    # Sizes and counts, each at least 1 (checked below).
+    sizes = dict(hidden=128, layers=1, embed=32, steps=300, batch=32, seq_len=64, threads=1)
+    for name, default in sizes.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=int, default=default)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--clip", type=float, default=5.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--corpus", type=pathlib.Path, default=CORPUS)
     ap.add_argument("--sample-length", type=int, default=300)
     ap.add_argument("--prime", default="")
     ap.add_argument("--temperature", type=float, default=0.6)
     args = ap.parse_args(argv)
-    for name in ("hidden", "layers", "embed", "steps", "batch", "seq_len", "threads"):
+    for name in sizes:
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
 

@@ -245,33 +245,37 @@ int RunRnn(const Options& o) {
   FillUniform(user_wl, wbound, rng);
   FillUniform(user_wi, wbound, rng);
 
-  // Forward operands.
-  memory src_layer(fpd.src_layer_desc(), eng);
-  memory src_iter(fpd.src_iter_desc(), eng);
-  memory bias(fpd.bias_desc(), eng);
-  memory dst_layer(fpd.dst_layer_desc(), eng);
-  memory workspace(fpd.workspace_desc(), eng);
-  memory fwd_wl(fpd.weights_layer_desc(), eng);
-  memory fwd_wi(fpd.weights_iter_desc(), eng);
-  memory src_iter_c;
-  if (lstm) src_iter_c = memory(fpd.src_iter_c_desc(), eng);
-  FillUniform(src_layer, 1.0f, rng);
-  FillUniform(src_iter, 1.0f, rng);
-  FillUniform(bias, wbound, rng);
-  if (lstm) FillUniform(src_iter_c, 1.0f, rng);
+  // Each primitive's operands, allocated in the layout it chose. The backward reads the forward's
+  // tensors and workspace; only its weights may need another layout.
+  auto allocate = [&](const dnnl::rnn_primitive_desc_base& pd, std::vector<int> args,
+                      int lstm_arg) {
+    if (lstm) args.push_back(lstm_arg);  // the cell state
+    std::unordered_map<int, memory> m;
+    for (int arg : args) m.emplace(arg, memory(pd.query_md(dnnl::query::exec_arg_md, arg), eng));
+    return m;
+  };
+  std::unordered_map<int, memory> fwd_args =
+      allocate(fpd,
+               {DNNL_ARG_SRC_LAYER, DNNL_ARG_SRC_ITER, DNNL_ARG_WEIGHTS_LAYER,
+                DNNL_ARG_WEIGHTS_ITER, DNNL_ARG_BIAS, DNNL_ARG_DST_LAYER, DNNL_ARG_WORKSPACE},
+               DNNL_ARG_SRC_ITER_C);
+  std::unordered_map<int, memory> bwd_args =
+      allocate(bpd,
+               {DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER, DNNL_ARG_DIFF_SRC_LAYER,
+                DNNL_ARG_DIFF_SRC_ITER, DNNL_ARG_DIFF_WEIGHTS_LAYER, DNNL_ARG_DIFF_WEIGHTS_ITER,
+                DNNL_ARG_DIFF_BIAS, DNNL_ARG_DIFF_DST_LAYER},
+               DNNL_ARG_DIFF_SRC_ITER_C);
+  for (const auto& [arg, mem] : fwd_args) bwd_args.emplace(arg, mem);  // all but the weights
 
-  // Backward operands. Weights may need a different layout for backward.
-  memory bwd_wl(bpd.weights_layer_desc(), eng);
-  memory bwd_wi(bpd.weights_iter_desc(), eng);
-  memory diff_src_layer(bpd.diff_src_layer_desc(), eng);
-  memory diff_src_iter(bpd.diff_src_iter_desc(), eng);
-  memory diff_wl(bpd.diff_weights_layer_desc(), eng);
-  memory diff_wi(bpd.diff_weights_iter_desc(), eng);
-  memory diff_bias(bpd.diff_bias_desc(), eng);
-  memory diff_dst_layer(bpd.diff_dst_layer_desc(), eng);
-  memory diff_src_iter_c;
-  if (lstm) diff_src_iter_c = memory(bpd.diff_src_iter_c_desc(), eng);
-  FillUniform(diff_dst_layer, 1.0f, rng);
+  FillUniform(fwd_args.at(DNNL_ARG_SRC_LAYER), 1.0f, rng);
+  FillUniform(fwd_args.at(DNNL_ARG_SRC_ITER), 1.0f, rng);
+  FillUniform(fwd_args.at(DNNL_ARG_BIAS), wbound, rng);
+  if (lstm) FillUniform(fwd_args.at(DNNL_ARG_SRC_ITER_C), 1.0f, rng);
+  FillUniform(bwd_args.at(DNNL_ARG_DIFF_DST_LAYER), 1.0f, rng);
+  memory &fwd_wl = fwd_args.at(DNNL_ARG_WEIGHTS_LAYER),
+         &fwd_wi = fwd_args.at(DNNL_ARG_WEIGHTS_ITER);
+  memory &bwd_wl = bwd_args.at(DNNL_ARG_WEIGHTS_LAYER),
+         &bwd_wi = bwd_args.at(DNNL_ARG_WEIGHTS_ITER);
 
   // Bring user weights into the forward layout once (one-time setup cost).
   dnnl::reorder(user_wl, fwd_wl).execute(strm, user_wl, fwd_wl);
@@ -286,36 +290,10 @@ int RunRnn(const Options& o) {
     wl_to_bwd.execute(strm, fwd_wl, bwd_wl);
     wi_to_bwd.execute(strm, fwd_wi, bwd_wi);
     strm.wait();
-    ZeroMemory(diff_wl);
-    ZeroMemory(diff_wi);
-    ZeroMemory(diff_bias);
+    for (int arg : {DNNL_ARG_DIFF_WEIGHTS_LAYER, DNNL_ARG_DIFF_WEIGHTS_ITER, DNNL_ARG_DIFF_BIAS}) {
+      ZeroMemory(bwd_args.at(arg));
+    }
   };
-
-  std::unordered_map<int, memory> fwd_args{{DNNL_ARG_SRC_LAYER, src_layer},
-                                           {DNNL_ARG_SRC_ITER, src_iter},
-                                           {DNNL_ARG_WEIGHTS_LAYER, fwd_wl},
-                                           {DNNL_ARG_WEIGHTS_ITER, fwd_wi},
-                                           {DNNL_ARG_BIAS, bias},
-                                           {DNNL_ARG_DST_LAYER, dst_layer},
-                                           {DNNL_ARG_WORKSPACE, workspace}};
-  std::unordered_map<int, memory> bwd_args{{DNNL_ARG_SRC_LAYER, src_layer},
-                                           {DNNL_ARG_SRC_ITER, src_iter},
-                                           {DNNL_ARG_WEIGHTS_LAYER, bwd_wl},
-                                           {DNNL_ARG_WEIGHTS_ITER, bwd_wi},
-                                           {DNNL_ARG_BIAS, bias},
-                                           {DNNL_ARG_DST_LAYER, dst_layer},
-                                           {DNNL_ARG_WORKSPACE, workspace},
-                                           {DNNL_ARG_DIFF_SRC_LAYER, diff_src_layer},
-                                           {DNNL_ARG_DIFF_SRC_ITER, diff_src_iter},
-                                           {DNNL_ARG_DIFF_WEIGHTS_LAYER, diff_wl},
-                                           {DNNL_ARG_DIFF_WEIGHTS_ITER, diff_wi},
-                                           {DNNL_ARG_DIFF_BIAS, diff_bias},
-                                           {DNNL_ARG_DIFF_DST_LAYER, diff_dst_layer}};
-  if (lstm) {
-    fwd_args.insert({DNNL_ARG_SRC_ITER_C, src_iter_c});
-    bwd_args.insert({DNNL_ARG_SRC_ITER_C, src_iter_c});
-    bwd_args.insert({DNNL_ARG_DIFF_SRC_ITER_C, diff_src_iter_c});
-  }
 
   std::vector<double> fwd_ms, fwdbwd_ms, prep_ms;
   for (int r = 0; r < o.warmup + o.reps; ++r) {
@@ -338,7 +316,8 @@ int RunRnn(const Options& o) {
   }
 
   // Touch a result so nothing can be considered dead.
-  const float* dx = static_cast<const float*>(diff_src_layer.get_data_handle());
+  const float* dx =
+      static_cast<const float*>(bwd_args.at(DNNL_ARG_DIFF_SRC_LAYER).get_data_handle());
   if (!std::isfinite(dx[0])) std::fprintf(stderr, "warning: non-finite diff_src_layer\n");
 
   std::printf(

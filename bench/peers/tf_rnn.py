@@ -17,10 +17,10 @@ Ops:
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
-import time
+
+from rnn_timing import current_rss_mb, peak_rss_mb, time_fwd_bwd
 
 OPS = ("block_lstm", "gru_seq", "lstm_cell", "gru_cell")
 
@@ -54,22 +54,6 @@ def parse_args(argv):
     if a.op in ("lstm_cell", "gru_cell") and a.T != 1:
         p.error(f"--op {a.op} times a single cell step: use --T 1")
     return a
-
-
-def current_rss_mb():
-    """Resident set size now (VmRSS), in MiB."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return peak_rss_mb()
-
-
-def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
 def main(argv):
@@ -272,17 +256,9 @@ def main(argv):
     for _ in range(1 + args.warmup):
         grads = call_bwd(call_fwd())
     finite_check(grads)
+    del grads  # one repetition's tensors alive at a time, from here on too
 
-    fwd_ms, fwdbwd_ms = [], []
-    for _ in range(args.reps):
-        t0 = time.perf_counter()
-        acts = call_fwd()
-        t1 = time.perf_counter()
-        grads = call_bwd(acts)
-        t2 = time.perf_counter()
-        fwd_ms.append((t1 - t0) * 1e3)
-        fwdbwd_ms.append((t2 - t0) * 1e3)
-        del acts, grads
+    fwd_ms, fwdbwd_ms = time_fwd_bwd(call_fwd, call_bwd, args.reps)
     peak = peak_rss_mb()
 
     rec = {

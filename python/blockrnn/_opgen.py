@@ -46,6 +46,18 @@ def _to_array(op, name, v):
         raise _error(op, f"{name} cannot be read as an array: {e}") from None
 
 
+def _int64_values(op, name, a, integer, in_range):
+    """Array `a` as int64: a dtype that is not an integer is refused ("<name> must be <integer>,
+    got <dtype>"), and so is an unsigned value past int64 ("<name> must <in_range>, got
+    <value>")."""
+    if a.dtype.kind not in "iu":
+        what = _NOT_FLOAT.get(a.dtype.kind, str(a.dtype)) if a.dtype.kind != "f" else str(a.dtype)
+        raise _error(op, f"{name} must be {integer}, got {what}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
+        raise _error(op, f"{name} must {in_range}, got {int(a.max())}")
+    return a.astype(np.int64, copy=False)
+
+
 def _seq_len_max(op, name, v):
     """seq_len_max as a 0-d int64 array; any integer outside int64 is refused with its value."""
     a = _to_array(op, name, v)
@@ -53,13 +65,8 @@ def _seq_len_max(op, name, v):
             not isinstance(a.item(), bool):
         value = int(a.item())  # a Python int beyond int64
         raise _error(op, f"{name} must be an int64 between 0 and time_len of x, got {value}")
-    if a.dtype.kind not in "iu":
-        what = _NOT_FLOAT.get(a.dtype.kind, str(a.dtype)) if a.dtype.kind != "f" else str(a.dtype)
-        raise _error(op, f"{name} must be an integer (int64), got {what}")
-    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
-        raise _error(op, f"{name} must be an int64 between 0 and time_len of x, got "
-                         f"{int(a.max())}")
-    return a.astype(np.int64, copy=False)
+    return _int64_values(op, name, a, "an integer (int64)",
+                         "be an int64 between 0 and time_len of x")
 
 
 def _seq_lengths(op, name, v):
@@ -67,14 +74,9 @@ def _seq_lengths(op, name, v):
     CPU torch tensor) converts to int64 when its values fit; anything else is refused. Its shape
     and values (0 <= L_b <= time_len) are validated by the core."""
     a = _to_array(op, name, v)
-    if a.dtype.kind not in "iu":
-        what = _NOT_FLOAT.get(a.dtype.kind, str(a.dtype)) if a.dtype.kind != "f" else str(a.dtype)
-        raise _error(op, f"{name} must be an integer array (int64 or int32), got {what}")
-    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
-        raise _error(op, f"{name} must hold int64 values between 0 and time_len of x, got "
-                         f"{int(a.max())}")
+    a = _int64_values(op, name, a, "an integer array (int64 or int32)",
+                      "hold int64 values between 0 and time_len of x")
     # Contiguous (a [B] copy at most): the core reads the values while it validates.
-    a = a.astype(np.int64, copy=False)
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 

@@ -1,71 +1,22 @@
-// BlockGRU and BlockGRUGrad (SPEC A6): fast path vs reference, equality with stepping the
-// GRU cell ops, seq_len_max semantics, finite differences in float64, empty shapes, float16,
-// caller memory and validation.
+// BlockGRU and BlockGRUGrad (SPEC A6): equality with stepping the GRU cell ops and the typed
+// seq_len_max default; then the GRUSequence suite, which runs what BlockGRU and
+// BlockGRUResetAfter share on both (seq_len_max semantics, cancellation, validation, with each
+// op's refused shapes in its bad_inputs() table, BlockGRU's at the end of this file). Fast path
+// vs reference, finite differences, empty shapes, float16 and caller memory: the generic op
+// tester (test_ops.cc).
 #include <array>
 
-#include "test_util.h"
+#include "sequence_case.h"
 
 namespace blockrnn {
 namespace {
 
 using namespace testing;  // test_util.h
 
-struct BlockGRUCase {
-  std::int64_t T, B, I, H;
-  Tensor x, h_prev, w_ru, w_c, b_ru, b_c;
-  BlockGRUCase(DType dt, std::int64_t T_, std::int64_t B_, std::int64_t I_, std::int64_t H_,
-               std::mt19937_64& rng)
-      : T(T_),
-        B(B_),
-        I(I_),
-        H(H_),
-        x(random_tensor(dt, {T, B, I}, rng)),
-        h_prev(random_tensor(dt, {B, H}, rng)),
-        // Weights ~U(±1/√(I+H)) (SPEC A7's unit scale), biases ~U(±1).
-        w_ru(random_tensor(dt, {I + H, 2 * H}, rng, -scale(), scale())),
-        w_c(random_tensor(dt, {I + H, H}, rng, -scale(), scale())),
-        b_ru(random_tensor(dt, {2 * H}, rng)),
-        b_c(random_tensor(dt, {H}, rng)) {}
-  double scale() const {
-    return 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(I + H, 1)));
-  }
-  BlockGRUInputs inputs(std::int64_t S) const { return {S, x, h_prev, w_ru, w_c, b_ru, b_c}; }
-  BlockGRUGradInputs grad_inputs(std::int64_t S, const BlockGRUResult& f,
-                                 const Tensor& h_grad) const {
-    return {S, x, h_prev, w_ru, w_c, b_ru, b_c, f.r, f.u, f.c, f.h, h_grad};
-  }
-};
-
-BlockGRUResult forward(const BlockGRUCase& c, std::int64_t S, bool reference) {
-  testing::ReferenceMode mode(reference);
-  return block_gru(c.inputs(S));
-}
-
-BlockGRUGradResult backward(const BlockGRUCase& c, std::int64_t S, const BlockGRUResult& f,
-                            const Tensor& h_grad, bool reference) {
-  testing::ReferenceMode mode(reference);
-  return block_gru_grad(c.grad_inputs(S, f, h_grad));
-}
-
-// A view of step t of a [T, B, H] (or [T, B, I]) tensor.
-template <typename T>
-TensorView step(const Tensor& t, std::int64_t k) {
-  const std::int64_t n = t.shape()[1] * t.shape()[2];
-  return TensorView(t.data_as<T>() + k * n, Shape{t.shape()[1], t.shape()[2]});
-}
-
-bool all_zero(const Tensor& t, std::int64_t from = 0) {
-  for (std::int64_t e = from; e < t.num_elements(); ++e) {
-    if (testing::get(t, e) != 0.0) return false;
-  }
-  return true;
-}
-
 // SPEC A6: BlockGRU is GRUBlockCell stepped over time; BlockGRUGrad is the full cell backward
 // stepped in reverse with the carry, its parameter gradients summed over steps.
 TEST(BlockGRU, EqualsSteppingTheCell) {
-  for (bool reference : {false, true}) {
-    testing::ReferenceMode mode(reference);
+  on_both_paths([] {
     std::mt19937_64 rng(11);
     const std::int64_t T = 5, B = 3, I = 4, H = 6, S = 4;
     const BlockGRUCase c(DType::kFloat64, T, B, I, H, rng);
@@ -108,39 +59,7 @@ TEST(BlockGRU, EqualsSteppingTheCell) {
     EXPECT_TRUE(all_close(g.w_ru_grad, w_ru, 1e-12, 1e-12));
     EXPECT_TRUE(all_close(g.b_c_grad, b_c, 1e-12, 1e-12));
     EXPECT_TRUE(all_zero(g.x_grad, S * B * I));  // x_grad past seq_len_max
-  }
-}
-
-TEST(BlockGRU, StepsPastSeqLenMaxAreZeroAndIgnored) {
-  for (bool reference : {false, true}) {
-    testing::ReferenceMode mode(reference);
-    std::mt19937_64 rng(3);
-    const std::int64_t T = 6, B = 2, I = 3, H = 5;
-    const BlockGRUCase c(DType::kFloat32, T, B, I, H, rng);
-    for (std::int64_t S : {0, 1, 4}) {
-      const BlockGRUResult f = block_gru(c.inputs(S));
-      for (const Tensor* out : {&f.r, &f.u, &f.c, &f.h}) EXPECT_TRUE(all_zero(*out, S * B * H));
-      // The steps before S do not depend on T: a truncated sequence gives the same values.
-      const BlockGRUResult full = block_gru(c.inputs(T));
-      for (std::int64_t e = 0; e < S * B * H; ++e) {
-        EXPECT_EQ(f.h.data_as<float>()[e], full.h.data_as<float>()[e]);
-      }
-      Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
-      const BlockGRUGradResult g1 = block_gru_grad(c.grad_inputs(S, f, h_grad));
-      for (std::int64_t e = S * B * H; e < T * B * H; ++e) h_grad.data_as<float>()[e] = 1e3f;
-      const BlockGRUGradResult g2 = block_gru_grad(c.grad_inputs(S, f, h_grad));
-      EXPECT_TRUE(all_close(g1.w_ru_grad, g2.w_ru_grad, 0, 0));
-      EXPECT_TRUE(all_close(g1.h_prev_grad, g2.h_prev_grad, 0, 0));
-      EXPECT_TRUE(all_close(g1.x_grad, g2.x_grad, 0, 0));
-      EXPECT_TRUE(all_zero(g1.x_grad, S * B * I));
-      if (S == 0) {
-        for (const Tensor* t :
-             {&g1.h_prev_grad, &g1.w_ru_grad, &g1.w_c_grad, &g1.b_ru_grad, &g1.b_c_grad}) {
-          EXPECT_TRUE(all_zero(*t));
-        }
-      }
-    }
-  }
+  });
 }
 
 // The typed API's default (issue 12): seq_len_max unset runs all T steps (it used to default
@@ -176,137 +95,173 @@ TEST(BlockGRU, TypedDefaultSeqLenMaxIsT) {
   in.seq_len_max = 0;
   EXPECT_TRUE(all_zero(block_gru(in).h));
   // The name-based interface has no default.
-  const std::vector<TensorView> ins = {TensorView(), c.x, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c};
-  expect_invalid([&] { run_op("BlockGRU", ins); },
+  expect_invalid([&] { run_op("BlockGRU", c.views()); },
                  "BlockGRU: seq_len_max has 1 elements but no data (null pointer)");
 }
 
-TEST(BlockGRU, Validation) {
+// ---- Both sequence GRUs (sequence_case.h): BlockGRU and BlockGRUResetAfter ----------------------
+
+template <typename V>
+class GRUSequence : public ::testing::Test {};
+struct VariantName {
+  template <typename V>
+  static std::string GetName(int) {
+    return V::kOp;
+  }
+};
+using GRUVariants = ::testing::Types<BlockGRUVariant, BlockGRUResetAfterVariant>;
+TYPED_TEST_SUITE(GRUSequence, GRUVariants, VariantName);
+
+// Outputs past seq_len_max are zero; the steps before it do not depend on T; upstream gradients
+// past it are ignored, bit for bit; with no step every gradient is zero.
+TYPED_TEST(GRUSequence, StepsPastSeqLenMaxAreZeroAndIgnored) {
+  using V = TypeParam;
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    std::mt19937_64 rng(3);
+    const std::int64_t T = 6, B = 2, I = 3, H = 5;
+    const typename V::Case c(DType::kFloat32, T, B, I, H, rng);
+    for (std::int64_t S : {0, 1, 4}) {
+      const auto f = V::forward(c.inputs(S));
+      for (const Tensor* out : V::outputs(f)) EXPECT_TRUE(all_zero(*out, S * B * H));
+      // The steps before S do not depend on T: the full sequence gives the same values.
+      const auto full = V::forward(c.inputs(T));
+      for (std::int64_t e = 0; e < S * B * H; ++e) {
+        EXPECT_EQ(f.h.template data_as<float>()[e], full.h.template data_as<float>()[e]);
+      }
+      Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+      const auto g1 = V::backward(c.grad_inputs(S, f, h_grad));
+      for (std::int64_t e = S * B * H; e < T * B * H; ++e) h_grad.data_as<float>()[e] = 1e3f;
+      const auto g2 = V::backward(c.grad_inputs(S, f, h_grad));
+      const std::vector<const Tensor*> a = V::grads(g1), b = V::grads(g2);
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(*a[k], *b[k])) << "gradient " << k << " S=" << S;
+        if (S == 0) EXPECT_TRUE(all_zero(*a[k])) << "gradient " << k;
+      }
+      EXPECT_TRUE(all_zero(g1.x_grad, S * B * I));
+    }
+  }
+}
+
+// Cancellation at step boundaries (blockrnn/context.h): with a check that always says stop, a
+// call longer than the poll interval (20 ms) throws kCancelled naming the op, on both paths and
+// with a team of threads in the time loop.
+TYPED_TEST(GRUSequence, CancelsAtStepBoundaries) {
+  using V = TypeParam;
+  const int saved = get_num_threads();
+  std::mt19937_64 rng(9);
+  // ~12.6 M multiply-adds of recurrent product per step: the 500 steps take well over 20 ms.
+  const std::int64_t T = 500, B = 4, I = 8, H = 1024;
+  const typename V::Case c(DType::kFloat32, T, B, I, H, rng);
+  const auto f = V::forward(c.inputs(T));
+  const Tensor h_grad = random_tensor(DType::kFloat32, {T, B, H}, rng);
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    for (int threads : {1, 3}) {
+      set_num_threads(threads);
+      set_cancel_check([](void*) { return true; }, nullptr);
+      testing::expect_cancelled([&] { V::forward(c.inputs(T)); }, V::kOp);
+      testing::expect_cancelled([&] { V::backward(c.grad_inputs(T, f, h_grad)); },
+                                std::string(V::kOp) + "Grad");
+      set_cancel_check(nullptr, nullptr);
+    }
+  }
+  set_num_threads(saved);
+}
+
+// Validation of both GRUs, forward and grad: each input's own shapes (the variant's
+// bad_inputs()), ranks before dimensions, seq_len_max (range, scalar, int64), the dtype of the
+// weights, the grad's per-step inputs, and caller outputs (shape; no overlap with an input).
+TYPED_TEST(GRUSequence, Validation) {
+  using V = TypeParam;
+  const std::string op = V::kOp, grad_op = op + "Grad";
+  // seq_len_max, the forward inputs, the per-step inputs (then the optional seq_lengths).
+  const std::vector<std::string>& names = find_op(grad_op).inputs;
   std::mt19937_64 rng(3);
   const DType f = DType::kFloat32;
   const std::int64_t T = 5, B = 4, I = 3, H = 16;
-  const BlockGRUCase c(f, T, B, I, H, rng);
-  const BlockGRUInputs ok = c.inputs(T);
-  const Tensor rank2 = random_tensor(f, {4, 3}, rng);
-  auto fwd_with = [&](int k, const TensorView& v) {
-    BlockGRUInputs in = ok;
-    TensorView* slots[] = {&in.x, &in.h_prev, &in.w_ru, &in.w_c, &in.b_ru, &in.b_c};
-    *slots[k] = v;
-    block_gru(in);
-  };
-  const Tensor hp_bad = random_tensor(f, {5, 16}, rng);
-  expect_invalid([&] { fwd_with(1, hp_bad); },
-                 "BlockGRU: h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]");
-  const Tensor w_ru_bad = random_tensor(f, {19, 31}, rng),
-               w_c_bad = random_tensor(f, {18, 16}, rng);
-  expect_invalid([&] { fwd_with(2, w_ru_bad); }, "w_ru must have shape [19, 32]");
-  expect_invalid([&] { fwd_with(3, w_c_bad); }, "w_c must have shape [19, 16]");
-  // An x of the wrong width (issue 12): both weights agree on another input_size, so the message
-  // names x first, then both weights. A weight whose rows alone disagree is named alone.
-  const Tensor x_narrow = random_tensor(f, {T, B, 2}, rng),
-               w_ru_rows = random_tensor(f, {18, 32}, rng);
-  const std::string x_msg =
-      "x and the weights disagree on input_size: x has input_size 2 (its last dimension), but "
-      "w_ru and w_c have 19 rows, which are input_size + cell_size for input_size 3 (cell_size "
-      "16): either x must be [5, 4, 3], or w_ru must have shape [18, 32] (input_size + cell_size, "
-      "2 * cell_size), got [19, 32] and w_c [18, 16]";
-  expect_invalid([&] { fwd_with(0, x_narrow); }, "BlockGRU: " + x_msg);
-  {
-    const BlockGRUResult fwd = block_gru(ok);
-    BlockGRUGradInputs gin = c.grad_inputs(T, fwd, fwd.h);
-    gin.x = x_narrow;
-    expect_invalid([&] { block_gru_grad(gin); }, "BlockGRUGrad: " + x_msg);
-  }
-  expect_invalid([&] { fwd_with(2, w_ru_rows); },
-                 "BlockGRU: w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size), "
-                 "got [18, 32]");
-  expect_invalid([&] { fwd_with(4, c.b_c); },
-                 "b_ru must have shape [32] (2 * cell_size), got [16]");
-  expect_invalid([&] { fwd_with(5, c.b_ru); }, "b_c must have shape [16] (cell_size), got [32]");
-  // Ranks first: a wrong rank anywhere wins over a wrong dimension elsewhere.
-  expect_invalid(
-      [&] {
-        BlockGRUInputs in = ok;
-        in.h_prev = hp_bad;
-        in.b_c = rank2;
-        block_gru(in);
-      },
-      "b_c must be rank 1");
-  // seq_len_max: range, scalar, dtype (the generic interface takes any tensor).
-  for (std::int64_t S : {std::int64_t{-1}, T + 1}) {
-    expect_invalid(
-        [&] { block_gru(c.inputs(S)); },
-        "BlockGRU: seq_len_max must be between 0 and 5 (time_len of x), got " + std::to_string(S));
-  }
-  std::vector<TensorView> ins = {TensorView(), c.x, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c};
-  const Tensor s_vec(DType::kInt64, {1}), s_f32(DType::kFloat32, {});
-  ins[0] = s_vec;
-  expect_invalid([&] { run_op("BlockGRU", ins); },
-                 "BlockGRU: seq_len_max must be a scalar (rank 0), got shape [1]");
-  ins[0] = s_f32;
-  expect_invalid([&] { run_op("BlockGRU", ins); }, "seq_len_max must be int64, got float32");
-  const BlockGRUCase d(DType::kFloat64, T, B, I, H, rng);
-  expect_invalid(
-      [&] {
-        BlockGRUInputs in = ok;
-        in.w_c = d.w_c;
-        block_gru(in);
-      },
-      "w_c must have the dtype of x (float32), got float64");
-  // Grad: r, u, c, h and h_grad must each be [T, B, H].
-  const BlockGRUResult fwd = block_gru(ok);
+  const typename V::Case c(f, T, B, I, H, rng);
+  const auto ok = c.inputs(T);
+  const auto fwd = V::forward(ok);
   const Tensor h_grad = random_tensor(f, {T, B, H}, rng);
-  const BlockGRUGradInputs gok = c.grad_inputs(T, fwd, h_grad);
-  EXPECT_NO_THROW(block_gru_grad(gok));
-  const Tensor wrong_t = random_tensor(f, {T - 1, B, H}, rng),
-               wrong_h = random_tensor(f, {T, B, H - 1}, rng),
-               rank2_bh = random_tensor(f, {B, H}, rng);
-  const char* names[] = {"r", "u", "c", "h", "h_grad"};
-  for (int k = 0; k < 5; ++k) {
-    for (const Tensor* bad : {&wrong_t, &wrong_h}) {
-      BlockGRUGradInputs in = gok;
-      TensorView* slots[] = {&in.r, &in.u, &in.c, &in.h, &in.h_grad};
-      *slots[k] = *bad;
-      expect_invalid([&] { block_gru_grad(in); },
-                     std::string("BlockGRUGrad: ") + names[k] + " must have shape [5, 4, 16] " +
-                         "(time_len, batch_size, cell_size), got " + bad->shape().to_string());
-      *slots[k] = rank2_bh;
-      expect_invalid([&] { block_gru_grad(in); },
-                     std::string("BlockGRUGrad: ") + names[k] + " must be rank 3");
-    }
+  const auto gok = c.grad_inputs(T, fwd, h_grad);
+  EXPECT_NO_THROW(V::backward(gok));
+  // Both ops with inputs (counted after seq_len_max) replaced.
+  using Edits = std::vector<std::pair<std::size_t, TensorView>>;
+  auto forward_with = [&](const Edits& edits) {
+    auto in = ok;
+    for (const auto& [k, v] : edits) *V::inputs(in)[k] = v;
+    V::forward(in);
+  };
+  auto backward_with = [&](const Edits& edits) {
+    auto in = gok;
+    for (const auto& [k, v] : edits) *V::inputs(in)[k] = v;
+    V::backward(in);
+  };
+  auto expect_both_invalid = [&](const Edits& edits, const std::string& message) {
+    expect_invalid([&] { forward_with(edits); }, op + ": " + message);
+    expect_invalid([&] { backward_with(edits); }, grad_op + ": " + message);
+  };
+  for (const BadInput& bad : V::bad_inputs()) {
+    const Tensor v = random_tensor(f, bad.shape, rng);
+    expect_both_invalid({{bad.input, v}}, bad.message);
   }
-  expect_invalid(
-      [&] {
-        BlockGRUGradInputs in = gok;
-        in.seq_len_max = T + 1;
-        block_gru_grad(in);
-      },
-      "BlockGRUGrad: seq_len_max must be between 0 and 5");
-  expect_invalid(
-      [&] {
-        BlockGRUGradInputs in = gok;
-        in.h_prev = hp_bad;
-        block_gru_grad(in);
-      },
-      "BlockGRUGrad: h_prev must have shape [4, 16]");
+  // Ranks first: a wrong rank anywhere wins over a wrong dimension elsewhere.
+  const Tensor hp_bad = random_tensor(f, {5, 16}, rng), rank2 = random_tensor(f, {4, 3}, rng);
+  expect_both_invalid({{1, hp_bad}, {5, rank2}}, names[6] + " must be rank 1");
+  // The weights must have the dtype of x.
+  const typename V::Case d(DType::kFloat64, T, B, I, H, rng);
+  expect_both_invalid({{3, d.views()[4]}},
+                      names[4] + " must have the dtype of x (float32), got float64");
+  expect_seq_len_max_checked(
+      op, T, [&](std::int64_t S) { V::forward(c.inputs(S)); }, c.views());
+  expect_seq_len_max_checked(grad_op, T, [&](std::int64_t S) {
+    auto in = gok;
+    in.seq_len_max = S;
+    V::backward(in);
+  });
+  // The grad's per-step inputs (forward outputs and h_grad) must each be [T, B, H].
+  auto probe = gok;
+  const std::size_t steps = V::inputs(probe).size() - 6;
+  expect_step_inputs_checked(grad_op, {names.begin() + 7, names.begin() + 7 + steps}, f, T, B, H,
+                             [&](std::size_t k, const Tensor& v) {
+                               backward_with({{6 + k, v}});
+                             });
   // Caller outputs are checked; outputs must not alias inputs.
-  Tensor r(f, {T, B, H}), u(f, {T, B, H}), cc(f, {T, B, H}), small(f, {T, B, H - 1});
-  expect_invalid(
-      [&] {
-        block_gru(ok,
-                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), small.mutable_view()});
-      },
-      "output h must have shape [5, 4, 16], got [5, 4, 15]");
-  Tensor x_copy(f, {T, B, H});
-  expect_invalid(
-      [&] {
-        BlockGRUInputs in = ok;
-        in.x = TensorView(x_copy.data_as<float>(), {T, B, I});
-        block_gru(in,
-                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), x_copy.mutable_view()});
-      },
-      "overlaps input x");
+  std::vector<Tensor> outs;
+  for (std::size_t k = 0; k + 1 < V::outputs(fwd).size(); ++k) outs.emplace_back(f, Shape{T, B, H});
+  outs.emplace_back(f, Shape{T, B, H - 1});
+  expect_invalid([&] { V::forward(ok, outs); },
+                 op + ": output h must have shape [5, 4, 16], got [5, 4, 15]");
+  outs.back() = Tensor(f, {T, B, H});
+  auto in = ok;
+  in.x = TensorView(outs.back().data_as<float>(), {T, B, I});
+  expect_invalid([&] { V::forward(in, outs); }, "overlaps input x");
 }
 
 }  // namespace
+
+// BlockGRU's shapes (the rest of its validation: GRUSequence.Validation).
+std::vector<testing::BadInput> testing::BlockGRUVariant::bad_inputs() {
+  return {
+      {1, {5, 16}, "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"},
+      {2, {19, 31}, "w_ru must have shape [19, 32]"},
+      {3, {18, 16}, "w_c must have shape [19, 16]"},
+      // An x of the wrong width (issue 12): both weights agree on another input_size, so the
+      // message names x first, then both weights. A weight whose rows alone disagree is named
+      // alone.
+      {0,
+       {5, 4, 2},
+       "x and the weights disagree on input_size: x has input_size 2 (its last dimension), but "
+       "w_ru and w_c have 19 rows, which are input_size + cell_size for input_size 3 (cell_size "
+       "16): either x must be [5, 4, 3], or w_ru must have shape [18, 32] (input_size + "
+       "cell_size, 2 * cell_size), got [19, 32] and w_c [18, 16]"},
+      {2,
+       {18, 32},
+       "w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size), got [18, 32]"},
+      {4, {16}, "b_ru must have shape [32] (2 * cell_size), got [16]"},
+      {5, {32}, "b_c must have shape [16] (cell_size), got [32]"},
+  };
+}
+
 }  // namespace blockrnn

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <functional>
 
-#include "test_util.h"
+#include "sequence_case.h"
 
 namespace blockrnn {
 namespace {
@@ -18,29 +18,15 @@ Tensor clone(const Tensor& t) {
   return c;
 }
 
-struct BlockLSTMCase {
-  std::int64_t T, B, I, H;
+struct BlockLSTMCase : SequenceSizes {
   Tensor x, cs_prev, h_prev, w, wci, wcf, wco, b;
   BlockLSTMCase(DType dt, std::int64_t T_, std::int64_t B_, std::int64_t I_, std::int64_t H_,
                 std::mt19937_64& rng)
-      : T(T_),
-        B(B_),
-        I(I_),
-        H(H_),
-        x(random_tensor(dt, {T, B, I}, rng)),
-        cs_prev(random_tensor(dt, {B, H}, rng)),
-        h_prev(random_tensor(dt, {B, H}, rng)),
-        // Weights ~U(±1/√(I+H)) (SPEC A7's unit scale); peepholes and biases ~U(±1).
-        w(random_tensor(dt, {I + H, 4 * H}, rng, -scale(), scale())),
-        wci(random_tensor(dt, {H}, rng)),
-        wcf(random_tensor(dt, {H}, rng)),
-        wco(random_tensor(dt, {H}, rng)),
-        b(random_tensor(dt, {4 * H}, rng)) {}
+      : SequenceSizes{T_, B_, I_, H_} {
+    draw("BlockLSTM", dt, rng, {&x, &cs_prev, &h_prev, &w, &wci, &wcf, &wco, &b});
+  }
   BlockLSTMCase(const BlockLSTMCase& o)
-      : T(o.T),
-        B(o.B),
-        I(o.I),
-        H(o.H),
+      : SequenceSizes(o),
         x(clone(o.x)),
         cs_prev(clone(o.cs_prev)),
         h_prev(clone(o.h_prev)),
@@ -49,9 +35,6 @@ struct BlockLSTMCase {
         wcf(clone(o.wcf)),
         wco(clone(o.wco)),
         b(clone(o.b)) {}
-  double scale() const {
-    return 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(I + H, 1)));
-  }
   BlockLSTMInputs inputs(std::int64_t S) const {
     return {S, x, cs_prev, h_prev, w, wci, wcf, wco, b};
   }
@@ -85,13 +68,6 @@ BlockLSTMGradResult backward(const BlockLSTMCase& c, std::int64_t S, const Confi
   return k.v2 ? block_lstm_grad_v2(in, k.peephole) : block_lstm_grad(in, k.peephole);
 }
 
-bool all_zero(const Tensor& t, std::int64_t from = 0) {
-  for (std::int64_t e = from; e < t.num_elements(); ++e) {
-    if (testing::get(t, e) != 0.0) return false;
-  }
-  return true;
-}
-
 const Tensor& output(const BlockLSTMResult& r, int k) {
   const Tensor* o[] = {&r.i, &r.cs, &r.f, &r.o, &r.ci, &r.co, &r.h};
   return *o[k];
@@ -109,8 +85,7 @@ const char* const kGradNames[] = {"x_grad",   "cs_prev_grad", "h_prev_grad", "w_
 // SPEC §7.2: BlockLSTM is LSTMBlockCell stepped over time (the recurrence carries the clipped
 // cs). The clip is active here (cell_clip 0.3 with |cs| up to ~2).
 TEST(BlockLSTM, EqualsSteppingTheCell) {
-  for (bool reference : {false, true}) {
-    testing::ReferenceMode mode(reference);
+  on_both_paths([] {
     std::mt19937_64 rng(11);
     const std::int64_t T = 5, B = 3, I = 4, H = 6, S = 4;
     const BlockLSTMCase c(DType::kFloat64, T, B, I, H, rng);
@@ -118,11 +93,11 @@ TEST(BlockLSTM, EqualsSteppingTheCell) {
     const BlockLSTMResult f = block_lstm(c.inputs(S), attrs);
     std::vector<LSTMBlockCellResult> cells;
     for (std::int64_t t = 0; t < S; ++t) {
-      const TensorView x_t(c.x.data_as<double>() + t * B * I, Shape{B, I});
       const TensorView csp = t == 0 ? TensorView(c.cs_prev) : TensorView(cells.back().cs);
       const TensorView hp = t == 0 ? TensorView(c.h_prev) : TensorView(cells.back().h);
-      cells.push_back(lstm_block_cell({x_t, csp, hp, c.w, c.wci, c.wcf, c.wco, c.b},
-                                      {attrs.forget_bias, attrs.cell_clip, attrs.use_peephole}));
+      cells.push_back(
+          lstm_block_cell({step<double>(c.x, t), csp, hp, c.w, c.wci, c.wcf, c.wco, c.b},
+                          {attrs.forget_bias, attrs.cell_clip, attrs.use_peephole}));
       const LSTMBlockCellResult& cell = cells.back();
       const Tensor* want[] = {&cell.i, &cell.cs, &cell.f, &cell.o, &cell.ci, &cell.co, &cell.h};
       for (int o = 0; o < 7; ++o) {
@@ -134,7 +109,7 @@ TEST(BlockLSTM, EqualsSteppingTheCell) {
       }
     }
     for (int o = 0; o < 7; ++o) EXPECT_TRUE(all_zero(output(f, o), S * B * H));
-  }
+  });
 }
 
 // ICFO → IFCO: swap column blocks 1 and 2 (SPEC §1.3). Applies to w, b, w_grad and b_grad.
@@ -448,23 +423,15 @@ TEST(BlockLSTM, Validation) {
     const Tensor b_long = random_tensor(f, {65}, rng);
     expect_invalid([&] { fwd_with(op, 7, b_long); },
                    p + "b must have shape [64] (4 * cell_size), got [65]");
-    // seq_len_max range.
-    for (std::int64_t S : {std::int64_t{-1}, T + 1}) {
-      BlockLSTMInputs in = ok;
-      in.seq_len_max = S;
-      expect_invalid(
-          [&] { std::string(op) == "BlockLSTM" ? (void)block_lstm(in) : (void)block_lstm_v2(in); },
-          p + "seq_len_max must be between 0 and 5 (time_len of x), got " + std::to_string(S));
-    }
-    // seq_len_max scalar and dtype through the generic interface.
-    std::vector<TensorView> ins = {TensorView(), c.x,   c.cs_prev, c.h_prev, c.w,
-                                   c.wci,        c.wcf, c.wco,     c.b};
-    const Tensor s_mat(DType::kInt64, {13, 11, 0}), s_f32(DType::kFloat32, {});
-    ins[0] = s_mat;
-    expect_invalid([&] { run_op(op, ins); },
-                   p + "seq_len_max must be a scalar (rank 0), got shape [13, 11, 0]");
-    ins[0] = s_f32;
-    expect_invalid([&] { run_op(op, ins); }, p + "seq_len_max must be int64, got float32");
+    // seq_len_max: range through the typed call, scalar and int64 through the generic interface.
+    expect_seq_len_max_checked(
+        op, T,
+        [&](std::int64_t S) {
+          BlockLSTMInputs in = ok;
+          in.seq_len_max = S;
+          std::string(op) == "BlockLSTM" ? (void)block_lstm(in) : (void)block_lstm_v2(in);
+        },
+        {TensorView(), c.x, c.cs_prev, c.h_prev, c.w, c.wci, c.wcf, c.wco, c.b});
     const Tensor wco64 = random_tensor(DType::kFloat64, {H}, rng);
     expect_invalid([&] { fwd_with(op, 6, wco64); },
                    p + "wco must have the dtype of x (float32), got float64");
@@ -508,23 +475,14 @@ TEST(BlockLSTM, Validation) {
   }
   for (const char* op : {"BlockLSTMGrad", "BlockLSTMGradV2"}) {
     const std::string p = std::string(op) + ": ";
-    const Tensor wrong_t = random_tensor(f, {T - 1, B, H}, rng),
-                 wrong_b = random_tensor(f, {T, B + 1, H}, rng),
-                 wrong_h = random_tensor(f, {T, B, H - 1}, rng), bh = random_tensor(f, {B, H}, rng);
-    for (int k = 0; k < 9; ++k) {
-      auto slot = [k](BlockLSTMGradInputs& in) -> TensorView& {
-        TensorView* s[] = {&in.i,  &in.cs, &in.f,       &in.o,     &in.ci,
-                           &in.co, &in.h,  &in.cs_grad, &in.h_grad};
-        return *s[k];
-      };
-      for (const Tensor* bad : {&wrong_t, &wrong_b, &wrong_h}) {
-        expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { slot(in) = *bad; }); },
-                       p + step_names[k] + " must have shape [5, 4, 16] (time_len, batch_size, " +
-                           "cell_size), got " + bad->shape().to_string());
-      }
-      expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { slot(in) = bh; }); },
-                     p + step_names[k] + " must be rank 3, got rank 2");
-    }
+    expect_step_inputs_checked(
+        op, {step_names, step_names + 9}, f, T, B, H, [&](std::size_t k, const Tensor& v) {
+          grad_with(op, [&](BlockLSTMGradInputs& in) {
+            TensorView* s[] = {&in.i,  &in.cs, &in.f,       &in.o,     &in.ci,
+                               &in.co, &in.h,  &in.cs_grad, &in.h_grad};
+            *s[k] = v;
+          });
+        });
     // H comes from w: a positive multiple of 4 columns; then I + H rows.
     const Tensor w63 = random_tensor(f, {19, 63}, rng), w0 = random_tensor(f, {3, 0}, rng),
                  w_rows = random_tensor(f, {20, 64}, rng);
@@ -548,8 +506,9 @@ TEST(BlockLSTM, Validation) {
                    p + "wcf must have shape [16] (cell_size), got [3]");
     expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.b = b_long; }); },
                    p + "b must have shape [64] (4 * cell_size), got [67]");
-    expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.seq_len_max = T + 1; }); },
-                   p + "seq_len_max must be between 0 and 5 (time_len of x), got 6");
+    expect_seq_len_max_checked(op, T, [&](std::int64_t S) {
+      grad_with(op, [&](BlockLSTMGradInputs& in) { in.seq_len_max = S; });
+    });
     expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.x = rank2; }); },
                    p + "x must be rank 3");
     std::vector<TensorView> gins = {s_ok,  c.x,    c.cs_prev, c.h_prev, c.w,     c.wci,

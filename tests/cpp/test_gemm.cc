@@ -33,6 +33,15 @@ std::vector<Isa> supported_paths() {
   return out;
 }
 
+// Calls f(isa, fused) on each path this CPU has, selected; `fused`: its chains use FMAs.
+template <typename F>
+void on_every_path(F&& f) {
+  for (Isa isa : supported_paths()) {
+    set_isa(isa_name(isa));
+    f(isa, isa != Isa::kBaseline);
+  }
+}
+
 // Restores the default path and thread count at scope exit.
 struct PathGuard {
   int threads = get_num_threads();
@@ -51,6 +60,14 @@ struct Shape {
 const Shape kShapes[] = {{1, 1, 1},      {1, 33, 7},    {2, 17, 3},    {5, 9, 257}, {7, 31, 129},
                          {8, 32, 256},   {9, 33, 255},  {13, 64, 600}, {64, 16, 5}, {97, 129, 17},
                          {100, 300, 33}, {6, 130, 513}, {193, 3, 40},  {3, 257, 2}};
+
+// f(isa, fused, shape) for every shape of kShapes on every path.
+template <typename F>
+void on_every_path_and_shape(F&& f) {
+  on_every_path([&](Isa isa, bool fused) {
+    for (const Shape& s : kShapes) f(isa, fused, s);
+  });
+}
 
 template <typename T>
 struct Operands {
@@ -122,25 +139,21 @@ template <typename T>
 void check_exact_chains() {
   PathGuard guard;
   std::mt19937_64 rng(31);
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
-    const bool fused = isa != Isa::kBaseline;
-    for (const Shape& s : kShapes) {
-      for (int t = 0; t < 4; ++t) {
-        const bool ta = t & 1, tb = t & 2;
-        const Operands<T> o = make<T>(s, ta, tb, rng);
-        for (T beta : {T(0), T(1), T(0.5)}) {
-          const std::vector<T> want = expected(o, beta, fused);
-          for (bool packed : {false, true}) {
-            set_num_threads(packed ? 3 : 1);
-            EXPECT_TRUE(same_bits(run(o, beta, packed), want))
-                << isa_name(isa) << " m=" << s.m << " n=" << s.n << " k=" << s.k << " ta=" << ta
-                << " tb=" << tb << " beta=" << beta << " packed=" << packed;
-          }
+  on_every_path_and_shape([&](Isa isa, bool fused, const Shape& s) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const Operands<T> o = make<T>(s, ta, tb, rng);
+      for (T beta : {T(0), T(1), T(0.5)}) {
+        const std::vector<T> want = expected(o, beta, fused);
+        for (bool packed : {false, true}) {
+          set_num_threads(packed ? 3 : 1);
+          EXPECT_TRUE(same_bits(run(o, beta, packed), want))
+              << isa_name(isa) << " m=" << s.m << " n=" << s.n << " k=" << s.k << " ta=" << ta
+              << " tb=" << tb << " beta=" << beta << " packed=" << packed;
         }
       }
     }
-  }
+  });
 }
 
 TEST(Gemm, EveryOutputIsTheInOrderChainFloat32) {
@@ -160,44 +173,40 @@ template <typename T>
 void check_ranges() {
   PathGuard guard;
   std::mt19937_64 rng(47);
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
-    const bool fused = isa != Isa::kBaseline;
-    for (const Shape& s : kShapes) {
-      for (bool ta : {false, true}) {
-        const Operands<T> o = make<T>(s, ta, false, rng);
-        gemm::PackedB<T> pb;
-        pb.pack(Trans::kNo, o.k, o.n, o.b.data(), o.ldb);
-        const Trans trans_a = ta ? Trans::kYes : Trans::kNo;
-        for (T beta : {T(0), T(1), T(0.5)}) {
-          const std::vector<T> want = expected(o, beta, fused);
-          // K split at 0, 1, k/3 and k: [0, k1) with beta, then [k1, k) with beta = 1.
-          for (std::int64_t k1 : {std::int64_t(0), std::int64_t(1), o.k / 3, o.k}) {
-            if (k1 > o.k) continue;
-            std::vector<T> c = o.c;
-            const T* a2 = o.a.data() + (ta ? k1 * o.lda : k1);  // op(A)[:, k1:]
-            gemm::gemm<T>(trans_a, o.m, o.a.data(), o.lda, pb, 0, k1, beta, c.data(), o.ldc);
-            gemm::gemm<T>(trans_a, o.m, a2, o.lda, pb, k1, o.k, T(1), c.data(), o.ldc);
-            EXPECT_TRUE(same_bits(c, want)) << isa_name(isa) << " m=" << s.m << " n=" << s.n
-                                            << " k=" << s.k << " ta=" << ta << " k1=" << k1;
+  on_every_path_and_shape([&](Isa isa, bool fused, const Shape& s) {
+    for (bool ta : {false, true}) {
+      const Operands<T> o = make<T>(s, ta, false, rng);
+      gemm::PackedB<T> pb;
+      pb.pack(Trans::kNo, o.k, o.n, o.b.data(), o.ldb);
+      const Trans trans_a = ta ? Trans::kYes : Trans::kNo;
+      for (T beta : {T(0), T(1), T(0.5)}) {
+        const std::vector<T> want = expected(o, beta, fused);
+        // K split at 0, 1, k/3 and k: [0, k1) with beta, then [k1, k) with beta = 1.
+        for (std::int64_t k1 : {std::int64_t(0), std::int64_t(1), o.k / 3, o.k}) {
+          if (k1 > o.k) continue;
+          std::vector<T> c = o.c;
+          const T* a2 = o.a.data() + (ta ? k1 * o.lda : k1);  // op(A)[:, k1:]
+          gemm::gemm<T>(trans_a, o.m, o.a.data(), o.lda, pb, 0, k1, beta, c.data(), o.ldc);
+          gemm::gemm<T>(trans_a, o.m, a2, o.lda, pb, k1, o.k, T(1), c.data(), o.ldc);
+          EXPECT_TRUE(same_bits(c, want)) << isa_name(isa) << " m=" << s.m << " n=" << s.n
+                                          << " k=" << s.k << " ta=" << ta << " k1=" << k1;
+        }
+        if (ta) continue;
+        // Panels split into 1, 2 and 3 ranges, as 1, 2 and 3 threads of a time loop would.
+        const std::int64_t panels = pb.panels();
+        EXPECT_EQ(panels, (o.n + pb.panel_width() - 1) / pb.panel_width());
+        for (std::int64_t parts = 1; parts <= 3; ++parts) {
+          std::vector<T> c = o.c;
+          for (std::int64_t q = 0; q < parts; ++q) {
+            gemm::gemm_panels<T>(o.m, o.a.data(), o.lda, pb, panels * q / parts,
+                                 panels * (q + 1) / parts, beta, c.data(), o.ldc);
           }
-          if (ta) continue;
-          // Panels split into 1, 2 and 3 ranges, as 1, 2 and 3 threads of a time loop would.
-          const std::int64_t panels = pb.panels();
-          EXPECT_EQ(panels, (o.n + pb.panel_width() - 1) / pb.panel_width());
-          for (std::int64_t parts = 1; parts <= 3; ++parts) {
-            std::vector<T> c = o.c;
-            for (std::int64_t q = 0; q < parts; ++q) {
-              gemm::gemm_panels<T>(o.m, o.a.data(), o.lda, pb, panels * q / parts,
-                                   panels * (q + 1) / parts, beta, c.data(), o.ldc);
-            }
-            EXPECT_TRUE(same_bits(c, want)) << isa_name(isa) << " m=" << s.m << " n=" << s.n
-                                            << " k=" << s.k << " parts=" << parts;
-          }
+          EXPECT_TRUE(same_bits(c, want)) << isa_name(isa) << " m=" << s.m << " n=" << s.n
+                                          << " k=" << s.k << " parts=" << parts;
         }
       }
     }
-  }
+  });
 }
 
 TEST(Gemm, KRangesAndPanelRangesGiveTheWholeProductsBitsFloat32) {
@@ -218,8 +227,7 @@ TEST(Gemm, BitsDoNotDependOnTheThreadCount) {
                {{64, 1024, 256}, false, true, true},
                {{300, 160, 1500}, true, false, false},
                {{129, 257, 255}, false, true, false}};
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
+  on_every_path([&](Isa isa, bool) {
     for (const auto& cs : cases) {
       const Operands<float> o = make<float>(cs.s, cs.ta, cs.tb, rng);
       set_num_threads(1);
@@ -231,7 +239,7 @@ TEST(Gemm, BitsDoNotDependOnTheThreadCount) {
             << " k=" << cs.s.k;
       }
     }
-  }
+  });
 }
 
 // The two FMA paths compute the same chains, hence the same bits.
@@ -249,8 +257,7 @@ TEST(Gemm, Avx512AndAvx2GiveTheSameBits) {
 TEST(Gemm, BetaZeroNeverReadsC) {
   PathGuard guard;
   std::mt19937_64 rng(34);
-  for (Isa isa : supported_paths()) {
-    set_isa(isa_name(isa));
+  on_every_path([&](Isa isa, bool) {
     Operands<float> o = make<float>({9, 33, 20}, false, false, rng);
     for (float& v : o.c) v = std::nanf("");
     const std::vector<float> c = run(o, 0.0f, false);
@@ -260,7 +267,7 @@ TEST(Gemm, BetaZeroNeverReadsC) {
         EXPECT_EQ(std::isnan(c[i * o.ldc + j]), j >= o.n) << isa_name(isa) << " " << i << "," << j;
       }
     }
-  }
+  });
 }
 
 TEST(Gemm, DegenerateSizes) {

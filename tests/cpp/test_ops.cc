@@ -17,6 +17,7 @@
 namespace blockrnn {
 namespace {
 
+using testing::bitwise_equal;
 using testing::OpTest;
 using testing::Tolerance;
 
@@ -176,11 +177,6 @@ Call converted(const Call& c, DType dt) {
   return ::testing::AssertionSuccess();
 }
 
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         (a.num_bytes() == 0 || std::memcmp(a.data(), b.data(), a.num_bytes()) == 0);
-}
-
 std::vector<Tensor> run_in_mode(const Call& c, bool reference) {
   testing::ReferenceMode mode(reference);
   return run(c);
@@ -223,41 +219,42 @@ const char* dtype_str(DType dt) {
   return dt == DType::kFloat16 ? "float16" : dt == DType::kFloat32 ? "float32" : "float64";
 }
 
+// `check(call, dims, dtype, seed)` on `count` random problems drawn from seeds first, first + 1,
+// …, each in every dtype.
+template <typename F>
+void for_random_calls(const OpTest& t, std::uint64_t first, std::uint64_t count, F&& check) {
+  for (std::uint64_t seed = first; seed < first + count; ++seed) {
+    std::mt19937_64 rng(seed);
+    const Dims d = random_dims(t, rng);
+    for (DType dt : kDtypes) check(make_call(t, d, dt, rng), d, dt, seed);
+  }
+}
+
 void fast_vs_reference(const OpTest& t) {
   for (Isa isa : isa_paths()) {
     IsaScope scope(isa);
-    for (std::uint64_t seed = 0; seed < 6; ++seed) {
-      std::mt19937_64 rng(seed);
-      const Dims d = random_dims(t, rng);
-      for (DType dt : kDtypes) {
-        const Call c = make_call(t, d, dt, rng);
-        const std::vector<Tensor> ref = run_in_mode(c, true), fast = run_in_mode(c, false);
-        for (std::size_t k = 0; k < ref.size(); ++k) {
-          EXPECT_TRUE(close(fast[k], ref[k], t.tol[testing::dtype_index(dt)]))
-              << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " path "
-              << isa_name(isa) << " seed " << seed << " " << d.str();
-        }
+    for_random_calls(t, 0, 6, [&](const Call& c, const Dims& d, DType dt, std::uint64_t seed) {
+      const std::vector<Tensor> ref = run_in_mode(c, true), fast = run_in_mode(c, false);
+      for (std::size_t k = 0; k < ref.size(); ++k) {
+        EXPECT_TRUE(close(fast[k], ref[k], t.tol[testing::dtype_index(dt)]))
+            << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " path "
+            << isa_name(isa) << " seed " << seed << " " << d.str();
       }
-    }
+    });
   }
 }
 
 void dtypes_against_float64(const OpTest& t) {
-  for (std::uint64_t seed = 0; seed < 4; ++seed) {
-    std::mt19937_64 rng(100 + seed);
-    const Dims d = random_dims(t, rng);
-    for (DType dt : kDtypes) {
-      const Call c = make_call(t, d, dt, rng);
-      const std::vector<Tensor> got = run(c);
-      const std::vector<Tensor> want = run_in_mode(converted(c, DType::kFloat64), true);
-      for (std::size_t k = 0; k < got.size(); ++k) {
-        EXPECT_EQ(got[k].dtype(), dt);
-        EXPECT_TRUE(close(got[k], want[k], t.tol[testing::dtype_index(dt)]))
-            << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " seed "
-            << seed << " " << d.str();
-      }
+  for_random_calls(t, 100, 4, [&](const Call& c, const Dims& d, DType dt, std::uint64_t seed) {
+    const std::vector<Tensor> got = run(c);
+    const std::vector<Tensor> want = run_in_mode(converted(c, DType::kFloat64), true);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].dtype(), dt);
+      EXPECT_TRUE(close(got[k], want[k], t.tol[testing::dtype_index(dt)]))
+          << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " seed "
+          << seed << " " << d.str();
     }
-  }
+  });
 }
 
 // L = Σ_u upstream_u ⊙ forward output u(inputs); each output of the grad op named as a forward
@@ -312,25 +309,19 @@ void finite_differences(const OpTest& t) {
 }
 
 void poisoned_outputs(const OpTest& t) {
-  for (std::uint64_t seed = 0; seed < 3; ++seed) {
-    std::mt19937_64 rng(300 + seed);
-    const Dims d = random_dims(t, rng);
-    for (DType dt : kDtypes) {
-      const Call c = make_call(t, d, dt, rng);
-      const std::vector<Tensor> want = run(c);
-      const OutputSpec spec = infer_outputs(c.op, c.views(), c.attrs);
-      std::vector<Tensor> outs;
-      std::vector<MutableTensorView> views;
-      for (const Shape& s : spec.shapes) outs.push_back(testing::poisoned(spec.dtype, s));
-      for (Tensor& o : outs) views.push_back(o.mutable_view());
-      run_op(c.op, c.views(), c.attrs, views);
-      for (std::size_t k = 0; k < outs.size(); ++k) {
-        EXPECT_TRUE(bitwise_equal(outs[k], want[k]))
-            << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " "
-            << d.str();
-      }
+  for_random_calls(t, 300, 3, [&](const Call& c, const Dims& d, DType dt, std::uint64_t) {
+    const std::vector<Tensor> want = run(c);
+    const OutputSpec spec = infer_outputs(c.op, c.views(), c.attrs);
+    std::vector<Tensor> outs;
+    std::vector<MutableTensorView> views;
+    for (const Shape& s : spec.shapes) outs.push_back(testing::poisoned(spec.dtype, s));
+    for (Tensor& o : outs) views.push_back(o.mutable_view());
+    run_op(c.op, c.views(), c.attrs, views);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      EXPECT_TRUE(bitwise_equal(outs[k], want[k])) << t.op << " output " << find_op(t.op).outputs[k]
+                                                   << " " << dtype_str(dt) << " " << d.str();
     }
-  }
+  });
 }
 
 void empty_shapes(const OpTest& t) {

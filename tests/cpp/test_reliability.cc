@@ -1,7 +1,6 @@
 // Reliability of every op (docs/reliability.md): exact serial results under 8 concurrent
 // callers, inputs never modified. Bitwise determinism across thread counts and ISA paths is a
 // property of the generic op tester (test_ops.cc).
-#include <cstring>
 #include <thread>
 
 #include "op_inputs.h"
@@ -9,10 +8,7 @@
 namespace blockrnn {
 namespace {
 
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.data(), b.data(), a.num_bytes()) == 0;
-}
+using testing::bitwise_equal;
 
 class EveryOp : public ::testing::TestWithParam<std::string> {};
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -16,45 +17,6 @@
 #include "blockrnn/blockrnn.h"
 
 namespace blockrnn::testing {
-
-inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng, double lo = -1,
-                            double hi = 1) {
-  Tensor t(dtype, shape);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  const std::int64_t n = t.num_elements();
-  for (std::int64_t e = 0; e < n; ++e) {
-    const double v = dist(rng);
-    switch (dtype) {
-      case DType::kFloat16:
-        t.data_as<Half>()[e] = float_to_half(static_cast<float>(v));
-        break;
-      case DType::kFloat32:
-        t.data_as<float>()[e] = static_cast<float>(v);
-        break;
-      case DType::kFloat64:
-        t.data_as<double>()[e] = v;
-        break;
-      case DType::kInt64:
-        t.data_as<std::int64_t>()[e] = static_cast<std::int64_t>(v);
-        break;
-    }
-  }
-  return t;
-}
-
-inline double get(const Tensor& t, std::int64_t e) {
-  switch (t.dtype()) {
-    case DType::kFloat16:
-      return half_to_float(t.data_as<Half>()[e]);
-    case DType::kFloat32:
-      return t.data_as<float>()[e];
-    case DType::kFloat64:
-      return t.data_as<double>()[e];
-    case DType::kInt64:
-      return static_cast<double>(t.data_as<std::int64_t>()[e]);
-  }
-  return 0;
-}
 
 inline void set(Tensor& t, std::int64_t e, double v) {
   switch (t.dtype()) {
@@ -71,6 +33,28 @@ inline void set(Tensor& t, std::int64_t e, double v) {
       t.data_as<std::int64_t>()[e] = static_cast<std::int64_t>(v);
       break;
   }
+}
+
+inline Tensor random_tensor(DType dtype, Shape shape, std::mt19937_64& rng, double lo = -1,
+                            double hi = 1) {
+  Tensor t(dtype, shape);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (std::int64_t e = 0; e < t.num_elements(); ++e) set(t, e, dist(rng));
+  return t;
+}
+
+inline double get(const Tensor& t, std::int64_t e) {
+  switch (t.dtype()) {
+    case DType::kFloat16:
+      return half_to_float(t.data_as<Half>()[e]);
+    case DType::kFloat32:
+      return t.data_as<float>()[e];
+    case DType::kFloat64:
+      return t.data_as<double>()[e];
+    case DType::kInt64:
+      return static_cast<double>(t.data_as<std::int64_t>()[e]);
+  }
+  return 0;
 }
 
 // Fills with NaN so that an element an op forgets to write fails the comparison.
@@ -103,6 +87,19 @@ inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, do
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// True where every element from `from` on is zero (the steps past seq_len_max, say).
+inline bool all_zero(const Tensor& t, std::int64_t from = 0) {
+  for (std::int64_t e = from; e < t.num_elements(); ++e) {
+    if (get(t, e) != 0.0) return false;
+  }
+  return true;
+}
+
+inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         (a.num_bytes() == 0 || std::memcmp(a.data(), b.data(), a.num_bytes()) == 0);
 }
 
 // Expects `f` to throw blockrnn::Error(kInvalidArgument) whose message contains `needle`.
@@ -152,6 +149,16 @@ class ReferenceMode {
  private:
   bool saved_;
 };
+
+// Runs `f` on the fast path, then with the reference path forced (SPEC habit 1).
+template <typename F>
+void on_both_paths(F&& f) {
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference path" : "fast path");
+    ReferenceMode mode(reference);
+    f();
+  }
+}
 
 // `call` must throw Error(kCancelled) whose message starts "<op>: cancelled after" (the
 // cancellation of blockrnn/context.h).

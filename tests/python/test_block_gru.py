@@ -5,61 +5,11 @@ import numpy as np
 import pytest
 
 import blockrnn
-from conftest import assert_close, draw_size
+from conftest import assert_close, load_golden_family, seq_len_max_validation, sequence_cases
 
-INPUTS = ["x", "h_prev", "w_ru", "w_c", "b_ru", "b_c"]
-OUTPUTS = ["r", "u", "c", "h"]
-GRADS = ["x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_grad"]
-
-
-def gru_inputs(rng, T, B, I, H, dtype=np.float32):
-    """SPEC A7's unit scale: inputs, state and biases ~U(±1), weights ~U(±1/√(I+H))."""
-    s = 1.0 / np.sqrt(max(I + H, 1))
-    u = lambda shape, a=1.0: rng.uniform(-a, a, size=shape).astype(dtype)  # noqa: E731
-    return dict(x=u((T, B, I)), h_prev=u((B, H)), w_ru=u((I + H, 2 * H), s),
-                w_c=u((I + H, H), s), b_ru=u((2 * H,)), b_c=u((H,)))
-
-
-def tf_stepped_forward(tf, inp, S):
-    """GRUBlockCell on x[t] with state h[t−1] for t < S; zeros after (SPEC A6)."""
-    T, B, _ = inp["x"].shape
-    H = inp["h_prev"].shape[1]
-    out = {k: np.zeros((T, B, H), np.float32) for k in OUTPUTS}
-    hp = inp["h_prev"]
-    for t in range(S):
-        step = tf.raw_ops.GRUBlockCell(x=inp["x"][t], h_prev=hp, w_ru=inp["w_ru"],
-                                       w_c=inp["w_c"], b_ru=inp["b_ru"], b_c=inp["b_c"])
-        for k, name in enumerate(OUTPUTS):
-            out[name][t] = step[k].numpy()
-        hp = out["h"][t]
-    return out
-
-
-def tf_stepped_backward(tf, inp, fwd, h_grad, S):
-    """GRUBlockCellGrad stepped t = S−1 … 0 with the carry, plus the parameter gradients TF's
-    registered Python gradient computed (SPEC §3.4), summed over steps (in float64)."""
-    T, B, I = inp["x"].shape
-    H = inp["h_prev"].shape[1]
-    g = {"x_grad": np.zeros((T, B, I)), "w_ru_grad": np.zeros((I + H, 2 * H)),
-         "w_c_grad": np.zeros((I + H, H)), "b_ru_grad": np.zeros(2 * H),
-         "b_c_grad": np.zeros(H)}
-    carry = np.zeros((B, H), np.float32)
-    for t in reversed(range(S)):
-        hp = inp["h_prev"] if t == 0 else fwd["h"][t - 1]
-        d_h = carry + h_grad[t]
-        d_x, d_h_prev, d_c_bar, d_ru = [a.numpy() for a in tf.raw_ops.GRUBlockCellGrad(
-            x=inp["x"][t], h_prev=hp, w_ru=inp["w_ru"], w_c=inp["w_c"], b_ru=inp["b_ru"],
-            b_c=inp["b_c"], r=fwd["r"][t], u=fwd["u"][t], c=fwd["c"][t], d_h=d_h)]
-        xh = tf.concat([inp["x"][t], hp], axis=1)
-        xhr = tf.concat([inp["x"][t], hp * fwd["r"][t]], axis=1)
-        g["x_grad"][t] = d_x
-        g["w_ru_grad"] += tf.matmul(xh, d_ru, transpose_a=True).numpy()
-        g["w_c_grad"] += tf.matmul(xhr, d_c_bar, transpose_a=True).numpy()
-        g["b_ru_grad"] += tf.reduce_sum(d_ru, axis=0).numpy()
-        g["b_c_grad"] += tf.reduce_sum(d_c_bar, axis=0).numpy()
-        carry = d_h_prev
-    g["h_prev_grad"] = carry
-    return g
+# TensorFlow has no GRU sequence op: the oracle steps its cell ops, as the golden files do.
+golden = load_golden_family("block_gru")
+INPUTS, OUTPUTS, GRADS = golden.INPUTS, golden.OUTPUTS, golden.GRADS
 
 
 # 64 random cases per path in 8 groups with their own seeds; T from 1 to 100, sizes from
@@ -67,27 +17,17 @@ def tf_stepped_backward(tf, inp, fwd, h_grad, S):
 # Case 0 of every group has B = 0 and case 1 has B = 1.
 @pytest.mark.parametrize("group", range(8))
 def test_matches_stepped_tensorflow(tf, path, group, base_seed):
-    seed = (base_seed if base_seed is not None else 5000) + group
-    rng = np.random.default_rng(seed)
-    budget = 2e6 if path else 3e7  # T·B·(I+H)·3H multiply-adds
-    for case in range(8):
-        # T uniform in [1, 100] half of the time, else one of the extremes.
-        T = int(rng.integers(1, 101)) if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 100]))
-        B = 0 if case == 0 else 1 if case == 1 else draw_size(rng, cap=64)
-        I, H = draw_size(rng, cap=128), draw_size(rng, cap=128)
-        while T * max(B, 1) * (I + H) * 3 * H > budget:
-            H, I = max(H // 2, 1), I // 2
-        S = int(rng.choice([0, 1, T - 1, T]))
-        inp = gru_inputs(rng, T, B, I, H)
+    for seed, rng, case, T, B, I, H, S in sequence_cases(group, 8, 3, path, base_seed, 5000):
+        inp = golden.gru_inputs(rng, T, B, I, H)
         what = f"seed {seed} case {case} T={T} B={B} I={I} H={H} S={S}"
         tol = 1e-4  # SPEC A7: sequence ops within 1e-4 at unit scale for T ≤ 100
-        want = tf_stepped_forward(tf, inp, S)
+        want = golden.stepped_forward(tf, inp, S)
         got = blockrnn.raw_ops.BlockGRU(seq_len_max=S, **inp)
         for name in OUTPUTS:
             assert getattr(got, name).dtype == np.float32
             assert_close(getattr(got, name), want[name], tol, tol, f"{name} {what}", seed)
         h_grad = rng.uniform(-1, 1, size=(T, B, H)).astype(np.float32)
-        want_g = tf_stepped_backward(tf, inp, want, h_grad, S)
+        want_g = golden.stepped_backward(tf, inp, want, h_grad, S)
         got_g = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=S, **inp, **want, h_grad=h_grad)
         for k, name in enumerate(GRADS):
             g = getattr(got_g, name)
@@ -106,16 +46,16 @@ def test_float16_within_tensorflow_tolerance(tf):
     compare with its float32 on the same values, at TF's fp16 tolerance."""
     rng = np.random.default_rng(60)
     T, B, I, H, S = 6, 4, 8, 16, 5
-    inp16 = gru_inputs(rng, T, B, I, H, np.float16)
+    inp16 = golden.gru_inputs(rng, T, B, I, H, np.float16)
     inp32 = {k: v.astype(np.float32) for k, v in inp16.items()}
     got = blockrnn.raw_ops.BlockGRU(seq_len_max=S, **inp16)
-    want = tf_stepped_forward(tf, inp32, S)
+    want = golden.stepped_forward(tf, inp32, S)
     for name in OUTPUTS:
         assert getattr(got, name).dtype == np.float16
         assert_close(getattr(got, name), want[name], 8e-3, 8e-4, name, 60)
     h_grad = rng.uniform(-1, 1, size=(T, B, H)).astype(np.float16)
     g16 = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=S, **inp16, **got._asdict(), h_grad=h_grad)
-    want_g = tf_stepped_backward(tf, inp32, {k: getattr(got, k).astype(np.float32)
+    want_g = golden.stepped_backward(tf, inp32, {k: getattr(got, k).astype(np.float32)
                                              for k in OUTPUTS}, h_grad.astype(np.float32), S)
     for name in GRADS:
         assert getattr(g16, name).dtype == np.float16
@@ -124,7 +64,7 @@ def test_float16_within_tensorflow_tolerance(tf):
 
 def test_outputs_fields_and_empty_shapes():
     rng = np.random.default_rng(61)
-    inp = gru_inputs(rng, 3, 2, 3, 4)
+    inp = golden.gru_inputs(rng, 3, 2, 3, 4)
     out = blockrnn.raw_ops.BlockGRU(seq_len_max=np.int64(2), **inp, name="ignored")
     assert out._fields == tuple(OUTPUTS)
     assert not np.any(out.h[2:])
@@ -132,7 +72,7 @@ def test_outputs_fields_and_empty_shapes():
                                       h_grad=out.h)
     assert g._fields == tuple(GRADS)
     for T, B, I, H in [(3, 0, 3, 4), (3, 2, 0, 4), (3, 2, 3, 0), (0, 2, 3, 4), (2, 0, 0, 0)]:
-        inp = gru_inputs(rng, T, B, I, H)
+        inp = golden.gru_inputs(rng, T, B, I, H)
         out = blockrnn.raw_ops.BlockGRU(seq_len_max=T, **inp)
         assert all(getattr(out, n).shape == (T, B, H) for n in OUTPUTS)
         g = blockrnn.raw_ops.BlockGRUGrad(seq_len_max=T, **inp, **out._asdict(), h_grad=out.h)
@@ -145,12 +85,7 @@ def test_outputs_fields_and_empty_shapes():
 Z = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
 
 # (argument, bad value, message without the op prefix); T=5, B=4, I=3, H=16.
-VALIDATION = [
-    ("seq_len_max", np.zeros((2,), np.int64),
-     "seq_len_max must be a scalar (rank 0), got shape [2]"),
-    ("seq_len_max", 6, "seq_len_max must be between 0 and 5 (time_len of x), got 6"),
-    ("seq_len_max", -2, "seq_len_max must be between 0 and 5 (time_len of x), got -2"),
-    ("seq_len_max", 1.0, "seq_len_max must be an integer (int64), got float64"),
+VALIDATION = seq_len_max_validation(5) + [
     ("x", Z(4, 3), "x must be rank 3, got rank 2 (shape [4, 3])"),
     ("h_prev", Z(4, 16, 1), "h_prev must be rank 2"),
     ("w_ru", Z(19), "w_ru must be rank 2"),
@@ -177,7 +112,7 @@ VALIDATION = [
 @pytest.mark.parametrize("arg,value,message", VALIDATION)
 def test_validation(arg, value, message):
     rng = np.random.default_rng(62)
-    inp = dict(seq_len_max=5, **gru_inputs(rng, 5, 4, 3, 16))
+    inp = dict(seq_len_max=5, **golden.gru_inputs(rng, 5, 4, 3, 16))
     out = blockrnn.raw_ops.BlockGRU(**inp)
     with pytest.raises(blockrnn.InvalidArgumentError) as e:
         blockrnn.raw_ops.BlockGRU(**dict(inp, **{arg: value}))
@@ -191,7 +126,7 @@ def test_validation(arg, value, message):
 def test_grad_validation(arg):
     """Every per-step tensor of the grad must be [T, B, H] (SPEC A3)."""
     rng = np.random.default_rng(63)
-    inp = dict(seq_len_max=5, **gru_inputs(rng, 5, 4, 3, 16))
+    inp = dict(seq_len_max=5, **golden.gru_inputs(rng, 5, 4, 3, 16))
     out = blockrnn.raw_ops.BlockGRU(**inp)
     kw = dict(inp, **out._asdict(), h_grad=out.h)
     blockrnn.raw_ops.BlockGRUGrad(**kw)

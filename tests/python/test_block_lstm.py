@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import blockrnn
-from conftest import assert_close, draw_size
+from conftest import assert_close, seq_len_max_validation, sequence_cases
 
 INPUTS = ["x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"]
 OUTPUTS = ["i", "cs", "f", "o", "ci", "co", "h"]
@@ -50,17 +50,7 @@ def draw_attrs(rng, v2):
 # reference quick. Case 0 of every group has B = 0 and case 1 has B = 1.
 @pytest.mark.parametrize("group", range(8))
 def test_matches_tensorflow(tf, path, group, base_seed):
-    seed = (base_seed if base_seed is not None else 4000) + group
-    rng = np.random.default_rng(seed)
-    budget = 2e6 if path else 3e7  # T·B·(I+H)·4H multiply-adds
-    for case in range(10):
-        # T uniform in [1, 100] half of the time, else one of the extremes.
-        T = int(rng.integers(1, 101)) if rng.random() < 0.5 else int(rng.choice([1, 2, 3, 100]))
-        B = 0 if case == 0 else 1 if case == 1 else draw_size(rng, cap=64)
-        I, H = draw_size(rng, cap=128), draw_size(rng, cap=128)
-        while T * max(B, 1) * (I + H) * 4 * H > budget:
-            H, I = max(H // 2, 1), I // 2
-        S = int(rng.choice([0, 1, T - 1, T]))
+    for seed, rng, case, T, B, I, H, S in sequence_cases(group, 10, 4, path, base_seed, 4000):
         v2 = bool(rng.integers(2))
         op, gop = ("BlockLSTMV2", "BlockLSTMGradV2") if v2 else ("BlockLSTM", "BlockLSTMGrad")
         attrs = draw_attrs(rng, v2)
@@ -250,12 +240,7 @@ def valid_grad_kwargs(rng, T=5, B=4, I=3, H=16):
 Z = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
 
 # (argument, bad value, expected message without the op prefix); T=5, B=4, I=3, H=16.
-FWD_VALIDATION = [
-    ("seq_len_max", np.zeros((13, 11, 0), np.int64),
-     "seq_len_max must be a scalar (rank 0), got shape [13, 11, 0]"),
-    ("seq_len_max", 6, "seq_len_max must be between 0 and 5 (time_len of x), got 6"),
-    ("seq_len_max", -1, "seq_len_max must be between 0 and 5 (time_len of x), got -1"),
-    ("seq_len_max", 2.0, "seq_len_max must be an integer (int64), got float64"),
+FWD_VALIDATION = seq_len_max_validation(5) + [
     ("x", Z(4, 3), "x must be rank 3, got rank 2 (shape [4, 3])"),
     ("cs_prev", Z(4), "cs_prev must be rank 2"),
     ("h_prev", Z(4, 16, 1), "h_prev must be rank 2"),

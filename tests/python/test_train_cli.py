@@ -139,20 +139,14 @@ def test_resume_continues_training(cli, trained, tmp_path):
 
 # ---- bad input: usage errors (exit 2) -------------------------------------------------------
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "--bogus"], "--bogus"),
-    (["train", "--cell", "rnn"], "--cell"),
-    (["train", "--hidden", "0"], "--hidden"),
-    (["train", "--hidden", "abc"], "--hidden"),
-    (["train", "--layers", "100"], "--layers"),
-    (["train", "--steps", "0"], "--steps"),
-    (["train", "--steps", "-3"], "--steps"),
-    (["train", "--batch", "0"], "--batch"),
-    (["train", "--seq-len", "0"], "--seq-len"),
-    (["train", "--lr", "0"], "--lr"),
-    (["train", "--lr", "nan"], "--lr"),
-    (["train", "--threads", "0"], "--threads"),
-    (["train", "--seed", "-1"], "--seed"),
+# `train` with a bad flag or value: the message names the flag.
+BAD_TRAIN_FLAGS = [["--bogus"], ["--cell", "rnn"], ["--hidden", "0"], ["--hidden", "abc"],
+                   ["--layers", "100"], ["--steps", "0"], ["--steps", "-3"], ["--batch", "0"],
+                   ["--seq-len", "0"], ["--lr", "0"], ["--lr", "nan"], ["--threads", "0"],
+                   ["--seed", "-1"]]
+
+
+@pytest.mark.parametrize("args, message", [(["train", *f], f[0]) for f in BAD_TRAIN_FLAGS] + [
     (["train", "--hidden", "8192", "--batch", "4096", "--seq-len", "4096"], "GiB of memory"),
     (["sample"], "--checkpoint is required"),
     (["sample", "--checkpoint", "x", "--length", "-5"], "--length"),

@@ -20,27 +20,26 @@ TEST(Adam, TwoStepsMatchHandComputation) {
   //      = (0.8042510, -1.8488974)
   // v is compared with a relative tolerance: beta2 = 0.999f is 0.99900001287 as a
   // float, so 1 - beta2 (and hence v) is off from the decimal value by ~1.3e-5.
+  struct Step {
+    std::vector<float> g, m, v, p;
+    double p_tol;
+  };
+  const Step steps[] = {
+      {{0.5f, -1.0f}, {0.05f, -0.1f}, {2.5e-4f, 1e-3f}, {0.9f, -1.9f}, 1e-6},
+      {{0.3f, 0.2f}, {0.075f, -0.07f}, {3.3975e-4f, 1.039e-3f}, {0.8042510f, -1.8488974f}, 2e-6}};
   Adam adam(0.1f);
   std::vector<float> p = {1.0f, -2.0f}, m(2, 0.0f), v(2, 0.0f);
-  const std::vector<float> g1 = {0.5f, -1.0f}, g2 = {0.3f, 0.2f};
-  EXPECT_EQ(adam.t(), 1);
-  adam.step(p, g1, m, v);
-  adam.next_step();
-  EXPECT_NEAR(m[0], 0.05f, 1e-7);
-  EXPECT_NEAR(m[1], -0.1f, 1e-7);
-  EXPECT_NEAR(v[0], 2.5e-4f, 2.5e-4f * 1e-4);
-  EXPECT_NEAR(v[1], 1e-3f, 1e-3f * 1e-4);
-  EXPECT_NEAR(p[0], 0.9f, 1e-6);
-  EXPECT_NEAR(p[1], -1.9f, 1e-6);
-  EXPECT_EQ(adam.t(), 2);
-  adam.step(p, g2, m, v);
-  adam.next_step();
-  EXPECT_NEAR(m[0], 0.075f, 1e-7);
-  EXPECT_NEAR(m[1], -0.07f, 1e-7);
-  EXPECT_NEAR(v[0], 3.3975e-4f, 3.3975e-4f * 1e-4);
-  EXPECT_NEAR(v[1], 1.039e-3f, 1.039e-3f * 1e-4);
-  EXPECT_NEAR(p[0], 0.8042510f, 2e-6);
-  EXPECT_NEAR(p[1], -1.8488974f, 2e-6);
+  for (int t = 0; t < 2; ++t) {
+    const Step& want = steps[t];
+    EXPECT_EQ(adam.t(), t + 1);
+    adam.step(p, want.g, m, v);
+    adam.next_step();
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_NEAR(m[k], want.m[k], 1e-7) << "step " << t + 1;
+      EXPECT_NEAR(v[k], want.v[k], want.v[k] * 1e-4) << "step " << t + 1;
+      EXPECT_NEAR(p[k], want.p[k], want.p_tol) << "step " << t + 1;
+    }
+  }
 }
 
 TEST(Adam, FirstStepMovesEachParameterByAboutLr) {

@@ -3,59 +3,62 @@
 // and a resumed run counting from its start step.
 #include "train/progress.h"
 
+#include "captured_file.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 namespace blockrnn::train {
 namespace {
 
+// (input, expected text) of a formatter.
+template <typename F>
+void expect_formats(F&& format, std::initializer_list<std::pair<double, const char*>> cases) {
+  for (const auto& [value, text] : cases) EXPECT_EQ(format(value), text) << value;
+}
+
 TEST(FormatDuration, Formats) {
-  EXPECT_EQ(format_duration(0), "00:00");
-  EXPECT_EQ(format_duration(59.4), "00:59");
-  EXPECT_EQ(format_duration(59.6), "01:00");
-  EXPECT_EQ(format_duration(754), "12:34");
-  EXPECT_EQ(format_duration(3599), "59:59");
-  EXPECT_EQ(format_duration(3600), "1:00:00");
-  EXPECT_EQ(format_duration(99 * 3600 + 59 * 60 + 59), "99:59:59");
-  EXPECT_EQ(format_duration(-1), "--:--");
-  EXPECT_EQ(format_duration(NAN), "--:--");
-  EXPECT_EQ(format_duration(INFINITY), "--:--");
+  expect_formats(format_duration, {{0, "00:00"},
+                                   {59.4, "00:59"},
+                                   {59.6, "01:00"},
+                                   {754, "12:34"},
+                                   {3599, "59:59"},
+                                   {3600, "1:00:00"},
+                                   {99 * 3600 + 59 * 60 + 59, "99:59:59"},
+                                   {-1, "--:--"},
+                                   {NAN, "--:--"},
+                                   {INFINITY, "--:--"}});
 }
 
 TEST(FormatRate, Formats) {
-  EXPECT_EQ(format_rate(950), "950 char/s");
-  EXPECT_EQ(format_rate(12345), "12.3k char/s");
-  EXPECT_EQ(format_rate(999.7), "1.0k char/s");
-  EXPECT_EQ(format_rate(1.25e6), "1.25M char/s");
-  EXPECT_EQ(format_rate(0), "-- char/s");
-  EXPECT_EQ(format_rate(NAN), "-- char/s");
+  expect_formats(format_rate, {{950, "950 char/s"},
+                               {12345, "12.3k char/s"},
+                               {999.7, "1.0k char/s"},
+                               {1.25e6, "1.25M char/s"},
+                               {0, "-- char/s"},
+                               {NAN, "-- char/s"}});
 }
 
-class Capture {
- public:
-  Capture() : file(std::tmpfile()) {}
-  ~Capture() { std::fclose(file); }
-  std::string text() const {
-    std::fflush(file);
-    std::rewind(file);
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, file)) > 0) out.append(buf, n);
-    return out;
-  }
-  std::FILE* file;
-};
+// What a plain-mode (not a terminal) progress line prints for steps start + 1 … last, then
+// finish(), each step's loss from `loss`.
+std::string plain_run(
+    int64_t start, int64_t total, int64_t chars_per_step, int64_t last,
+    double (*loss)(int64_t) = [](int64_t) { return 1.0; }) {
+  CapturedFile cap;
+  ProgressLine p(start, total, chars_per_step, cap.get(), /*terminal=*/false);
+  for (int64_t step = start + 1; step <= last; ++step) p.update(step, loss(step));
+  p.finish();
+  return cap.text();
+}
 
 TEST(ProgressLine, PlainModePrintsAboutTwentyLines) {
-  Capture cap;
-  ProgressLine p(0, 100, 1000, cap.file, /*terminal=*/false);
-  for (int step = 1; step <= 100; ++step) p.update(step, 4.0 - step * 0.01);
-  p.finish();
-  const std::string out = cap.text();
+  const std::string out =
+      plain_run(0, 100, 1000, 100, [](int64_t step) { return 4.0 - step * 0.01; });
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 21);  // 20 lines + summary
   EXPECT_EQ(out.find('\r'), std::string::npos);
   EXPECT_EQ(out.rfind("step 5/100 (5%) loss 3.9500 | ", 0), 0u) << out;
@@ -65,18 +68,14 @@ TEST(ProgressLine, PlainModePrintsAboutTwentyLines) {
 }
 
 TEST(ProgressLine, PlainModePrintsTheLastStepWhenStoppedEarly) {
-  Capture cap;
-  ProgressLine p(0, 1000, 1, cap.file, false);  // a line every 50 steps
-  for (int step = 1; step <= 77; ++step) p.update(step, 1.0);
-  p.finish();
-  const std::string out = cap.text();
+  const std::string out = plain_run(0, 1000, 1, 77);              // a line every 50 steps
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;  // 50, 77, summary
   EXPECT_NE(out.find("step 77/1000 (7%)"), std::string::npos) << out;
 }
 
 TEST(ProgressLine, TerminalModeRedrawsOneThrottledLine) {
-  Capture cap;
-  ProgressLine p(0, 1000, 64, cap.file, /*terminal=*/true);
+  CapturedFile cap;
+  ProgressLine p(0, 1000, 64, cap.get(), /*terminal=*/true);
   for (int step = 1; step <= 999; ++step) p.update(step, 2.0);
   std::string out = cap.text();
   EXPECT_EQ(out.find('\n'), std::string::npos) << "no newline until done";
@@ -93,11 +92,7 @@ TEST(ProgressLine, TerminalModeRedrawsOneThrottledLine) {
 }
 
 TEST(ProgressLine, ResumedRunCountsFromStartStep) {
-  Capture cap;
-  ProgressLine p(900, 1000, 10, cap.file, false);  // a line every 5 steps
-  for (int step = 901; step <= 950; ++step) p.update(step, 1.0);
-  p.finish();
-  const std::string out = cap.text();
+  const std::string out = plain_run(900, 1000, 10, 950);  // a line every 5 steps
   EXPECT_EQ(out.rfind("step 905/1000 (90%)", 0), 0u) << out;
   EXPECT_NE(out.find("done: 50 steps in "), std::string::npos) << out;
 }

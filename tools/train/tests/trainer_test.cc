@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "captured_file.h"
 #include "train/file_util.h"
 #include "train/model_checkpoint.h"
 #include "train/sampler.h"
@@ -62,23 +63,15 @@ TrainOptions tiny(const std::string& out_dir) {
   return o;
 }
 
-class Quiet {
- public:
-  Quiet() : f_(std::tmpfile()) {}
-  ~Quiet() { std::fclose(f_); }
-  std::FILE* get() const { return f_; }
-  std::string text() const {
-    std::rewind(f_);
-    std::string s;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f_)) > 0) s.append(buf, n);
-    return s;
-  }
-
- private:
-  std::FILE* f_;
-};
+// `steps` more steps from out_dir's checkpoint, the sizes left to the checkpoint.
+TrainOptions resuming(const std::string& out_dir, int64_t steps) {
+  TrainOptions r = tiny(out_dir);
+  r.hidden.reset();
+  r.embed.reset();
+  r.steps = steps;
+  r.resume_path = (fs::path(out_dir) / "checkpoint.safetensors").string();
+  return r;
+}
 
 TEST(Trainer, ShortRunLearnsAndIsDeterministic) {
   for (CellKind cell : {CellKind::kLstm, CellKind::kGru}) {
@@ -87,7 +80,7 @@ TEST(Trainer, ShortRunLearnsAndIsDeterministic) {
     const std::string d2 = temp_dir(std::string("det2_") + cell_name(cell));
     TrainOptions o = tiny(d1);
     o.cell = cell;
-    Quiet q1, q2;
+    CapturedFile q1, q2;
     const TrainSummary s1 = train_char_model(o, q1.get());
     o.out_dir = d2;
     const TrainSummary s2 = train_char_model(o, q2.get());
@@ -112,13 +105,9 @@ TEST(Trainer, ResumeContinuesStepsAndSamplerIsDeterministic) {
   const std::string d = temp_dir("resume");
   TrainOptions o = tiny(d);
   o.steps = 10;
-  Quiet q;
+  CapturedFile q;
   train_char_model(o, q.get());
-  TrainOptions r = tiny(d);
-  r.hidden.reset();
-  r.embed.reset();
-  r.steps = 5;
-  r.resume_path = (fs::path(d) / "checkpoint.safetensors").string();
+  TrainOptions r = resuming(d, 5);
   const TrainSummary s = train_char_model(r, q.get());
   EXPECT_EQ(s.first_step, 11);
   EXPECT_EQ(s.last_step, 15);
@@ -161,7 +150,7 @@ void expect_throw_with(const std::function<void()>& f, const std::string& needle
 
 TEST(Trainer, BadInputsGiveClearErrors) {
   const std::string d = temp_dir("bad");
-  Quiet q;
+  CapturedFile q;
   auto run = [&](TrainOptions o) { return [o, &q] { train_char_model(o, q.get()); }; };
   TrainOptions o = tiny(d);
 
@@ -194,11 +183,7 @@ TEST(Trainer, BadInputsGiveClearErrors) {
   o.steps = 2;
   o.corpus_path = write_text(d, "abc.txt", std::string(100, 'a') + "bc");
   train_char_model(o, q.get());
-  TrainOptions r = tiny(d);
-  r.hidden.reset();
-  r.embed.reset();
-  r.steps = 2;
-  r.resume_path = (fs::path(d) / "checkpoint.safetensors").string();
+  TrainOptions r = resuming(d, 2);
   r.corpus_path = write_text(d, "abcd.txt", std::string(100, 'a') + "b\nd");
   expect_throw_with<std::runtime_error>(run(r), "character '\\n' at byte offset 101 (line 1");
   r.corpus_path = o.corpus_path;
