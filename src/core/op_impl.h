@@ -23,7 +23,6 @@
 
 #include "blockrnn/context.h"
 #include "blockrnn/ops.h"
-#include "core/parallel.h"
 #include "core/validate.h"
 
 namespace blockrnn::core {
@@ -121,7 +120,9 @@ void check_no_alias(const char* op, std::span<const char* const> input_names,
 void check_memory(const char* op, std::span<const TensorView> inputs,
                   std::span<const char* const> output_names, const Plan& plan,
                   bool allocates_outputs, std::span<const ExtraBytes> extra);
-void zero_outputs(std::span<const MutableTensorView> outputs);
+// Before computing: empty work (Plan::empty) only zero-fills the outputs and returns false;
+// anything else first makes sure the thread team can be created (core/parallel.h).
+bool begin_compute(const char* op, const Plan& plan, std::span<const MutableTensorView> outputs);
 
 template <class T>
 const T* data(const TensorView& t) {
@@ -256,17 +257,10 @@ struct TypedOp {
     for (std::size_t k = 0; k < outputs.size(); ++k) out.*outputs[k].view = outs[k];
     execute(p, in, out, a);
   }
-  // Empty work only zero-fills the outputs; anything else first makes sure the thread team can
-  // be created, then computes.
   void execute(const Plan& p, const In& in, const Out& out, const A& a) const {
-    if (p.empty()) {
-      MutableTensorView outs[kMaxOutputs];
-      for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
-      zero_outputs(std::span(outs, outputs.size()));
-      return;
-    }
-    ensure_threads(name, get_num_threads());
-    compute(in, out, a, p.dtype);
+    MutableTensorView outs[kMaxOutputs];
+    for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
+    if (begin_compute(name, p, std::span(outs, outputs.size()))) compute(in, out, a, p.dtype);
   }
 
   std::span<const TensorView> gather(const In& in, TensorView* views) const {

@@ -250,12 +250,17 @@ void check_memory(const char* op, std::span<const TensorView> inputs,
                   " (what this machine can hold; see set_memory_limit)");
 }
 
-void zero_outputs(std::span<const MutableTensorView> outputs) {
-  for (const MutableTensorView& o : outputs) {
-    const std::size_t bytes =
-        static_cast<std::size_t>(o.shape.num_elements()) * dtype_size(o.dtype);
-    if (bytes > 0) std::memset(o.data, 0, bytes);
+bool begin_compute(const char* op, const Plan& plan, std::span<const MutableTensorView> outputs) {
+  if (plan.empty()) {
+    for (const MutableTensorView& o : outputs) {
+      const std::size_t bytes =
+          static_cast<std::size_t>(o.shape.num_elements()) * dtype_size(o.dtype);
+      if (bytes > 0) std::memset(o.data, 0, bytes);
+    }
+    return false;
   }
+  ensure_threads(op, get_num_threads());
+  return true;
 }
 
 void register_op(std::unique_ptr<OpAdapter> op) {

@@ -11,6 +11,7 @@
 #include "kernel/block_gru.h"
 #include "ops/checks.h"
 #include "ops/typed_defaults.h"
+#include "ops/typed_ops.h"
 
 namespace blockrnn {
 namespace {
@@ -20,11 +21,11 @@ using core::data;
 using core::InputField;
 using core::InputKind;
 using core::Plan;
+using ops::NoAttrs;
+using ops::SeqInputs;
 
-struct NoAttrs {};
-
-using In = ops::SeqInputs<BlockGRUInputs>;
-using GradIn = ops::SeqInputs<BlockGRUGradInputs>;
+using In = SeqInputs<BlockGRUInputs>;
+using GradIn = SeqInputs<BlockGRUGradInputs>;
 // seq_lengths, blockrnn's optional last input, follows the TensorFlow-style inputs.
 constexpr InputField<In> kInputs[] = {
     {"seq_len_max", &In::seq_len_max_tensor, InputKind::kInt64},
@@ -140,45 +141,36 @@ void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dt
                        });
 }
 
-constexpr core::TypedOp<In, Out, Res, NoAttrs> kBlockGRU{"BlockGRU", kInputs,      kOutputs,
-                                                         {},         validate_fwd, compute_fwd};
-constexpr core::TypedOp<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUGrad{
-    "BlockGRUGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
-
-// The typed API's default (ops/typed_defaults.h): seq_len_max unset is T.
-template <class Typed>
-struct TypedCall {
-  std::int64_t S;
-  ops::SeqInputs<Typed> in;
-  explicit TypedCall(const Typed& given)
-      : S(ops::seq_len_or_time(given.seq_len_max, given.x)), in{given, TensorView(&S, Shape{})} {}
-  TypedCall(const TypedCall&) = delete;
-  TypedCall& operator=(const TypedCall&) = delete;
-};
-
 }  // namespace
+
+namespace ops {
+constexpr Op<In, Out, Res, NoAttrs> kBlockGRU{"BlockGRU", kInputs,      kOutputs,
+                                              {},         validate_fwd, compute_fwd};
+constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUGrad{
+    "BlockGRUGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
+}  // namespace ops
 
 namespace core {
 void register_block_gru_ops() {
-  register_adapter(kBlockGRU, 1);
-  register_adapter(kBlockGRUGrad, 1);
+  register_adapter(ops::kBlockGRU, 1);
+  register_adapter(ops::kBlockGRUGrad, 1);
 }
 }  // namespace core
 
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out) {
-  kBlockGRU.run(TypedCall(in).in, out, {});
+  ops::kBlockGRU.run(ops::SeqCall(in).in, out, {});
 }
 
 BlockGRUResult block_gru(const BlockGRUInputs& in) {
-  return kBlockGRU.run(TypedCall(in).in, {});
+  return ops::kBlockGRU.run(ops::SeqCall(in).in, {});
 }
 
 void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out) {
-  kBlockGRUGrad.run(TypedCall(in).in, out, {});
+  ops::kBlockGRUGrad.run(ops::SeqCall(in).in, out, {});
 }
 
 BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in) {
-  return kBlockGRUGrad.run(TypedCall(in).in, {});
+  return ops::kBlockGRUGrad.run(ops::SeqCall(in).in, {});
 }
 
 }  // namespace blockrnn

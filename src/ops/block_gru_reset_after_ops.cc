@@ -10,6 +10,7 @@
 #include "core/op_impl.h"
 #include "kernel/block_gru_reset_after.h"
 #include "ops/checks.h"
+#include "ops/typed_ops.h"
 
 namespace blockrnn {
 namespace {
@@ -19,11 +20,11 @@ using core::data;
 using core::InputField;
 using core::InputKind;
 using core::Plan;
+using ops::NoAttrs;
+using ops::SeqInputs;
 
-struct NoAttrs {};
-
-using In = ops::SeqInputs<BlockGRUResetAfterInputs>;
-using GradIn = ops::SeqInputs<BlockGRUResetAfterGradInputs>;
+using In = SeqInputs<BlockGRUResetAfterInputs>;
+using GradIn = SeqInputs<BlockGRUResetAfterGradInputs>;
 constexpr InputField<In> kInputs[] = {
     {"seq_len_max", &In::seq_len_max_tensor, InputKind::kInt64},
     {"x", &BlockGRUResetAfterInputs::x},
@@ -166,42 +167,38 @@ void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dt
                        });
 }
 
-constexpr core::TypedOp<In, Out, Res, NoAttrs> kBlockGRUResetAfter{
-    "BlockGRUResetAfter", kInputs, kOutputs, {}, validate_fwd, compute_fwd};
-constexpr core::TypedOp<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUResetAfterGrad{
-    "BlockGRUResetAfterGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
-
-// seq_len_max is an int64 field of the typed structs (no default).
-template <class Typed>
-ops::SeqInputs<Typed> seq_inputs(const Typed& in) {
-  return {in, TensorView(&in.seq_len_max, Shape{})};
-}
-
 }  // namespace
+
+namespace ops {
+constexpr Op<In, Out, Res, NoAttrs> kBlockGRUResetAfter{
+    "BlockGRUResetAfter", kInputs, kOutputs, {}, validate_fwd, compute_fwd};
+constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUResetAfterGrad{
+    "BlockGRUResetAfterGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
+}  // namespace ops
 
 namespace core {
 void register_block_gru_reset_after_ops() {
-  register_adapter(kBlockGRUResetAfter, 1);
-  register_adapter(kBlockGRUResetAfterGrad, 1);
+  register_adapter(ops::kBlockGRUResetAfter, 1);
+  register_adapter(ops::kBlockGRUResetAfterGrad, 1);
 }
 }  // namespace core
 
 void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
                            const BlockGRUResetAfterOutputs& out) {
-  kBlockGRUResetAfter.run(seq_inputs(in), out, {});
+  ops::kBlockGRUResetAfter.run(ops::seq_inputs(in), out, {});
 }
 
 BlockGRUResetAfterResult block_gru_reset_after(const BlockGRUResetAfterInputs& in) {
-  return kBlockGRUResetAfter.run(seq_inputs(in), {});
+  return ops::kBlockGRUResetAfter.run(ops::seq_inputs(in), {});
 }
 
 void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
                                 const BlockGRUResetAfterGradOutputs& out) {
-  kBlockGRUResetAfterGrad.run(seq_inputs(in), out, {});
+  ops::kBlockGRUResetAfterGrad.run(ops::seq_inputs(in), out, {});
 }
 
 BlockGRUResetAfterGradResult block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in) {
-  return kBlockGRUResetAfterGrad.run(seq_inputs(in), {});
+  return ops::kBlockGRUResetAfterGrad.run(ops::seq_inputs(in), {});
 }
 
 }  // namespace blockrnn

@@ -16,6 +16,7 @@
 #include "ops/checks.h"
 #include "ops/lstm_attrs.h"
 #include "ops/typed_defaults.h"
+#include "ops/typed_ops.h"
 
 namespace blockrnn {
 namespace {
@@ -25,10 +26,12 @@ using core::data;
 using core::InputField;
 using core::InputKind;
 using core::Plan;
+using ops::NoAttrs;
 using ops::PeepholeAttr;
+using ops::SeqInputs;
 
-using In = ops::SeqInputs<BlockLSTMInputs>;
-using GradIn = ops::SeqInputs<BlockLSTMGradInputs>;
+using In = SeqInputs<BlockLSTMInputs>;
+using GradIn = SeqInputs<BlockLSTMGradInputs>;
 // seq_lengths, blockrnn's optional last input, follows TensorFlow's inputs.
 constexpr InputField<In> kInputs[] = {
     {"seq_len_max", &In::seq_len_max_tensor, InputKind::kInt64},
@@ -195,92 +198,84 @@ void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attr
 
 constexpr auto kICFO = LSTMLayout::kICFO;
 constexpr auto kIFCO = LSTMLayout::kIFCO;
-constexpr core::TypedOp<In, Out, Res, BlockLSTMAttrs> kBlockLSTM{
-    "BlockLSTM",
-    kInputs,
-    kOutputs,
-    kAttrs,
-    validate_fwd<kICFO, BlockLSTMAttrs>,
-    compute_fwd<kICFO, BlockLSTMAttrs>};
-constexpr core::TypedOp<In, Out, Res, BlockLSTMV2Attrs> kBlockLSTMV2{
-    "BlockLSTMV2",
-    kInputs,
-    kOutputs,
-    kV2Attrs,
-    validate_fwd<kIFCO, BlockLSTMV2Attrs>,
-    compute_fwd<kIFCO, BlockLSTMV2Attrs>};
-constexpr core::TypedOp<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGrad{
+}  // namespace
+
+namespace ops {
+constexpr Op<In, Out, Res, BlockLSTMAttrs> kBlockLSTM{"BlockLSTM",
+                                                      kInputs,
+                                                      kOutputs,
+                                                      kAttrs,
+                                                      validate_fwd<kICFO, BlockLSTMAttrs>,
+                                                      compute_fwd<kICFO, BlockLSTMAttrs>};
+constexpr Op<In, Out, Res, BlockLSTMV2Attrs> kBlockLSTMV2{"BlockLSTMV2",
+                                                          kInputs,
+                                                          kOutputs,
+                                                          kV2Attrs,
+                                                          validate_fwd<kIFCO, BlockLSTMV2Attrs>,
+                                                          compute_fwd<kIFCO, BlockLSTMV2Attrs>};
+constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGrad{
     "BlockLSTMGrad", kGradInputs,          kGradOutputs,
     kGradAttrs,      validate_grad<kICFO>, compute_grad<kICFO>};
-constexpr core::TypedOp<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGradV2{
+constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGradV2{
     "BlockLSTMGradV2", kGradInputs,          kGradOutputs,
     kGradAttrs,        validate_grad<kIFCO>, compute_grad<kIFCO>};
+}  // namespace ops
 
-// A typed call's inputs with the typed API's defaults (ops/typed_defaults.h): seq_len_max unset
-// is T, and peephole vectors omitted without use_peephole are zeros [H] (H from cs_prev in the
-// forward ops, from w in the grads). Holds what the views point to: it must outlive the call.
-template <class Typed>
-struct TypedCall {
-  std::int64_t S;
-  ops::WithPeepholes<ops::SeqInputs<Typed>> with;
-  TypedCall(const char* op, const Typed& in, bool use_peephole, bool grad)
-      : S(ops::seq_len_or_time(in.seq_len_max, in.x)),
-        with(op, {in, TensorView(&S, Shape{})}, use_peephole, 3, grad) {}
-  TypedCall(const TypedCall&) = delete;
-  TypedCall& operator=(const TypedCall&) = delete;
-  const ops::SeqInputs<Typed>& in() const { return with.in; }
-};
+namespace {
 
-using FwdCall = TypedCall<BlockLSTMInputs>;
-using GradCall = TypedCall<BlockLSTMGradInputs>;
+// The typed API's defaults (ops/typed_ops.h).
+using FwdCall = ops::LSTMSeqCall<BlockLSTMInputs>;
+using GradCall = ops::LSTMSeqCall<BlockLSTMGradInputs>;
 
 }  // namespace
 
 namespace core {
 void register_block_lstm_ops() {
-  register_adapter(kBlockLSTM, 1);
-  register_adapter(kBlockLSTMGrad, 1);
-  register_adapter(kBlockLSTMV2, 1);
-  register_adapter(kBlockLSTMGradV2, 1);
+  register_adapter(ops::kBlockLSTM, 1);
+  register_adapter(ops::kBlockLSTMGrad, 1);
+  register_adapter(ops::kBlockLSTMV2, 1);
+  register_adapter(ops::kBlockLSTMGradV2, 1);
 }
 }  // namespace core
 
 void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                 const BlockLSTMAttrs& attrs) {
-  kBlockLSTM.run(FwdCall("BlockLSTM", in, attrs.use_peephole, false).in(), out, attrs);
+  ops::kBlockLSTM.run(FwdCall("BlockLSTM", in, attrs.use_peephole, false).in(), out, attrs);
 }
 
 BlockLSTMResult block_lstm(const BlockLSTMInputs& in, const BlockLSTMAttrs& attrs) {
-  return kBlockLSTM.run(FwdCall("BlockLSTM", in, attrs.use_peephole, false).in(), attrs);
+  return ops::kBlockLSTM.run(FwdCall("BlockLSTM", in, attrs.use_peephole, false).in(), attrs);
 }
 
 void block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                    const BlockLSTMV2Attrs& attrs) {
-  kBlockLSTMV2.run(FwdCall("BlockLSTMV2", in, attrs.use_peephole, false).in(), out, attrs);
+  ops::kBlockLSTMV2.run(FwdCall("BlockLSTMV2", in, attrs.use_peephole, false).in(), out, attrs);
 }
 
 BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMV2Attrs& attrs) {
-  return kBlockLSTMV2.run(FwdCall("BlockLSTMV2", in, attrs.use_peephole, false).in(), attrs);
+  return ops::kBlockLSTMV2.run(FwdCall("BlockLSTMV2", in, attrs.use_peephole, false).in(), attrs);
 }
 
 void block_lstm_grad(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
                      bool use_peephole) {
-  kBlockLSTMGrad.run(GradCall("BlockLSTMGrad", in, use_peephole, true).in(), out, {use_peephole});
+  ops::kBlockLSTMGrad.run(GradCall("BlockLSTMGrad", in, use_peephole, true).in(), out,
+                          {use_peephole});
 }
 
 BlockLSTMGradResult block_lstm_grad(const BlockLSTMGradInputs& in, bool use_peephole) {
-  return kBlockLSTMGrad.run(GradCall("BlockLSTMGrad", in, use_peephole, true).in(), {use_peephole});
+  return ops::kBlockLSTMGrad.run(GradCall("BlockLSTMGrad", in, use_peephole, true).in(),
+                                 {use_peephole});
 }
 
 void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
                         bool use_peephole) {
-  kBlockLSTMGradV2.run(GradCall("BlockLSTMGradV2", in, use_peephole, true).in(), out,
-                       {use_peephole});
+  ops::kBlockLSTMGradV2.run(GradCall("BlockLSTMGradV2", in, use_peephole, true).in(), out,
+                            {use_peephole});
 }
 
 BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& in, bool use_peephole) {
-  return kBlockLSTMGradV2.run(GradCall("BlockLSTMGradV2", in, use_peephole, true).in(),
-                              {use_peephole});
+  return ops::kBlockLSTMGradV2.run(GradCall("BlockLSTMGradV2", in, use_peephole, true).in(),
+                                   {use_peephole});
 }
 
 }  // namespace blockrnn

@@ -131,14 +131,6 @@ struct SeqDims {
   DType dtype;
 };
 
-// A sequence op's inputs as validation and the name table see them: the typed struct, with
-// seq_len_max as TensorFlow's int64 scalar tensor (the typed functions make it from the struct's
-// seq_len_max; TensorFlow's callers give it).
-template <class Typed>
-struct SeqInputs : Typed {
-  TensorView seq_len_max_tensor;
-};
-
 // Every sequence op's validation, in the order of SPEC A3: the ranks of seq_len_max (a scalar),
 // x [T, B, I], then the op's state and weights (state.ranks(check)), the per-step inputs
 // `steps` (the grads' forward outputs and incoming gradients) and seq_lengths; then dimensions:

@@ -8,6 +8,7 @@
 #include "core/op_impl.h"
 #include "kernel/gru_cell.h"
 #include "ops/checks.h"
+#include "ops/typed_ops.h"
 
 namespace blockrnn {
 namespace {
@@ -16,8 +17,8 @@ using core::Checker;
 using core::data;
 using core::InputField;
 using core::Plan;
-
-struct NoAttrs {};
+using ops::NoAttrs;
+using ops::SeqInputs;
 
 using In = GRUBlockCellInputs;
 using GradIn = GRUBlockCellGradInputs;
@@ -167,42 +168,46 @@ void compute_backward(const GradIn& in, const BackOut& out, const NoAttrs&, DTyp
                        });
 }
 
-constexpr core::TypedOp<In, Out, Res, NoAttrs> kGRUBlockCell{
-    "GRUBlockCell", kInputs, kOutputs, {}, validate_fwd, compute_fwd};
-constexpr core::TypedOp<GradIn, GradOut, GradRes, NoAttrs> kGRUBlockCellGrad{
+}  // namespace
+
+namespace ops {
+constexpr Op<In, Out, Res, NoAttrs> kGRUBlockCell{"GRUBlockCell", kInputs,    kOutputs, {},
+                                                  validate_fwd,   compute_fwd};
+constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kGRUBlockCellGrad{
     "GRUBlockCellGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
-constexpr core::TypedOp<GradIn, BackOut, BackRes, NoAttrs> kGRUBlockCellBackward{
+constexpr Op<GradIn, BackOut, BackRes, NoAttrs> kGRUBlockCellBackward{
     "gradients.GRUBlockCell", kGradInputs,     kBackwardOutputs, {},
     validate_backward,        compute_backward};
+}  // namespace ops
 
-}  // namespace
+namespace {}  // namespace
 
 namespace core {
 void register_gru_ops() {
-  register_adapter(kGRUBlockCell);
-  register_adapter(kGRUBlockCellGrad);
-  register_adapter(kGRUBlockCellBackward);
+  register_adapter(ops::kGRUBlockCell);
+  register_adapter(ops::kGRUBlockCellGrad);
+  register_adapter(ops::kGRUBlockCellBackward);
 }
 }  // namespace core
 
 void gru_block_cell(const GRUBlockCellInputs& in, const GRUBlockCellOutputs& out) {
-  kGRUBlockCell.run(in, out, {});
+  ops::kGRUBlockCell.run(in, out, {});
 }
 GRUBlockCellResult gru_block_cell(const GRUBlockCellInputs& in) {
-  return kGRUBlockCell.run(in, {});
+  return ops::kGRUBlockCell.run(in, {});
 }
 void gru_block_cell_grad(const GRUBlockCellGradInputs& in, const GRUBlockCellGradOutputs& out) {
-  kGRUBlockCellGrad.run(in, out, {});
+  ops::kGRUBlockCellGrad.run(in, out, {});
 }
 GRUBlockCellGradResult gru_block_cell_grad(const GRUBlockCellGradInputs& in) {
-  return kGRUBlockCellGrad.run(in, {});
+  return ops::kGRUBlockCellGrad.run(in, {});
 }
 void gru_block_cell_backward(const GRUBlockCellBackwardInputs& in,
                              const GRUBlockCellBackwardOutputs& out) {
-  kGRUBlockCellBackward.run(in, out, {});
+  ops::kGRUBlockCellBackward.run(in, out, {});
 }
 GRUBlockCellBackwardResult gru_block_cell_backward(const GRUBlockCellBackwardInputs& in) {
-  return kGRUBlockCellBackward.run(in, {});
+  return ops::kGRUBlockCellBackward.run(in, {});
 }
 
 }  // namespace blockrnn

@@ -19,6 +19,7 @@
 #include "ops/checks.h"
 #include "ops/lstm_attrs.h"
 #include "ops/typed_defaults.h"
+#include "ops/typed_ops.h"
 
 namespace blockrnn {
 namespace {
@@ -29,6 +30,8 @@ using core::InputField;
 using core::Plan;
 using ops::attr_in_dtype;
 using ops::clip_in_dtype;
+using ops::NoAttrs;
+using ops::SeqInputs;
 
 using In = LSTMBlockCellInputs;
 using GradIn = LSTMBlockCellGradInputs;
@@ -224,15 +227,21 @@ void compute_backward(const GradIn& in, const BackOut& out, const Attrs& attrs, 
                        });
 }
 
-constexpr core::TypedOp<In, Out, Res, Attrs> kLSTMBlockCell{
-    "LSTMBlockCell", kInputs, kOutputs, kAttrs, validate_fwd, compute_fwd};
-constexpr core::TypedOp<GradIn, GradOut, GradRes, PeepholeAttr> kLSTMBlockCellGrad{
+}  // namespace
+
+namespace ops {
+constexpr Op<In, Out, Res, Attrs> kLSTMBlockCell{"LSTMBlockCell", kInputs,      kOutputs,
+                                                 kAttrs,          validate_fwd, compute_fwd};
+constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kLSTMBlockCellGrad{
     "LSTMBlockCellGrad", kGradInputs, kGradOutputs, kGradAttrs, validate_grad, compute_grad};
 // The forward op's attrs, with its defaults (SPEC A5), so that the keywords of a forward call can
 // be passed through unchanged; forget_bias and cell_clip do not affect the gradients.
-constexpr core::TypedOp<GradIn, BackOut, BackRes, Attrs> kLSTMBlockCellBackward{
+constexpr Op<GradIn, BackOut, BackRes, Attrs> kLSTMBlockCellBackward{
     "gradients.LSTMBlockCell", kGradInputs,     kBackwardOutputs, kAttrs,
     validate_backward,         compute_backward};
+}  // namespace ops
+
+namespace {
 
 // The typed API's default (ops/typed_defaults.h): peephole vectors omitted without use_peephole
 // are zeros [H].
@@ -246,46 +255,46 @@ struct WithPeepholes : ops::WithPeepholes<Fields> {
 
 namespace core {
 void register_lstm_ops() {
-  register_adapter(kLSTMBlockCell);
-  register_adapter(kLSTMBlockCellGrad);
-  register_adapter(kLSTMBlockCellBackward);
+  register_adapter(ops::kLSTMBlockCell);
+  register_adapter(ops::kLSTMBlockCellGrad);
+  register_adapter(ops::kLSTMBlockCellBackward);
 }
 }  // namespace core
 
 void lstm_block_cell(const LSTMBlockCellInputs& in, const LSTMBlockCellOutputs& out,
                      const LSTMBlockCellAttrs& attrs) {
   const WithPeepholes<In> p("LSTMBlockCell", in, attrs.use_peephole);
-  kLSTMBlockCell.run(p.in, out, attrs);
+  ops::kLSTMBlockCell.run(p.in, out, attrs);
 }
 
 LSTMBlockCellResult lstm_block_cell(const LSTMBlockCellInputs& in,
                                     const LSTMBlockCellAttrs& attrs) {
   const WithPeepholes<In> p("LSTMBlockCell", in, attrs.use_peephole);
-  return kLSTMBlockCell.run(p.in, attrs);
+  return ops::kLSTMBlockCell.run(p.in, attrs);
 }
 
 void lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, const LSTMBlockCellGradOutputs& out,
                           bool use_peephole) {
   const WithPeepholes<GradIn> p("LSTMBlockCellGrad", in, use_peephole);
-  kLSTMBlockCellGrad.run(p.in, out, {use_peephole});
+  ops::kLSTMBlockCellGrad.run(p.in, out, {use_peephole});
 }
 
 LSTMBlockCellGradResult lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, bool use_peephole) {
   const WithPeepholes<GradIn> p("LSTMBlockCellGrad", in, use_peephole);
-  return kLSTMBlockCellGrad.run(p.in, {use_peephole});
+  return ops::kLSTMBlockCellGrad.run(p.in, {use_peephole});
 }
 
 void lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
                               const LSTMBlockCellBackwardOutputs& out,
                               const LSTMBlockCellAttrs& attrs) {
   const WithPeepholes<GradIn> p("gradients.LSTMBlockCell", in, attrs.use_peephole);
-  kLSTMBlockCellBackward.run(p.in, out, attrs);
+  ops::kLSTMBlockCellBackward.run(p.in, out, attrs);
 }
 
 LSTMBlockCellBackwardResult lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
                                                      const LSTMBlockCellAttrs& attrs) {
   const WithPeepholes<GradIn> p("gradients.LSTMBlockCell", in, attrs.use_peephole);
-  return kLSTMBlockCellBackward.run(p.in, attrs);
+  return ops::kLSTMBlockCellBackward.run(p.in, attrs);
 }
 
 }  // namespace blockrnn
