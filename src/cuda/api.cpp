@@ -18,7 +18,7 @@
 #include "blockrnn/error.h"
 #include "core/op_impl.h"
 #include "cuda/kernels.h"
-#include "ops/lstm_attrs.h"
+#include "ops/kernel_args.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn::cuda {
@@ -198,89 +198,32 @@ std::span<TensorView In::*const> peepholes_unless(bool use_peephole) {
 
 // ---- LSTM -------------------------------------------------------------------------------------
 
-template <typename T, class In>
-BlockLSTMFwdArgs<T> lstm_fwd_args(const In& i, const auto& o, LSTMLayout layout, double forget_bias,
-                                  double cell_clip, bool use_peephole, DType dtype) {
-  return {.x = data<T>(i.x),
-          .cs_prev = data<T>(i.cs_prev),
-          .h_prev = data<T>(i.h_prev),
-          .w = data<T>(i.w),
-          .wci = data<T>(i.wci),
-          .wcf = data<T>(i.wcf),
-          .wco = data<T>(i.wco),
-          .b = data<T>(i.b),
-          .i = data<T>(o.i),
-          .cs = data<T>(o.cs),
-          .f = data<T>(o.f),
-          .o = data<T>(o.o),
-          .ci = data<T>(o.ci),
-          .co = data<T>(o.co),
-          .h = data<T>(o.h),
-          .forget_bias = ops::attr_in_dtype<T>(forget_bias, dtype),
-          .cell_clip = ops::clip_in_dtype<T>(cell_clip, dtype),
-          .use_peephole = use_peephole,
-          .layout = layout};
-}
-
-// The inputs' part of the LSTM backward's arguments (h: the sequence ops' forward output, null
-// for the cells); the caller adds the outputs.
-template <typename T, class In>
-BlockLSTMBwdArgs<T> lstm_bwd_args(const In& i, const T* h, bool use_peephole, LSTMLayout layout) {
-  return {.x = data<T>(i.x),
-          .cs_prev = data<T>(i.cs_prev),
-          .h_prev = data<T>(i.h_prev),
-          .w = data<T>(i.w),
-          .wci = data<T>(i.wci),
-          .wcf = data<T>(i.wcf),
-          .wco = data<T>(i.wco),
-          .i = data<T>(i.i),
-          .cs = data<T>(i.cs),
-          .f = data<T>(i.f),
-          .o = data<T>(i.o),
-          .ci = data<T>(i.ci),
-          .co = data<T>(i.co),
-          .h = h,
-          .cs_grad = data<T>(i.cs_grad),
-          .h_grad = data<T>(i.h_grad),
-          .x_grad = nullptr,
-          .cs_prev_grad = nullptr,
-          .h_prev_grad = nullptr,
-          .w_grad = nullptr,
-          .wci_grad = nullptr,
-          .wcf_grad = nullptr,
-          .wco_grad = nullptr,
-          .b_grad = nullptr,
-          .use_peephole = use_peephole,
-          .layout = layout};
-}
-
-// LSTMBlockCellGrad (the gate gradient dicfo as an output) or gradients.LSTMBlockCell (full).
+// LSTMBlockCellGrad (the gate gradient dicfo as an output) or gradients.LSTMBlockCell (full):
+// the sequence kernel's one step, with the cell's gradients as the sequence grad's outputs.
+struct LSTMCellAsStep : LSTMBlockCellGradInputs {
+  TensorView h;  // a cell has no forward h input
+};
 template <typename T, class Out>
 void lstm_cell_bwd(const Ctx& ctx, const LSTMBlockCellGradInputs& i, const Out& o,
                    bool use_peephole) {
   const std::int64_t B = i.x.shape[0], I = i.x.shape[1], H = i.cs_prev.shape[1];
-  BlockLSTMBwdArgs<T> a = lstm_bwd_args<T>(i, nullptr, use_peephole, LSTMLayout::kICFO);
   detail::LSTMBwdExtra<T> extra;
   extra.cell = true;
+  BlockLSTMGradOutputs grads;
   if constexpr (std::is_same_v<Out, LSTMBlockCellBackwardOutputs>) {
-    extra.full = true;
-    a.x_grad = data<T>(o.x);
-    a.cs_prev_grad = data<T>(o.cs_prev);
-    a.h_prev_grad = data<T>(o.h_prev);
-    a.w_grad = data<T>(o.w);
-    a.wci_grad = data<T>(o.wci);
-    a.wcf_grad = data<T>(o.wcf);
-    a.wco_grad = data<T>(o.wco);
-    a.b_grad = data<T>(o.b);
+    grads = {o.x, o.cs_prev, o.h_prev, o.w, o.wci, o.wcf, o.wco, o.b};
   } else {
     extra.full = false;
-    a.cs_prev_grad = data<T>(o.cs_prev_grad);
     extra.dgates = data<T>(o.dicfo);
-    a.wci_grad = data<T>(o.wci_grad);
-    a.wcf_grad = data<T>(o.wcf_grad);
-    a.wco_grad = data<T>(o.wco_grad);
+    grads.cs_prev_grad = o.cs_prev_grad;
+    grads.wci_grad = o.wci_grad;
+    grads.wcf_grad = o.wcf_grad;
+    grads.wco_grad = o.wco_grad;
   }
-  detail::lstm_bwd<T>(ctx, {1, B, I, H, 1}, a, extra);
+  detail::lstm_bwd<T>(
+      ctx, {1, B, I, H, 1},
+      ops::block_lstm_bwd_args<T>(LSTMCellAsStep{i, {}}, grads, use_peephole, LSTMLayout::kICFO),
+      extra);
 }
 
 template <class Op, class A>
@@ -294,9 +237,10 @@ void lstm_seq_fwd(const Op& op, LSTMLayout layout, const BlockLSTMInputs& in,
       [&]<typename T>(const Ctx& ctx, const In& i, const BlockLSTMOutputs& o, DType dtype) {
         const BlockLSTMDims d{i.x.shape[0], i.x.shape[1], i.x.shape[2], i.cs_prev.shape[1],
                               call.seq.S};
-        detail::lstm_fwd<T>(ctx, d,
-                            lstm_fwd_args<T>(i, o, layout, forget_bias, attrs.cell_clip,
-                                             attrs.use_peephole, dtype));
+        detail::lstm_fwd<T>(
+            ctx, d,
+            ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(i, o, forget_bias, attrs.cell_clip,
+                                                    attrs.use_peephole, layout, dtype));
       });
 }
 
@@ -310,58 +254,43 @@ void lstm_seq_bwd(const Op& op, LSTMLayout layout, const BlockLSTMGradInputs& in
       [&]<typename T>(const Ctx& ctx, const In& i, const BlockLSTMGradOutputs& o, DType) {
         const BlockLSTMDims d{i.x.shape[0], i.x.shape[1], i.x.shape[2], i.w.shape[1] / 4,
                               call.seq.S};
-        BlockLSTMBwdArgs<T> a = lstm_bwd_args<T>(i, data<T>(i.h), use_peephole, layout);
-        a.x_grad = data<T>(o.x_grad);
-        a.cs_prev_grad = data<T>(o.cs_prev_grad);
-        a.h_prev_grad = data<T>(o.h_prev_grad);
-        a.w_grad = data<T>(o.w_grad);
-        a.wci_grad = data<T>(o.wci_grad);
-        a.wcf_grad = data<T>(o.wcf_grad);
-        a.wco_grad = data<T>(o.wco_grad);
-        a.b_grad = data<T>(o.b_grad);
-        detail::lstm_bwd<T>(ctx, d, a, {});
+        detail::lstm_bwd<T>(ctx, d, ops::block_lstm_bwd_args<T>(i, o, use_peephole, layout), {});
       });
 }
 
 // ---- GRU --------------------------------------------------------------------------------------
 
-// GRUBlockCellGrad (d_c_bar and d_r_bar_u_bar as outputs) or gradients.GRUBlockCell (full).
+// GRUBlockCellGrad (d_c_bar and d_r_bar_u_bar as outputs) or gradients.GRUBlockCell (full): the
+// sequence kernel's one step, with the cell's gradients as the sequence grad's outputs.
 template <typename T, class Out>
 void gru_cell_bwd(const Ctx& ctx, const GRUBlockCellGradInputs& i, const Out& o) {
   const std::int64_t B = i.x.shape[0], I = i.x.shape[1], H = i.h_prev.shape[1];
-  BlockGRUBwdArgs<T> a{.x = data<T>(i.x),
-                       .h_prev = data<T>(i.h_prev),
-                       .w_ru = data<T>(i.w_ru),
-                       .w_c = data<T>(i.w_c),
-                       .r = data<T>(i.r),
-                       .u = data<T>(i.u),
-                       .c = data<T>(i.c),
-                       .h = nullptr,
-                       .h_grad = data<T>(i.d_h),
-                       .x_grad = nullptr,
-                       .h_prev_grad = nullptr,
-                       .w_ru_grad = nullptr,
-                       .w_c_grad = nullptr,
-                       .b_ru_grad = nullptr,
-                       .b_c_grad = nullptr};
   detail::GRUBwdExtra<T> extra;
   extra.cell = true;
+  const BlockGRUGradInputs step{.seq_len_max = {},
+                                .x = i.x,
+                                .h_prev = i.h_prev,
+                                .w_ru = i.w_ru,
+                                .w_c = i.w_c,
+                                .b_ru = i.b_ru,
+                                .b_c = i.b_c,
+                                .r = i.r,
+                                .u = i.u,
+                                .c = i.c,
+                                .h = {},
+                                .h_grad = i.d_h,
+                                .seq_lengths = {}};
+  BlockGRUGradOutputs grads;
   if constexpr (std::is_same_v<Out, GRUBlockCellBackwardOutputs>) {
-    extra.full = true;
-    a.x_grad = data<T>(o.x);
-    a.h_prev_grad = data<T>(o.h_prev);
-    a.w_ru_grad = data<T>(o.w_ru);
-    a.w_c_grad = data<T>(o.w_c);
-    a.b_ru_grad = data<T>(o.b_ru);
-    a.b_c_grad = data<T>(o.b_c);
+    grads = {o.x, o.h_prev, o.w_ru, o.w_c, o.b_ru, o.b_c};
   } else {
     extra.full = false;
-    a.x_grad = data<T>(o.d_x);
-    a.h_prev_grad = data<T>(o.d_h_prev);
+    grads.x_grad = o.d_x;
+    grads.h_prev_grad = o.d_h_prev;
     extra.d_c_bar = data<T>(o.d_c_bar);
     extra.d_r_bar_u_bar = data<T>(o.d_r_bar_u_bar);
   }
-  detail::gru_bwd<T>(ctx, {1, B, I, H, 1}, a, extra);
+  detail::gru_bwd<T>(ctx, {1, B, I, H, 1}, ops::block_gru_bwd_args<T>(step, grads), extra);
 }
 
 template <class In>
@@ -396,17 +325,7 @@ void gru_block_cell(const GRUBlockCellInputs& in, const GRUBlockCellOutputs& out
       [&]<typename T>(const Ctx& ctx, const GRUBlockCellInputs& i, const GRUBlockCellOutputs& o,
                       DType) {
         const std::int64_t B = i.x.shape[0], I = i.x.shape[1], H = i.h_prev.shape[1];
-        detail::gru_fwd<T>(ctx, {1, B, I, H, 1},
-                           {.x = data<T>(i.x),
-                            .h_prev = data<T>(i.h_prev),
-                            .w_ru = data<T>(i.w_ru),
-                            .w_c = data<T>(i.w_c),
-                            .b_ru = data<T>(i.b_ru),
-                            .b_c = data<T>(i.b_c),
-                            .r = data<T>(o.r),
-                            .u = data<T>(o.u),
-                            .c = data<T>(o.c),
-                            .h = data<T>(o.h)});
+        detail::gru_fwd<T>(ctx, {1, B, I, H, 1}, ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o));
       });
 }
 
@@ -432,9 +351,10 @@ void lstm_block_cell(const LSTMBlockCellInputs& in, const LSTMBlockCellOutputs& 
       [&]<typename T>(const Ctx& ctx, const LSTMBlockCellInputs& i, const LSTMBlockCellOutputs& o,
                       DType dtype) {
         const std::int64_t B = i.x.shape[0], I = i.x.shape[1], H = i.cs_prev.shape[1];
-        detail::lstm_fwd<T>(ctx, {1, B, I, H, 1},
-                            lstm_fwd_args<T>(i, o, LSTMLayout::kICFO, attrs.forget_bias,
-                                             attrs.cell_clip, attrs.use_peephole, dtype));
+        detail::lstm_fwd<T>(
+            ctx, {1, B, I, H, 1},
+            ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(i, o, attrs.forget_bias, attrs.cell_clip,
+                                                    attrs.use_peephole, LSTMLayout::kICFO, dtype));
       });
 }
 
@@ -485,17 +405,7 @@ void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out, cudaStream_
   using In = ops::SeqInputs<BlockGRUInputs>;
   run(ops::kBlockGRU, ops::SeqCall(in).in, out, {}, {}, stream,
       [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUOutputs& o, DType) {
-        detail::gru_fwd<T>(ctx, gru_seq_dims(i),
-                           {.x = data<T>(i.x),
-                            .h_prev = data<T>(i.h_prev),
-                            .w_ru = data<T>(i.w_ru),
-                            .w_c = data<T>(i.w_c),
-                            .b_ru = data<T>(i.b_ru),
-                            .b_c = data<T>(i.b_c),
-                            .r = data<T>(o.r),
-                            .u = data<T>(o.u),
-                            .c = data<T>(o.c),
-                            .h = data<T>(o.h)});
+        detail::gru_fwd<T>(ctx, gru_seq_dims(i), ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o));
       });
 }
 
@@ -505,23 +415,7 @@ void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out
   using In = ops::SeqInputs<BlockGRUGradInputs>;
   run(ops::kBlockGRUGrad, ops::SeqCall(in).in, out, {}, {}, stream,
       [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUGradOutputs& o, DType) {
-        detail::gru_bwd<T>(ctx, gru_seq_dims(i),
-                           {.x = data<T>(i.x),
-                            .h_prev = data<T>(i.h_prev),
-                            .w_ru = data<T>(i.w_ru),
-                            .w_c = data<T>(i.w_c),
-                            .r = data<T>(i.r),
-                            .u = data<T>(i.u),
-                            .c = data<T>(i.c),
-                            .h = data<T>(i.h),
-                            .h_grad = data<T>(i.h_grad),
-                            .x_grad = data<T>(o.x_grad),
-                            .h_prev_grad = data<T>(o.h_prev_grad),
-                            .w_ru_grad = data<T>(o.w_ru_grad),
-                            .w_c_grad = data<T>(o.w_c_grad),
-                            .b_ru_grad = data<T>(o.b_ru_grad),
-                            .b_c_grad = data<T>(o.b_c_grad)},
-                           {});
+        detail::gru_bwd<T>(ctx, gru_seq_dims(i), ops::block_gru_bwd_args<T>(i, o), {});
       });
 }
 
@@ -532,17 +426,7 @@ void block_gru_reset_after(const BlockGRUResetAfterInputs& in, const BlockGRURes
   run(ops::kBlockGRUResetAfter, ops::seq_inputs(in), out, {}, {}, stream,
       [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUResetAfterOutputs& o, DType) {
         detail::gru_reset_after_fwd<T>(ctx, gru_seq_dims(i),
-                                       {.x = data<T>(i.x),
-                                        .h_prev = data<T>(i.h_prev),
-                                        .w_i = data<T>(i.w_i),
-                                        .w_h = data<T>(i.w_h),
-                                        .b_i = data<T>(i.b_i),
-                                        .b_h = data<T>(i.b_h),
-                                        .r = data<T>(o.r),
-                                        .u = data<T>(o.u),
-                                        .n = data<T>(o.n),
-                                        .hn = data<T>(o.hn),
-                                        .h = data<T>(o.h)});
+                                       ops::gru_reset_after_fwd_args<T>(i, o));
       });
 }
 
@@ -553,22 +437,7 @@ void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
   run(ops::kBlockGRUResetAfterGrad, ops::seq_inputs(in), out, {}, {}, stream,
       [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUResetAfterGradOutputs& o, DType) {
         detail::gru_reset_after_bwd<T>(ctx, gru_seq_dims(i),
-                                       {.x = data<T>(i.x),
-                                        .h_prev = data<T>(i.h_prev),
-                                        .w_i = data<T>(i.w_i),
-                                        .w_h = data<T>(i.w_h),
-                                        .r = data<T>(i.r),
-                                        .u = data<T>(i.u),
-                                        .n = data<T>(i.n),
-                                        .hn = data<T>(i.hn),
-                                        .h = data<T>(i.h),
-                                        .h_grad = data<T>(i.h_grad),
-                                        .x_grad = data<T>(o.x_grad),
-                                        .h_prev_grad = data<T>(o.h_prev_grad),
-                                        .w_i_grad = data<T>(o.w_i_grad),
-                                        .w_h_grad = data<T>(o.w_h_grad),
-                                        .b_i_grad = data<T>(o.b_i_grad),
-                                        .b_h_grad = data<T>(o.b_h_grad)});
+                                       ops::gru_reset_after_bwd_args<T>(i, o));
       });
 }
 

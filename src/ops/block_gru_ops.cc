@@ -10,6 +10,7 @@
 #include "core/op_impl.h"
 #include "kernel/block_gru.h"
 #include "ops/checks.h"
+#include "ops/kernel_args.h"
 #include "ops/typed_defaults.h"
 #include "ops/typed_ops.h"
 
@@ -94,50 +95,20 @@ Plan validate_grad(const GradIn& in, const NoAttrs&) {
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
   const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(dtype, kInputs, in, kOutputs, out,
-                       [&]<typename T>(const In& i, const Out& o) {
-                         const BlockGRUFwdArgs<T> a{.x = data<T>(i.x),
-                                                    .h_prev = data<T>(i.h_prev),
-                                                    .w_ru = data<T>(i.w_ru),
-                                                    .w_c = data<T>(i.w_c),
-                                                    .b_ru = data<T>(i.b_ru),
-                                                    .b_c = data<T>(i.b_c),
-                                                    .r = data<T>(o.r),
-                                                    .u = data<T>(o.u),
-                                                    .c = data<T>(o.c),
-                                                    .h = data<T>(o.h)};
-                         if (force_reference()) {
-                           ref::block_gru_fwd<T>(d, a);
-                         } else {
-                           cpu::block_gru_fwd<T>(d, a);
-                         }
-                       });
+  core::dispatch_float(
+      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
+        const auto a = ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o);
+        ops::run_kernel([&] { ref::block_gru_fwd<T>(d, a); }, [&] { cpu::block_gru_fwd<T>(d, a); });
+      });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
   const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
   core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
                        [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const BlockGRUBwdArgs<T> a{.x = data<T>(i.x),
-                                                    .h_prev = data<T>(i.h_prev),
-                                                    .w_ru = data<T>(i.w_ru),
-                                                    .w_c = data<T>(i.w_c),
-                                                    .r = data<T>(i.r),
-                                                    .u = data<T>(i.u),
-                                                    .c = data<T>(i.c),
-                                                    .h = data<T>(i.h),
-                                                    .h_grad = data<T>(i.h_grad),
-                                                    .x_grad = data<T>(o.x_grad),
-                                                    .h_prev_grad = data<T>(o.h_prev_grad),
-                                                    .w_ru_grad = data<T>(o.w_ru_grad),
-                                                    .w_c_grad = data<T>(o.w_c_grad),
-                                                    .b_ru_grad = data<T>(o.b_ru_grad),
-                                                    .b_c_grad = data<T>(o.b_c_grad)};
-                         if (force_reference()) {
-                           ref::block_gru_bwd<T>(d, a);
-                         } else {
-                           cpu::block_gru_bwd<T>(d, a);
-                         }
+                         const auto a = ops::block_gru_bwd_args<T>(i, o);
+                         ops::run_kernel([&] { ref::block_gru_bwd<T>(d, a); },
+                                         [&] { cpu::block_gru_bwd<T>(d, a); });
                        });
 }
 

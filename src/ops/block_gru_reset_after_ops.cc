@@ -10,6 +10,7 @@
 #include "core/op_impl.h"
 #include "kernel/block_gru_reset_after.h"
 #include "ops/checks.h"
+#include "ops/kernel_args.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn {
@@ -120,22 +121,9 @@ void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
   const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
   core::dispatch_float(dtype, kInputs, in, kOutputs, out,
                        [&]<typename T>(const In& i, const Out& o) {
-                         const BlockGRUResetAfterFwdArgs<T> a{.x = data<T>(i.x),
-                                                              .h_prev = data<T>(i.h_prev),
-                                                              .w_i = data<T>(i.w_i),
-                                                              .w_h = data<T>(i.w_h),
-                                                              .b_i = data<T>(i.b_i),
-                                                              .b_h = data<T>(i.b_h),
-                                                              .r = data<T>(o.r),
-                                                              .u = data<T>(o.u),
-                                                              .n = data<T>(o.n),
-                                                              .hn = data<T>(o.hn),
-                                                              .h = data<T>(o.h)};
-                         if (force_reference()) {
-                           ref::block_gru_reset_after_fwd<T>(d, a);
-                         } else {
-                           cpu::block_gru_reset_after_fwd<T>(d, a);
-                         }
+                         const auto a = ops::gru_reset_after_fwd_args<T>(i, o);
+                         ops::run_kernel([&] { ref::block_gru_reset_after_fwd<T>(d, a); },
+                                         [&] { cpu::block_gru_reset_after_fwd<T>(d, a); });
                        });
 }
 
@@ -143,27 +131,9 @@ void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dt
   const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
   core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
                        [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const BlockGRUResetAfterBwdArgs<T> a{.x = data<T>(i.x),
-                                                              .h_prev = data<T>(i.h_prev),
-                                                              .w_i = data<T>(i.w_i),
-                                                              .w_h = data<T>(i.w_h),
-                                                              .r = data<T>(i.r),
-                                                              .u = data<T>(i.u),
-                                                              .n = data<T>(i.n),
-                                                              .hn = data<T>(i.hn),
-                                                              .h = data<T>(i.h),
-                                                              .h_grad = data<T>(i.h_grad),
-                                                              .x_grad = data<T>(o.x_grad),
-                                                              .h_prev_grad = data<T>(o.h_prev_grad),
-                                                              .w_i_grad = data<T>(o.w_i_grad),
-                                                              .w_h_grad = data<T>(o.w_h_grad),
-                                                              .b_i_grad = data<T>(o.b_i_grad),
-                                                              .b_h_grad = data<T>(o.b_h_grad)};
-                         if (force_reference()) {
-                           ref::block_gru_reset_after_bwd<T>(d, a);
-                         } else {
-                           cpu::block_gru_reset_after_bwd<T>(d, a);
-                         }
+                         const auto a = ops::gru_reset_after_bwd_args<T>(i, o);
+                         ops::run_kernel([&] { ref::block_gru_reset_after_bwd<T>(d, a); },
+                                         [&] { cpu::block_gru_reset_after_bwd<T>(d, a); });
                        });
 }
 

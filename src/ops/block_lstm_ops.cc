@@ -14,6 +14,7 @@
 #include "core/op_impl.h"
 #include "kernel/block_lstm.h"
 #include "ops/checks.h"
+#include "ops/kernel_args.h"
 #include "ops/lstm_attrs.h"
 #include "ops/typed_defaults.h"
 #include "ops/typed_ops.h"
@@ -128,33 +129,13 @@ void compute_fwd(const In& in, const Out& out, const A& attrs, DType dtype) {
   const BlockLSTMDims d = ops::seq_dims<BlockLSTMDims>(in);
   double forget_bias = 0.0;
   if constexpr (requires { attrs.forget_bias; }) forget_bias = attrs.forget_bias;
-  core::dispatch_float(
-      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const BlockLSTMFwdArgs<T> a{.x = data<T>(i.x),
-                                    .cs_prev = data<T>(i.cs_prev),
-                                    .h_prev = data<T>(i.h_prev),
-                                    .w = data<T>(i.w),
-                                    .wci = data<T>(i.wci),
-                                    .wcf = data<T>(i.wcf),
-                                    .wco = data<T>(i.wco),
-                                    .b = data<T>(i.b),
-                                    .i = data<T>(o.i),
-                                    .cs = data<T>(o.cs),
-                                    .f = data<T>(o.f),
-                                    .o = data<T>(o.o),
-                                    .ci = data<T>(o.ci),
-                                    .co = data<T>(o.co),
-                                    .h = data<T>(o.h),
-                                    .forget_bias = ops::attr_in_dtype<T>(forget_bias, dtype),
-                                    .cell_clip = ops::clip_in_dtype<T>(attrs.cell_clip, dtype),
-                                    .use_peephole = attrs.use_peephole,
-                                    .layout = L};
-        if (force_reference()) {
-          ref::block_lstm_fwd<T>(d, a);
-        } else {
-          cpu::block_lstm_fwd<T>(d, a);
-        }
-      });
+  core::dispatch_float(dtype, kInputs, in, kOutputs, out,
+                       [&]<typename T>(const In& i, const Out& o) {
+                         const auto a = ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(
+                             i, o, forget_bias, attrs.cell_clip, attrs.use_peephole, L, dtype);
+                         ops::run_kernel([&] { ref::block_lstm_fwd<T>(d, a); },
+                                         [&] { cpu::block_lstm_fwd<T>(d, a); });
+                       });
 }
 
 template <LSTMLayout L>
@@ -162,42 +143,15 @@ void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attr
   const BlockLSTMDims d = ops::seq_dims<BlockLSTMDims>(in);
   core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
                        [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const BlockLSTMBwdArgs<T> a{.x = data<T>(i.x),
-                                                     .cs_prev = data<T>(i.cs_prev),
-                                                     .h_prev = data<T>(i.h_prev),
-                                                     .w = data<T>(i.w),
-                                                     .wci = data<T>(i.wci),
-                                                     .wcf = data<T>(i.wcf),
-                                                     .wco = data<T>(i.wco),
-                                                     .i = data<T>(i.i),
-                                                     .cs = data<T>(i.cs),
-                                                     .f = data<T>(i.f),
-                                                     .o = data<T>(i.o),
-                                                     .ci = data<T>(i.ci),
-                                                     .co = data<T>(i.co),
-                                                     .h = data<T>(i.h),
-                                                     .cs_grad = data<T>(i.cs_grad),
-                                                     .h_grad = data<T>(i.h_grad),
-                                                     .x_grad = data<T>(o.x_grad),
-                                                     .cs_prev_grad = data<T>(o.cs_prev_grad),
-                                                     .h_prev_grad = data<T>(o.h_prev_grad),
-                                                     .w_grad = data<T>(o.w_grad),
-                                                     .wci_grad = data<T>(o.wci_grad),
-                                                     .wcf_grad = data<T>(o.wcf_grad),
-                                                     .wco_grad = data<T>(o.wco_grad),
-                                                     .b_grad = data<T>(o.b_grad),
-                                                     .use_peephole = attrs.use_peephole,
-                                                     .layout = L};
-                         if (force_reference()) {
-                           ref::block_lstm_bwd<T>(d, a);
-                         } else {
-                           cpu::block_lstm_bwd<T>(d, a);
-                         }
+                         const auto a = ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
+                         ops::run_kernel([&] { ref::block_lstm_bwd<T>(d, a); },
+                                         [&] { cpu::block_lstm_bwd<T>(d, a); });
                        });
 }
 
 constexpr auto kICFO = LSTMLayout::kICFO;
 constexpr auto kIFCO = LSTMLayout::kIFCO;
+
 }  // namespace
 
 namespace ops {

@@ -8,6 +8,7 @@
 #include "core/op_impl.h"
 #include "kernel/gru_cell.h"
 #include "ops/checks.h"
+#include "ops/kernel_args.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn {
@@ -94,33 +95,16 @@ GRUDims dims_of(const In& in) {
 
 template <typename T>
 void run_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
-  if (force_reference()) {
-    ref::gru_cell_bwd<T>(d, a);
-  } else {
-    cpu::gru_cell_bwd<T>(d, a);
-  }
+  ops::run_kernel([&] { ref::gru_cell_bwd<T>(d, a); }, [&] { cpu::gru_cell_bwd<T>(d, a); });
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
   const GRUDims d = dims_of(in);
-  core::dispatch_float(dtype, kInputs, in, kOutputs, out,
-                       [&]<typename T>(const In& i, const Out& o) {
-                         const GRUCellFwdArgs<T> a{.x = data<T>(i.x),
-                                                   .h_prev = data<T>(i.h_prev),
-                                                   .w_ru = data<T>(i.w_ru),
-                                                   .w_c = data<T>(i.w_c),
-                                                   .b_ru = data<T>(i.b_ru),
-                                                   .b_c = data<T>(i.b_c),
-                                                   .r = data<T>(o.r),
-                                                   .u = data<T>(o.u),
-                                                   .c = data<T>(o.c),
-                                                   .h = data<T>(o.h)};
-                         if (force_reference()) {
-                           ref::gru_cell_fwd<T>(d, a);
-                         } else {
-                           cpu::gru_cell_fwd<T>(d, a);
-                         }
-                       });
+  core::dispatch_float(
+      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
+        const auto a = ops::gru_fwd_args<GRUCellFwdArgs, T>(i, o);
+        ops::run_kernel([&] { ref::gru_cell_fwd<T>(d, a); }, [&] { cpu::gru_cell_fwd<T>(d, a); });
+      });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {

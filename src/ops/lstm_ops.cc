@@ -17,6 +17,7 @@
 #include "core/op_impl.h"
 #include "kernel/lstm_cell.h"
 #include "ops/checks.h"
+#include "ops/kernel_args.h"
 #include "ops/lstm_attrs.h"
 #include "ops/typed_defaults.h"
 #include "ops/typed_ops.h"
@@ -135,30 +136,9 @@ void compute_fwd(const In& in, const Out& out, const Attrs& attrs, DType dtype) 
   const LSTMDims d = dims_of(in);
   core::dispatch_float(
       dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const LSTMCellFwdArgs<T> a{.x = data<T>(i.x),
-                                   .cs_prev = data<T>(i.cs_prev),
-                                   .h_prev = data<T>(i.h_prev),
-                                   .w = data<T>(i.w),
-                                   .wci = data<T>(i.wci),
-                                   .wcf = data<T>(i.wcf),
-                                   .wco = data<T>(i.wco),
-                                   .b = data<T>(i.b),
-                                   .i = data<T>(o.i),
-                                   .cs = data<T>(o.cs),
-                                   .f = data<T>(o.f),
-                                   .o = data<T>(o.o),
-                                   .ci = data<T>(o.ci),
-                                   .co = data<T>(o.co),
-                                   .h = data<T>(o.h),
-                                   .forget_bias = attr_in_dtype<T>(attrs.forget_bias, dtype),
-                                   .cell_clip = clip_in_dtype<T>(attrs.cell_clip, dtype),
-                                   .use_peephole = attrs.use_peephole,
-                                   .layout = LSTMLayout::kICFO};
-        if (force_reference()) {
-          ref::lstm_cell_fwd<T>(d, a);
-        } else {
-          cpu::lstm_cell_fwd<T>(d, a);
-        }
+        const auto a = ops::lstm_fwd_args<LSTMCellFwdArgs, T>(
+            i, o, attrs.forget_bias, attrs.cell_clip, attrs.use_peephole, LSTMLayout::kICFO, dtype);
+        ops::run_kernel([&] { ref::lstm_cell_fwd<T>(d, a); }, [&] { cpu::lstm_cell_fwd<T>(d, a); });
       });
 }
 
@@ -192,11 +172,7 @@ LSTMCellBwdArgs<T> bwd_args(const GradIn& in, bool use_peephole, T* cs_prev_grad
 
 template <typename T>
 void run_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
-  if (force_reference()) {
-    ref::lstm_cell_bwd<T>(d, a);
-  } else {
-    cpu::lstm_cell_bwd<T>(d, a);
-  }
+  ops::run_kernel([&] { ref::lstm_cell_bwd<T>(d, a); }, [&] { cpu::lstm_cell_bwd<T>(d, a); });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attrs, DType dtype) {
