@@ -43,6 +43,13 @@ struct InputField {
   InputKind kind = InputKind::kFloat;
 };
 
+// Table rows whose TensorFlow name is the field's own (every input but seq_len_max, every
+// output), so that the two cannot drift: BLOCKRNN_INPUT(In, x), BLOCKRNN_OUTPUT(Out, Result, h).
+#define BLOCKRNN_INPUT(In, field, ...) \
+  { #field, &In::field __VA_OPT__(, ) __VA_ARGS__ }
+#define BLOCKRNN_OUTPUT(Out, Result, field) \
+  { #field, &Out::field, &Result::field }
+
 template <class Out, class Result>
 struct OutputField {
   const char* name;  // TensorFlow's

@@ -27,46 +27,28 @@ using ops::SeqInputs;
 
 using In = SeqInputs<BlockGRUInputs>;
 using GradIn = SeqInputs<BlockGRUGradInputs>;
-// seq_lengths, blockrnn's optional last input, follows the TensorFlow-style inputs.
-constexpr InputField<In> kInputs[] = {
-    {"seq_len_max", &In::seq_len_max_tensor, InputKind::kInt64},
-    {"x", &BlockGRUInputs::x},
-    {"h_prev", &BlockGRUInputs::h_prev},
-    {"w_ru", &BlockGRUInputs::w_ru},
-    {"w_c", &BlockGRUInputs::w_c},
-    {"b_ru", &BlockGRUInputs::b_ru},
-    {"b_c", &BlockGRUInputs::b_c},
-    {"seq_lengths", &BlockGRUInputs::seq_lengths, InputKind::kOptional}};
+constexpr InputField<In> kInputs[] = {BLOCKRNN_SEQ_LEN_MAX(In),   BLOCKRNN_INPUT(In, x),
+                                      BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w_ru),
+                                      BLOCKRNN_INPUT(In, w_c),    BLOCKRNN_INPUT(In, b_ru),
+                                      BLOCKRNN_INPUT(In, b_c),    BLOCKRNN_SEQ_LENGTHS(In)};
 constexpr InputField<GradIn> kGradInputs[] = {
-    {"seq_len_max", &GradIn::seq_len_max_tensor, InputKind::kInt64},
-    {"x", &BlockGRUGradInputs::x},
-    {"h_prev", &BlockGRUGradInputs::h_prev},
-    {"w_ru", &BlockGRUGradInputs::w_ru},
-    {"w_c", &BlockGRUGradInputs::w_c},
-    {"b_ru", &BlockGRUGradInputs::b_ru},
-    {"b_c", &BlockGRUGradInputs::b_c},
-    {"r", &BlockGRUGradInputs::r},
-    {"u", &BlockGRUGradInputs::u},
-    {"c", &BlockGRUGradInputs::c},
-    {"h", &BlockGRUGradInputs::h},
-    {"h_grad", &BlockGRUGradInputs::h_grad},
-    {"seq_lengths", &BlockGRUGradInputs::seq_lengths, InputKind::kOptional}};
+    BLOCKRNN_SEQ_LEN_MAX(GradIn), BLOCKRNN_INPUT(GradIn, x),   BLOCKRNN_INPUT(GradIn, h_prev),
+    BLOCKRNN_INPUT(GradIn, w_ru), BLOCKRNN_INPUT(GradIn, w_c), BLOCKRNN_INPUT(GradIn, b_ru),
+    BLOCKRNN_INPUT(GradIn, b_c),  BLOCKRNN_INPUT(GradIn, r),   BLOCKRNN_INPUT(GradIn, u),
+    BLOCKRNN_INPUT(GradIn, c),    BLOCKRNN_INPUT(GradIn, h),   BLOCKRNN_INPUT(GradIn, h_grad),
+    BLOCKRNN_SEQ_LENGTHS(GradIn)};
 
 using Out = BlockGRUOutputs;
 using Res = BlockGRUResult;
-constexpr core::OutputField<Out, Res> kOutputs[] = {{"r", &Out::r, &Res::r},
-                                                    {"u", &Out::u, &Res::u},
-                                                    {"c", &Out::c, &Res::c},
-                                                    {"h", &Out::h, &Res::h}};
+constexpr core::OutputField<Out, Res> kOutputs[] = {
+    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, c),
+    BLOCKRNN_OUTPUT(Out, Res, h)};
 using GradOut = BlockGRUGradOutputs;
 using GradRes = BlockGRUGradResult;
 constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    {"x_grad", &GradOut::x_grad, &GradRes::x_grad},
-    {"h_prev_grad", &GradOut::h_prev_grad, &GradRes::h_prev_grad},
-    {"w_ru_grad", &GradOut::w_ru_grad, &GradRes::w_ru_grad},
-    {"w_c_grad", &GradOut::w_c_grad, &GradRes::w_c_grad},
-    {"b_ru_grad", &GradOut::b_ru_grad, &GradRes::b_ru_grad},
-    {"b_c_grad", &GradOut::b_c_grad, &GradRes::b_c_grad}};
+    BLOCKRNN_OUTPUT(GradOut, GradRes, x_grad),    BLOCKRNN_OUTPUT(GradOut, GradRes, h_prev_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, w_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_c_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, b_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, b_c_grad)};
 
 template <class Fields>
 ops::GRUState state_of(const Fields& in) {

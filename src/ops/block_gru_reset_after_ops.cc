@@ -26,47 +26,28 @@ using ops::SeqInputs;
 
 using In = SeqInputs<BlockGRUResetAfterInputs>;
 using GradIn = SeqInputs<BlockGRUResetAfterGradInputs>;
-constexpr InputField<In> kInputs[] = {
-    {"seq_len_max", &In::seq_len_max_tensor, InputKind::kInt64},
-    {"x", &BlockGRUResetAfterInputs::x},
-    {"h_prev", &BlockGRUResetAfterInputs::h_prev},
-    {"w_i", &BlockGRUResetAfterInputs::w_i},
-    {"w_h", &BlockGRUResetAfterInputs::w_h},
-    {"b_i", &BlockGRUResetAfterInputs::b_i},
-    {"b_h", &BlockGRUResetAfterInputs::b_h},
-    {"seq_lengths", &BlockGRUResetAfterInputs::seq_lengths, InputKind::kOptional}};
+constexpr InputField<In> kInputs[] = {BLOCKRNN_SEQ_LEN_MAX(In),   BLOCKRNN_INPUT(In, x),
+                                      BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w_i),
+                                      BLOCKRNN_INPUT(In, w_h),    BLOCKRNN_INPUT(In, b_i),
+                                      BLOCKRNN_INPUT(In, b_h),    BLOCKRNN_SEQ_LENGTHS(In)};
 constexpr InputField<GradIn> kGradInputs[] = {
-    {"seq_len_max", &GradIn::seq_len_max_tensor, InputKind::kInt64},
-    {"x", &BlockGRUResetAfterGradInputs::x},
-    {"h_prev", &BlockGRUResetAfterGradInputs::h_prev},
-    {"w_i", &BlockGRUResetAfterGradInputs::w_i},
-    {"w_h", &BlockGRUResetAfterGradInputs::w_h},
-    {"b_i", &BlockGRUResetAfterGradInputs::b_i},
-    {"b_h", &BlockGRUResetAfterGradInputs::b_h},
-    {"r", &BlockGRUResetAfterGradInputs::r},
-    {"u", &BlockGRUResetAfterGradInputs::u},
-    {"n", &BlockGRUResetAfterGradInputs::n},
-    {"hn", &BlockGRUResetAfterGradInputs::hn},
-    {"h", &BlockGRUResetAfterGradInputs::h},
-    {"h_grad", &BlockGRUResetAfterGradInputs::h_grad},
-    {"seq_lengths", &BlockGRUResetAfterGradInputs::seq_lengths, InputKind::kOptional}};
+    BLOCKRNN_SEQ_LEN_MAX(GradIn),   BLOCKRNN_INPUT(GradIn, x),   BLOCKRNN_INPUT(GradIn, h_prev),
+    BLOCKRNN_INPUT(GradIn, w_i),    BLOCKRNN_INPUT(GradIn, w_h), BLOCKRNN_INPUT(GradIn, b_i),
+    BLOCKRNN_INPUT(GradIn, b_h),    BLOCKRNN_INPUT(GradIn, r),   BLOCKRNN_INPUT(GradIn, u),
+    BLOCKRNN_INPUT(GradIn, n),      BLOCKRNN_INPUT(GradIn, hn),  BLOCKRNN_INPUT(GradIn, h),
+    BLOCKRNN_INPUT(GradIn, h_grad), BLOCKRNN_SEQ_LENGTHS(GradIn)};
 
 using Out = BlockGRUResetAfterOutputs;
 using Res = BlockGRUResetAfterResult;
-constexpr core::OutputField<Out, Res> kOutputs[] = {{"r", &Out::r, &Res::r},
-                                                    {"u", &Out::u, &Res::u},
-                                                    {"n", &Out::n, &Res::n},
-                                                    {"hn", &Out::hn, &Res::hn},
-                                                    {"h", &Out::h, &Res::h}};
+constexpr core::OutputField<Out, Res> kOutputs[] = {
+    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, n),
+    BLOCKRNN_OUTPUT(Out, Res, hn), BLOCKRNN_OUTPUT(Out, Res, h)};
 using GradOut = BlockGRUResetAfterGradOutputs;
 using GradRes = BlockGRUResetAfterGradResult;
 constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    {"x_grad", &GradOut::x_grad, &GradRes::x_grad},
-    {"h_prev_grad", &GradOut::h_prev_grad, &GradRes::h_prev_grad},
-    {"w_i_grad", &GradOut::w_i_grad, &GradRes::w_i_grad},
-    {"w_h_grad", &GradOut::w_h_grad, &GradRes::w_h_grad},
-    {"b_i_grad", &GradOut::b_i_grad, &GradRes::b_i_grad},
-    {"b_h_grad", &GradOut::b_h_grad, &GradRes::b_h_grad}};
+    BLOCKRNN_OUTPUT(GradOut, GradRes, x_grad),   BLOCKRNN_OUTPUT(GradOut, GradRes, h_prev_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, w_i_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_h_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, b_i_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, b_h_grad)};
 
 // h_prev [B, H], w_i [I, 3H], w_h [H, 3H], b_i and b_h [3H]; H is h_prev's.
 struct State {

@@ -33,56 +33,36 @@ using ops::SeqInputs;
 
 using In = SeqInputs<BlockLSTMInputs>;
 using GradIn = SeqInputs<BlockLSTMGradInputs>;
-// seq_lengths, blockrnn's optional last input, follows TensorFlow's inputs.
-constexpr InputField<In> kInputs[] = {
-    {"seq_len_max", &In::seq_len_max_tensor, InputKind::kInt64},
-    {"x", &BlockLSTMInputs::x},
-    {"cs_prev", &BlockLSTMInputs::cs_prev},
-    {"h_prev", &BlockLSTMInputs::h_prev},
-    {"w", &BlockLSTMInputs::w},
-    {"wci", &BlockLSTMInputs::wci},
-    {"wcf", &BlockLSTMInputs::wcf},
-    {"wco", &BlockLSTMInputs::wco},
-    {"b", &BlockLSTMInputs::b},
-    {"seq_lengths", &BlockLSTMInputs::seq_lengths, InputKind::kOptional}};
+constexpr InputField<In> kInputs[] = {BLOCKRNN_SEQ_LEN_MAX(In),    BLOCKRNN_INPUT(In, x),
+                                      BLOCKRNN_INPUT(In, cs_prev), BLOCKRNN_INPUT(In, h_prev),
+                                      BLOCKRNN_INPUT(In, w),       BLOCKRNN_INPUT(In, wci),
+                                      BLOCKRNN_INPUT(In, wcf),     BLOCKRNN_INPUT(In, wco),
+                                      BLOCKRNN_INPUT(In, b),       BLOCKRNN_SEQ_LENGTHS(In)};
 constexpr InputField<GradIn> kGradInputs[] = {
-    {"seq_len_max", &GradIn::seq_len_max_tensor, InputKind::kInt64},
-    {"x", &BlockLSTMGradInputs::x},
-    {"cs_prev", &BlockLSTMGradInputs::cs_prev},
-    {"h_prev", &BlockLSTMGradInputs::h_prev},
-    {"w", &BlockLSTMGradInputs::w},
-    {"wci", &BlockLSTMGradInputs::wci},
-    {"wcf", &BlockLSTMGradInputs::wcf},
-    {"wco", &BlockLSTMGradInputs::wco},
-    {"b", &BlockLSTMGradInputs::b},
-    {"i", &BlockLSTMGradInputs::i},
-    {"cs", &BlockLSTMGradInputs::cs},
-    {"f", &BlockLSTMGradInputs::f},
-    {"o", &BlockLSTMGradInputs::o},
-    {"ci", &BlockLSTMGradInputs::ci},
-    {"co", &BlockLSTMGradInputs::co},
-    {"h", &BlockLSTMGradInputs::h},
-    {"cs_grad", &BlockLSTMGradInputs::cs_grad},
-    {"h_grad", &BlockLSTMGradInputs::h_grad},
-    {"seq_lengths", &BlockLSTMGradInputs::seq_lengths, InputKind::kOptional}};
+    BLOCKRNN_SEQ_LEN_MAX(GradIn),    BLOCKRNN_INPUT(GradIn, x),
+    BLOCKRNN_INPUT(GradIn, cs_prev), BLOCKRNN_INPUT(GradIn, h_prev),
+    BLOCKRNN_INPUT(GradIn, w),       BLOCKRNN_INPUT(GradIn, wci),
+    BLOCKRNN_INPUT(GradIn, wcf),     BLOCKRNN_INPUT(GradIn, wco),
+    BLOCKRNN_INPUT(GradIn, b),       BLOCKRNN_INPUT(GradIn, i),
+    BLOCKRNN_INPUT(GradIn, cs),      BLOCKRNN_INPUT(GradIn, f),
+    BLOCKRNN_INPUT(GradIn, o),       BLOCKRNN_INPUT(GradIn, ci),
+    BLOCKRNN_INPUT(GradIn, co),      BLOCKRNN_INPUT(GradIn, h),
+    BLOCKRNN_INPUT(GradIn, cs_grad), BLOCKRNN_INPUT(GradIn, h_grad),
+    BLOCKRNN_SEQ_LENGTHS(GradIn)};
 
 using Out = BlockLSTMOutputs;
 using Res = BlockLSTMResult;
 constexpr core::OutputField<Out, Res> kOutputs[] = {
-    {"i", &Out::i, &Res::i}, {"cs", &Out::cs, &Res::cs}, {"f", &Out::f, &Res::f},
-    {"o", &Out::o, &Res::o}, {"ci", &Out::ci, &Res::ci}, {"co", &Out::co, &Res::co},
-    {"h", &Out::h, &Res::h}};
+    BLOCKRNN_OUTPUT(Out, Res, i), BLOCKRNN_OUTPUT(Out, Res, cs), BLOCKRNN_OUTPUT(Out, Res, f),
+    BLOCKRNN_OUTPUT(Out, Res, o), BLOCKRNN_OUTPUT(Out, Res, ci), BLOCKRNN_OUTPUT(Out, Res, co),
+    BLOCKRNN_OUTPUT(Out, Res, h)};
 using GradOut = BlockLSTMGradOutputs;
 using GradRes = BlockLSTMGradResult;
 constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    {"x_grad", &GradOut::x_grad, &GradRes::x_grad},
-    {"cs_prev_grad", &GradOut::cs_prev_grad, &GradRes::cs_prev_grad},
-    {"h_prev_grad", &GradOut::h_prev_grad, &GradRes::h_prev_grad},
-    {"w_grad", &GradOut::w_grad, &GradRes::w_grad},
-    {"wci_grad", &GradOut::wci_grad, &GradRes::wci_grad},
-    {"wcf_grad", &GradOut::wcf_grad, &GradRes::wcf_grad},
-    {"wco_grad", &GradOut::wco_grad, &GradRes::wco_grad},
-    {"b_grad", &GradOut::b_grad, &GradRes::b_grad}};
+    BLOCKRNN_OUTPUT(GradOut, GradRes, x_grad),      BLOCKRNN_OUTPUT(GradOut, GradRes, cs_prev_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, h_prev_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, wci_grad),    BLOCKRNN_OUTPUT(GradOut, GradRes, wcf_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, wco_grad),    BLOCKRNN_OUTPUT(GradOut, GradRes, b_grad)};
 
 constexpr core::AttrField<BlockLSTMAttrs> kAttrs[] = {
     core::attr<&BlockLSTMAttrs::forget_bias>("forget_bias"),

@@ -23,37 +23,34 @@ using ops::SeqInputs;
 
 using In = GRUBlockCellInputs;
 using GradIn = GRUBlockCellGradInputs;
-constexpr InputField<GradIn> kGradInputs[] = {{"x", &GradIn::x},       {"h_prev", &GradIn::h_prev},
-                                              {"w_ru", &GradIn::w_ru}, {"w_c", &GradIn::w_c},
-                                              {"b_ru", &GradIn::b_ru}, {"b_c", &GradIn::b_c},
-                                              {"r", &GradIn::r},       {"u", &GradIn::u},
-                                              {"c", &GradIn::c},       {"d_h", &GradIn::d_h}};
-constexpr InputField<In> kInputs[] = {{"x", &In::x},       {"h_prev", &In::h_prev},
-                                      {"w_ru", &In::w_ru}, {"w_c", &In::w_c},
-                                      {"b_ru", &In::b_ru}, {"b_c", &In::b_c}};
+constexpr InputField<GradIn> kGradInputs[] = {
+    BLOCKRNN_INPUT(GradIn, x),   BLOCKRNN_INPUT(GradIn, h_prev), BLOCKRNN_INPUT(GradIn, w_ru),
+    BLOCKRNN_INPUT(GradIn, w_c), BLOCKRNN_INPUT(GradIn, b_ru),   BLOCKRNN_INPUT(GradIn, b_c),
+    BLOCKRNN_INPUT(GradIn, r),   BLOCKRNN_INPUT(GradIn, u),      BLOCKRNN_INPUT(GradIn, c),
+    BLOCKRNN_INPUT(GradIn, d_h)};
+constexpr InputField<In> kInputs[] = {BLOCKRNN_INPUT(In, x),    BLOCKRNN_INPUT(In, h_prev),
+                                      BLOCKRNN_INPUT(In, w_ru), BLOCKRNN_INPUT(In, w_c),
+                                      BLOCKRNN_INPUT(In, b_ru), BLOCKRNN_INPUT(In, b_c)};
 
 using Out = GRUBlockCellOutputs;
 using Res = GRUBlockCellResult;
-constexpr core::OutputField<Out, Res> kOutputs[] = {{"r", &Out::r, &Res::r},
-                                                    {"u", &Out::u, &Res::u},
-                                                    {"c", &Out::c, &Res::c},
-                                                    {"h", &Out::h, &Res::h}};
+constexpr core::OutputField<Out, Res> kOutputs[] = {
+    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, c),
+    BLOCKRNN_OUTPUT(Out, Res, h)};
 
 using GradOut = GRUBlockCellGradOutputs;
 using GradRes = GRUBlockCellGradResult;
 constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    {"d_x", &GradOut::d_x, &GradRes::d_x},
-    {"d_h_prev", &GradOut::d_h_prev, &GradRes::d_h_prev},
-    {"d_c_bar", &GradOut::d_c_bar, &GradRes::d_c_bar},
-    {"d_r_bar_u_bar", &GradOut::d_r_bar_u_bar, &GradRes::d_r_bar_u_bar}};
+    BLOCKRNN_OUTPUT(GradOut, GradRes, d_x), BLOCKRNN_OUTPUT(GradOut, GradRes, d_h_prev),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, d_c_bar), BLOCKRNN_OUTPUT(GradOut, GradRes, d_r_bar_u_bar)};
 
 // gradients.GRUBlockCell: one gradient per forward input, named as the input.
 using BackOut = GRUBlockCellBackwardOutputs;
 using BackRes = GRUBlockCellBackwardResult;
 constexpr core::OutputField<BackOut, BackRes> kBackwardOutputs[] = {
-    {"x", &BackOut::x, &BackRes::x},          {"h_prev", &BackOut::h_prev, &BackRes::h_prev},
-    {"w_ru", &BackOut::w_ru, &BackRes::w_ru}, {"w_c", &BackOut::w_c, &BackRes::w_c},
-    {"b_ru", &BackOut::b_ru, &BackRes::b_ru}, {"b_c", &BackOut::b_c, &BackRes::b_c}};
+    BLOCKRNN_OUTPUT(BackOut, BackRes, x),    BLOCKRNN_OUTPUT(BackOut, BackRes, h_prev),
+    BLOCKRNN_OUTPUT(BackOut, BackRes, w_ru), BLOCKRNN_OUTPUT(BackOut, BackRes, w_c),
+    BLOCKRNN_OUTPUT(BackOut, BackRes, b_ru), BLOCKRNN_OUTPUT(BackOut, BackRes, b_c)};
 
 template <class Fields>
 ops::GRUState state_of(const Fields& in) {
@@ -109,21 +106,12 @@ void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
   const GRUDims d = dims_of(in);
-  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
-                       [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         run_bwd<T>(d, {.x = data<T>(i.x),
-                                        .h_prev = data<T>(i.h_prev),
-                                        .w_ru = data<T>(i.w_ru),
-                                        .w_c = data<T>(i.w_c),
-                                        .r = data<T>(i.r),
-                                        .u = data<T>(i.u),
-                                        .c = data<T>(i.c),
-                                        .d_h = data<T>(i.d_h),
-                                        .d_x = data<T>(o.d_x),
-                                        .d_h_prev = data<T>(o.d_h_prev),
-                                        .d_c_bar = data<T>(o.d_c_bar),
-                                        .d_r_bar_u_bar = data<T>(o.d_r_bar_u_bar)});
-                       });
+  core::dispatch_float(
+      dtype, kGradInputs, in, kGradOutputs, out,
+      [&]<typename T>(const GradIn& i, const GradOut& o) {
+        run_bwd<T>(d, ops::gru_cell_bwd_args<T>(i, data<T>(o.d_x), data<T>(o.d_h_prev),
+                                                data<T>(o.d_c_bar), data<T>(o.d_r_bar_u_bar)));
+      });
 }
 
 // d_c_bar and d_r_bar_u_bar are scratch.
@@ -132,23 +120,14 @@ void compute_backward(const GradIn& in, const BackOut& out, const NoAttrs&, DTyp
   core::dispatch_float(dtype, kGradInputs, in, kBackwardOutputs, out,
                        [&]<typename T>(const GradIn& i, const BackOut& o) {
                          std::vector<T> d_c_bar(d.B * d.H), d_ru(d.B * 2 * d.H);
-                         run_bwd<T>(d, {.x = data<T>(i.x),
-                                        .h_prev = data<T>(i.h_prev),
-                                        .w_ru = data<T>(i.w_ru),
-                                        .w_c = data<T>(i.w_c),
-                                        .r = data<T>(i.r),
-                                        .u = data<T>(i.u),
-                                        .c = data<T>(i.c),
-                                        .d_h = data<T>(i.d_h),
-                                        .d_x = data<T>(o.x),
-                                        .d_h_prev = data<T>(o.h_prev),
-                                        .d_c_bar = d_c_bar.data(),
-                                        .d_r_bar_u_bar = d_ru.data(),
-                                        .full = true,
-                                        .d_w_ru = data<T>(o.w_ru),
-                                        .d_w_c = data<T>(o.w_c),
-                                        .d_b_ru = data<T>(o.b_ru),
-                                        .d_b_c = data<T>(o.b_c)});
+                         GRUCellBwdArgs<T> a = ops::gru_cell_bwd_args<T>(
+                             i, data<T>(o.x), data<T>(o.h_prev), d_c_bar.data(), d_ru.data());
+                         a.full = true;
+                         a.d_w_ru = data<T>(o.w_ru);
+                         a.d_w_c = data<T>(o.w_c);
+                         a.d_b_ru = data<T>(o.b_ru);
+                         a.d_b_c = data<T>(o.b_c);
+                         run_bwd<T>(d, a);
                        });
 }
 

@@ -17,6 +17,10 @@ namespace blockrnn::ops {
 
 using core::data;
 
+// A field of the kernel's arguments from the input (i) or output (o) field of the same name.
+#define BLOCKRNN_IN(field) .field = data<T>(i.field)
+#define BLOCKRNN_OUT(field) .field = data<T>(o.field)
+
 // The reference (force_reference(), src/ref) or the fast kernel (src/cpu).
 template <class Ref, class Cpu>
 void run_kernel(Ref&& ref, Cpu&& cpu) {
@@ -30,16 +34,9 @@ void run_kernel(Ref&& ref, Cpu&& cpu) {
 // GRUCellFwdArgs or BlockGRUFwdArgs (the same fields).
 template <template <class> class Args, class T, class In, class Out>
 Args<T> gru_fwd_args(const In& i, const Out& o) {
-  return {.x = data<T>(i.x),
-          .h_prev = data<T>(i.h_prev),
-          .w_ru = data<T>(i.w_ru),
-          .w_c = data<T>(i.w_c),
-          .b_ru = data<T>(i.b_ru),
-          .b_c = data<T>(i.b_c),
-          .r = data<T>(o.r),
-          .u = data<T>(o.u),
-          .c = data<T>(o.c),
-          .h = data<T>(o.h)};
+  return {BLOCKRNN_IN(x),    BLOCKRNN_IN(h_prev), BLOCKRNN_IN(w_ru), BLOCKRNN_IN(w_c),
+          BLOCKRNN_IN(b_ru), BLOCKRNN_IN(b_c),    BLOCKRNN_OUT(r),   BLOCKRNN_OUT(u),
+          BLOCKRNN_OUT(c),   BLOCKRNN_OUT(h)};
 }
 
 // LSTMCellFwdArgs or BlockLSTMFwdArgs (the same fields). The attrs are converted to the op's
@@ -47,21 +44,21 @@ Args<T> gru_fwd_args(const In& i, const Out& o) {
 template <template <class> class Args, class T, class In, class Out>
 Args<T> lstm_fwd_args(const In& i, const Out& o, double forget_bias, double cell_clip,
                       bool use_peephole, LSTMLayout layout, DType dtype) {
-  return {.x = data<T>(i.x),
-          .cs_prev = data<T>(i.cs_prev),
-          .h_prev = data<T>(i.h_prev),
-          .w = data<T>(i.w),
-          .wci = data<T>(i.wci),
-          .wcf = data<T>(i.wcf),
-          .wco = data<T>(i.wco),
-          .b = data<T>(i.b),
-          .i = data<T>(o.i),
-          .cs = data<T>(o.cs),
-          .f = data<T>(o.f),
-          .o = data<T>(o.o),
-          .ci = data<T>(o.ci),
-          .co = data<T>(o.co),
-          .h = data<T>(o.h),
+  return {BLOCKRNN_IN(x),
+          BLOCKRNN_IN(cs_prev),
+          BLOCKRNN_IN(h_prev),
+          BLOCKRNN_IN(w),
+          BLOCKRNN_IN(wci),
+          BLOCKRNN_IN(wcf),
+          BLOCKRNN_IN(wco),
+          BLOCKRNN_IN(b),
+          BLOCKRNN_OUT(i),
+          BLOCKRNN_OUT(cs),
+          BLOCKRNN_OUT(f),
+          BLOCKRNN_OUT(o),
+          BLOCKRNN_OUT(ci),
+          BLOCKRNN_OUT(co),
+          BLOCKRNN_OUT(h),
           .forget_bias = attr_in_dtype<T>(forget_bias, dtype),
           .cell_clip = clip_in_dtype<T>(cell_clip, dtype),
           .use_peephole = use_peephole,
@@ -72,30 +69,30 @@ Args<T> lstm_fwd_args(const In& i, const Out& o, double forget_bias, double cell
 template <class T, class In, class Out>
 BlockLSTMBwdArgs<T> block_lstm_bwd_args(const In& i, const Out& o, bool use_peephole,
                                         LSTMLayout layout) {
-  return {.x = data<T>(i.x),
-          .cs_prev = data<T>(i.cs_prev),
-          .h_prev = data<T>(i.h_prev),
-          .w = data<T>(i.w),
-          .wci = data<T>(i.wci),
-          .wcf = data<T>(i.wcf),
-          .wco = data<T>(i.wco),
-          .i = data<T>(i.i),
-          .cs = data<T>(i.cs),
-          .f = data<T>(i.f),
-          .o = data<T>(i.o),
-          .ci = data<T>(i.ci),
-          .co = data<T>(i.co),
-          .h = data<T>(i.h),
-          .cs_grad = data<T>(i.cs_grad),
-          .h_grad = data<T>(i.h_grad),
-          .x_grad = data<T>(o.x_grad),
-          .cs_prev_grad = data<T>(o.cs_prev_grad),
-          .h_prev_grad = data<T>(o.h_prev_grad),
-          .w_grad = data<T>(o.w_grad),
-          .wci_grad = data<T>(o.wci_grad),
-          .wcf_grad = data<T>(o.wcf_grad),
-          .wco_grad = data<T>(o.wco_grad),
-          .b_grad = data<T>(o.b_grad),
+  return {BLOCKRNN_IN(x),
+          BLOCKRNN_IN(cs_prev),
+          BLOCKRNN_IN(h_prev),
+          BLOCKRNN_IN(w),
+          BLOCKRNN_IN(wci),
+          BLOCKRNN_IN(wcf),
+          BLOCKRNN_IN(wco),
+          BLOCKRNN_IN(i),
+          BLOCKRNN_IN(cs),
+          BLOCKRNN_IN(f),
+          BLOCKRNN_IN(o),
+          BLOCKRNN_IN(ci),
+          BLOCKRNN_IN(co),
+          BLOCKRNN_IN(h),
+          BLOCKRNN_IN(cs_grad),
+          BLOCKRNN_IN(h_grad),
+          BLOCKRNN_OUT(x_grad),
+          BLOCKRNN_OUT(cs_prev_grad),
+          BLOCKRNN_OUT(h_prev_grad),
+          BLOCKRNN_OUT(w_grad),
+          BLOCKRNN_OUT(wci_grad),
+          BLOCKRNN_OUT(wcf_grad),
+          BLOCKRNN_OUT(wco_grad),
+          BLOCKRNN_OUT(b_grad),
           .use_peephole = use_peephole,
           .layout = layout};
 }
@@ -103,58 +100,81 @@ BlockLSTMBwdArgs<T> block_lstm_bwd_args(const In& i, const Out& o, bool use_peep
 // BlockGRUGrad.
 template <class T, class In, class Out>
 BlockGRUBwdArgs<T> block_gru_bwd_args(const In& i, const Out& o) {
-  return {.x = data<T>(i.x),
-          .h_prev = data<T>(i.h_prev),
-          .w_ru = data<T>(i.w_ru),
-          .w_c = data<T>(i.w_c),
-          .r = data<T>(i.r),
-          .u = data<T>(i.u),
-          .c = data<T>(i.c),
-          .h = data<T>(i.h),
-          .h_grad = data<T>(i.h_grad),
-          .x_grad = data<T>(o.x_grad),
-          .h_prev_grad = data<T>(o.h_prev_grad),
-          .w_ru_grad = data<T>(o.w_ru_grad),
-          .w_c_grad = data<T>(o.w_c_grad),
-          .b_ru_grad = data<T>(o.b_ru_grad),
-          .b_c_grad = data<T>(o.b_c_grad)};
+  return {BLOCKRNN_IN(x),
+          BLOCKRNN_IN(h_prev),
+          BLOCKRNN_IN(w_ru),
+          BLOCKRNN_IN(w_c),
+          BLOCKRNN_IN(r),
+          BLOCKRNN_IN(u),
+          BLOCKRNN_IN(c),
+          BLOCKRNN_IN(h),
+          BLOCKRNN_IN(h_grad),
+          BLOCKRNN_OUT(x_grad),
+          BLOCKRNN_OUT(h_prev_grad),
+          BLOCKRNN_OUT(w_ru_grad),
+          BLOCKRNN_OUT(w_c_grad),
+          BLOCKRNN_OUT(b_ru_grad),
+          BLOCKRNN_OUT(b_c_grad)};
 }
 
 // BlockGRUResetAfter.
 template <class T, class In, class Out>
 BlockGRUResetAfterFwdArgs<T> gru_reset_after_fwd_args(const In& i, const Out& o) {
-  return {.x = data<T>(i.x),
-          .h_prev = data<T>(i.h_prev),
-          .w_i = data<T>(i.w_i),
-          .w_h = data<T>(i.w_h),
-          .b_i = data<T>(i.b_i),
-          .b_h = data<T>(i.b_h),
-          .r = data<T>(o.r),
-          .u = data<T>(o.u),
-          .n = data<T>(o.n),
-          .hn = data<T>(o.hn),
-          .h = data<T>(o.h)};
+  return {BLOCKRNN_IN(x),   BLOCKRNN_IN(h_prev), BLOCKRNN_IN(w_i), BLOCKRNN_IN(w_h),
+          BLOCKRNN_IN(b_i), BLOCKRNN_IN(b_h),    BLOCKRNN_OUT(r),  BLOCKRNN_OUT(u),
+          BLOCKRNN_OUT(n),  BLOCKRNN_OUT(hn),    BLOCKRNN_OUT(h)};
 }
 
 // BlockGRUResetAfterGrad.
 template <class T, class In, class Out>
 BlockGRUResetAfterBwdArgs<T> gru_reset_after_bwd_args(const In& i, const Out& o) {
-  return {.x = data<T>(i.x),
-          .h_prev = data<T>(i.h_prev),
-          .w_i = data<T>(i.w_i),
-          .w_h = data<T>(i.w_h),
-          .r = data<T>(i.r),
-          .u = data<T>(i.u),
-          .n = data<T>(i.n),
-          .hn = data<T>(i.hn),
-          .h = data<T>(i.h),
-          .h_grad = data<T>(i.h_grad),
-          .x_grad = data<T>(o.x_grad),
-          .h_prev_grad = data<T>(o.h_prev_grad),
-          .w_i_grad = data<T>(o.w_i_grad),
-          .w_h_grad = data<T>(o.w_h_grad),
-          .b_i_grad = data<T>(o.b_i_grad),
-          .b_h_grad = data<T>(o.b_h_grad)};
+  return {BLOCKRNN_IN(x),         BLOCKRNN_IN(h_prev),    BLOCKRNN_IN(w_i),
+          BLOCKRNN_IN(w_h),       BLOCKRNN_IN(r),         BLOCKRNN_IN(u),
+          BLOCKRNN_IN(n),         BLOCKRNN_IN(hn),        BLOCKRNN_IN(h),
+          BLOCKRNN_IN(h_grad),    BLOCKRNN_OUT(x_grad),   BLOCKRNN_OUT(h_prev_grad),
+          BLOCKRNN_OUT(w_i_grad), BLOCKRNN_OUT(w_h_grad), BLOCKRNN_OUT(b_i_grad),
+          BLOCKRNN_OUT(b_h_grad)};
 }
+
+// GRUBlockCellGrad's, given its outputs; gradients.GRUBlockCell adds the parameter gradients.
+template <class T, class In>
+GRUCellBwdArgs<T> gru_cell_bwd_args(const In& i, T* d_x, T* d_h_prev, T* d_c_bar,
+                                    T* d_r_bar_u_bar) {
+  return {BLOCKRNN_IN(x), BLOCKRNN_IN(h_prev),  BLOCKRNN_IN(w_ru),  BLOCKRNN_IN(w_c),
+          BLOCKRNN_IN(r), BLOCKRNN_IN(u),       BLOCKRNN_IN(c),     BLOCKRNN_IN(d_h),
+          .d_x = d_x,     .d_h_prev = d_h_prev, .d_c_bar = d_c_bar, .d_r_bar_u_bar = d_r_bar_u_bar};
+}
+
+// LSTMBlockCellGrad's, given its outputs; gradients.LSTMBlockCell adds the input and parameter
+// gradients.
+template <class T, class In>
+LSTMCellBwdArgs<T> lstm_cell_bwd_args(const In& i, bool use_peephole, T* cs_prev_grad, T* dgates,
+                                      T* wci_grad, T* wcf_grad, T* wco_grad) {
+  return {BLOCKRNN_IN(x),
+          BLOCKRNN_IN(cs_prev),
+          BLOCKRNN_IN(h_prev),
+          BLOCKRNN_IN(w),
+          BLOCKRNN_IN(wci),
+          BLOCKRNN_IN(wcf),
+          BLOCKRNN_IN(wco),
+          BLOCKRNN_IN(i),
+          BLOCKRNN_IN(cs),
+          BLOCKRNN_IN(f),
+          BLOCKRNN_IN(o),
+          BLOCKRNN_IN(ci),
+          BLOCKRNN_IN(co),
+          BLOCKRNN_IN(cs_grad),
+          BLOCKRNN_IN(h_grad),
+          .cs_prev_grad = cs_prev_grad,
+          .dgates = dgates,
+          .wci_grad = wci_grad,
+          .wcf_grad = wcf_grad,
+          .wco_grad = wco_grad,
+          .use_peephole = use_peephole,
+          .layout = LSTMLayout::kICFO};
+}
+
+#undef BLOCKRNN_IN
+#undef BLOCKRNN_OUT
 
 }  // namespace blockrnn::ops

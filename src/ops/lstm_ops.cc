@@ -36,54 +36,40 @@ using ops::SeqInputs;
 
 using In = LSTMBlockCellInputs;
 using GradIn = LSTMBlockCellGradInputs;
-constexpr InputField<In> kInputs[] = {
-    {"x", &In::x},     {"cs_prev", &In::cs_prev}, {"h_prev", &In::h_prev}, {"w", &In::w},
-    {"wci", &In::wci}, {"wcf", &In::wcf},         {"wco", &In::wco},       {"b", &In::b}};
-constexpr InputField<GradIn> kGradInputs[] = {{"x", &GradIn::x},
-                                              {"cs_prev", &GradIn::cs_prev},
-                                              {"h_prev", &GradIn::h_prev},
-                                              {"w", &GradIn::w},
-                                              {"wci", &GradIn::wci},
-                                              {"wcf", &GradIn::wcf},
-                                              {"wco", &GradIn::wco},
-                                              {"b", &GradIn::b},
-                                              {"i", &GradIn::i},
-                                              {"cs", &GradIn::cs},
-                                              {"f", &GradIn::f},
-                                              {"o", &GradIn::o},
-                                              {"ci", &GradIn::ci},
-                                              {"co", &GradIn::co},
-                                              {"cs_grad", &GradIn::cs_grad},
-                                              {"h_grad", &GradIn::h_grad}};
+constexpr InputField<In> kInputs[] = {BLOCKRNN_INPUT(In, x),      BLOCKRNN_INPUT(In, cs_prev),
+                                      BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w),
+                                      BLOCKRNN_INPUT(In, wci),    BLOCKRNN_INPUT(In, wcf),
+                                      BLOCKRNN_INPUT(In, wco),    BLOCKRNN_INPUT(In, b)};
+constexpr InputField<GradIn> kGradInputs[] = {
+    BLOCKRNN_INPUT(GradIn, x),     BLOCKRNN_INPUT(GradIn, cs_prev), BLOCKRNN_INPUT(GradIn, h_prev),
+    BLOCKRNN_INPUT(GradIn, w),     BLOCKRNN_INPUT(GradIn, wci),     BLOCKRNN_INPUT(GradIn, wcf),
+    BLOCKRNN_INPUT(GradIn, wco),   BLOCKRNN_INPUT(GradIn, b),       BLOCKRNN_INPUT(GradIn, i),
+    BLOCKRNN_INPUT(GradIn, cs),    BLOCKRNN_INPUT(GradIn, f),       BLOCKRNN_INPUT(GradIn, o),
+    BLOCKRNN_INPUT(GradIn, ci),    BLOCKRNN_INPUT(GradIn, co),      BLOCKRNN_INPUT(GradIn, cs_grad),
+    BLOCKRNN_INPUT(GradIn, h_grad)};
 
 using Out = LSTMBlockCellOutputs;
 using Res = LSTMBlockCellResult;
 constexpr core::OutputField<Out, Res> kOutputs[] = {
-    {"i", &Out::i, &Res::i}, {"cs", &Out::cs, &Res::cs}, {"f", &Out::f, &Res::f},
-    {"o", &Out::o, &Res::o}, {"ci", &Out::ci, &Res::ci}, {"co", &Out::co, &Res::co},
-    {"h", &Out::h, &Res::h}};
+    BLOCKRNN_OUTPUT(Out, Res, i), BLOCKRNN_OUTPUT(Out, Res, cs), BLOCKRNN_OUTPUT(Out, Res, f),
+    BLOCKRNN_OUTPUT(Out, Res, o), BLOCKRNN_OUTPUT(Out, Res, ci), BLOCKRNN_OUTPUT(Out, Res, co),
+    BLOCKRNN_OUTPUT(Out, Res, h)};
 
 using GradOut = LSTMBlockCellGradOutputs;
 using GradRes = LSTMBlockCellGradResult;
 constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    {"cs_prev_grad", &GradOut::cs_prev_grad, &GradRes::cs_prev_grad},
-    {"dicfo", &GradOut::dicfo, &GradRes::dicfo},
-    {"wci_grad", &GradOut::wci_grad, &GradRes::wci_grad},
-    {"wcf_grad", &GradOut::wcf_grad, &GradRes::wcf_grad},
-    {"wco_grad", &GradOut::wco_grad, &GradRes::wco_grad}};
+    BLOCKRNN_OUTPUT(GradOut, GradRes, cs_prev_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, dicfo),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, wci_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, wcf_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, wco_grad)};
 
 // gradients.LSTMBlockCell: one gradient per forward input, named as the input.
 using BackOut = LSTMBlockCellBackwardOutputs;
 using BackRes = LSTMBlockCellBackwardResult;
 constexpr core::OutputField<BackOut, BackRes> kBackwardOutputs[] = {
-    {"x", &BackOut::x, &BackRes::x},
-    {"cs_prev", &BackOut::cs_prev, &BackRes::cs_prev},
-    {"h_prev", &BackOut::h_prev, &BackRes::h_prev},
-    {"w", &BackOut::w, &BackRes::w},
-    {"wci", &BackOut::wci, &BackRes::wci},
-    {"wcf", &BackOut::wcf, &BackRes::wcf},
-    {"wco", &BackOut::wco, &BackRes::wco},
-    {"b", &BackOut::b, &BackRes::b}};
+    BLOCKRNN_OUTPUT(BackOut, BackRes, x),      BLOCKRNN_OUTPUT(BackOut, BackRes, cs_prev),
+    BLOCKRNN_OUTPUT(BackOut, BackRes, h_prev), BLOCKRNN_OUTPUT(BackOut, BackRes, w),
+    BLOCKRNN_OUTPUT(BackOut, BackRes, wci),    BLOCKRNN_OUTPUT(BackOut, BackRes, wcf),
+    BLOCKRNN_OUTPUT(BackOut, BackRes, wco),    BLOCKRNN_OUTPUT(BackOut, BackRes, b)};
 
 using Attrs = LSTMBlockCellAttrs;
 constexpr core::AttrField<Attrs> kAttrs[] = {core::attr<&Attrs::forget_bias>("forget_bias"),
@@ -142,34 +128,6 @@ void compute_fwd(const In& in, const Out& out, const Attrs& attrs, DType dtype) 
       });
 }
 
-// The backward's arguments; gradients.LSTMBlockCell adds its input and parameter gradients.
-template <typename T>
-LSTMCellBwdArgs<T> bwd_args(const GradIn& in, bool use_peephole, T* cs_prev_grad, T* dgates,
-                            T* wci_grad, T* wcf_grad, T* wco_grad) {
-  return {.x = data<T>(in.x),
-          .cs_prev = data<T>(in.cs_prev),
-          .h_prev = data<T>(in.h_prev),
-          .w = data<T>(in.w),
-          .wci = data<T>(in.wci),
-          .wcf = data<T>(in.wcf),
-          .wco = data<T>(in.wco),
-          .i = data<T>(in.i),
-          .cs = data<T>(in.cs),
-          .f = data<T>(in.f),
-          .o = data<T>(in.o),
-          .ci = data<T>(in.ci),
-          .co = data<T>(in.co),
-          .cs_grad = data<T>(in.cs_grad),
-          .h_grad = data<T>(in.h_grad),
-          .cs_prev_grad = cs_prev_grad,
-          .dgates = dgates,
-          .wci_grad = wci_grad,
-          .wcf_grad = wcf_grad,
-          .wco_grad = wco_grad,
-          .use_peephole = use_peephole,
-          .layout = LSTMLayout::kICFO};
-}
-
 template <typename T>
 void run_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   ops::run_kernel([&] { ref::lstm_cell_bwd<T>(d, a); }, [&] { cpu::lstm_cell_bwd<T>(d, a); });
@@ -180,8 +138,9 @@ void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attr
   core::dispatch_float(
       dtype, kGradInputs, in, kGradOutputs, out,
       [&]<typename T>(const GradIn& i, const GradOut& o) {
-        run_bwd<T>(d, bwd_args<T>(i, attrs.use_peephole, data<T>(o.cs_prev_grad), data<T>(o.dicfo),
-                                  data<T>(o.wci_grad), data<T>(o.wcf_grad), data<T>(o.wco_grad)));
+        run_bwd<T>(d, ops::lstm_cell_bwd_args<T>(i, attrs.use_peephole, data<T>(o.cs_prev_grad),
+                                                 data<T>(o.dicfo), data<T>(o.wci_grad),
+                                                 data<T>(o.wcf_grad), data<T>(o.wco_grad)));
       });
 }
 
@@ -191,9 +150,9 @@ void compute_backward(const GradIn& in, const BackOut& out, const Attrs& attrs, 
   core::dispatch_float(dtype, kGradInputs, in, kBackwardOutputs, out,
                        [&]<typename T>(const GradIn& i, const BackOut& o) {
                          std::vector<T> dgates(d.B * 4 * d.H);
-                         LSTMCellBwdArgs<T> a =
-                             bwd_args<T>(i, attrs.use_peephole, data<T>(o.cs_prev), dgates.data(),
-                                         data<T>(o.wci), data<T>(o.wcf), data<T>(o.wco));
+                         LSTMCellBwdArgs<T> a = ops::lstm_cell_bwd_args<T>(
+                             i, attrs.use_peephole, data<T>(o.cs_prev), dgates.data(),
+                             data<T>(o.wci), data<T>(o.wcf), data<T>(o.wco));
                          a.full = true;
                          a.x_grad = data<T>(o.x);
                          a.h_prev_grad = data<T>(o.h_prev);
