@@ -219,6 +219,15 @@ const OpDef* op_at(int index) {
   return &ops[static_cast<size_t>(index)];
 }
 
+// The number of inputs, outputs or attrs (`list`: &OpDef::inputs, ...) of op `index`, or -1
+// when the index is out of range.
+template <class List>
+int count_at(int index, List OpDef::*list) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  return def != nullptr ? static_cast<int>((def->*list).size()) : -1;
+}
+
 // The k-th input or output name (`names`: &OpDef::inputs or &OpDef::outputs) of op `index`, or
 // NULL when either index is out of range.
 const char* name_at(int index, int k, std::vector<std::string> OpDef::*names) {
@@ -300,9 +309,7 @@ int blockrnn_op_find(const char* name) {
 }
 
 int blockrnn_op_num_inputs(int index) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  return def != nullptr ? static_cast<int>(def->inputs.size()) : -1;
+  return count_at(index, &OpDef::inputs);
 }
 
 const char* blockrnn_op_input_name(int index, int input) {
@@ -310,9 +317,7 @@ const char* blockrnn_op_input_name(int index, int input) {
 }
 
 int blockrnn_op_num_outputs(int index) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  return def != nullptr ? static_cast<int>(def->outputs.size()) : -1;
+  return count_at(index, &OpDef::outputs);
 }
 
 const char* blockrnn_op_output_name(int index, int output) {
@@ -320,9 +325,7 @@ const char* blockrnn_op_output_name(int index, int output) {
 }
 
 int blockrnn_op_num_attrs(int index) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  return def != nullptr ? static_cast<int>(def->attrs.size()) : -1;
+  return count_at(index, &OpDef::attrs);
 }
 
 blockrnn_status blockrnn_op_attr(int index, int attr, const char** name, int32_t* kind,
