@@ -27,8 +27,10 @@
 
 namespace blockrnn::core {
 
-constexpr int kMaxInputs = 20;
-constexpr int kMaxOutputs = 8;
+// The most inputs and outputs of an op (BlockLSTMGrad: 18 and seq_lengths; 8), the size of the
+// per-call arrays of names and views; register_adapter checks every op against them.
+constexpr std::size_t kMaxInputs = 20;
+constexpr std::size_t kMaxOutputs = 8;
 
 enum class InputKind : std::uint8_t {
   kFloat,     // floating; every floating input of an op has the same dtype
@@ -400,6 +402,10 @@ class Adapter final : public OpAdapter {
 
 template <class Op>
 void register_adapter(const Op& op, int num_optional_inputs = 0) {
+  if (op.inputs.size() > kMaxInputs || op.outputs.size() > kMaxOutputs) {
+    throw Error(ErrorCode::kInternal, std::string(op.name) + ": more inputs or outputs than " +
+                                          "core::kMaxInputs / kMaxOutputs");
+  }
   register_op(std::make_unique<Adapter<Op>>(op, num_optional_inputs));
 }
 
