@@ -17,13 +17,7 @@
 namespace blockrnn {
 namespace {
 
-using core::Checker;
-using core::data;
-using core::InputField;
-using core::InputKind;
-using core::Plan;
-using ops::NoAttrs;
-using ops::SeqInputs;
+using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUInputs>;
 using GradIn = SeqInputs<BlockGRUGradInputs>;

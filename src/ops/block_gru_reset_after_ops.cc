@@ -16,13 +16,7 @@
 namespace blockrnn {
 namespace {
 
-using core::Checker;
-using core::data;
-using core::InputField;
-using core::InputKind;
-using core::Plan;
-using ops::NoAttrs;
-using ops::SeqInputs;
+using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUResetAfterInputs>;
 using GradIn = SeqInputs<BlockGRUResetAfterGradInputs>;

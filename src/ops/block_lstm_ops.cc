@@ -22,14 +22,7 @@
 namespace blockrnn {
 namespace {
 
-using core::Checker;
-using core::data;
-using core::InputField;
-using core::InputKind;
-using core::Plan;
-using ops::NoAttrs;
-using ops::PeepholeAttr;
-using ops::SeqInputs;
+using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockLSTMInputs>;
 using GradIn = SeqInputs<BlockLSTMGradInputs>;

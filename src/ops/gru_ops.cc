@@ -14,12 +14,7 @@
 namespace blockrnn {
 namespace {
 
-using core::Checker;
-using core::data;
-using core::InputField;
-using core::Plan;
-using ops::NoAttrs;
-using ops::SeqInputs;
+using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = GRUBlockCellInputs;
 using GradIn = GRUBlockCellGradInputs;

@@ -25,14 +25,7 @@
 namespace blockrnn {
 namespace {
 
-using core::Checker;
-using core::data;
-using core::InputField;
-using core::Plan;
-using ops::attr_in_dtype;
-using ops::clip_in_dtype;
-using ops::NoAttrs;
-using ops::SeqInputs;
+using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = LSTMBlockCellInputs;
 using GradIn = LSTMBlockCellGradInputs;

@@ -29,6 +29,18 @@ struct SeqInputs : Typed {
 
 struct NoAttrs {};
 
+// The names every op file (src/ops/*_ops.cc) uses: `using namespace ops::op_names;`.
+namespace op_names {
+using core::Checker;
+using core::data;
+using core::InputField;
+using core::InputKind;
+using core::Plan;
+using ops::NoAttrs;
+using ops::PeepholeAttr;
+using ops::SeqInputs;
+}  // namespace op_names
+
 // A sequence op's typed call with the typed API's default seq_len_max (unset: T, x's time
 // dimension). Holds S, so it must outlive the call.
 template <class Typed>
