@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -114,8 +115,8 @@ struct CancelHook {
 
 // Runs `op` on arrays of any layout and returns new numpy outputs. `swapped[k]`: input k is in
 // the other byte order (the Python layer passes such arrays as native-order views of the same
-// bytes). Order of work: validate everything and check the memory of the whole call (outputs,
-// workspace and the contiguous copies) before allocating or copying anything.
+// bytes). Order of work: validate everything once and check the memory of the whole call
+// (outputs, workspace and the contiguous copies) before allocating or copying anything.
 std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
                           const std::map<std::string, double>& attrs,
                           const std::vector<bool>& swapped) {
@@ -155,7 +156,6 @@ std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
     }
   }
   const blockrnn::AttrMap attr_map(attrs.begin(), attrs.end());
-  const blockrnn::OutputSpec spec = blockrnn::prepare_call(op, views, attr_map, copies);
 
   // Within the memory limit the system may still refuse (other processes, fragmentation).
   auto allocate = [&](std::size_t bytes, const std::string& what) {
@@ -167,31 +167,40 @@ std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
           op + ": the system refused " + std::to_string(bytes) + " bytes for " + what);
     }
   };
+  // Filled by `setup`, which run_op calls once the call is validated and its memory checked:
+  // the outputs (not initialised: every op writes every element) and the contiguous copies.
   std::vector<std::unique_ptr<unsigned char[]>> copied(inputs.size());
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    if (copy[k]) copied[k] = allocate(inputs[k].nbytes(), "a contiguous copy of " + def.inputs[k]);
-  }
-  std::vector<OutArray> outs;
-  std::vector<blockrnn::MutableTensorView> out_views;
-  for (std::size_t k = 0; k < spec.shapes.size(); ++k) {
-    const blockrnn::Shape& s = spec.shapes[k];
-    const std::size_t bytes =
-        static_cast<std::size_t>(s.num_elements()) * blockrnn::dtype_size(spec.dtype);
-    unsigned char* buf = allocate(bytes, "output " + def.outputs[k]).release();
-    nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<unsigned char*>(p); });
-    std::vector<size_t> shape(s.dims(), s.dims() + s.rank());
-    outs.emplace_back(buf, shape.size(), shape.data(), owner, nullptr, to_dlpack(spec.dtype));
-    out_views.emplace_back(buf, spec.dtype, s);
-  }
-  {
-    nb::gil_scoped_release release;
+  std::vector<std::unique_ptr<unsigned char[]>> out_buffers;
+  blockrnn::OutputSpec spec;
+  auto setup = [&](const blockrnn::OutputSpec& s, std::span<blockrnn::TensorView> views) {
+    spec = s;
+    std::vector<blockrnn::MutableTensorView> out_views;
+    for (std::size_t k = 0; k < s.shapes.size(); ++k) {
+      const std::size_t bytes =
+          static_cast<std::size_t>(s.shapes[k].num_elements()) * blockrnn::dtype_size(s.dtype);
+      out_buffers.push_back(allocate(bytes, "output " + def.outputs[k]));
+      out_views.emplace_back(out_buffers.back().get(), s.dtype, s.shapes[k]);
+    }
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       if (!copy[k]) continue;
+      copied[k] = allocate(inputs[k].nbytes(), "a contiguous copy of " + def.inputs[k]);
       gather(inputs[k], inputs[k].itemsize(), swapped[k], copied[k].get());
       views[k].data = copied[k].get();
     }
+    return out_views;
+  };
+  {
+    nb::gil_scoped_release release;
     const CancelHook hook;
-    blockrnn::run_op(op, views, attr_map, out_views);
+    blockrnn::run_op(op, views, attr_map, copies, /*allocates_outputs=*/true, setup);
+  }
+  std::vector<OutArray> outs;
+  for (std::size_t k = 0; k < spec.shapes.size(); ++k) {
+    const blockrnn::Shape& s = spec.shapes[k];
+    unsigned char* buf = out_buffers[k].release();
+    nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<unsigned char*>(p); });
+    std::vector<size_t> shape(s.dims(), s.dims() + s.rank());
+    outs.emplace_back(buf, shape.size(), shape.data(), owner, nullptr, to_dlpack(spec.dtype));
   }
   return outs;
 }

@@ -55,12 +55,8 @@ BLOCKRNN_API GRUBlockCellGradResult gru_block_cell_grad(const GRUBlockCellGradIn
 // TensorFlow computed in Python (SPEC §3.4). One gradient per forward input.
 using GRUBlockCellBackwardInputs = GRUBlockCellGradInputs;
 struct GRUBlockCellBackwardOutputs {
-  MutableTensorView x;       // [B, I]
-  MutableTensorView h_prev;  // [B, H]
-  MutableTensorView w_ru;    // [I+H, 2H]
-  MutableTensorView w_c;     // [I+H, H]
-  MutableTensorView b_ru;    // [2H]
-  MutableTensorView b_c;     // [H]
+  // One gradient per forward input, named and shaped as that input (GRUBlockCellInputs).
+  MutableTensorView x, h_prev, w_ru, w_c, b_ru, b_c;
 };
 struct GRUBlockCellBackwardResult {
   Tensor x, h_prev, w_ru, w_c, b_ru, b_c;

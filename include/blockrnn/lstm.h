@@ -81,14 +81,8 @@ BLOCKRNN_API LSTMBlockCellGradResult lstm_block_cell_grad(const LSTMBlockCellGra
 // accepted so the same attrs can be passed to both; the clip is straight-through).
 using LSTMBlockCellBackwardInputs = LSTMBlockCellGradInputs;
 struct LSTMBlockCellBackwardOutputs {
-  MutableTensorView x;        // [B, I]
-  MutableTensorView cs_prev;  // [B, H]
-  MutableTensorView h_prev;   // [B, H]
-  MutableTensorView w;        // [I+H, 4H]
-  MutableTensorView wci;      // [H]
-  MutableTensorView wcf;      // [H]
-  MutableTensorView wco;      // [H]
-  MutableTensorView b;        // [4H]
+  // One gradient per forward input, named and shaped as that input (LSTMBlockCellInputs).
+  MutableTensorView x, cs_prev, h_prev, w, wci, wcf, wco, b;
 };
 struct LSTMBlockCellBackwardResult {
   Tensor x, cs_prev, h_prev, w, wci, wcf, wco, b;

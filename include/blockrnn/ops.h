@@ -3,9 +3,12 @@
 // Each op is described by an OpDef (TensorFlow's input, attr and output names, in TensorFlow's
 // order, with the op definition's attr defaults). `run_op` validates and runs any op by name;
 // the Python bindings, the fuzzer and the command-line tool use this interface, while C++
-// users normally call the typed functions of gru.h, lstm.h and sequence.h.
+// users normally call the typed functions of gru.h, lstm.h and sequence.h. This interface is a
+// thin layer over those: it maps the names onto the typed functions' fields and adds nothing
+// (except that it keeps TensorFlow's required inputs where the typed API has defaults).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -78,5 +81,18 @@ BLOCKRNN_API void run_op(std::string_view op, std::span<const TensorView> inputs
 // Validates (the memory limit included), allocates the outputs and computes.
 BLOCKRNN_API std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
                                         const AttrMap& attrs = {});
+
+// Called by the run_op below once the call is validated: returns the output views (of the
+// spec's dtype and shapes) and may point `inputs` (all of the op's inputs, omitted optional ones
+// absent) at copies holding the same values, e.g. dense copies of strided arrays.
+using CallSetup = std::function<std::vector<MutableTensorView>(const OutputSpec& spec,
+                                                               std::span<TensorView> inputs)>;
+// prepare_call and run_op with one validation, for callers that allocate the outputs or copy
+// inputs themselves (the Python binding, the C API): validates and checks the memory of the call
+// (as prepare_call with `extra` and `allocates_outputs`), calls `setup`, then checks the outputs
+// it returned as run_op does and computes.
+BLOCKRNN_API void run_op(std::string_view op, std::span<const TensorView> inputs,
+                         const AttrMap& attrs, std::span<const ExtraBytes> extra,
+                         bool allocates_outputs, const CallSetup& setup);
 
 }  // namespace blockrnn

@@ -7,6 +7,7 @@
 #include <deque>
 #include <exception>
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -161,7 +162,7 @@ std::vector<TensorView> input_views(const char* op, const OpDef& def, const bloc
 
 // Dense copies of the strided inputs, after the whole call has been validated.
 void gather_strided(const char* op, const OpDef& def, const blockrnn_tensor* inputs,
-                    const std::vector<std::size_t>& strided, std::vector<TensorView>& views,
+                    const std::vector<std::size_t>& strided, std::span<TensorView> views,
                     std::vector<Tensor>& copies) {
   copies.reserve(strided.size());
   for (std::size_t k : strided) {
@@ -216,6 +217,24 @@ const OpDef* op_at(int index) {
   const std::vector<OpDef>& ops = list_ops();
   if (index < 0 || static_cast<size_t>(index) >= ops.size()) return nullptr;
   return &ops[static_cast<size_t>(index)];
+}
+
+// The number of inputs, outputs or attrs (`list`: &OpDef::inputs, ...) of op `index`, or -1
+// when the index is out of range.
+template <class List>
+int count_at(int index, List OpDef::*list) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  return def != nullptr ? static_cast<int>((def->*list).size()) : -1;
+}
+
+// The k-th input or output name (`names`: &OpDef::inputs or &OpDef::outputs) of op `index`, or
+// NULL when either index is out of range.
+const char* name_at(int index, int k, std::vector<std::string> OpDef::*names) {
+  const OpDef* def = nullptr;
+  guarded([&] { def = op_at(index); });
+  if (def == nullptr || k < 0 || static_cast<size_t>(k) >= (def->*names).size()) return nullptr;
+  return (def->*names)[static_cast<size_t>(k)].c_str();
 }
 
 // The C cancel check of this thread, called through the C++ one.
@@ -290,39 +309,23 @@ int blockrnn_op_find(const char* name) {
 }
 
 int blockrnn_op_num_inputs(int index) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  return def != nullptr ? static_cast<int>(def->inputs.size()) : -1;
+  return count_at(index, &OpDef::inputs);
 }
 
 const char* blockrnn_op_input_name(int index, int input) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  if (def == nullptr || input < 0 || static_cast<size_t>(input) >= def->inputs.size()) {
-    return nullptr;
-  }
-  return def->inputs[static_cast<size_t>(input)].c_str();
+  return name_at(index, input, &OpDef::inputs);
 }
 
 int blockrnn_op_num_outputs(int index) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  return def != nullptr ? static_cast<int>(def->outputs.size()) : -1;
+  return count_at(index, &OpDef::outputs);
 }
 
 const char* blockrnn_op_output_name(int index, int output) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  if (def == nullptr || output < 0 || static_cast<size_t>(output) >= def->outputs.size()) {
-    return nullptr;
-  }
-  return def->outputs[static_cast<size_t>(output)].c_str();
+  return name_at(index, output, &OpDef::outputs);
 }
 
 int blockrnn_op_num_attrs(int index) {
-  const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
-  return def != nullptr ? static_cast<int>(def->attrs.size()) : -1;
+  return count_at(index, &OpDef::attrs);
 }
 
 blockrnn_status blockrnn_op_attr(int index, int attr, const char** name, int32_t* kind,
@@ -399,10 +402,12 @@ blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, s
                        static_cast<long long>(views[k].shape.num_elements()) *
                            static_cast<long long>(dtype_size(views[k].dtype))});
     }
-    prepare_call(op, views, attr_values, extra, /*allocates_outputs=*/false);
     std::vector<Tensor> copies;
-    gather_strided(op, def, inputs, strided, views, copies);
-    run_op(op, views, attr_values, outs);
+    run_op(op, views, attr_values, extra, /*allocates_outputs=*/false,
+           [&](const OutputSpec&, std::span<TensorView> all) {
+             gather_strided(op, def, inputs, strided, all, copies);
+             return outs;
+           });
   });
 }
 

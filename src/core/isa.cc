@@ -3,9 +3,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "blockrnn/error.h"
+#include "core/enum_table.h"
 
 namespace blockrnn::core {
 namespace {
@@ -96,15 +98,9 @@ Isa active_isa() {
 namespace blockrnn {
 
 const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx512:
-      return "avx512";
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kBaseline:
-      return "baseline";
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"baseline", "avx2", "avx512"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(Isa::kAvx512) + 1);
+  return core::enum_lookup(isa, kNames, "unknown");
 }
 
 void set_isa(std::string_view name) {

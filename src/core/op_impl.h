@@ -1,97 +1,420 @@
-// The internal op table: how an op family registers its validation and compute functions,
-// and the dtype dispatch every op shares.
+// How an op is put together. An op is its typed function: a struct of named inputs, one of
+// named outputs and one of attrs (blockrnn/{lstm,gru,sequence}.h), a validation of those named
+// fields, and a compute that fills the kernel's argument struct from them. TypedOp runs the steps
+// every op shares around those two (storage, output checks, aliasing, the memory limit, empty
+// work, the thread team). Its tables give each field TensorFlow's name, in TensorFlow's order:
+// the typed path uses the names in messages, and the name-based run_op of ops.h is the thin
+// Adapter below, which maps the names onto the fields and calls the typed op.
 //
 // float32 and float64 run natively. float16 (SPEC A2) is computed in float32: the half inputs
 // are widened once per call, the float32 kernel runs, and each stored output is rounded to half
-// once. Non-floating inputs (seq_len_max) are passed through untouched.
+// once (dispatch_float). Non-floating inputs (seq_len_max, seq_lengths) are passed untouched.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "blockrnn/context.h"
 #include "blockrnn/ops.h"
 #include "core/validate.h"
 
 namespace blockrnn::core {
 
-// Attr values in OpDef::attrs order, defaults applied.
-using Attrs = std::vector<double>;
+// The most inputs and outputs of an op (BlockLSTMGrad: 18 and seq_lengths; 8), the size of the
+// per-call arrays of names and views; register_adapter checks every op against them.
+constexpr std::size_t kMaxInputs = 20;
+constexpr std::size_t kMaxOutputs = 8;
 
-struct OpImpl {
-  OpDef def;
-  // Validates inputs (ranks, dims, dtypes, values) and returns the output spec.
-  std::function<OutputSpec(std::span<const TensorView>, const Attrs&)> infer;
-  // Computes; inputs and outputs are already validated against `infer`.
-  std::function<void(std::span<const TensorView>, const Attrs&, std::span<const MutableTensorView>)>
-      compute;
+enum class InputKind : std::uint8_t {
+  kFloat,     // floating; every floating input of an op has the same dtype
+  kInt64,     // seq_len_max, TensorFlow's int64 scalar
+  kOptional,  // seq_lengths, blockrnn's optional trailing int64 input (absent: not given)
 };
 
-void register_op(OpImpl impl);
+template <class In>
+struct InputField {
+  const char* name;  // TensorFlow's
+  TensorView In::*view;
+  InputKind kind = InputKind::kFloat;
+};
 
-// Registration functions of each op family (called once, in order, by the registry).
+// Table rows whose TensorFlow name is the field's own (every input but seq_len_max, every
+// output), so that the two cannot drift: BLOCKRNN_INPUT(In, x), BLOCKRNN_OUTPUT(Out, Result, h).
+#define BLOCKRNN_INPUT(In, field, ...) \
+  { #field, &In::field __VA_OPT__(, ) __VA_ARGS__ }
+#define BLOCKRNN_OUTPUT(Out, Result, field) \
+  { #field, &Out::field, &Result::field }
+
+template <class Out, class Result>
+struct OutputField {
+  const char* name;  // TensorFlow's
+  MutableTensorView Out::*view;
+  Tensor Result::*tensor;
+};
+
+// An attr: a float (a double field) or a bool (a bool field) of A. Its default is its value in
+// a default A{}, the op definition's; `required` attrs have none. Made by attr<&A::field>().
+template <class A>
+struct AttrField {
+  const char* name;  // TensorFlow's
+  AttrKind kind;
+  double (*get)(const A&);
+  void (*set)(A&, double);  // bools as 0 / 1
+  bool required = false;
+};
+
+template <auto Member>
+struct MemberOf;
+template <class C, class T, T C::*Member>
+struct MemberOf<Member> {
+  using Class = C;
+  using Type = T;
+};
+
+template <auto Member>
+constexpr AttrField<typename MemberOf<Member>::Class> attr(const char* name,
+                                                           bool required = false) {
+  using A = typename MemberOf<Member>::Class;
+  constexpr bool flag = std::is_same_v<typename MemberOf<Member>::Type, bool>;
+  return {name, flag ? AttrKind::kBool : AttrKind::kFloat,
+          [](const A& a) { return double(a.*Member); },
+          [](A& a, double v) {
+            if constexpr (flag) {
+              a.*Member = v != 0.0;
+            } else {
+              a.*Member = v;
+            }
+          },
+          required};
+}
+
+// What validation of a call found: the outputs' dtype and shapes, and the sizes of its work
+// (T = 1 for the cell ops; `lengths`: seq_lengths is given) for the memory bound.
+struct Plan {
+  DType dtype = DType::kFloat32;
+  int num_outputs = 0;
+  std::array<Shape, kMaxOutputs> shapes;
+  std::int64_t T = 1, B = 0, I = 0, H = 0;
+  bool lengths = false;
+
+  Plan() = default;
+  Plan(DType d, std::initializer_list<Shape> outputs) : dtype(d) {
+    for (const Shape& s : outputs) shapes[num_outputs++] = s;
+  }
+  Plan& sizes(std::int64_t t, std::int64_t b, std::int64_t i, std::int64_t h) {
+    T = t, B = b, I = i, H = h;
+    return *this;
+  }
+  // Every op has h_prev [B, H]; when it is empty every step of the op is empty work: the outputs
+  // are zeros (or empty), whatever seq_len_max or the other dimensions say.
+  bool empty() const { return B == 0 || H == 0; }
+  std::span<const Shape> output_shapes() const { return {shapes.data(), std::size_t(num_outputs)}; }
+  OutputSpec spec() const { return {dtype, {shapes.begin(), shapes.begin() + num_outputs}}; }
+};
+
+// The checks every op shares, on its views in its order (registry.cc).
+void check_output_sizes(const char* op, std::span<const char* const> output_names,
+                        const Plan& plan);
+void check_no_alias(const char* op, std::span<const char* const> input_names,
+                    std::span<const TensorView> inputs, std::span<const char* const> output_names,
+                    std::span<const MutableTensorView> outputs);
+// The call's memory against get_memory_limit(), before anything is allocated (issue 14).
+void check_memory(const char* op, std::span<const TensorView> inputs,
+                  std::span<const char* const> output_names, const Plan& plan,
+                  bool allocates_outputs, std::span<const ExtraBytes> extra);
+// Before computing: empty work (Plan::empty) only zero-fills the outputs and returns false;
+// anything else first makes sure the thread team can be created (core/parallel.h).
+bool begin_compute(const char* op, const Plan& plan, std::span<const MutableTensorView> outputs);
+
+template <class T>
+const T* data(const TensorView& t) {
+  return static_cast<const T*>(t.data);
+}
+template <class T>
+T* data(const MutableTensorView& t) {
+  return static_cast<T*>(t.data);
+}
+
+// Calls f.template operator()<T>(in, out) with T = float or double, on views whose floating data
+// is T: float32 and float64 natively; float16 through float32 copies of the half inputs and
+// float32 scratch outputs, each rounded to half once afterwards.
+template <class InFields, class In, class OutFields, class Out, class F>
+void dispatch_float(DType dtype, const InFields& in_fields, const In& in,
+                    const OutFields& out_fields, const Out& out, F&& f) {
+  if (dtype == DType::kFloat32) return f.template operator()<float>(in, out);
+  if (dtype == DType::kFloat64) return f.template operator()<double>(in, out);
+  if (dtype != DType::kFloat16) {
+    throw Error(ErrorCode::kInternal, "dispatch_float: not a floating dtype");
+  }
+  In in32 = in;
+  Out out32 = out;
+  std::vector<std::vector<float>> copies;
+  copies.reserve(std::size(in_fields) + std::size(out_fields));
+  for (const auto& field : in_fields) {
+    TensorView& t = in32.*field.view;
+    if (t.dtype != DType::kFloat16) continue;
+    const std::int64_t n = t.shape.num_elements();
+    const Half* src = static_cast<const Half*>(t.data);
+    std::vector<float>& copy = copies.emplace_back(static_cast<std::size_t>(n));
+    for (std::int64_t e = 0; e < n; ++e) copy[e] = half_to_float(src[e]);
+    t = TensorView(copy.data(), DType::kFloat32, t.shape);
+  }
+  const std::size_t first_out = copies.size();
+  for (const auto& field : out_fields) {
+    MutableTensorView& t = out32.*field.view;
+    std::vector<float>& scratch =
+        copies.emplace_back(static_cast<std::size_t>(t.shape.num_elements()));
+    t = MutableTensorView(scratch.data(), DType::kFloat32, t.shape);
+  }
+  f.template operator()<float>(in32, out32);
+  std::size_t k = first_out;
+  for (const auto& field : out_fields) {
+    Half* dst = static_cast<Half*>((out.*field.view).data);
+    const std::vector<float>& src = copies[k++];
+    for (std::size_t e = 0; e < src.size(); ++e) dst[e] = float_to_half(src[e]);
+  }
+}
+
+// An op: its names (TensorFlow's), its validation and its compute. The public typed functions
+// call run(); the name table calls the same steps through Adapter.
+template <class In, class Out, class Result, class A>
+struct TypedOp {
+  using Inputs = In;
+  using Outputs = Out;
+  using Results = Result;
+  using Attrs = A;
+
+  const char* name;
+  std::span<const InputField<In>> inputs;
+  std::span<const OutputField<Out, Result>> outputs;
+  std::span<const AttrField<A>> attrs;
+  // Ranks, then dimensions, then dtypes, then values (SPEC A3), of the named fields.
+  Plan (*validate)(const In&, const A&);
+  // Computes validated inputs into outputs of the plan's shapes; `dtype` is the call's.
+  void (*compute)(const In&, const Out&, const A&, DType dtype);
+
+  // Caller-owned outputs.
+  void run(const In& in, const Out& out, const A& a) const {
+    check_storage(in);
+    const Plan p = plan(in, a);
+    MutableTensorView outs[kMaxOutputs];
+    for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
+    finish(p, in, std::span(outs, outputs.size()), a, true);
+  }
+  // Allocated outputs.
+  Result run(const In& in, const A& a) const {
+    check_storage(in);
+    return finish(plan(in, a), in, a);
+  }
+
+  // The steps of run, for Adapter. First every input's storage (a null pointer with elements, a
+  // negative dimension, an element count that overflows), an absent optional input skipped.
+  void check_storage(const In& in) const {
+    const Checker check(name);
+    for (const InputField<In>& f : inputs) {
+      if (f.kind == InputKind::kOptional && is_absent_input(in.*f.view)) continue;
+      check.storage(f.name, in.*f.view);
+    }
+  }
+  // Then the op's validation and the outputs' sizes.
+  Plan plan(const In& in, const A& a) const {
+    const Plan p = validate(in, a);
+    const char* names[kMaxOutputs];
+    check_output_sizes(name, output_names(names), p);
+    return p;
+  }
+  // Then, allocating the outputs: the memory limit, and the compute.
+  Result finish(const Plan& p, const In& in, const A& a) const {
+    TensorView views[kMaxInputs];
+    const char* names[kMaxOutputs];
+    check_memory(name, gather(in, views), output_names(names), p, true, {});
+    Result result;
+    Out out;
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      Tensor& t = result.*outputs[k].tensor;
+      t = Tensor(p.dtype, p.shapes[k]);
+      out.*outputs[k].view = t.mutable_view();
+    }
+    execute(p, in, out, a);
+    return result;
+  }
+  // Or, into the caller's outputs: the outputs, aliasing and (with `memory`) the memory limit, and
+  // the compute.
+  void finish(const Plan& p, const In& in, std::span<const MutableTensorView> outs, const A& a,
+              bool memory) const {
+    const char* out_names[kMaxOutputs];
+    check_outputs(name, output_names(out_names), p.dtype, p.output_shapes(), outs);
+    TensorView views[kMaxInputs];
+    const std::span<const TensorView> ins = gather(in, views);
+    // Empty work reads no input (only zero-fills the outputs), so overlap cannot matter; the
+    // Python and C layers then pass strided inputs uncopied, whose dense extent may spuriously
+    // overlap a fresh output.
+    if (!p.empty()) {
+      const char* in_names[kMaxInputs];
+      for (std::size_t k = 0; k < inputs.size(); ++k) in_names[k] = inputs[k].name;
+      check_no_alias(name, std::span(in_names, inputs.size()), ins, output_names(out_names), outs);
+    }
+    if (memory) check_memory(name, ins, output_names(out_names), p, false, {});
+    Out out;
+    for (std::size_t k = 0; k < outputs.size(); ++k) out.*outputs[k].view = outs[k];
+    execute(p, in, out, a);
+  }
+  void execute(const Plan& p, const In& in, const Out& out, const A& a) const {
+    MutableTensorView outs[kMaxOutputs];
+    for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
+    if (begin_compute(name, p, std::span(outs, outputs.size()))) compute(in, out, a, p.dtype);
+  }
+
+  std::span<const TensorView> gather(const In& in, TensorView* views) const {
+    for (std::size_t k = 0; k < inputs.size(); ++k) views[k] = in.*inputs[k].view;
+    return {views, inputs.size()};
+  }
+  std::span<const char* const> output_names(const char** names) const {
+    for (std::size_t k = 0; k < outputs.size(); ++k) names[k] = outputs[k].name;
+    return {names, outputs.size()};
+  }
+};
+
+// ---- the name table -----------------------------------------------------------------------
+
+// The name-based interface of one op (ops.h).
+class OpAdapter {
+ public:
+  explicit OpAdapter(OpDef def) : def_(std::move(def)) {}
+  virtual ~OpAdapter() = default;
+  const OpDef& def() const { return def_; }
+
+  // infer_outputs (memory == nullptr) and prepare_call.
+  struct Memory {
+    std::span<const ExtraBytes> extra;
+    bool allocates_outputs;
+  };
+  virtual OutputSpec prepare(std::span<const TensorView> inputs, const AttrMap& attrs,
+                             const Memory* memory) const = 0;
+  virtual void run(std::span<const TensorView> inputs, const AttrMap& attrs,
+                   std::span<const MutableTensorView> outputs) const = 0;
+  virtual std::vector<Tensor> run(std::span<const TensorView> inputs,
+                                  const AttrMap& attrs) const = 0;
+  virtual void run(std::span<const TensorView> inputs, const AttrMap& attrs, const Memory& memory,
+                   const CallSetup& setup) const = 0;
+
+ protected:
+  // The given inputs padded to the op's count with absent views, after checking the count (the
+  // trailing optional inputs may be omitted).
+  std::vector<TensorView> full_inputs(std::span<const TensorView> inputs) const;
+  // Attr values in def().attrs order: defaults applied, unknown or missing required names and
+  // bad values refused.
+  std::vector<double> resolve_attrs(const AttrMap& given) const;
+
+ private:
+  OpDef def_;
+};
+
+void register_op(std::unique_ptr<OpAdapter> op);
+
+// Maps TensorFlow's input, attr and output names onto an op's typed fields (Op::inputs,
+// Op::attrs, Op::outputs) and calls the typed op's steps; adds nothing else.
+template <class Op>
+class Adapter final : public OpAdapter {
+  using In = typename Op::Inputs;
+  using Out = typename Op::Outputs;
+  using A = typename Op::Attrs;
+
+ public:
+  explicit Adapter(const Op& op, int num_optional_inputs = 0)
+      : OpAdapter(def_of(op, num_optional_inputs)), op_(op) {}
+
+  OutputSpec prepare(std::span<const TensorView> inputs, const AttrMap& attrs,
+                     const Memory* memory) const override {
+    In in;
+    const A a = map(inputs, attrs, &in);
+    const Plan p = op_.plan(in, a);
+    if (memory != nullptr) {
+      TensorView views[kMaxInputs];
+      const char* names[kMaxOutputs];
+      check_memory(op_.name, op_.gather(in, views), op_.output_names(names), p,
+                   memory->allocates_outputs, memory->extra);
+    }
+    return p.spec();
+  }
+  void run(std::span<const TensorView> inputs, const AttrMap& attrs,
+           std::span<const MutableTensorView> outputs) const override {
+    In in;
+    const A a = map(inputs, attrs, &in);
+    op_.finish(op_.plan(in, a), in, outputs, a, true);
+  }
+  std::vector<Tensor> run(std::span<const TensorView> inputs, const AttrMap& attrs) const override {
+    In in;
+    const A a = map(inputs, attrs, &in);
+    typename Op::Results r = op_.finish(op_.plan(in, a), in, a);
+    std::vector<Tensor> out;
+    for (const auto& f : op_.outputs) out.push_back(std::move(r.*f.tensor));
+    return out;
+  }
+  void run(std::span<const TensorView> inputs, const AttrMap& attrs, const Memory& memory,
+           const CallSetup& setup) const override {
+    In in;
+    const A a = map(inputs, attrs, &in);
+    const Plan p = op_.plan(in, a);
+    TensorView views[kMaxInputs];
+    const char* names[kMaxOutputs];
+    check_memory(op_.name, op_.gather(in, views), op_.output_names(names), p,
+                 memory.allocates_outputs, memory.extra);
+    std::span<TensorView> all(views, op_.inputs.size());
+    const std::vector<MutableTensorView> outs = setup(p.spec(), all);
+    for (std::size_t k = 0; k < all.size(); ++k) in.*op_.inputs[k].view = all[k];
+    op_.finish(p, in, outs, a, false);
+  }
+
+ private:
+  static OpDef def_of(const Op& op, int num_optional_inputs) {
+    OpDef def;
+    def.name = op.name;
+    for (const auto& f : op.inputs) def.inputs.push_back(f.name);
+    const A defaults{};
+    for (const auto& f : op.attrs) {
+      def.attrs.push_back({f.name, f.kind, !f.required, f.required ? 0.0 : f.get(defaults)});
+    }
+    for (const auto& f : op.outputs) def.outputs.push_back(f.name);
+    def.num_optional_inputs = num_optional_inputs;
+    return def;
+  }
+  // Inputs by position (the count checked, then their storage), then attrs by name.
+  A map(std::span<const TensorView> given, const AttrMap& attrs, In* in) const {
+    const std::vector<TensorView> full = full_inputs(given);
+    for (std::size_t k = 0; k < full.size(); ++k) (*in).*op_.inputs[k].view = full[k];
+    op_.check_storage(*in);
+    const std::vector<double> values = resolve_attrs(attrs);
+    A a{};
+    for (std::size_t k = 0; k < values.size(); ++k) op_.attrs[k].set(a, values[k]);
+    return a;
+  }
+
+  const Op& op_;
+};
+
+template <class Op>
+void register_adapter(const Op& op, int num_optional_inputs = 0) {
+  if (op.inputs.size() > kMaxInputs || op.outputs.size() > kMaxOutputs) {
+    throw Error(ErrorCode::kInternal, std::string(op.name) + ": more inputs or outputs than " +
+                                          "core::kMaxInputs / kMaxOutputs");
+  }
+  register_op(std::make_unique<Adapter<Op>>(op, num_optional_inputs));
+}
+
+// Registration of each op family (called once, in order, by the registry).
 void register_gru_ops();
 void register_lstm_ops();
-void register_sequence_ops();
-
-// Typed pointer tables handed to kernels: in[k] / out[k] follow the op's input / output order;
-// non-floating inputs are nullptr.
-template <typename T>
-struct Buffers {
-  std::vector<const T*> in;
-  std::vector<T*> out;
-};
-
-namespace detail {
-template <typename T>
-Buffers<T> native_buffers(std::span<const TensorView> inputs,
-                          std::span<const MutableTensorView> outputs) {
-  Buffers<T> b;
-  for (const TensorView& t : inputs) {
-    b.in.push_back(is_floating(t.dtype) ? static_cast<const T*>(t.data) : nullptr);
-  }
-  for (const MutableTensorView& t : outputs) b.out.push_back(static_cast<T*>(t.data));
-  return b;
-}
-
-// Widened copies of half inputs and float32 scratch for half outputs.
-struct HalfStaging {
-  std::vector<std::vector<float>> in_copies, out_copies;
-  Buffers<float> buffers;
-  HalfStaging(std::span<const TensorView> inputs, std::span<const MutableTensorView> outputs);
-  void store(std::span<const MutableTensorView> outputs) const;
-};
-}  // namespace detail
-
-// Calls f.template operator()<T>(Buffers<T>&) with T = float or double, staging float16
-// through float32.
-template <typename F>
-void dispatch_float(DType dtype, std::span<const TensorView> inputs,
-                    std::span<const MutableTensorView> outputs, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32: {
-      auto b = detail::native_buffers<float>(inputs, outputs);
-      f.template operator()<float>(b);
-      return;
-    }
-    case DType::kFloat64: {
-      auto b = detail::native_buffers<double>(inputs, outputs);
-      f.template operator()<double>(b);
-      return;
-    }
-    case DType::kFloat16: {
-      detail::HalfStaging staging(inputs, outputs);
-      f.template operator()<float>(staging.buffers);
-      staging.store(outputs);
-      return;
-    }
-    case DType::kInt64:
-      break;
-  }
-  throw Error(ErrorCode::kInternal, "dispatch_float: not a floating dtype");
-}
+void register_block_lstm_ops();
+void register_block_gru_ops();
+void register_block_gru_reset_after_ops();
 
 // Reads an int64 scalar (seq_len_max).
 inline std::int64_t read_int64_scalar(const TensorView& t) {

@@ -3,38 +3,29 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <new>
 
 #include "blockrnn/error.h"
+#include "core/enum_table.h"
 
 namespace blockrnn {
 
+namespace {
+// Per dtype, in the enum's order.
+constexpr const char* kDTypeNames[] = {"float16", "float32", "float64", "int64"};
+constexpr std::size_t kDTypeSizes[] = {2, 4, 8, 8};
+static_assert(std::size(kDTypeNames) == static_cast<std::size_t>(DType::kInt64) + 1);
+static_assert(std::size(kDTypeSizes) == std::size(kDTypeNames));
+}  // namespace
+
 const char* dtype_name(DType dtype) noexcept {
-  switch (dtype) {
-    case DType::kFloat16:
-      return "float16";
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kInt64:
-      return "int64";
-  }
-  return "unknown";
+  return core::enum_lookup(dtype, kDTypeNames, "unknown");
 }
 
 std::size_t dtype_size(DType dtype) noexcept {
-  switch (dtype) {
-    case DType::kFloat16:
-      return 2;
-    case DType::kFloat32:
-      return 4;
-    case DType::kFloat64:
-    case DType::kInt64:
-      return 8;
-  }
-  return 0;
+  return core::enum_lookup(dtype, kDTypeSizes, std::size_t{0});
 }
 
 bool is_floating(DType dtype) noexcept {

@@ -1,197 +1,123 @@
-// BlockGRU and BlockGRUGrad (SPEC A6): validation (as BlockLSTM's, stricter per A3),
-// registration, and the typed C++ entry points of blockrnn/sequence.h.
+// BlockGRU and BlockGRUGrad (SPEC A6): the typed C++ functions of blockrnn/sequence.h
+// (validation of the named fields, as BlockLSTM's, stricter per A3, and the kernel call) and
+// their rows of the name table.
 //
 // Shape letters: T time, B batch, I input, H cell (from h_prev), S = seq_len_max.
 // Validation order: ranks of every input (seq_len_max a scalar), then dimensions, then dtypes
 // (seq_len_max int64, every other input one floating dtype), then 0 ≤ seq_len_max ≤ T.
-#include <array>
-
-#include "blockrnn/context.h"
-#include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
+
 #include "core/op_impl.h"
-#include "ops/typed_defaults.h"
 #include "kernel/block_gru.h"
+#include "ops/checks.h"
+#include "ops/kernel_args.h"
+#include "ops/typed_defaults.h"
+#include "ops/typed_ops.h"
 
 namespace blockrnn {
 namespace {
 
-using core::Checker;
+using namespace ops::op_names;  // NOLINT(build/namespaces)
 
-constexpr std::array<const char*, 12> kNames = {
-    "seq_len_max", "x", "h_prev", "w_ru", "w_c", "b_ru", "b_c", "r", "u", "c", "h", "h_grad"};
-constexpr int kFwdInputs = 7;
-constexpr int kGradInputs = 12;
+using In = SeqInputs<BlockGRUInputs>;
+using GradIn = SeqInputs<BlockGRUGradInputs>;
+constexpr InputField<In> kInputs[] = {BLOCKRNN_SEQ_LEN_MAX(In),   BLOCKRNN_INPUT(In, x),
+                                      BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w_ru),
+                                      BLOCKRNN_INPUT(In, w_c),    BLOCKRNN_INPUT(In, b_ru),
+                                      BLOCKRNN_INPUT(In, b_c),    BLOCKRNN_SEQ_LENGTHS(In)};
+constexpr InputField<GradIn> kGradInputs[] = {
+    BLOCKRNN_SEQ_LEN_MAX(GradIn), BLOCKRNN_INPUT(GradIn, x),   BLOCKRNN_INPUT(GradIn, h_prev),
+    BLOCKRNN_INPUT(GradIn, w_ru), BLOCKRNN_INPUT(GradIn, w_c), BLOCKRNN_INPUT(GradIn, b_ru),
+    BLOCKRNN_INPUT(GradIn, b_c),  BLOCKRNN_INPUT(GradIn, r),   BLOCKRNN_INPUT(GradIn, u),
+    BLOCKRNN_INPUT(GradIn, c),    BLOCKRNN_INPUT(GradIn, h),   BLOCKRNN_INPUT(GradIn, h_grad),
+    BLOCKRNN_SEQ_LENGTHS(GradIn)};
 
-// Validates the inputs of BlockGRU (n = 7) or BlockGRUGrad (n = 12). Returns the dims.
-BlockGRUDims check_block_gru(const char* op, std::span<const TensorView> in, int n, DType* dtype) {
-  const Checker check(op);
-  const core::SeqLengthsCheck lengths{check, in[n]};  // seq_lengths follows the n inputs
-  check.scalar("seq_len_max", in[0]);
-  check.rank("x", in[1], 3);
-  check.rank("h_prev", in[2], 2);
-  check.rank("w_ru", in[3], 2);
-  check.rank("w_c", in[4], 2);
-  check.rank("b_ru", in[5], 1);
-  check.rank("b_c", in[6], 1);
-  for (int k = kFwdInputs; k < n; ++k) check.rank(kNames[k], in[k], 3);
-  lengths.rank();
-  const std::int64_t T = in[1].shape[0], B = in[1].shape[1], I = in[1].shape[2];
-  const std::int64_t H = in[2].shape[1];
-  const std::int64_t K = core::checked_add(op, "input_size + cell_size (rows of w_ru)", I, H);
-  const std::int64_t H2 = core::checked_mul(op, "2 * cell_size (columns of w_ru)", 2, H);
-  check.shape("h_prev", in[2], {B, H}, "batch_size, cell_size");
-  const Checker::OtherWeight other{"w_c", in[4], {K, H}};
-  check.input_weight("w_ru", in[3], {K, H2}, "input_size + cell_size, 2 * cell_size", in[1], H,
-                     &other);
-  check.shape("w_c", in[4], {K, H}, "input_size + cell_size, cell_size");
-  check.shape("b_ru", in[5], {H2}, "2 * cell_size");
-  check.shape("b_c", in[6], {H}, "cell_size");
-  for (int k = kFwdInputs; k < n; ++k) {
-    check.shape(kNames[k], in[k], {T, B, H}, "time_len, batch_size, cell_size");
-  }
-  lengths.shape(B);
-  check.int64("seq_len_max", in[0]);
-  lengths.dtype();
-  *dtype = check.same_float_dtype(std::span(kNames).subspan(1, n - 1), in.subspan(1, n - 1));
-  const std::int64_t S = core::read_int64_scalar(in[0]);
-  if (S < 0 || S > T) {
-    check.fail("seq_len_max must be between 0 and " + std::to_string(T) + " (time_len of x), got " +
-               std::to_string(S));
-  }
-  lengths.values(T);
-  return {T, B, I, H, S};
+using Out = BlockGRUOutputs;
+using Res = BlockGRUResult;
+constexpr core::OutputField<Out, Res> kOutputs[] = {
+    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, c),
+    BLOCKRNN_OUTPUT(Out, Res, h)};
+using GradOut = BlockGRUGradOutputs;
+using GradRes = BlockGRUGradResult;
+constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
+    BLOCKRNN_OUTPUT(GradOut, GradRes, x_grad),    BLOCKRNN_OUTPUT(GradOut, GradRes, h_prev_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, w_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_c_grad),
+    BLOCKRNN_OUTPUT(GradOut, GradRes, b_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, b_c_grad)};
+
+template <class Fields>
+ops::GRUState state_of(const Fields& in) {
+  return {in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
 }
 
-OutputSpec infer_fwd(std::span<const TensorView> in, const core::Attrs&) {
-  DType dtype;
-  const BlockGRUDims d = check_block_gru("BlockGRU", in, kFwdInputs, &dtype);
+Plan validate_fwd(const In& in, const NoAttrs&) {
+  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRU"), kInputs, in, {}, state_of(in));
   const Shape tbh{d.T, d.B, d.H};
-  return {dtype, {tbh, tbh, tbh, tbh}};
+  Plan p(d.dtype, {tbh, tbh, tbh, tbh});
+  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
+  return p;
 }
 
-OutputSpec infer_grad(std::span<const TensorView> in, const core::Attrs&) {
-  DType dtype;
-  const BlockGRUDims d = check_block_gru("BlockGRUGrad", in, kGradInputs, &dtype);
+Plan validate_grad(const GradIn& in, const NoAttrs&) {
+  const ops::Named steps[] = {
+      {"r", in.r}, {"u", in.u}, {"c", in.c}, {"h", in.h}, {"h_grad", in.h_grad}};
+  const ops::SeqDims d =
+      ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in, steps, state_of(in));
   const std::int64_t K = d.I + d.H;
-  return {dtype,
-          {Shape{d.T, d.B, d.I}, Shape{d.B, d.H}, Shape{K, 2 * d.H}, Shape{K, d.H}, Shape{2 * d.H},
-           Shape{d.H}}};
+  Plan p(d.dtype, {Shape{d.T, d.B, d.I}, Shape{d.B, d.H}, Shape{K, 2 * d.H}, Shape{K, d.H},
+                   Shape{2 * d.H}, Shape{d.H}});
+  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
+  return p;
 }
 
-// Inputs are validated by infer before compute runs.
-BlockGRUDims dims_of(std::span<const TensorView> in) {
-  return {in[1].shape[0],
-          in[1].shape[1],
-          in[1].shape[2],
-          in[2].shape[1],
-          core::read_int64_scalar(in[0]),
-          core::effective_lengths(in.back(), core::read_int64_scalar(in[0]))};
+void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
+  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
+  core::dispatch_float(
+      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
+        const auto a = ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o);
+        ops::run_kernel([&] { ref::block_gru_fwd<T>(d, a); }, [&] { cpu::block_gru_fwd<T>(d, a); });
+      });
 }
 
-void compute_fwd(std::span<const TensorView> in, const core::Attrs&,
-                 std::span<const MutableTensorView> out) {
-  const BlockGRUDims d = dims_of(in);
-  core::dispatch_float(in[1].dtype, in, out, [&]<typename T>(core::Buffers<T>& b) {
-    const BlockGRUFwdArgs<T> a{b.in[1], b.in[2],  b.in[3],  b.in[4],  b.in[5],
-                               b.in[6], b.out[0], b.out[1], b.out[2], b.out[3]};
-    if (force_reference()) {
-      ref::block_gru_fwd<T>(d, a);
-    } else {
-      cpu::block_gru_fwd<T>(d, a);
-    }
-  });
-}
-
-void compute_grad(std::span<const TensorView> in, const core::Attrs&,
-                  std::span<const MutableTensorView> out) {
-  const BlockGRUDims d = dims_of(in);
-  core::dispatch_float(in[1].dtype, in, out, [&]<typename T>(core::Buffers<T>& b) {
-    const BlockGRUBwdArgs<T> a{b.in[1],  b.in[2],  b.in[3],  b.in[4],  b.in[7],
-                               b.in[8],  b.in[9],  b.in[10], b.in[11], b.out[0],
-                               b.out[1], b.out[2], b.out[3], b.out[4], b.out[5]};
-    if (force_reference()) {
-      ref::block_gru_bwd<T>(d, a);
-    } else {
-      cpu::block_gru_bwd<T>(d, a);
-    }
-  });
+void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
+  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
+  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
+                       [&]<typename T>(const GradIn& i, const GradOut& o) {
+                         const auto a = ops::block_gru_bwd_args<T>(i, o);
+                         ops::run_kernel([&] { ref::block_gru_bwd<T>(d, a); },
+                                         [&] { cpu::block_gru_bwd<T>(d, a); });
+                       });
 }
 
 }  // namespace
 
+namespace ops {
+constexpr Op<In, Out, Res, NoAttrs> kBlockGRU{"BlockGRU", kInputs,      kOutputs,
+                                              {},         validate_fwd, compute_fwd};
+constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUGrad{
+    "BlockGRUGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
+}  // namespace ops
+
 namespace core {
 void register_block_gru_ops() {
-  // seq_lengths, blockrnn's optional last input, follows the TensorFlow-style inputs.
-  std::vector<std::string> names(kNames.begin(), kNames.end());
-  std::vector<std::string> fwd_names(kNames.begin(), kNames.begin() + kFwdInputs);
-  names.push_back("seq_lengths");
-  fwd_names.push_back("seq_lengths");
-  register_op({{"BlockGRU", fwd_names, {}, {"r", "u", "c", "h"}, 1}, infer_fwd, compute_fwd});
-  register_op({{"BlockGRUGrad",
-                names,
-                {},
-                {"x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_grad"},
-                1},
-               infer_grad,
-               compute_grad});
+  register_adapter(ops::kBlockGRU, 1);
+  register_adapter(ops::kBlockGRUGrad, 1);
 }
 }  // namespace core
 
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out) {
-  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
-  const TensorView ins[] = {
-      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c, in.seq_lengths};
-  const MutableTensorView outs[] = {out.r, out.u, out.c, out.h};
-  run_op("BlockGRU", ins, {}, outs);
+  ops::kBlockGRU.run(ops::SeqCall(in).in, out, {});
 }
 
 BlockGRUResult block_gru(const BlockGRUInputs& in) {
-  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
-  const TensorView ins[] = {
-      TensorView(&S, Shape{}), in.x, in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c, in.seq_lengths};
-  std::vector<Tensor> t = run_op("BlockGRU", ins);
-  return {std::move(t[0]), std::move(t[1]), std::move(t[2]), std::move(t[3])};
+  return ops::kBlockGRU.run(ops::SeqCall(in).in, {});
 }
 
 void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out) {
-  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
-  const TensorView ins[] = {TensorView(&S, Shape{}),
-                            in.x,
-                            in.h_prev,
-                            in.w_ru,
-                            in.w_c,
-                            in.b_ru,
-                            in.b_c,
-                            in.r,
-                            in.u,
-                            in.c,
-                            in.h,
-                            in.h_grad,
-                            in.seq_lengths};
-  const MutableTensorView outs[] = {out.x_grad,   out.h_prev_grad, out.w_ru_grad,
-                                    out.w_c_grad, out.b_ru_grad,   out.b_c_grad};
-  run_op("BlockGRUGrad", ins, {}, outs);
+  ops::kBlockGRUGrad.run(ops::SeqCall(in).in, out, {});
 }
 
 BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in) {
-  const std::int64_t S = ops::seq_len_or_time(in.seq_len_max, in.x);
-  const TensorView ins[] = {TensorView(&S, Shape{}),
-                            in.x,
-                            in.h_prev,
-                            in.w_ru,
-                            in.w_c,
-                            in.b_ru,
-                            in.b_c,
-                            in.r,
-                            in.u,
-                            in.c,
-                            in.h,
-                            in.h_grad,
-                            in.seq_lengths};
-  std::vector<Tensor> t = run_op("BlockGRUGrad", ins);
-  return {std::move(t[0]), std::move(t[1]), std::move(t[2]),
-          std::move(t[3]), std::move(t[4]), std::move(t[5])};
+  return ops::kBlockGRUGrad.run(ops::SeqCall(in).in, {});
 }
 
 }  // namespace blockrnn

@@ -10,6 +10,11 @@
 
 namespace blockrnn::ops {
 
+// The attrs of the LSTM grads, whose use_peephole is required (no default), as in TensorFlow.
+struct PeepholeAttr {
+  bool use_peephole = false;
+};
+
 // An attr in the op's dtype, as TensorFlow's kernel converts it (T(forget_bias)); float16
 // rounds to half, and the kernel (which computes in float32 for half) widens it back exactly.
 //

@@ -1,6 +1,7 @@
-// The defaults of the typed C++ API (issue 12) that TensorFlow's ops do not have. The typed
-// entry points (lstm.h, sequence.h) apply them and then call the name-based run_op, which keeps
-// TensorFlow's contract: there, seq_len_max and the peephole vectors are always required.
+// The defaults of the typed C++ API (issue 12) that TensorFlow's ops do not have. The public
+// typed functions (lstm.h, sequence.h, cuda.h) apply them before validating; the name-based
+// run_op calls the ops without them and so keeps TensorFlow's contract: there, seq_len_max and
+// the peephole vectors are always required.
 //   - seq_len_max left unset runs every step: S = T, the time dimension of x.
 //   - With use_peephole false, an omitted peephole vector (no data, or no elements) stands for
 //     zeros [H]; with use_peephole true a peephole vector without data is an error naming it.
@@ -18,6 +19,16 @@ inline std::int64_t seq_len_or_time(const std::optional<std::int64_t>& seq_len_m
                                     const TensorView& x) {
   if (seq_len_max) return *seq_len_max;
   return x.shape.rank() == 3 ? x.shape[0] : 0;
+}
+
+// t.dim(i) when t has the given rank, else -1 (unknown: validation reports t).
+inline std::int64_t dim_or(const TensorView& t, int rank, int i) {
+  return t.shape.rank() == rank ? t.shape[i] : -1;
+}
+// H of an LSTM grad, w.dim(1) / 4, or -1 when w does not give it (validation reports w).
+inline std::int64_t cell_size_of_w(const TensorView& w) {
+  if (w.shape.rank() != 2 || w.shape[1] <= 0 || w.shape[1] % 4 != 0) return -1;
+  return w.shape[1] / 4;
 }
 
 // Fills in the peephole vectors wci, wcf, wco of an LSTM op's typed call, in place.
@@ -42,6 +53,21 @@ class PeepholeDefaults {
 
  private:
   Tensor zeros_;  // [H] when an omitted view needed it
+};
+
+// An LSTM op's typed inputs with the peephole defaults applied; holds the zeros, so it must
+// outlive the call. x_rank: 2 for the cell ops, 3 for the sequence ops (I is x's last
+// dimension); H is cs_prev's, or w's with h_from_w (the sequence grads, which take H from w).
+template <class Fields>
+struct WithPeepholes {
+  Fields in;
+  PeepholeDefaults peepholes;
+  WithPeepholes(const char* op, const Fields& given, bool use_peephole, int x_rank,
+                bool h_from_w = false)
+      : in(given),
+        peepholes(op, use_peephole, dim_or(in.x, x_rank, x_rank - 1),
+                  h_from_w ? cell_size_of_w(in.w) : dim_or(in.cs_prev, 2, 1), in.w, in.x.dtype,
+                  &in.wci, &in.wcf, &in.wco) {}
 };
 
 }  // namespace blockrnn::ops

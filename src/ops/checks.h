@@ -1,0 +1,182 @@
+// Validation shared by the op families: the one float dtype of an op's inputs, the GRU weights
+// (GRUBlockCell and BlockGRU), and the frame of every sequence op's validation (seq_len_max, x,
+// the per-step inputs of the grads and seq_lengths around the op's own state and weights).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/op_impl.h"
+
+namespace blockrnn::ops {
+
+using core::Checker;
+
+// The dtype every floating input of `fields` shares (in the table's order), else an error.
+template <class Fields, class In>
+DType same_float_dtype(const Checker& check, const Fields& fields, const In& in) {
+  const char* names[core::kMaxInputs];
+  TensorView views[core::kMaxInputs];
+  std::size_t n = 0;
+  for (const auto& f : fields) {
+    if (f.kind != core::InputKind::kFloat) continue;
+    names[n] = f.name;
+    views[n++] = in.*f.view;
+  }
+  return check.same_float_dtype(std::span(names, n), std::span(views, n));
+}
+
+// An input checked by name: the per-step tensors of a grad.
+struct Named {
+  const char* name;
+  const TensorView& view;
+};
+
+// The state and weights of the GRU ops (GRUBlockCell, BlockGRU): h_prev [B, H], w_ru [I+H, 2H],
+// w_c [I+H, H], b_ru [2H], b_c [H]. H is h_prev's.
+struct GRUState {
+  const TensorView &h_prev, &w_ru, &w_c, &b_ru, &b_c;
+
+  void ranks(const Checker& check) const {
+    check.rank("h_prev", h_prev, 2);
+    check.rank("w_ru", w_ru, 2);
+    check.rank("w_c", w_c, 2);
+    check.rank("b_ru", b_ru, 1);
+    check.rank("b_c", b_c, 1);
+  }
+  std::int64_t cell_size(const Checker&) const { return h_prev.shape[1]; }
+  void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
+              std::int64_t H) const {
+    const std::int64_t K =
+        core::checked_add(check.op(), "input_size + cell_size (rows of w_ru)", I, H);
+    const std::int64_t H2 = core::checked_mul(check.op(), "2 * cell_size (columns of w_ru)", 2, H);
+    check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
+    const Checker::OtherWeight other{"w_c", w_c, {K, H}};
+    check.input_weight("w_ru", w_ru, {K, H2}, "input_size + cell_size, 2 * cell_size", x, H,
+                       &other);
+    check.shape("w_c", w_c, {K, H}, "input_size + cell_size, cell_size");
+    check.shape("b_ru", b_ru, {H2}, "2 * cell_size");
+    check.shape("b_c", b_c, {H}, "cell_size");
+  }
+};
+
+// The state and weights of the LSTM ops: cs_prev and h_prev [B, H], w [I+H, 4H], the peephole
+// vectors wci, wcf, wco [H] and b [4H]. H is cs_prev's, or w's (w.dim(1) / 4, which must be a
+// positive integer) with `h_from_w` (the sequence grads, as TensorFlow). `nonempty` (the cell
+// ops, as TensorFlow) refuses B = 0 or H = 0: "cs_prev is empty".
+struct LSTMState {
+  const TensorView &cs_prev, &h_prev, &w, &wci, &wcf, &wco, &b;
+  bool h_from_w = false;
+  bool nonempty = false;
+
+  void ranks(const Checker& check) const {
+    check.rank("cs_prev", cs_prev, 2);
+    check.rank("h_prev", h_prev, 2);
+    check.rank("w", w, 2);
+    check.rank("wci", wci, 1);
+    check.rank("wcf", wcf, 1);
+    check.rank("wco", wco, 1);
+    check.rank("b", b, 1);
+  }
+  std::int64_t cell_size(const Checker& check) const {
+    if (!h_from_w) return cs_prev.shape[1];
+    if (w.shape[1] <= 0 || w.shape[1] % 4 != 0) {
+      check.fail("w must have a positive multiple of 4 columns (4 * cell_size), got shape " +
+                 w.shape.to_string());
+    }
+    return w.shape[1] / 4;
+  }
+  void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
+              std::int64_t H) const {
+    const std::int64_t K =
+        core::checked_add(check.op(), "input_size + cell_size (rows of w)", I, H);
+    const std::int64_t G = core::checked_mul(check.op(), "4 * cell_size (columns of w)", 4, H);
+    check.shape("cs_prev", cs_prev, {B, H}, "batch_size, cell_size");
+    if (nonempty && (B == 0 || H == 0)) {
+      check.fail("cs_prev is empty, got shape " + cs_prev.shape.to_string() +
+                 " (batch_size and cell_size must be positive)");
+    }
+    check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
+    check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);
+    check.shape("wci", wci, {H}, "cell_size");
+    check.shape("wcf", wcf, {H}, "cell_size");
+    check.shape("wco", wco, {H}, "cell_size");
+    check.shape("b", b, {G}, "4 * cell_size");
+  }
+};
+
+// The validation of the cell ops: the ranks of x [B, I] and the state, the ranks of the per-step
+// inputs `steps` (the grads' forward outputs and incoming gradients, checked first), then
+// dimensions, each step [B, H], then the one float dtype. Returns B, I, H and the dtype.
+struct CellDims {
+  std::int64_t B, I, H;
+  DType dtype;
+};
+template <class Fields, class In, class State>
+CellDims check_cell(const Checker& check, const Fields& fields, const In& in,
+                    std::span<const Named> steps, const State& state) {
+  for (const Named& s : steps) check.rank(s.name, s.view, 2);
+  check.rank("x", in.x, 2);
+  state.ranks(check);
+  const std::int64_t B = in.x.shape[0], I = in.x.shape[1], H = state.cell_size(check);
+  state.shapes(check, in.x, B, I, H);
+  for (const Named& s : steps) check.shape(s.name, s.view, {B, H}, "batch_size, cell_size");
+  return {B, I, H, same_float_dtype(check, fields, in)};
+}
+
+// The sizes a sequence op's validation found.
+struct SeqDims {
+  std::int64_t T, B, I, H, S;
+  DType dtype;
+};
+
+// Every sequence op's validation, in the order of SPEC A3: the ranks of seq_len_max (a scalar),
+// x [T, B, I], then the op's state and weights (state.ranks(check)), the per-step inputs
+// `steps` (the grads' forward outputs and incoming gradients) and seq_lengths; then dimensions:
+// H = state.cell_size(check), the state's shapes (state.shapes(check, x, B, I, H)), every step [T,
+// B, H], seq_lengths [B]; then dtypes (seq_len_max and seq_lengths int64, every floating input one
+// dtype); then values (0 ≤ seq_len_max ≤ T, every seq_lengths in [0, T]).
+template <class Fields, class In, class State>
+SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in,
+                       std::span<const Named> steps, const State& state) {
+  const TensorView &seq_len_max = in.seq_len_max_tensor, &x = in.x;
+  const core::SeqLengthsCheck lengths{check, in.seq_lengths};
+  check.scalar("seq_len_max", seq_len_max);
+  check.rank("x", x, 3);
+  state.ranks(check);
+  for (const Named& s : steps) check.rank(s.name, s.view, 3);
+  lengths.rank();
+  const std::int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2];
+  const std::int64_t H = state.cell_size(check);
+  state.shapes(check, x, B, I, H);
+  for (const Named& s : steps) {
+    check.shape(s.name, s.view, {T, B, H}, "time_len, batch_size, cell_size");
+  }
+  lengths.shape(B);
+  check.int64("seq_len_max", seq_len_max);
+  lengths.dtype();
+  const DType dtype = same_float_dtype(check, fields, in);
+  const std::int64_t S = core::read_int64_scalar(seq_len_max);
+  if (S < 0 || S > T) {
+    check.fail("seq_len_max must be between 0 and " + std::to_string(T) + " (time_len of x), got " +
+               std::to_string(S));
+  }
+  lengths.values(T);
+  return {T, B, I, H, S, dtype};
+}
+
+// A sequence kernel's dims (BlockLSTMDims, BlockGRUDims) of validated inputs: the lengths are
+// those the kernel sees (core::effective_lengths).
+template <class Dims, class Fields>
+Dims seq_dims(const Fields& in) {
+  const std::int64_t S = core::read_int64_scalar(in.seq_len_max_tensor);
+  return {in.x.shape[0],
+          in.x.shape[1],
+          in.x.shape[2],
+          in.h_prev.shape[1],
+          S,
+          core::effective_lengths(in.seq_lengths, S)};
+}
+
+}  // namespace blockrnn::ops

@@ -1,0 +1,114 @@
+// The typed ops (src/ops/*_ops.cc): each public typed function of blockrnn/{gru,lstm,sequence}.h
+// is its op's run() after the typed API's defaults, and the name table is an Adapter over each.
+// Declared here for the backends that validate an op the CPU path's way and run their own
+// kernels (src/cuda/api.cpp).
+#pragma once
+
+#include "blockrnn/gru.h"
+#include "blockrnn/lstm.h"
+#include "blockrnn/sequence.h"
+#include "core/op_impl.h"
+#include "ops/lstm_attrs.h"
+#include "ops/typed_defaults.h"
+
+namespace blockrnn::ops {
+
+// A sequence op's inputs as validation and the name table see them: the typed struct, with
+// seq_len_max as TensorFlow's int64 scalar tensor (the typed functions make it from the struct's
+// seq_len_max; TensorFlow's callers give it).
+template <class Typed>
+struct SeqInputs : Typed {
+  TensorView seq_len_max_tensor;
+};
+
+// A sequence op's first row: TensorFlow's seq_len_max, the int64 scalar tensor.
+#define BLOCKRNN_SEQ_LEN_MAX(In) \
+  { "seq_len_max", &In::seq_len_max_tensor, core::InputKind::kInt64 }
+// Its last: blockrnn's optional seq_lengths, after TensorFlow's inputs.
+#define BLOCKRNN_SEQ_LENGTHS(In) BLOCKRNN_INPUT(In, seq_lengths, core::InputKind::kOptional)
+
+struct NoAttrs {};
+
+// The names every op file (src/ops/*_ops.cc) uses: `using namespace ops::op_names;`.
+namespace op_names {
+using core::Checker;
+using core::data;
+using core::InputField;
+using core::InputKind;
+using core::Plan;
+using ops::NoAttrs;
+using ops::PeepholeAttr;
+using ops::SeqInputs;
+}  // namespace op_names
+
+// A sequence op's typed call with the typed API's default seq_len_max (unset: T, x's time
+// dimension). Holds S, so it must outlive the call.
+template <class Typed>
+struct SeqCall {
+  std::int64_t S;
+  SeqInputs<Typed> in;
+  explicit SeqCall(const Typed& given)
+      : S(seq_len_or_time(given.seq_len_max, given.x)), in{given, TensorView(&S, Shape{})} {}
+  SeqCall(const SeqCall&) = delete;
+  SeqCall& operator=(const SeqCall&) = delete;
+};
+
+// An LSTM sequence op's typed call: also the peephole defaults (H from cs_prev in the forward
+// ops, from w in the grads). Holds what the views point to, so it must outlive the call.
+template <class Typed>
+struct LSTMSeqCall {
+  SeqCall<Typed> seq;
+  WithPeepholes<SeqInputs<Typed>> with;
+  LSTMSeqCall(const char* op, const Typed& given, bool use_peephole, bool grad)
+      : seq(given), with(op, seq.in, use_peephole, 3, grad) {}
+  const SeqInputs<Typed>& in() const { return with.in; }
+};
+
+// The reset-after GRU ops' seq_len_max, a plain int64 of the typed struct, as a tensor.
+template <class Typed>
+SeqInputs<Typed> seq_inputs(const Typed& in) {
+  return {in, TensorView(&in.seq_len_max, Shape{})};
+}
+
+template <class In, class Out, class Res, class A>
+using Op = core::TypedOp<In, Out, Res, A>;
+
+extern const Op<GRUBlockCellInputs, GRUBlockCellOutputs, GRUBlockCellResult, NoAttrs> kGRUBlockCell;
+extern const Op<GRUBlockCellGradInputs, GRUBlockCellGradOutputs, GRUBlockCellGradResult, NoAttrs>
+    kGRUBlockCellGrad;
+extern const Op<GRUBlockCellGradInputs, GRUBlockCellBackwardOutputs, GRUBlockCellBackwardResult,
+                NoAttrs>
+    kGRUBlockCellBackward;
+
+extern const Op<LSTMBlockCellInputs, LSTMBlockCellOutputs, LSTMBlockCellResult, LSTMBlockCellAttrs>
+    kLSTMBlockCell;
+extern const Op<LSTMBlockCellGradInputs, LSTMBlockCellGradOutputs, LSTMBlockCellGradResult,
+                PeepholeAttr>
+    kLSTMBlockCellGrad;
+extern const Op<LSTMBlockCellGradInputs, LSTMBlockCellBackwardOutputs, LSTMBlockCellBackwardResult,
+                LSTMBlockCellAttrs>
+    kLSTMBlockCellBackward;
+
+extern const Op<SeqInputs<BlockLSTMInputs>, BlockLSTMOutputs, BlockLSTMResult, BlockLSTMAttrs>
+    kBlockLSTM;
+extern const Op<SeqInputs<BlockLSTMInputs>, BlockLSTMOutputs, BlockLSTMResult, BlockLSTMV2Attrs>
+    kBlockLSTMV2;
+extern const Op<SeqInputs<BlockLSTMGradInputs>, BlockLSTMGradOutputs, BlockLSTMGradResult,
+                PeepholeAttr>
+    kBlockLSTMGrad;
+extern const Op<SeqInputs<BlockLSTMGradInputs>, BlockLSTMGradOutputs, BlockLSTMGradResult,
+                PeepholeAttr>
+    kBlockLSTMGradV2;
+
+extern const Op<SeqInputs<BlockGRUInputs>, BlockGRUOutputs, BlockGRUResult, NoAttrs> kBlockGRU;
+extern const Op<SeqInputs<BlockGRUGradInputs>, BlockGRUGradOutputs, BlockGRUGradResult, NoAttrs>
+    kBlockGRUGrad;
+
+extern const Op<SeqInputs<BlockGRUResetAfterInputs>, BlockGRUResetAfterOutputs,
+                BlockGRUResetAfterResult, NoAttrs>
+    kBlockGRUResetAfter;
+extern const Op<SeqInputs<BlockGRUResetAfterGradInputs>, BlockGRUResetAfterGradOutputs,
+                BlockGRUResetAfterGradResult, NoAttrs>
+    kBlockGRUResetAfterGrad;
+
+}  // namespace blockrnn::ops
