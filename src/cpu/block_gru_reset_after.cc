@@ -30,6 +30,7 @@
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
+#include "cpu/sequence_plan.h"
 #include "gemm/gemm.h"
 #include "kernel/block_gru_reset_after.h"
 
@@ -39,6 +40,17 @@ using gemm::gemm;
 using gemm::Trans;
 
 namespace {
+
+// gi[0:m] = x[0:m]·w_i  [m, 3H] (row stride ld), on the plan's packed w_i when there is one.
+template <typename T>
+void input_product(const BlockGRUResetAfterFwdArgs<T>& a, std::int64_t m, const T* x,
+                   std::int64_t I, std::int64_t H3, T* gi, std::int64_t ld) {
+  if (a.plan) {
+    gemm<T>(Trans::kNo, m, x, I, a.plan->w_i, T(0), gi, ld);
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, m, H3, I, x, I, a.w_i, H3, T(0), gi, ld);
+  }
+}
 
 // seq_lengths (sequence_common.h, ActiveRows): the forward loop with each step's product over
 // its active prefix (or all rows) and its pass on the active rows; inactive rows of the five
@@ -50,21 +62,19 @@ void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
   if (S == 0 || BH == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);
-  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2});
+  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2}, a.workspace);
   T* const gi = ws.slice(0);
   T* const gh_rz = ws.slice(1);
-  gemm::PackedB<T> w_h_r, w_h_z, w_h_n;
-  w_h_r.pack(Trans::kNo, H, H, a.w_h, H3);
-  w_h_z.pack(Trans::kNo, H, H, a.w_h + H, H3);
-  w_h_n.pack(Trans::kNo, H, H, a.w_h + 2 * H, H3);
-  const std::int64_t panels = w_h_n.panels(), nr = w_h_n.panel_width();
+  const Packed<T> w_h_r(a.plan ? &a.plan->w_h_r : nullptr, Trans::kNo, H, H, a.w_h, H3);
+  const Packed<T> w_h_z(a.plan ? &a.plan->w_h_z : nullptr, Trans::kNo, H, H, a.w_h + H, H3);
+  const Packed<T> w_h_n(a.plan ? &a.plan->w_h_n : nullptr, Trans::kNo, H, H, a.w_h + 2 * H, H3);
+  const std::int64_t panels = w_h_n->panels(), nr = w_h_n->panel_width();
   if (act.prefix) {
     for (std::int64_t t = 0; t < S; ++t) {
-      gemm<T>(Trans::kNo, Trans::kNo, act.count[t], H3, I, a.x + t * B * I, I, a.w_i, H3, T(0),
-              gi + t * B * R, R);
+      input_product(a, act.count[t], a.x + t * B * I, I, H3, gi + t * B * R, R);
     }
   } else {
-    gemm<T>(Trans::kNo, Trans::kNo, S * B, H3, I, a.x, I, a.w_i, H3, T(0), gi, R);
+    input_product(a, S * B, a.x, I, H3, gi, R);
   }
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
@@ -79,9 +89,9 @@ void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
       T* const hn_t = a.hn + t * BH;
       T* const h_t = a.h + t * BH;
       const std::int64_t m = act.gemm_rows(t);
-      gemm::gemm_panels(m, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
-      gemm::gemm_panels(m, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
-      gemm::gemm_panels(m, hp, H, w_h_n, own.p0, own.p1, T(0), hn_t, H);
+      gemm::gemm_panels(m, hp, H, *w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
+      gemm::gemm_panels(m, hp, H, *w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
+      gemm::gemm_panels(m, hp, H, *w_h_n, own.p0, own.p1, T(0), hn_t, H);
       act.for_rows(
           t,
           [&](std::int64_t n0, std::int64_t n1) {
@@ -120,13 +130,12 @@ void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t N = act.total();
   if (N == 0) return;
   const std::int64_t R = padded_ld(H3);
-  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, N * R, N * H, N * I});
+  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, N * R, N * H, N * I}, a.workspace);
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
   T* const carry = a.h_prev_grad;
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, H3, H, a.w_h, H3);
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
+  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
     const UnitSplit own = unit_split(panels, nr, H, id, nt);
@@ -155,7 +164,7 @@ void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
       stop.poll(id, k);
 #pragma omp barrier
       if (stop.stop_after(k)) break;
-      gemm::gemm_panels(act.gemm_rows(t), d_g_t, R, w_h_t, own.p0, own.p1, T(1), carry, H);
+      gemm::gemm_panels(act.gemm_rows(t), d_g_t, R, *w_h_t, own.p0, own.p1, T(1), carry, H);
     }
   });
   if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfterGrad", stop.steps_done(), S);
@@ -208,19 +217,19 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
   const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);  // row strides of gi, gh_rz
-  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2});
+  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2}, a.workspace);
   T* const gi = ws.slice(0);     // [S, B, 3H] (row stride R)  x·w_i of every step, no bias
   T* const gh_rz = ws.slice(1);  // [B, 2H] (row stride R2)  r, z blocks of h[t−1]·w_h, this step
   // The recurrent weights, packed once per call by gate column block, so that a thread's panel
   // range covers the same units of r, z and n.
-  gemm::PackedB<T> w_h_r, w_h_z, w_h_n;
-  w_h_r.pack(Trans::kNo, H, H, a.w_h, H3);          // w_h[:, 0:H]    [H, H]
-  w_h_z.pack(Trans::kNo, H, H, a.w_h + H, H3);      // w_h[:, H:2H]   [H, H]
-  w_h_n.pack(Trans::kNo, H, H, a.w_h + 2 * H, H3);  // w_h[:, 2H:3H]  [H, H]
-  const std::int64_t panels = w_h_n.panels(), nr = w_h_n.panel_width();
+  // w_h[:, 0:H], w_h[:, H:2H], w_h[:, 2H:3H]  [H, H] each (or the plan's)
+  const Packed<T> w_h_r(a.plan ? &a.plan->w_h_r : nullptr, Trans::kNo, H, H, a.w_h, H3);
+  const Packed<T> w_h_z(a.plan ? &a.plan->w_h_z : nullptr, Trans::kNo, H, H, a.w_h + H, H3);
+  const Packed<T> w_h_n(a.plan ? &a.plan->w_h_n : nullptr, Trans::kNo, H, H, a.w_h + 2 * H, H3);
+  const std::int64_t panels = w_h_n->panels(), nr = w_h_n->panel_width();
 
   // gi = x·w_i for all steps      [S·B, 3H] = [S·B, I]·[I, 3H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, H3, I, a.x, I, a.w_i, H3, T(0), gi, R);
+  input_product(a, S * B, a.x, I, H3, gi, R);
 
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
@@ -235,9 +244,9 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
       T* const hn_t = a.hn + t * BH;
       T* const h_t = a.h + t * BH;
       // own columns of every gate:  gh = h[t−1]·w_h      [B, 3H] = [B, H]·[H, 3H]
-      gemm::gemm_panels(B, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
-      gemm::gemm_panels(B, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
-      gemm::gemm_panels(B, hp, H, w_h_n, own.p0, own.p1, T(0), hn_t, H);
+      gemm::gemm_panels(B, hp, H, *w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
+      gemm::gemm_panels(B, hp, H, *w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
+      gemm::gemm_panels(B, hp, H, *w_h_n, own.p0, own.p1, T(0), hn_t, H);
       for (std::int64_t n = 0; n < B; ++n) {
         const std::int64_t o = n * H + j0;
         gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
@@ -265,14 +274,14 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
     return;
   }
   const std::int64_t R = padded_ld(H3);  // row stride of d_g
-  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH});
+  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH}, a.workspace);
   T* const d_g = ws.slice(0);      // [S, B, 3H] (row stride R)  d_gh of every step, then d_gi
   T* const d_n = ws.slice(1);      // [S, B, H]   d_n_bar of every step
   T* const carry = a.h_prev_grad;  // [B, H]      d_h_prev flowing from step t+1 into step t
   // The transposed recurrent weights, packed once for the S recurrent products.
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, H3, H, a.w_h, H3);  // w_hᵀ  [3H, H]
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h,
+                        H3);  // w_hᵀ  [3H, H]
+  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
 
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
@@ -292,7 +301,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
 #pragma omp barrier
       if (stop.stop_after(k)) break;
       // own columns:  carry += d_gh[t]·w_hᵀ      [B, H] += [B, 3H]·[H, 3H]ᵀ
-      gemm::gemm_panels(B, d_g_t, R, w_h_t, own.p0, own.p1, T(1), carry, H);
+      gemm::gemm_panels(B, d_g_t, R, *w_h_t, own.p0, own.p1, T(1), carry, H);
     }
   });
   if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfterGrad", stop.steps_done(), S);

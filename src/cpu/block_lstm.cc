@@ -34,6 +34,7 @@
 #include "core/cancel.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
+#include "cpu/sequence_plan.h"
 #include "gemm/gemm.h"
 #include "kernel/block_lstm.h"
 
@@ -84,6 +85,29 @@ void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, s
   });
 }
 
+// The recurrent weights w[I:] by gate column block [H, H]: the plan's, or packed now.
+template <typename T>
+std::array<Packed<T>, 4> recurrent_blocks(const BlockLSTMFwdArgs<T>& a, std::int64_t I,
+                                          std::int64_t H) {
+  const std::int64_t G = 4 * H;
+  auto block = [&](std::int64_t q) { return a.plan ? &a.plan->w_h[q] : nullptr; };
+  return {Packed<T>(block(0), Trans::kNo, H, H, a.w + I * G, G),
+          Packed<T>(block(1), Trans::kNo, H, H, a.w + I * G + H, G),
+          Packed<T>(block(2), Trans::kNo, H, H, a.w + I * G + 2 * H, G),
+          Packed<T>(block(3), Trans::kNo, H, H, a.w + I * G + 3 * H, G)};
+}
+
+// gates[0:m] = x[0:m]·w_x (w_x = w[0:I], [I, 4H]), on the plan's packed w_x when there is one.
+template <typename T>
+void input_product(const BlockLSTMFwdArgs<T>& a, std::int64_t m, const T* x, std::int64_t I,
+                   std::int64_t G, T* gates, std::int64_t ld) {
+  if (a.plan) {
+    gemm<T>(Trans::kNo, m, x, I, a.plan->w_x, T(0), gates, ld);
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, m, G, I, x, I, a.w, G, T(0), gates, ld);
+  }
+}
+
 // seq_lengths (sequence_common.h, ActiveRows): the same loop as block_lstm_fwd, with each step's
 // recurrent product over its active prefix (or all rows) and its pass over the active rows only;
 // inactive rows of the seven outputs are zero.
@@ -94,19 +118,17 @@ void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a
   if (S == 0 || BH == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTM", {S * B * Gp});
+  Workspace<T> ws("BlockLSTM", {S * B * Gp}, a.workspace);
   T* const gates = ws.slice(0);
-  std::array<gemm::PackedB<T>, 4> w_h;
-  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
-  const std::int64_t panels = w_h[0].panels(), nr = w_h[0].panel_width();
+  const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
+  const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
   // gates = x·w_x; with prefix lengths only the active rows of each step (a prefix) are needed.
   if (act.prefix) {
     for (std::int64_t t = 0; t < S; ++t) {
-      gemm<T>(Trans::kNo, Trans::kNo, act.count[t], G, I, a.x + t * B * I, I, a.w, G, T(0),
-              gates + t * B * Gp, Gp);
+      input_product(a, act.count[t], a.x + t * B * I, I, G, gates + t * B * Gp, Gp);
     }
   } else {
-    gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, a.x, I, a.w, G, T(0), gates, Gp);
+    input_product(a, S * B, a.x, I, G, gates, Gp);
   }
   LSTMFwdParams<T> p;
   p.H = H;
@@ -127,7 +149,7 @@ void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a
       T* const gates_t = gates + t * B * Gp;
       const std::int64_t m = act.gemm_rows(t);
       for (std::int64_t q = 0; q < 4; ++q) {
-        gemm::gemm_panels(m, hp, H, w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
+        gemm::gemm_panels(m, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
       }
       const LSTMFwdStep<T> step{.gates = gates_t,
                                 .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
@@ -177,14 +199,13 @@ void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a
   const std::int64_t N = act.total();
   if (N == 0) return;
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, N * Gp, N * I, N * H});
+  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, N * Gp, N * I, N * H}, a.workspace);
   T* const dgates = ws.slice(0);
   T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  dgates of the active rows
   T* const xc = ws.slice(2);   // [N, I]  their x rows, then their x_grad rows
   T* const hc = ws.slice(3);   // [N, H]  their h[t−1] rows (h_prev at t = 0)
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
+  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   T* const carry_cs = a.cs_prev_grad;
   T* const carry_h = a.h_prev_grad;
   LSTMBwdParams<T> p;
@@ -232,7 +253,7 @@ void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a
       if (stop.stop_after(S - 1 - t)) break;
       // carry_h = dgates[t]·w_hᵀ over the step's rows (prefix: rows past it stay zero, as no
       // later step had them active either)
-      gemm::gemm_panels(act.gemm_rows(t), dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
+      gemm::gemm_panels(act.gemm_rows(t), dgates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
   if (stop.stopped())
@@ -274,19 +295,17 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
-  const T* w_x = a.w;  // [I, 4H]
   // Workspace rows are padded to Gp >= 4H (padded_ld).
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTM", {S * B * Gp});
+  Workspace<T> ws("BlockLSTM", {S * B * Gp}, a.workspace);
   T* const gates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  pre-activations without bias
   // w_h = w[I:]  [H, 4H], packed once for the S recurrent products, one [H, H] column block
   // per gate so that a thread's panel range covers the same units of every gate.
-  std::array<gemm::PackedB<T>, 4> w_h;
-  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
-  const std::int64_t panels = w_h[0].panels(), nr = w_h[0].panel_width();
+  const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
+  const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
 
   // gates = x·w_x for all steps      [S·B, 4H] = [S·B, I]·[I, 4H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, a.x, I, w_x, G, T(0), gates, Gp);
+  input_product(a, S * B, a.x, I, G, gates, Gp);
 
   LSTMFwdParams<T> p;
   p.H = H;
@@ -307,7 +326,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
       T* const gates_t = gates + t * B * Gp;
       // gates[t][:, own columns of gate q] += h[t−1]·w_h[q]      [B, H] += [B, H]·[H, H]
       for (std::int64_t q = 0; q < 4; ++q) {
-        gemm::gemm_panels(B, hp, H, w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
+        gemm::gemm_panels(B, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
       }
       const LSTMFwdStep<T> step{.gates = gates_t,
                                 .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
@@ -348,12 +367,11 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   }
   const T* w_x = a.w;                    // [I, 4H]
   const std::int64_t Gp = padded_ld(G);  // workspace row stride (see padded_ld)
-  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp});
+  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp}, a.workspace);
   T* const dgates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  ∂L/∂gates of every step
   // w_hᵀ  [4H, H] (w_h = w[I:] [H, 4H]), packed once for the S recurrent products.
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
+  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   T* const carry_cs = a.cs_prev_grad;  // [B, H]  ∂L/∂cs[t] flowing back from step t+1
   T* const carry_h = a.h_prev_grad;    // [B, H]  ∂L/∂h[t] flowing back from step t+1
 
@@ -391,7 +409,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
 #pragma omp barrier
       if (stop.stop_after(S - 1 - t)) break;
       // carry_h[:, own columns] = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
-      gemm::gemm_panels(B, dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
+      gemm::gemm_panels(B, dgates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
   if (stop.stopped())

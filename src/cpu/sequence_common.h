@@ -16,32 +16,41 @@
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
 #include "core/parallel.h"
+#include "gemm/gemm.h"
 
 namespace blockrnn::cpu {
 
 // One allocation per call, carved into named slices before the time loop; nothing inside the
 // loop allocates. The memory is left uninitialised (every slice is fully written before it is
-// read). Sizes are overflow-checked and allocation failure is a library error.
+// read). Sizes are overflow-checked and allocation failure is a library error. Given `external`
+// memory (a plan-once caller's, sized by the kernel's *_workspace_elems bound), the slices are
+// carved from it and nothing is allocated.
 template <typename T>
 class Workspace {
  public:
-  Workspace(const char* op, std::initializer_list<std::int64_t> sizes) {
+  static constexpr std::size_t kMaxSlices = 12;
+  Workspace(const char* op, std::initializer_list<std::int64_t> sizes, T* external = nullptr) {
     std::int64_t total = 0;
     for (std::int64_t s : sizes) {
-      if (s < 0 ||
+      if (s < 0 || n_ == kMaxSlices ||
           total > std::numeric_limits<std::int64_t>::max() / 2 / std::int64_t(sizeof(T)) - s) {
         overflow(op);
       }
-      offsets_.push_back(total);
+      offsets_[n_++] = total;
       total += s;
+    }
+    if (external != nullptr) {
+      base_ = external;
+      return;
     }
     try {
       buffer_ = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(total));
     } catch (const std::bad_alloc&) {
       overflow(op);
     }
+    base_ = buffer_.get();
   }
-  T* slice(std::size_t k) { return buffer_.get() + offsets_[k]; }
+  T* slice(std::size_t k) { return base_ + offsets_[k]; }
 
  private:
   [[noreturn]] static void overflow(const char* op) {
@@ -49,7 +58,33 @@ class Workspace {
                 std::string(op) + ": cannot allocate the workspace for this problem size");
   }
   std::unique_ptr<T[]> buffer_;
-  std::vector<std::int64_t> offsets_;
+  T* base_ = nullptr;
+  std::int64_t offsets_[kMaxSlices] = {};
+  std::size_t n_ = 0;
+};
+
+// The recurrent (and input-projection) weights of a sequence kernel: packed by the plan-once
+// caller (src/cpu/sequence_plan.h) or, without a plan, packed here once per call.
+template <typename T>
+class Packed {
+ public:
+  // The plan's matrix when there is one; else op(b) packed now.
+  Packed(const gemm::PackedB<T>* planned, gemm::Trans tb, std::int64_t k, std::int64_t n,
+         const T* b, std::int64_t ldb)
+      : p_(planned) {
+    if (p_ == nullptr) {
+      own_.pack(tb, k, n, b, ldb);
+      p_ = &own_;
+    }
+  }
+  Packed(const Packed&) = delete;  // p_ may point into *this
+  Packed& operator=(const Packed&) = delete;
+  const gemm::PackedB<T>& operator*() const { return *p_; }
+  const gemm::PackedB<T>* operator->() const { return p_; }
+
+ private:
+  gemm::PackedB<T> own_;
+  const gemm::PackedB<T>* p_;
 };
 
 // Row stride for a workspace matrix of `cols` floats. Row strides that are multiples of 2 KB map
