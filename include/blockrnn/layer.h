@@ -192,8 +192,11 @@ class BLOCKRNN_API GRUResetAfterLayer : public SequenceLayer {
 // dropout_mask [num_layers − 1, T, B, D·H] in the dtype, already scaled (0 or 1/(1 − p), as
 // torch's dropout multiplies by); layer l + 1 reads y_l ⊙ mask[l]. Absent: no dropout.
 //
-// The forward keeps every layer's activations inside the RNN object (sized for max_time,
-// max_batch at creation); backward uses those of the latest forward call.
+// The forward keeps what the backward reads (every layer's activations, the reversed inputs,
+// the inputs of the upper layers) in a reserve, as cuDNN does: the RNN's own (sized for
+// max_time, max_batch at creation; backward then uses the latest forward call's) or the
+// caller's, a 1-D tensor of reserve_elems(T, B) elements of the dtype passed to the forward and
+// again, unchanged, to its backward (so that several forward calls can await their backward).
 enum class RNNMode : std::uint8_t {
   kLSTM,           // BlockLSTM (ICFO), LSTMLayerAttrs apply
   kLSTMV2,         // BlockLSTMV2 (IFCO, torch.nn.LSTM's gate order)
@@ -241,6 +244,7 @@ struct RNNGradOutputs {
 
 class BLOCKRNN_API RNN {
  public:
+  struct Impl;
   explicit RNN(const RNNOptions& options);
   ~RNN();
   RNN(const RNN&) = delete;
@@ -254,13 +258,15 @@ class BLOCKRNN_API RNN {
   // Sets the parameters of (layer, direction), in the order above (LSTM without peepholes: the
   // three peephole views may be absent).
   void set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> params);
-  void forward(const RNNInputs& in, const RNNOutputs& out);
-  // Gradients through the latest forward call, which `in` must repeat (the same views, unchanged:
-  // the backward reads x, the initial states, the lengths and the masks again).
-  void backward(const RNNInputs& in, const RNNGradInputs& grad, const RNNGradOutputs& out);
+  // Elements of the reserve of a call with T steps and B examples.
+  std::int64_t reserve_elems(std::int64_t T, std::int64_t B) const;
+  void forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve = {});
+  // Gradients through a forward call, which `in` must repeat (the same views, unchanged: the
+  // backward reads x, the initial states, the lengths and the masks again) with its reserve.
+  void backward(const RNNInputs& in, const RNNGradInputs& grad, const RNNGradOutputs& out,
+                TensorView reserve = {});
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

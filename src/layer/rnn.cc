@@ -2,7 +2,10 @@
 // and dropout on blockrnn's layer objects. Every buffer (the activations of every layer and
 // direction, the reversed inputs, the layer outputs, the gradient scratch) is allocated at
 // creation for (max_time, max_batch); forward and backward carve views of the call's shape
-// from them.
+// from them. What the backward reads (the activations, the reversed inputs and the inputs of
+// layers above the first) lives in the reserve (RNN::reserve_elems), the RNN's own or the
+// caller's: [L·D][A] activations [T, B, H], then (bidirectional) the reversed input of each
+// layer [T, B, I_l], then y_l for l < L − 1, then y_l ⊙ mask_l for l < L − 1, each [T, B, D·H].
 //
 // Data path of one call, layer l, direction d (t < L_b of example b; rows past it are zero):
 //   forward   in_l = x (l = 0) or y_{l−1} ⊙ mask_{l−1}       [T, B, I_l]
@@ -56,10 +59,6 @@ int h_index(RNNMode m) {
 }  // h is every op's last output
 constexpr int kCsIndex = 1;  // LSTM: i, cs, f, o, ci, co, h
 
-MutableTensorView mview(Tensor& t, const Shape& s) {
-  return MutableTensorView(t.data(), t.dtype(), s);
-}
-
 }  // namespace
 
 struct RNN::Impl {
@@ -67,10 +66,7 @@ struct RNN::Impl {
   std::int64_t D = 1, L = 1, H = 0;
   int P = 0, A = 0;
   std::vector<std::unique_ptr<SequenceLayer>> layers;  // [L·D]
-  std::vector<std::vector<Tensor>> acts;               // [L·D][A], each [Tmax, Bmax, H]
-  std::vector<Tensor> rev_in;                          // [L], reversed input of direction 1
-  std::vector<Tensor> out;                             // [L − 1], y_l
-  std::vector<Tensor> in;                              // [L], y_{l−1} ⊙ mask (dropout only)
+  Tensor reserve;                                      // [reserve_elems(Tmax, Bmax)]
   Tensor zeros_bh;                                     // [Bmax, H]
   Tensor hg, cg, hpg_scratch;                          // [Tmax, Bmax, H], [Bmax, H]
   Tensor dx, dy, xg_rev;                               // [Tmax, Bmax, max(I, D·H)]
@@ -79,17 +75,43 @@ struct RNN::Impl {
 
   std::int64_t in_size(std::int64_t l) const { return l == 0 ? o.input_size : D * H; }
 
+  // The reserve's layout for a call with T steps and B examples (offsets in elements).
+  struct Layout {
+    std::int64_t TB = 0, TBH = 0, rev = 0, out = 0, in = 0, total = 0;
+  };
+  Layout layout(std::int64_t T_, std::int64_t B) const {
+    Layout r;
+    r.TB = T_ * B;
+    r.TBH = r.TB * H;
+    r.rev = L * D * A * r.TBH;
+    std::int64_t rev_total = 0;
+    if (D == 2) {
+      for (std::int64_t l = 0; l < L; ++l) rev_total += r.TB * in_size(l);
+    }
+    r.out = r.rev + rev_total;
+    r.in = r.out + (L - 1) * r.TB * D * H;
+    r.total = r.in + (L - 1) * r.TB * D * H;
+    return r;
+  }
+  std::int64_t rev_offset(const Layout& lay, std::int64_t l) const {
+    std::int64_t off = lay.rev;
+    for (std::int64_t k = 0; k < l; ++k) off += lay.TB * in_size(k);
+    return off;
+  }
+
   template <typename T>
-  void forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t T_, std::int64_t B);
+  void forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t T_, std::int64_t B, T* res);
   template <typename T>
   void backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNNGradOutputs& out,
-                  std::int64_t T_, std::int64_t B);
+                  std::int64_t T_, std::int64_t B, const T* res);
+  // acts: the A activations of (l, d), consecutive [T, B, H] blocks.
   void layer_forward(std::int64_t ld, const TensorView& x, const TensorView& h0,
-                     const TensorView& c0, const TensorView& lengths, const Shape& tbh);
+                     const TensorView& c0, const TensorView& lengths, const Shape& tbh, void* acts);
   void layer_backward(std::int64_t ld, const TensorView& x, const TensorView& h0,
                       const TensorView& c0, const TensorView& lengths, const Shape& tbh,
-                      const MutableTensorView& x_grad, const MutableTensorView& h0_grad,
-                      const MutableTensorView& c0_grad, std::span<const MutableTensorView> params);
+                      const void* acts, const MutableTensorView& x_grad,
+                      const MutableTensorView& h0_grad, const MutableTensorView& c0_grad,
+                      std::span<const MutableTensorView> params);
 };
 
 RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -131,15 +153,8 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
   const DType dt = options.dtype;
   const std::int64_t Tm = options.max_time, Bm = options.max_batch, H = m.H;
   const std::int64_t F = std::max(options.input_size, m.D * H);
-  m.acts.resize(static_cast<std::size_t>(m.L * m.D));
-  for (auto& a : m.acts) {
-    for (int k = 0; k < m.A; ++k) a.emplace_back(dt, Shape{Tm, Bm, H});
-  }
-  for (std::int64_t l = 0; l < m.L; ++l) {
-    m.rev_in.emplace_back(dt, m.D == 2 ? Shape{Tm, Bm, m.in_size(l)} : Shape{0});
-    m.in.emplace_back(dt, l > 0 ? Shape{Tm, Bm, m.D * H} : Shape{0});
-    if (l + 1 < m.L) m.out.emplace_back(dt, Shape{Tm, Bm, m.D * H});
-  }
+  m.reserve = Tensor(dt, {m.layout(Tm, Bm).total});
+
   m.zeros_bh = Tensor(dt, {Bm, H});
   m.hg = Tensor(dt, {Tm, Bm, H});
   m.cg = Tensor(dt, {Tm, Bm, H});
@@ -160,6 +175,9 @@ std::int64_t RNN::num_directions() const noexcept {
 }
 int RNN::params_per_layer() const noexcept {
   return impl_->P;
+}
+std::int64_t RNN::reserve_elems(std::int64_t T, std::int64_t B) const {
+  return impl_->layout(T, B).total;
 }
 
 void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> p) {
@@ -189,45 +207,53 @@ void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<cons
 }
 
 void RNN::Impl::layer_forward(std::int64_t ld, const TensorView& x, const TensorView& h0,
-                              const TensorView& c0, const TensorView& lengths, const Shape& tbh) {
-  std::vector<Tensor>& a = acts[static_cast<std::size_t>(ld)];
+                              const TensorView& c0, const TensorView& lengths, const Shape& tbh,
+                              void* acts) {
+  const std::size_t step = static_cast<std::size_t>(tbh.num_elements()) * dtype_size(o.dtype);
+  auto mv = [&](int k) {
+    return MutableTensorView(static_cast<char*>(acts) + k * step, o.dtype, tbh);
+  };
   SequenceLayer* s = layers[static_cast<std::size_t>(ld)].get();
   switch (o.mode) {
     case RNNMode::kLSTM:
     case RNNMode::kLSTMV2:
-      static_cast<LSTMLayer*>(s)->forward(
-          {.x = x, .cs_prev = c0, .h_prev = h0, .seq_lengths = lengths},
-          {mview(a[0], tbh), mview(a[1], tbh), mview(a[2], tbh), mview(a[3], tbh), mview(a[4], tbh),
-           mview(a[5], tbh), mview(a[6], tbh)});
+      static_cast<LSTMLayer*>(s)->forward({.seq_len_max = std::nullopt,
+                                           .x = x,
+                                           .cs_prev = c0,
+                                           .h_prev = h0,
+                                           .seq_lengths = lengths},
+                                          {mv(0), mv(1), mv(2), mv(3), mv(4), mv(5), mv(6)});
       return;
     case RNNMode::kGRU:
       static_cast<GRULayer*>(s)->forward(
-          {.x = x, .h_prev = h0, .seq_lengths = lengths},
-          {mview(a[0], tbh), mview(a[1], tbh), mview(a[2], tbh), mview(a[3], tbh)});
+          {.seq_len_max = std::nullopt, .x = x, .h_prev = h0, .seq_lengths = lengths},
+          {mv(0), mv(1), mv(2), mv(3)});
       return;
     case RNNMode::kGRUResetAfter:
       static_cast<GRUResetAfterLayer*>(s)->forward(
-          {.x = x, .h_prev = h0, .seq_lengths = lengths},
-          {mview(a[0], tbh), mview(a[1], tbh), mview(a[2], tbh), mview(a[3], tbh),
-           mview(a[4], tbh)});
+          {.seq_len_max = std::nullopt, .x = x, .h_prev = h0, .seq_lengths = lengths},
+          {mv(0), mv(1), mv(2), mv(3), mv(4)});
       return;
   }
 }
 
 void RNN::Impl::layer_backward(std::int64_t ld, const TensorView& x, const TensorView& h0,
                                const TensorView& c0, const TensorView& lengths, const Shape& tbh,
-                               const MutableTensorView& x_grad, const MutableTensorView& h0_grad,
-                               const MutableTensorView& c0_grad,
+                               const void* acts, const MutableTensorView& x_grad,
+                               const MutableTensorView& h0_grad, const MutableTensorView& c0_grad,
                                std::span<const MutableTensorView> p) {
-  std::vector<Tensor>& a = acts[static_cast<std::size_t>(ld)];
+  const std::size_t step = static_cast<std::size_t>(tbh.num_elements()) * dtype_size(o.dtype);
+  auto v = [&](int k) {
+    return TensorView(static_cast<const char*>(acts) + k * step, o.dtype, tbh);
+  };
   SequenceLayer* s = layers[static_cast<std::size_t>(ld)].get();
-  auto v = [&](int k) { return TensorView(mview(a[static_cast<std::size_t>(k)], tbh)); };
-  const TensorView hgv(mview(hg, tbh)), cgv(mview(cg, tbh));
+  const TensorView hgv(hg.data(), o.dtype, tbh), cgv(cg.data(), o.dtype, tbh);
   switch (o.mode) {
     case RNNMode::kLSTM:
     case RNNMode::kLSTMV2:
       static_cast<LSTMLayer*>(s)->backward(
-          {.x = x,
+          {.seq_len_max = std::nullopt,
+           .x = x,
            .cs_prev = c0,
            .h_prev = h0,
            .i = v(0),
@@ -243,7 +269,8 @@ void RNN::Impl::layer_backward(std::int64_t ld, const TensorView& x, const Tenso
           {x_grad, c0_grad, h0_grad, p[0], p[2], p[3], p[4], p[1]});
       return;
     case RNNMode::kGRU:
-      static_cast<GRULayer*>(s)->backward({.x = x,
+      static_cast<GRULayer*>(s)->backward({.seq_len_max = std::nullopt,
+                                           .x = x,
                                            .h_prev = h0,
                                            .r = v(0),
                                            .u = v(1),
@@ -254,7 +281,8 @@ void RNN::Impl::layer_backward(std::int64_t ld, const TensorView& x, const Tenso
                                           {x_grad, h0_grad, p[0], p[1], p[2], p[3]});
       return;
     case RNNMode::kGRUResetAfter:
-      static_cast<GRUResetAfterLayer*>(s)->backward({.x = x,
+      static_cast<GRUResetAfterLayer*>(s)->backward({.seq_len_max = std::nullopt,
+                                                     .x = x,
                                                      .h_prev = h0,
                                                      .r = v(0),
                                                      .u = v(1),
@@ -293,8 +321,9 @@ void copy_steps(const T* src, std::int64_t fs, std::int64_t src_col, T* dst, std
 }  // namespace
 
 template <typename T>
-void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t T_,
-                          std::int64_t B) {
+void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t T_, std::int64_t B,
+                          T* res) {
+  const Layout lay = layout(T_, B);
   const std::int64_t DH = D * H, BH = B * H;
   const Shape tbh{T_, B, H};
   const bool lstm = is_lstm(o.mode);
@@ -306,21 +335,21 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
     if (l > 0) {
       const bool dropout = !is_absent_input(x.dropout_mask);
       if (dropout) {
-        const T* yl = out[static_cast<std::size_t>(l - 1)].data_as<T>();
+        const T* yl = res + lay.out + (l - 1) * lay.TB * DH;
         const T* mask = layer::ptr<T>(x.dropout_mask) + (l - 1) * T_ * B * DH;
-        T* dst = in[static_cast<std::size_t>(l)].data_as<T>();
+        T* dst = res + lay.in + (l - 1) * lay.TB * DH;
         for (std::int64_t e = 0; e < T_ * B * DH; ++e) dst[e] = yl[e] * mask[e];
         in_l = TensorView(dst, o.dtype, Shape{T_, B, DH});
       } else {
-        in_l = TensorView(out[static_cast<std::size_t>(l - 1)].data(), o.dtype, Shape{T_, B, DH});
+        in_l = TensorView(res + lay.out + (l - 1) * lay.TB * DH, o.dtype, Shape{T_, B, DH});
       }
     }
-    T* y_l = l + 1 < L ? out[static_cast<std::size_t>(l)].data_as<T>() : layer::ptr<T>(y.y);
+    T* y_l = l + 1 < L ? res + lay.out + l * lay.TB * DH : layer::ptr<T>(y.y);
     for (std::int64_t d = 0; d < D; ++d) {
       const std::int64_t ld = l * D + d;
       TensorView src = in_l;
       if (d == 1) {
-        T* r = rev_in[static_cast<std::size_t>(l)].data_as<T>();
+        T* r = res + rev_offset(lay, l);
         copy_steps(layer::ptr<T>(in_l), I_l, 0, r, I_l, 0, I_l, T_, B, lens.data(), true);
         src = TensorView(r, o.dtype, Shape{T_, B, I_l});
       }
@@ -330,14 +359,14 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
       const TensorView c0 = !lstm || is_absent_input(x.c0)
                                 ? zero_state
                                 : TensorView(layer::ptr<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
-      layer_forward(ld, src, h0, c0, x.seq_lengths, tbh);
-      std::vector<Tensor>& a = acts[static_cast<std::size_t>(ld)];
-      const T* h = a[static_cast<std::size_t>(h_index(o.mode))].data_as<T>();
+      T* const a = res + ld * A * lay.TBH;  // the A activations of (l, d)
+      layer_forward(ld, src, h0, c0, x.seq_lengths, tbh, a);
+      const T* h = a + h_index(o.mode) * lay.TBH;
       copy_steps(h, H, 0, y_l, DH, d * H, H, T_, B, lens.data(), d == 1);
       // The final states: each example's last step (its initial state when L_b = 0).
       T* hn = layer::ptr<T>(y.h_n) + ld * BH;
       T* cn = lstm ? layer::ptr<T>(y.c_n) + ld * BH : nullptr;
-      const T* cs = lstm ? a[kCsIndex].data_as<T>() : nullptr;
+      const T* cs = lstm ? a + kCsIndex * lay.TBH : nullptr;
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int64_t t = lens[static_cast<std::size_t>(b)] - 1;
         const T* hs = t >= 0 ? h + (t * B + b) * H : layer::ptr<T>(h0) + b * H;
@@ -353,7 +382,8 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
 
 template <typename T>
 void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNNGradOutputs& go,
-                           std::int64_t T_, std::int64_t B) {
+                           std::int64_t T_, std::int64_t B, const T* res) {
+  const Layout lay = layout(T_, B);
   const std::int64_t DH = D * H, BH = B * H;
   const Shape tbh{T_, B, H};
   const bool lstm = is_lstm(o.mode);
@@ -367,16 +397,13 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
     T* const dx_l = l == 0 ? layer::ptr<T>(go.x_grad) : dx.data_as<T>();
     TensorView in_l = x.x;
     if (l > 0) {
-      in_l =
-          is_absent_input(x.dropout_mask)
-              ? TensorView(out[static_cast<std::size_t>(l - 1)].data(), o.dtype, Shape{T_, B, DH})
-              : TensorView(in[static_cast<std::size_t>(l)].data(), o.dtype, Shape{T_, B, DH});
+      const std::int64_t off = is_absent_input(x.dropout_mask) ? lay.out : lay.in;
+      in_l = TensorView(res + off + (l - 1) * lay.TB * DH, o.dtype, Shape{T_, B, DH});
     }
     for (std::int64_t d = 0; d < D; ++d) {
       const std::int64_t ld = l * D + d;
-      const TensorView src = d == 1 ? TensorView(rev_in[static_cast<std::size_t>(l)].data(),
-                                                 o.dtype, Shape{T_, B, I_l})
-                                    : in_l;
+      const TensorView src =
+          d == 1 ? TensorView(res + rev_offset(lay, l), o.dtype, Shape{T_, B, I_l}) : in_l;
       // h_grad and cs_grad of this direction, in its own time order.
       copy_steps(dy_l, DH, d * H, hgp, H, 0, H, T_, B, lens.data(), d == 1);
       std::fill_n(cgp, T_ * BH, T(0));
@@ -401,7 +428,8 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       T* const h0g = layer::ptr<T>(go.h0_grad) + ld * BH;
       T* const c0g = lstm ? layer::ptr<T>(go.c0_grad) + ld * BH : hpg_scratch.data_as<T>();
       layer_backward(
-          ld, src, h0, c0, x.seq_lengths, tbh, MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}),
+          ld, src, h0, c0, x.seq_lengths, tbh, res + ld * A * lay.TBH,
+          MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}),
           MutableTensorView(h0g, o.dtype, Shape{B, H}),
           MutableTensorView(c0g, o.dtype, Shape{B, H}),
           go.params.subspan(static_cast<std::size_t>(ld * P), static_cast<std::size_t>(P)));
@@ -487,9 +515,19 @@ StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
   return {T, B};
 }
 
+// The reserve of a call: the caller's (1-D, reserve_elems(T, B) of the dtype) or the RNN's own.
+template <typename V>
+auto check_reserve(const Check& check, RNN::Impl& m, const V& r, const StackDims& s) {
+  using P = decltype(r.data);
+  if (r.data == nullptr && r.shape.rank() == 0) return static_cast<P>(m.reserve.data());
+  check.tensor("reserve", TensorView(r.data, r.dtype, r.shape), Shape{m.layout(s.T, s.B).total},
+               "reserve_elems(T, B)", m.o.dtype);
+  return r.data;
+}
+
 }  // namespace
 
-void RNN::forward(const RNNInputs& in, const RNNOutputs& out) {
+void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve) {
   Impl& m = *impl_;
   const Check check{"RNN", "forward"};
   const StackDims s = check_inputs(check, m.o, m.D, in);
@@ -508,16 +546,23 @@ void RNN::forward(const RNNInputs& in, const RNNOutputs& out) {
         is_absent_input(in.seq_lengths) ? s.T
                                         : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
   }
-  m.forward_done = false;
-  layer::with_dtype(m.o.dtype, [&]<typename T>() { m.forward_t<T>(in, out, s.T, s.B); });
-  m.forward_done = true;
+  void* res = check_reserve(check, m, reserve, s);
+  if (res == m.reserve.data()) m.forward_done = false;
+  layer::with_dtype(m.o.dtype,
+                    [&]<typename T>() { m.forward_t<T>(in, out, s.T, s.B, static_cast<T*>(res)); });
+  if (res == m.reserve.data()) m.forward_done = true;
 }
 
-void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOutputs& out) {
+void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOutputs& out,
+                   TensorView reserve) {
   Impl& m = *impl_;
   const Check check{"RNN", "backward"};
-  if (!m.forward_done) check.fail("forward must run (and succeed) before backward");
   const StackDims s = check_inputs(check, m.o, m.D, in);
+  const void* res = check_reserve(check, m, reserve, s);
+  const bool own = res == m.reserve.data();
+  if (own && !m.forward_done) {
+    check.fail("forward must run (and succeed) on the RNN's own reserve before backward");
+  }
   const Shape states{m.L * m.D, s.B, m.H};
   const DType dt = m.o.dtype;
   check.tensor("y_grad", g.y_grad, Shape{s.T, s.B, m.D * m.H}, "time, batch, directions * hidden",
@@ -543,11 +588,13 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
     const std::int64_t L = is_absent_input(in.seq_lengths)
                                ? s.T
                                : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
-    if (L != m.lens[static_cast<std::size_t>(b)]) {
+    if (own && L != m.lens[static_cast<std::size_t>(b)]) {
       check.fail("seq_lengths differ from the forward call's");
     }
+    m.lens[static_cast<std::size_t>(b)] = L;
   }
-  layer::with_dtype(dt, [&]<typename T>() { m.backward_t<T>(in, g, out, s.T, s.B); });
+  layer::with_dtype(
+      dt, [&]<typename T>() { m.backward_t<T>(in, g, out, s.T, s.B, static_cast<const T*>(res)); });
 }
 
 }  // namespace blockrnn

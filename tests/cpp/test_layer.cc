@@ -464,7 +464,17 @@ TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
                      .dropout_mask = c.dropout && L > 1 ? mask.view() : TensorView()};
   Tensor y = poisoned(dt, {T, B, D * H}), h_n = poisoned(dt, {L * D, B, H}),
          c_n = poisoned(dt, {L * D, B, H});
-  rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
+  // On a caller's reserve: another forward call (on the RNN's own) may come before its backward.
+  Tensor reserve(dt, {rnn.reserve_elems(T, B)});
+  rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()},
+              reserve.mutable_view());
+  {
+    const Tensor x2 = random_tensor(dt, {T, B, I}, rng);
+    RNNInputs in2 = in;
+    in2.x = x2;
+    Tensor y2(dt, y.shape()), h2(dt, h_n.shape()), c2(dt, c_n.shape());
+    rnn.forward(in2, {y2.mutable_view(), h2.mutable_view(), c2.mutable_view()});
+  }
 
   // The oracle: each example alone, T = its length, layer by layer with one-shot ops.
   for (std::int64_t b = 0; b < B; ++b) {
@@ -531,7 +541,7 @@ TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
   std::vector<MutableTensorView> gpv;
   for (auto& g : gp) gpv.push_back(g.mutable_view());
   rnn.backward(in, {gy, ghn, lstm ? gcn.view() : TensorView()},
-               {gx.mutable_view(), gh0.mutable_view(), gc0.mutable_view(), gpv});
+               {gx.mutable_view(), gh0.mutable_view(), gc0.mutable_view(), gpv}, reserve);
   // Every gradient element is written (the outputs were NaN-poisoned; central differences
   // alone would not see a NaN).
   auto all_finite = [](const Tensor& t) {
