@@ -285,8 +285,8 @@ void register_layers(nb::module_& m) {
           "__init__",
           [](RNN* self, const std::string& mode, int64_t I, int64_t H, int64_t num_layers,
              bool bidirectional, const std::string& dtype, int64_t max_time, int64_t max_batch,
-             std::optional<double> forget_bias, std::optional<double> cell_clip,
-             bool use_peephole) {
+             std::optional<double> forget_bias, std::optional<double> cell_clip, bool use_peephole,
+             bool caller_reserve) {
             new (self) RNN({.mode = parse_mode(mode),
                             .input_size = I,
                             .hidden_size = H,
@@ -297,14 +297,16 @@ void register_layers(nb::module_& m) {
                             .max_batch = max_batch,
                             .lstm = {.forget_bias = forget_bias,
                                      .cell_clip = cell_clip,
-                                     .use_peephole = use_peephole}});
+                                     .use_peephole = use_peephole},
+                            .caller_reserve = caller_reserve});
           },
           nb::arg("mode"), nb::arg("input_size"), nb::arg("hidden_size"), nb::arg("num_layers"),
           nb::arg("bidirectional"), nb::arg("dtype"), nb::arg("max_time"), nb::arg("max_batch"),
           nb::arg("forget_bias") = nb::none(), nb::arg("cell_clip") = nb::none(),
-          nb::arg("use_peephole") = false)
+          nb::arg("use_peephole") = false, nb::arg("caller_reserve") = false)
       .def_prop_ro("params_per_layer", &RNN::params_per_layer)
       .def_prop_ro("num_directions", &RNN::num_directions)
+      .def("reserve_elems", &RNN::reserve_elems, nb::arg("T"), nb::arg("B"))
       .def(
           "set_weights",
           [](RNN& r, int64_t layer, int64_t direction, std::vector<In> params) {
@@ -316,7 +318,7 @@ void register_layers(nb::module_& m) {
       .def(
           "forward",
           [](RNN& r, In x, OptIn h0, OptIn c0, OptIn lengths, OptIn mask, Out y, Out h_n,
-             std::optional<Out> c_n) {
+             std::optional<Out> c_n, std::optional<Out> reserve) {
             const blockrnn::RNNInputs in{.x = view(x),
                                          .h0 = view(h0),
                                          .c0 = view(c0),
@@ -324,16 +326,18 @@ void register_layers(nb::module_& m) {
                                          .dropout_mask = view(mask)};
             const blockrnn::RNNOutputs o{mview(y), mview(h_n),
                                          c_n ? mview(*c_n) : blockrnn::MutableTensorView()};
-            compute([&] { r.forward(in, o); });
+            const blockrnn::MutableTensorView res =
+                reserve ? mview(*reserve) : blockrnn::MutableTensorView();
+            compute([&] { r.forward(in, o, res); });
           },
           nb::arg("x"), nb::arg("h0").none(), nb::arg("c0").none(), nb::arg("seq_lengths").none(),
           nb::arg("dropout_mask").none(), nb::arg("y"), nb::arg("h_n"), nb::arg("c_n").none(),
-          "Fills y [T, B, D*H], h_n and c_n [L*D, B, H].")
+          nb::arg("reserve").none() = nb::none(), "Fills y [T, B, D*H], h_n and c_n [L*D, B, H].")
       .def(
           "backward",
           [](RNN& r, In x, OptIn h0, OptIn c0, OptIn lengths, OptIn mask, In y_grad, OptIn h_n_grad,
              OptIn c_n_grad, Out x_grad, Out h0_grad, std::optional<Out> c0_grad,
-             std::vector<Out> param_grads) {
+             std::vector<Out> param_grads, OptIn reserve) {
             const blockrnn::RNNInputs in{.x = view(x),
                                          .h0 = view(h0),
                                          .c0 = view(c0),
@@ -345,11 +349,12 @@ void register_layers(nb::module_& m) {
             const blockrnn::RNNGradOutputs o{
                 mview(x_grad), mview(h0_grad),
                 c0_grad ? mview(*c0_grad) : blockrnn::MutableTensorView(), pv};
-            compute([&] { r.backward(in, g, o); });
+            const blockrnn::TensorView res = view(reserve);
+            compute([&] { r.backward(in, g, o, res); });
           },
           nb::arg("x"), nb::arg("h0").none(), nb::arg("c0").none(), nb::arg("seq_lengths").none(),
           nb::arg("dropout_mask").none(), nb::arg("y_grad"), nb::arg("h_n_grad").none(),
           nb::arg("c_n_grad").none(), nb::arg("x_grad"), nb::arg("h0_grad"),
-          nb::arg("c0_grad").none(), nb::arg("param_grads"),
+          nb::arg("c0_grad").none(), nb::arg("param_grads"), nb::arg("reserve").none() = nb::none(),
           "Fills x_grad, h0_grad, c0_grad and param_grads (set_weights' order, layer-major).");
 }

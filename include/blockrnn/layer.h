@@ -214,6 +214,8 @@ struct RNNOptions {
   std::int64_t max_time = 1;
   std::int64_t max_batch = 1;
   LSTMLayerAttrs lstm;  // the LSTM modes' attrs (v2 is set from mode)
+  // true: the RNN allocates no reserve of its own; every forward and backward passes one.
+  bool caller_reserve = false;
 };
 
 struct RNNInputs {

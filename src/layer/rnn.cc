@@ -153,7 +153,7 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
   const DType dt = options.dtype;
   const std::int64_t Tm = options.max_time, Bm = options.max_batch, H = m.H;
   const std::int64_t F = std::max(options.input_size, m.D * H);
-  m.reserve = Tensor(dt, {m.layout(Tm, Bm).total});
+  if (!options.caller_reserve) m.reserve = Tensor(dt, {m.layout(Tm, Bm).total});
 
   m.zeros_bh = Tensor(dt, {Bm, H});
   m.hg = Tensor(dt, {Tm, Bm, H});
@@ -328,6 +328,9 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
   const Shape tbh{T_, B, H};
   const bool lstm = is_lstm(o.mode);
   std::fill_n(zeros_bh.data_as<T>(), BH, T(0));
+  // Without dropout the masked inputs are the layer outputs themselves: their part of the
+  // reserve is unused, zeroed so that every element of a caller's reserve is defined.
+  if (is_absent_input(x.dropout_mask)) std::fill(res + lay.in, res + lay.total, T(0));
   const TensorView zero_state(zeros_bh.data(), o.dtype, Shape{B, H});
   for (std::int64_t l = 0; l < L; ++l) {
     const std::int64_t I_l = in_size(l);
@@ -519,7 +522,12 @@ StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
 template <typename V>
 auto check_reserve(const Check& check, RNN::Impl& m, const V& r, const StackDims& s) {
   using P = decltype(r.data);
-  if (r.data == nullptr && r.shape.rank() == 0) return static_cast<P>(m.reserve.data());
+  if (r.data == nullptr && r.shape.rank() == 0) {
+    if (m.o.caller_reserve) {
+      check.fail("the RNN was created with caller_reserve: pass a reserve of reserve_elems(T, B)");
+    }
+    return static_cast<P>(m.reserve.data());
+  }
   check.tensor("reserve", TensorView(r.data, r.dtype, r.shape), Shape{m.layout(s.T, s.B).total},
                "reserve_elems(T, B)", m.o.dtype);
   return r.data;
@@ -547,10 +555,11 @@ void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView 
                                         : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
   }
   void* res = check_reserve(check, m, reserve, s);
-  if (res == m.reserve.data()) m.forward_done = false;
+  const bool own = reserve.data == nullptr && reserve.shape.rank() == 0;
+  if (own) m.forward_done = false;
   layer::with_dtype(m.o.dtype,
                     [&]<typename T>() { m.forward_t<T>(in, out, s.T, s.B, static_cast<T*>(res)); });
-  if (res == m.reserve.data()) m.forward_done = true;
+  if (own) m.forward_done = true;
 }
 
 void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOutputs& out,
@@ -559,7 +568,7 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   const Check check{"RNN", "backward"};
   const StackDims s = check_inputs(check, m.o, m.D, in);
   const void* res = check_reserve(check, m, reserve, s);
-  const bool own = res == m.reserve.data();
+  const bool own = reserve.data == nullptr && reserve.shape.rank() == 0;
   if (own && !m.forward_done) {
     check.fail("forward must run (and succeed) on the RNN's own reserve before backward");
   }
