@@ -154,17 +154,20 @@ inline void zero(T* p, std::int64_t n) {
 template <typename T>
 using Acc = std::conditional_t<sizeof(T) < sizeof(double), double, T>;
 
-// out[j] = Σ_r m[r, j] for a [rows, cols] matrix with row stride ld. Threads split the
-// columns; each column is summed in row order, so the result does not depend on threads.
-template <typename T>
+// out[j] = Σ_r m[r, j] for a [rows, cols] matrix with row stride ld: the one bias-gradient
+// reduction of the fast path. Threads split the columns; each column is summed in row order
+// into an accumulator of type A, so the result does not depend on threads. The sequence ops
+// sum S·B rows in Acc<T> (double for float); the cell ops sum B rows in T, as TensorFlow's
+// cells and the reference do.
+template <typename T, typename A = Acc<T>>
 void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t ld, T* out) {
   constexpr std::int64_t kChunk = 256;
   const std::int64_t chunks = (cols + kChunk - 1) / kChunk;
   core::parallel_for(chunks, rows * kChunk, [&](std::int64_t c0, std::int64_t c1) {
-    Acc<T> acc[kChunk];
+    A acc[kChunk];
     for (std::int64_t c = c0; c < c1; ++c) {
       const std::int64_t j0 = c * kChunk, n = std::min(kChunk, cols - j0);
-      std::fill(acc, acc + n, Acc<T>(0));
+      std::fill(acc, acc + n, A(0));
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* row = m + r * ld + j0;
         for (std::int64_t j = 0; j < n; ++j) acc[j] += row[j];
