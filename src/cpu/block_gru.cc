@@ -57,11 +57,11 @@ void input_products(const BlockGRUFwdArgs<T>& a, std::int64_t m, const T* x, std
   }
 }
 
-// seq_lengths (sequence_common.h, ActiveRows): block_gru_fwd's loop with each step's products
-// over its active prefix (or all rows) and its passes on the active rows only; the inactive
-// rows of r, u, c, h are zero.
+// The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
+// row is active): each step's products over its active prefix (or all rows) and its passes on
+// the active rows only; the inactive rows of r, u, c, h are zero.
 template <typename T>
-void block_gru_fwd_lengths(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -77,7 +77,7 @@ void block_gru_fwd_lengths(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   const Packed<T> w_c_h(a.plan ? &a.plan->w_c_h : nullptr, Trans::kNo, H, H, a.w_c + I * H, H);
   const std::int64_t panels = w_c_h->panels(), nr = w_c_h->panel_width();
   // The input projections: per step over the active prefix, or over all rows.
-  if (act.prefix) {
+  if (act.per_step_prefix()) {
     for (std::int64_t t = 0; t < S; ++t) {
       input_products(a, act.count[t], a.x + t * B * I, I, H, ru + t * B * R, R, a.c + t * BH);
     }
@@ -256,60 +256,7 @@ void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
-  if (d.lengths != nullptr) return block_gru_fwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
-  for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
-  if (S == 0 || BH == 0) return;
-  // The gate workspace gets a padded row stride (padded_ld); the recurrent weights are packed
-  // once per call for the S recurrent products.
-  const std::int64_t R = padded_ld(2 * H);
-  Workspace<T> ws("BlockGRU", {S * B * R, BH}, a.workspace);
-  T* const ru = ws.slice(0);  // [S, B, 2H] (row stride R)  pre-activations, no bias
-  T* const hr = ws.slice(1);  // [B, H]      h[t−1]⊙r[t] of the current step
-  // The recurrent weights, packed once per call for the S recurrent products, by gate column
-  // block so that a thread's panel range covers the same units of r, u and c.
-  // w_ru[I:, 0:H], w_ru[I:, H:2H], w_c[I:]  [H, H] each
-  const Packed<T> w_r_h(a.plan ? &a.plan->w_r_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H,
-                        2 * H);
-  const Packed<T> w_u_h(a.plan ? &a.plan->w_u_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H + H,
-                        2 * H);
-  const Packed<T> w_c_h(a.plan ? &a.plan->w_c_h : nullptr, Trans::kNo, H, H, a.w_c + I * H, H);
-  const std::int64_t panels = w_c_h->panels(), nr = w_c_h->panel_width();
-
-  // ru = x·w_ru_x, c = x·w_c_x for all steps (c: the pre-activation, in the output)
-  input_products(a, S * B, a.x, I, H, ru, R, a.c);
-
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
-    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
-    for (std::int64_t t = 0; t < S; ++t) {
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
-      T* const ru_t = ru + t * B * R;
-      T* const r_t = a.r + t * BH;
-      T* const u_t = a.u + t * BH;
-      T* const c_t = a.c + t * BH;
-      T* const h_t = a.h + t * BH;
-      // own columns of r and u:  ru[t] += h[t−1]·w_ru_h      [B, 2H] += [B, H]·[H, 2H]
-      gemm::gemm_panels(B, hp, H, *w_r_h, own.p0, own.p1, T(1), ru_t, R);
-      gemm::gemm_panels(B, hp, H, *w_u_h, own.p0, own.p1, T(1), ru_t + H, R);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H + j0;
-        gru_fwd_gates_row(w, H, ru_t + n * R + j0, a.b_ru + j0, hp + o, r_t + o, u_t + o, hr + o);
-      }
-#pragma omp barrier
-      // own columns:  c[t] += (h[t−1]⊙r[t])·w_c_h      [B, H] += [B, H]·[H, H]
-      gemm::gemm_panels(B, hr, H, *w_c_h, own.p0, own.p1, T(1), c_t, H);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H + j0;
-        gru_fwd_candidate_row(w, a.b_c + j0, u_t + o, hp + o, c_t + o, h_t + o);
-      }
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
-    }
-  });
-  if (stop.stopped()) core::throw_cancelled("BlockGRU", stop.steps_done(), S);
+  gru_forward(d, a);
 }
 
 template <typename T>

@@ -52,11 +52,11 @@ void input_product(const BlockGRUResetAfterFwdArgs<T>& a, std::int64_t m, const 
   }
 }
 
-// seq_lengths (sequence_common.h, ActiveRows): the forward loop with each step's product over
-// its active prefix (or all rows) and its pass on the active rows; inactive rows of the five
-// outputs are zero.
+// The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
+// row is active): each step's product over its active prefix (or all rows) and its pass on the
+// active rows; inactive rows of the five outputs are zero.
 template <typename T>
-void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+void forward(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -69,7 +69,7 @@ void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
   const Packed<T> w_h_z(a.plan ? &a.plan->w_h_z : nullptr, Trans::kNo, H, H, a.w_h + H, H3);
   const Packed<T> w_h_n(a.plan ? &a.plan->w_h_n : nullptr, Trans::kNo, H, H, a.w_h + 2 * H, H3);
   const std::int64_t panels = w_h_n->panels(), nr = w_h_n->panel_width();
-  if (act.prefix) {
+  if (act.per_step_prefix()) {
     for (std::int64_t t = 0; t < S; ++t) {
       input_product(a, act.count[t], a.x + t * B * I, I, H3, gi + t * B * R, R);
     }
@@ -212,52 +212,7 @@ void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
-  if (d.lengths != nullptr) return fwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
-  if (S == 0 || BH == 0) return;
-  const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);  // row strides of gi, gh_rz
-  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2}, a.workspace);
-  T* const gi = ws.slice(0);     // [S, B, 3H] (row stride R)  x·w_i of every step, no bias
-  T* const gh_rz = ws.slice(1);  // [B, 2H] (row stride R2)  r, z blocks of h[t−1]·w_h, this step
-  // The recurrent weights, packed once per call by gate column block, so that a thread's panel
-  // range covers the same units of r, z and n.
-  // w_h[:, 0:H], w_h[:, H:2H], w_h[:, 2H:3H]  [H, H] each (or the plan's)
-  const Packed<T> w_h_r(a.plan ? &a.plan->w_h_r : nullptr, Trans::kNo, H, H, a.w_h, H3);
-  const Packed<T> w_h_z(a.plan ? &a.plan->w_h_z : nullptr, Trans::kNo, H, H, a.w_h + H, H3);
-  const Packed<T> w_h_n(a.plan ? &a.plan->w_h_n : nullptr, Trans::kNo, H, H, a.w_h + 2 * H, H3);
-  const std::int64_t panels = w_h_n->panels(), nr = w_h_n->panel_width();
-
-  // gi = x·w_i for all steps      [S·B, 3H] = [S·B, I]·[I, 3H]
-  input_product(a, S * B, a.x, I, H3, gi, R);
-
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
-    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
-    for (std::int64_t t = 0; t < S; ++t) {
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
-      const T* gi_t = gi + t * B * R;
-      T* const r_t = a.r + t * BH;
-      T* const u_t = a.u + t * BH;
-      T* const n_t = a.n + t * BH;
-      T* const hn_t = a.hn + t * BH;
-      T* const h_t = a.h + t * BH;
-      // own columns of every gate:  gh = h[t−1]·w_h      [B, 3H] = [B, H]·[H, 3H]
-      gemm::gemm_panels(B, hp, H, *w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
-      gemm::gemm_panels(B, hp, H, *w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
-      gemm::gemm_panels(B, hp, H, *w_h_n, own.p0, own.p1, T(0), hn_t, H);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H + j0;
-        gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
-                                a.b_h + j0, hp + o, r_t + o, u_t + o, n_t + o, hn_t + o, h_t + o);
-      }
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
-    }
-  });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfter", stop.steps_done(), S);
+  forward(d, a);
 }
 
 template <typename T>

@@ -108,11 +108,12 @@ void input_product(const BlockLSTMFwdArgs<T>& a, std::int64_t m, const T* x, std
   }
 }
 
-// seq_lengths (sequence_common.h, ActiveRows): the same loop as block_lstm_fwd, with each step's
-// recurrent product over its active prefix (or all rows) and its pass over the active rows only;
-// inactive rows of the seven outputs are zero.
+// The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
+// row is active and this is the plain loop): each step's recurrent product over its active
+// prefix (or all rows) and its pass over the active rows only; inactive rows of the seven
+// outputs are zero.
 template <typename T>
-void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -123,7 +124,7 @@ void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a
   const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
   const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
   // gates = x·w_x; with prefix lengths only the active rows of each step (a prefix) are needed.
-  if (act.prefix) {
+  if (act.per_step_prefix()) {
     for (std::int64_t t = 0; t < S; ++t) {
       input_product(a, act.count[t], a.x + t * B * I, I, G, gates + t * B * Gp, Gp);
     }
@@ -291,61 +292,7 @@ void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a
 
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
-  if (d.lengths != nullptr) return block_lstm_fwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
-  for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
-  if (S == 0 || BH == 0) return;
-  // Workspace rows are padded to Gp >= 4H (padded_ld).
-  const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTM", {S * B * Gp}, a.workspace);
-  T* const gates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  pre-activations without bias
-  // w_h = w[I:]  [H, 4H], packed once for the S recurrent products, one [H, H] column block
-  // per gate so that a thread's panel range covers the same units of every gate.
-  const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
-  const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
-
-  // gates = x·w_x for all steps      [S·B, 4H] = [S·B, I]·[I, 4H]
-  input_product(a, S * B, a.x, I, G, gates, Gp);
-
-  LSTMFwdParams<T> p;
-  p.H = H;
-  p.layout = a.layout;
-  p.forget_bias = a.forget_bias;
-  p.cell_clip = a.cell_clip;
-  p.use_peephole = a.use_peephole;
-  p.b = a.b;
-  p.wci = a.wci;
-  p.wcf = a.wcf;
-  p.wco = a.wco;
-  core::TeamStop stop;
-  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
-    const UnitSplit u = unit_split(panels, nr, H, id, nt);
-    for (std::int64_t t = 0; t < S; ++t) {
-      const std::int64_t o = t * BH;
-      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;  // [B, H]
-      T* const gates_t = gates + t * B * Gp;
-      // gates[t][:, own columns of gate q] += h[t−1]·w_h[q]      [B, H] += [B, H]·[H, H]
-      for (std::int64_t q = 0; q < 4; ++q) {
-        gemm::gemm_panels(B, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
-      }
-      const LSTMFwdStep<T> step{.gates = gates_t,
-                                .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
-                                .i = a.i + o,
-                                .cs = a.cs + o,
-                                .f = a.f + o,
-                                .o = a.o + o,
-                                .ci = a.ci + o,
-                                .co = a.co + o,
-                                .h = a.h + o,
-                                .gates_ld = Gp};
-      lstm_fwd_pointwise_rows(p, step, 0, B, u.j0, u.j1);
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
-    }
-  });
-  if (stop.stopped())
-    core::throw_cancelled(block_lstm_op_name(a.layout, false), stop.steps_done(), S);
+  lstm_forward(d, a);
 }
 
 template <typename T>

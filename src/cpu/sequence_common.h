@@ -186,14 +186,23 @@ void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t 
 // that prefix only; otherwise over all B rows with the passes masked. Either way a row's values
 // are computed exactly as without lengths: a GEMM row's bits do not depend on the other rows
 // (the reduction over k is the same for every m; tests/cpp/test_seq_lengths.cc checks it).
+//
+// Without lengths (nullptr) every row of every step is active: `all` is set, nothing is
+// allocated and the index vectors stay empty (the loops then run exactly as the ops without
+// lengths: one pass over rows [0, B) per step).
 struct ActiveRows {
   std::int64_t B = 0, S = 0;
   std::vector<std::int64_t> steps;  // [B]  min(L_b, S)
   std::vector<std::int64_t> count;  // [S]  active examples of step t
   std::vector<std::int64_t> rows;   // [N]  the active rows t·B + b, by step then example
   bool prefix = true;               // steps non-increasing: step t's active rows are [0, count[t])
+  bool all = false;                 // no lengths: every row active (the vectors are empty)
 
   ActiveRows(const std::int64_t* lengths, std::int64_t S_, std::int64_t B_) : B(B_), S(S_) {
+    if (lengths == nullptr) {
+      all = true;
+      return;
+    }
     steps.resize(static_cast<std::size_t>(B));
     count.assign(static_cast<std::size_t>(S), 0);
     for (std::int64_t b = 0; b < B; ++b) {
@@ -207,12 +216,19 @@ struct ActiveRows {
       }
     }
   }
-  std::int64_t total() const { return static_cast<std::int64_t>(rows.size()); }
+  std::int64_t total() const { return all ? S * B : static_cast<std::int64_t>(rows.size()); }
   // Rows the recurrent products of step t run over.
-  std::int64_t gemm_rows(std::int64_t t) const { return prefix ? count[t] : B; }
+  std::int64_t gemm_rows(std::int64_t t) const { return all ? B : prefix ? count[t] : B; }
+  // Whether the input projection runs per step over each step's active prefix (else once over
+  // all S·B rows).
+  bool per_step_prefix() const { return prefix && !all; }
   // f(r0, r1) for each maximal run of active rows of step t; g(b) for each inactive row.
   template <typename F, typename G>
   void for_rows(std::int64_t t, F&& f, G&& g) const {
+    if (all) {
+      f(std::int64_t(0), B);
+      return;
+    }
     std::int64_t b = 0;
     while (b < B) {
       if (t < steps[b]) {

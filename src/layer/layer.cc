@@ -100,6 +100,15 @@ void* call_workspace(const Check& check, const LayerShape& shape, LayerWorkspace
   return own.data();
 }
 
+CallDims begin_call(const Check& check, const SequenceLayer& layer, const TensorView& x,
+                    const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths,
+                    LayerWorkspace given, Tensor& own) {
+  if (!layer.has_weights()) check.fail("set_weights has not been called");
+  CallDims c = check_call(check, layer.shape(), x, seq_len_max, seq_lengths);
+  c.workspace = call_workspace(check, layer.shape(), given, layer.workspace_bytes(c.S, c.B), own);
+  return c;
+}
+
 Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
                    const char* dims, DType dtype) {
   check.tensor(arg, t, want, dims, dtype);
@@ -160,16 +169,11 @@ std::size_t SequenceLayer::workspace_bytes(std::int64_t T, std::int64_t B) const
 
 struct LSTMLayer::Impl {
   Tensor w, b, wci, wcf, wco;
-  cpu::LSTMPlan<float> plan_f;
-  cpu::LSTMPlan<double> plan_d;
+  layer::Plans<cpu::LSTMPlan> plans;
   double forget_bias = 0, cell_clip = 0;
   template <typename T>
-  cpu::LSTMPlan<T>& plan() {
-    if constexpr (std::is_same_v<T, float>) {
-      return plan_f;
-    } else {
-      return plan_d;
-    }
+  void pack(cpu::LSTMPlan<T>& p, const LayerShape& s) {
+    p.pack(s.input_size, s.hidden_size, w.data_as<T>());
   }
 };
 
@@ -216,15 +220,15 @@ void LSTMLayer::set_weights(TensorView w, TensorView b, TensorView wci, TensorVi
       *own[k] = Tensor(dt, {H});  // zeros, as the ops use for omitted peepholes
     }
   }
-  layer::with_dtype(dt, [&]<typename T>() { m.plan<T>().pack(I, H, m.w.data_as<T>()); });
+  layer::with_dtype(dt, [&]<typename T>() { m.pack(m.plans.get<T>(), shape_); });
   has_weights_ = true;
 }
 
 void LSTMLayer::forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
                         LayerWorkspace workspace) {
   const Check check{name_, "forward"};
-  if (!has_weights_) check.fail("set_weights has not been called");
-  const layer::CallDims c = layer::check_call(check, shape_, in.x, in.seq_len_max, in.seq_lengths);
+  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
+                                              workspace, own_workspace_);
   const std::int64_t H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
@@ -233,8 +237,6 @@ void LSTMLayer::forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
   const char* names[7] = {"i", "cs", "f", "o", "ci", "co", "h"};
   const MutableTensorView* outs[7] = {&out.i, &out.cs, &out.f, &out.o, &out.ci, &out.co, &out.h};
   for (int k = 0; k < 7; ++k) check.tensor(names[k], *outs[k], tbh, "time, batch, hidden", dt);
-  void* ws =
-      layer::call_workspace(check, shape_, workspace, workspace_bytes(c.S, c.B), own_workspace_);
   Impl& m = *impl_;
   const BlockLSTMDims d{c.T, c.B, shape_.input_size, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -247,21 +249,17 @@ void LSTMLayer::forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
     a.cell_clip = ops::clip_in_dtype<T>(m.cell_clip, dt);
     a.use_peephole = attrs_.use_peephole;
     a.layout = attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
-    if (force_reference()) return ref::block_lstm_fwd<T>(d, a);
-    if (m.plan<T>().isa != core::active_isa()) {
-      m.plan<T>().pack(shape_.input_size, H, m.w.data_as<T>());  // the ISA path changed
-    }
-    a.plan = &m.plan<T>();
-    a.workspace = static_cast<T*>(ws);
-    cpu::block_lstm_fwd<T>(d, a);
+    layer::run_kernel<T>(
+        ref::block_lstm_fwd<T>, cpu::block_lstm_fwd<T>, d, a, m.plans.get<T>(),
+        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
   });
 }
 
 void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutputs& out,
                          LayerWorkspace workspace) {
   const Check check{name_, "backward"};
-  if (!has_weights_) check.fail("set_weights has not been called");
-  const layer::CallDims c = layer::check_call(check, shape_, in.x, in.seq_len_max, in.seq_lengths);
+  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
+                                              workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
@@ -279,8 +277,6 @@ void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutpu
   check.tensor("wcf_grad", out.wcf_grad, {H}, "hidden_size", dt);
   check.tensor("wco_grad", out.wco_grad, {H}, "hidden_size", dt);
   check.tensor("b_grad", out.b_grad, {4 * H}, "4 * hidden_size", dt);
-  void* ws =
-      layer::call_workspace(check, shape_, workspace, workspace_bytes(c.S, c.B), own_workspace_);
   Impl& m = *impl_;
   const BlockLSTMDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -310,11 +306,9 @@ void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutpu
                           ptr<T>(out.b_grad)};
     a.use_peephole = attrs_.use_peephole;
     a.layout = attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
-    if (force_reference()) return ref::block_lstm_bwd<T>(d, a);
-    if (m.plan<T>().isa != core::active_isa()) m.plan<T>().pack(I, H, m.w.data_as<T>());
-    a.plan = &m.plan<T>();
-    a.workspace = static_cast<T*>(ws);
-    cpu::block_lstm_bwd<T>(d, a);
+    layer::run_kernel<T>(
+        ref::block_lstm_bwd<T>, cpu::block_lstm_bwd<T>, d, a, m.plans.get<T>(),
+        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
   });
 }
 
@@ -322,21 +316,10 @@ void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutpu
 
 struct GRULayer::Impl {
   Tensor w_ru, w_c, b_ru, b_c;
-  cpu::GRUPlan<float> plan_f;
-  cpu::GRUPlan<double> plan_d;
+  layer::Plans<cpu::GRUPlan> plans;
   template <typename T>
-  cpu::GRUPlan<T>& plan() {
-    if constexpr (std::is_same_v<T, float>) {
-      return plan_f;
-    } else {
-      return plan_d;
-    }
-  }
-  template <typename T>
-  void repack_if_isa_changed(std::int64_t I, std::int64_t H) {
-    if (plan<T>().isa != core::active_isa()) {
-      plan<T>().pack(I, H, w_ru.data_as<T>(), w_c.data_as<T>());
-    }
+  void pack(cpu::GRUPlan<T>& p, const LayerShape& s) {
+    p.pack(s.input_size, s.hidden_size, w_ru.data_as<T>(), w_c.data_as<T>());
   }
 };
 
@@ -356,16 +339,15 @@ void GRULayer::set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru, Ten
   m.w_c = layer::copy_weight(check, "w_c", w_c, {I + H, H}, "input_size + hidden_size, hidden", dt);
   m.b_ru = layer::copy_weight(check, "b_ru", b_ru, {2 * H}, "2 * hidden_size", dt);
   m.b_c = layer::copy_weight(check, "b_c", b_c, {H}, "hidden_size", dt);
-  layer::with_dtype(
-      dt, [&]<typename T>() { m.plan<T>().pack(I, H, m.w_ru.data_as<T>(), m.w_c.data_as<T>()); });
+  layer::with_dtype(dt, [&]<typename T>() { m.pack(m.plans.get<T>(), shape_); });
   has_weights_ = true;
 }
 
 void GRULayer::forward(const GRULayerInputs& in, const BlockGRUOutputs& out,
                        LayerWorkspace workspace) {
   const Check check{name_, "forward"};
-  if (!has_weights_) check.fail("set_weights has not been called");
-  const layer::CallDims c = layer::check_call(check, shape_, in.x, in.seq_len_max, in.seq_lengths);
+  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
+                                              workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape tbh{c.T, c.B, H};
@@ -373,8 +355,6 @@ void GRULayer::forward(const GRULayerInputs& in, const BlockGRUOutputs& out,
   const char* names[4] = {"r", "u", "c", "h"};
   const MutableTensorView* outs[4] = {&out.r, &out.u, &out.c, &out.h};
   for (int k = 0; k < 4; ++k) check.tensor(names[k], *outs[k], tbh, "time, batch, hidden", dt);
-  void* ws =
-      layer::call_workspace(check, shape_, workspace, workspace_bytes(c.S, c.B), own_workspace_);
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -382,19 +362,17 @@ void GRULayer::forward(const GRULayerInputs& in, const BlockGRUOutputs& out,
                          m.w_c.data_as<T>(), m.b_ru.data_as<T>(), m.b_c.data_as<T>(),
                          ptr<T>(out.r),      ptr<T>(out.u),       ptr<T>(out.c),
                          ptr<T>(out.h)};
-    if (force_reference()) return ref::block_gru_fwd<T>(d, a);
-    m.repack_if_isa_changed<T>(I, H);
-    a.plan = &m.plan<T>();
-    a.workspace = static_cast<T*>(ws);
-    cpu::block_gru_fwd<T>(d, a);
+    layer::run_kernel<T>(
+        ref::block_gru_fwd<T>, cpu::block_gru_fwd<T>, d, a, m.plans.get<T>(),
+        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
   });
 }
 
 void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs& out,
                         LayerWorkspace workspace) {
   const Check check{name_, "backward"};
-  if (!has_weights_) check.fail("set_weights has not been called");
-  const layer::CallDims c = layer::check_call(check, shape_, in.x, in.seq_len_max, in.seq_lengths);
+  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
+                                              workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
@@ -408,8 +386,6 @@ void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs&
   check.tensor("w_c_grad", out.w_c_grad, {I + H, H}, "input_size + hidden, hidden", dt);
   check.tensor("b_ru_grad", out.b_ru_grad, {2 * H}, "2 * hidden_size", dt);
   check.tensor("b_c_grad", out.b_c_grad, {H}, "hidden_size", dt);
-  void* ws =
-      layer::call_workspace(check, shape_, workspace, workspace_bytes(c.S, c.B), own_workspace_);
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -428,11 +404,9 @@ void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs&
                          ptr<T>(out.w_c_grad),
                          ptr<T>(out.b_ru_grad),
                          ptr<T>(out.b_c_grad)};
-    if (force_reference()) return ref::block_gru_bwd<T>(d, a);
-    m.repack_if_isa_changed<T>(I, H);
-    a.plan = &m.plan<T>();
-    a.workspace = static_cast<T*>(ws);
-    cpu::block_gru_bwd<T>(d, a);
+    layer::run_kernel<T>(
+        ref::block_gru_bwd<T>, cpu::block_gru_bwd<T>, d, a, m.plans.get<T>(),
+        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
   });
 }
 
@@ -440,21 +414,10 @@ void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs&
 
 struct GRUResetAfterLayer::Impl {
   Tensor w_i, w_h, b_i, b_h;
-  cpu::GRUResetAfterPlan<float> plan_f;
-  cpu::GRUResetAfterPlan<double> plan_d;
+  layer::Plans<cpu::GRUResetAfterPlan> plans;
   template <typename T>
-  cpu::GRUResetAfterPlan<T>& plan() {
-    if constexpr (std::is_same_v<T, float>) {
-      return plan_f;
-    } else {
-      return plan_d;
-    }
-  }
-  template <typename T>
-  void repack_if_isa_changed(std::int64_t I, std::int64_t H) {
-    if (plan<T>().isa != core::active_isa()) {
-      plan<T>().pack(I, H, w_i.data_as<T>(), w_h.data_as<T>());
-    }
+  void pack(cpu::GRUResetAfterPlan<T>& p, const LayerShape& s) {
+    p.pack(s.input_size, s.hidden_size, w_i.data_as<T>(), w_h.data_as<T>());
   }
 };
 
@@ -474,16 +437,15 @@ void GRUResetAfterLayer::set_weights(TensorView w_i, TensorView w_h, TensorView 
   m.w_h = layer::copy_weight(check, "w_h", w_h, {H, 3 * H}, "hidden_size, 3 * hidden_size", dt);
   m.b_i = layer::copy_weight(check, "b_i", b_i, {3 * H}, "3 * hidden_size", dt);
   m.b_h = layer::copy_weight(check, "b_h", b_h, {3 * H}, "3 * hidden_size", dt);
-  layer::with_dtype(
-      dt, [&]<typename T>() { m.plan<T>().pack(I, H, m.w_i.data_as<T>(), m.w_h.data_as<T>()); });
+  layer::with_dtype(dt, [&]<typename T>() { m.pack(m.plans.get<T>(), shape_); });
   has_weights_ = true;
 }
 
 void GRUResetAfterLayer::forward(const GRULayerInputs& in, const BlockGRUResetAfterOutputs& out,
                                  LayerWorkspace workspace) {
   const Check check{name_, "forward"};
-  if (!has_weights_) check.fail("set_weights has not been called");
-  const layer::CallDims c = layer::check_call(check, shape_, in.x, in.seq_len_max, in.seq_lengths);
+  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
+                                              workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape tbh{c.T, c.B, H};
@@ -491,8 +453,6 @@ void GRUResetAfterLayer::forward(const GRULayerInputs& in, const BlockGRUResetAf
   const char* names[5] = {"r", "u", "n", "hn", "h"};
   const MutableTensorView* outs[5] = {&out.r, &out.u, &out.n, &out.hn, &out.h};
   for (int k = 0; k < 5; ++k) check.tensor(names[k], *outs[k], tbh, "time, batch, hidden", dt);
-  void* ws =
-      layer::call_workspace(check, shape_, workspace, workspace_bytes(c.S, c.B), own_workspace_);
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -500,11 +460,9 @@ void GRUResetAfterLayer::forward(const GRULayerInputs& in, const BlockGRUResetAf
                                    m.w_h.data_as<T>(), m.b_i.data_as<T>(), m.b_h.data_as<T>(),
                                    ptr<T>(out.r),      ptr<T>(out.u),      ptr<T>(out.n),
                                    ptr<T>(out.hn),     ptr<T>(out.h)};
-    if (force_reference()) return ref::block_gru_reset_after_fwd<T>(d, a);
-    m.repack_if_isa_changed<T>(I, H);
-    a.plan = &m.plan<T>();
-    a.workspace = static_cast<T*>(ws);
-    cpu::block_gru_reset_after_fwd<T>(d, a);
+    layer::run_kernel<T>(
+        ref::block_gru_reset_after_fwd<T>, cpu::block_gru_reset_after_fwd<T>, d, a,
+        m.plans.get<T>(), [&](auto& p) { m.pack(p, shape_); }, c.workspace);
   });
 }
 
@@ -512,8 +470,8 @@ void GRUResetAfterLayer::backward(const GRUResetAfterLayerGradInputs& in,
                                   const BlockGRUResetAfterGradOutputs& out,
                                   LayerWorkspace workspace) {
   const Check check{name_, "backward"};
-  if (!has_weights_) check.fail("set_weights has not been called");
-  const layer::CallDims c = layer::check_call(check, shape_, in.x, in.seq_len_max, in.seq_lengths);
+  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
+                                              workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
@@ -527,8 +485,6 @@ void GRUResetAfterLayer::backward(const GRUResetAfterLayerGradInputs& in,
   check.tensor("w_h_grad", out.w_h_grad, {H, 3 * H}, "hidden_size, 3 * hidden_size", dt);
   check.tensor("b_i_grad", out.b_i_grad, {3 * H}, "3 * hidden_size", dt);
   check.tensor("b_h_grad", out.b_h_grad, {3 * H}, "3 * hidden_size", dt);
-  void* ws =
-      layer::call_workspace(check, shape_, workspace, workspace_bytes(c.S, c.B), own_workspace_);
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -537,11 +493,9 @@ void GRUResetAfterLayer::backward(const GRUResetAfterLayerGradInputs& in,
         ptr<T>(in.r),         ptr<T>(in.u),         ptr<T>(in.n),         ptr<T>(in.hn),
         ptr<T>(in.h),         ptr<T>(in.h_grad),    ptr<T>(out.x_grad),   ptr<T>(out.h_prev_grad),
         ptr<T>(out.w_i_grad), ptr<T>(out.w_h_grad), ptr<T>(out.b_i_grad), ptr<T>(out.b_h_grad)};
-    if (force_reference()) return ref::block_gru_reset_after_bwd<T>(d, a);
-    m.repack_if_isa_changed<T>(I, H);
-    a.plan = &m.plan<T>();
-    a.workspace = static_cast<T*>(ws);
-    cpu::block_gru_reset_after_bwd<T>(d, a);
+    layer::run_kernel<T>(
+        ref::block_gru_reset_after_bwd<T>, cpu::block_gru_reset_after_bwd<T>, d, a,
+        m.plans.get<T>(), [&](auto& p) { m.pack(p, shape_); }, c.workspace);
   });
 }
 
