@@ -131,11 +131,12 @@ void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   if (stop.stopped()) core::throw_cancelled("BlockGRU", stop.steps_done(), S);
 }
 
-// seq_lengths: block_gru_bwd's loop with the passes on the active rows (inactive rows of d_ru,
-// d_c_bar, hr and the carry are zero) and the products over the step's prefix (or all rows);
-// the parameter gradients and x_grad as products over the N active rows, compacted.
+// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
+// the passes on the active rows (inactive rows of d_ru, d_c_bar, hr and the carry are zero) and
+// the products over the step's prefix (or all rows); the parameter gradients and x_grad as
+// products over all S·B rows in place, or, with lengths, over the N active rows compacted.
 template <typename T>
-void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   zero(a.x_grad, d.T * B * I);
   zero(a.h_prev_grad, BH);
@@ -148,8 +149,10 @@ void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t N = act.total();
   if (N == 0) return;
   const std::int64_t R = padded_ld(2 * H);
+  const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
   Workspace<T> ws("BlockGRUGrad",
-                  {S * B * R, S * BH, S * BH, BH, N * R, N * H, N * I, N * H, N * H}, a.workspace);
+                  {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H},
+                  a.workspace);
   const Packed<T> w_ru_h_t(a.plan ? &a.plan->w_ru_h_t : nullptr, Trans::kYes, 2 * H, H,
                            a.w_ru + I * 2 * H, 2 * H);
   const Packed<T> w_c_h_t(a.plan ? &a.plan->w_c_h_t : nullptr, Trans::kYes, H, H, a.w_c + I * H, H);
@@ -216,6 +219,34 @@ void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   });
   if (stop.stopped()) core::throw_cancelled("BlockGRUGrad", stop.steps_done(), S);
 
+  if (act.all) {  // every row active: the products over all S·B rows, in place
+    const std::int64_t SB = S * B;
+    // x_grad[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
+    //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.x_grad, I);
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, a.w_c, H, T(1), a.x_grad, I);
+    // d_ru and d_c_bar, each packed once for its two weight-gradient products.
+    gemm::PackedB<T> d_ru_packed, d_c_packed;
+    d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
+    d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
+    // w_ru_grad[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_ru_packed, T(0), a.w_ru_grad, 2 * H);
+    // w_ru_grad[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru over two K ranges of the packed d_ru, so the
+    // previous-h sequence is never copied:
+    //   [H, 2H] = [B, H]ᵀ·d_ru[0:B] + [(S−1)·B, H]ᵀ·d_ru[B:]
+    T* const w_ru_grad_h = a.w_ru_grad + I * 2 * H;
+    gemm<T>(Trans::kYes, H, a.h_prev, H, d_ru_packed, 0, B, T(0), w_ru_grad_h, 2 * H);
+    gemm<T>(Trans::kYes, H, a.h, H, d_ru_packed, B, SB, T(1), w_ru_grad_h, 2 * H);
+    // w_c_grad[0:I] = xᵀ·d_c_bar      [I, H] = [S·B, I]ᵀ·[S·B, H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_c_packed, T(0), a.w_c_grad, H);
+    // w_c_grad[I:] = hrᵀ·d_c_bar      [H, H] = [S·B, H]ᵀ·[S·B, H]
+    gemm<T>(Trans::kYes, H, hr, H, d_c_packed, T(0), a.w_c_grad + I * H, H);
+    // b_ru_grad = Σ_rows d_ru [2H];  b_c_grad = Σ_rows d_c_bar [H]
+    column_sums(SB, 2 * H, d_ru, R, a.b_ru_grad);
+    column_sums(SB, H, d_c, H, a.b_c_grad);
+    return;
+  }
+
   // The active rows, compacted.
   T* const d_ruc = ws.slice(4);  // [N, 2H] (row stride R)
   T* const d_cc = ws.slice(5);   // [N, H]
@@ -261,97 +292,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
-  if (d.lengths != nullptr) return block_gru_bwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
-  zero(a.x_grad + S * B * I, (d.T - S) * B * I);
-  zero(a.h_prev_grad, BH);
-  if (S == 0) {
-    zero(a.w_ru_grad, K * 2 * H);
-    zero(a.w_c_grad, K * H);
-    zero(a.b_ru_grad, 2 * H);
-    zero(a.b_c_grad, H);
-    return;
-  }
-  const T* w_ru_x = a.w_ru;                 // [I, 2H]
-  const T* w_c_x = a.w_c;                   // [I, H]
-  const std::int64_t R = padded_ld(2 * H);  // padded row stride of d_ru
-  Workspace<T> ws("BlockGRUGrad", {S * B * R, S * BH, S * BH, BH}, a.workspace);
-  // The transposed recurrent weights w_ru[I:]ᵀ [2H, H], w_c[I:]ᵀ [H, H], packed once for the S
-  // recurrent products (or the plan's).
-  const Packed<T> w_ru_h_t(a.plan ? &a.plan->w_ru_h_t : nullptr, Trans::kYes, 2 * H, H,
-                           a.w_ru + I * 2 * H, 2 * H);
-  const Packed<T> w_c_h_t(a.plan ? &a.plan->w_c_h_t : nullptr, Trans::kYes, H, H, a.w_c + I * H, H);
-  T* const d_ru = ws.slice(0);     // [S, B, 2H] (row stride R)  [d_r_bar, d_u_bar] per step
-  T* const d_c = ws.slice(1);      // [S, B, H]   d_c_bar of every step
-  T* const hr = ws.slice(2);       // [S, B, H]   h[t−1]⊙r[t] of every step
-  T* const d_hr = ws.slice(3);     // [B, H]      ∂L/∂(h[t−1]⊙r[t]) of the current step
-  T* const carry = a.h_prev_grad;  // [B, H]   d_h_prev flowing from step t+1 into step t
-
-  const std::int64_t panels = w_c_h_t->panels(), nr = w_c_h_t->panel_width();
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
-    const std::int64_t j0 = own.j0, j1 = own.j1, w = j1 - j0;
-    for (std::int64_t t = S - 1; t >= 0; --t) {
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
-      const T* r_t = a.r + t * BH;
-      const T* u_t = a.u + t * BH;
-      const T* c_t = a.c + t * BH;
-      const T* hg_t = a.h_grad + t * BH;
-      T* const d_ru_t = d_ru + t * B * R;
-      T* const d_c_t = d_c + t * BH;
-      T* const hr_t = hr + t * BH;
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H;
-        T* const dh = carry + o;  // becomes d_h = carry + h_grad[t]
-        for (std::int64_t j = j0; j < j1; ++j) dh[j] += hg_t[o + j];
-        gru_bwd_cu_row(w, u_t + o + j0, c_t + o + j0, hp + o + j0, dh + j0, d_c_t + o + j0,
-                       d_ru_t + n * R + H + j0);
-      }
-#pragma omp barrier
-      // own columns:  d_hr = d_c_bar[t]·w_c_hᵀ      [B, H] = [B, H]·[H, H]ᵀ
-      gemm::gemm_panels(B, d_c_t, H, *w_c_h_t, own.p0, own.p1, T(0), d_hr, H);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H;
-        gru_bwd_r_row(w, d_hr + o + j0, hp + o + j0, r_t + o + j0, d_ru_t + n * R + j0);
-        T* const dh = carry + o;
-        for (std::int64_t j = j0; j < j1; ++j) {
-          hr_t[o + j] = hp[o + j] * r_t[o + j];
-          dh[j] = d_hr[o + j] * r_t[o + j] + dh[j] * u_t[o + j];
-        }
-      }
-      stop.poll(id, S - 1 - t);
-#pragma omp barrier
-      if (stop.stop_after(S - 1 - t)) break;
-      // own columns:  carry += d_ru[t]·w_ru_hᵀ      [B, H] += [B, 2H]·[H, 2H]ᵀ
-      gemm::gemm_panels(B, d_ru_t, R, *w_ru_h_t, own.p0, own.p1, T(1), carry, H);
-    }
-  });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUGrad", stop.steps_done(), S);
-
-  const std::int64_t SB = S * B;
-  // x_grad[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
-  //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, w_ru_x, 2 * H, T(0), a.x_grad, I);
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, w_c_x, H, T(1), a.x_grad, I);
-  // d_ru and d_c_bar, each packed once for its two weight-gradient products.
-  gemm::PackedB<T> d_ru_packed, d_c_packed;
-  d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
-  d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
-  // w_ru_grad[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
-  gemm<T>(Trans::kYes, I, a.x, I, d_ru_packed, T(0), a.w_ru_grad, 2 * H);
-  // w_ru_grad[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru over two K ranges of the packed d_ru, so the
-  // previous-h sequence is never copied:  [H, 2H] = [B, H]ᵀ·d_ru[0:B] + [(S−1)·B, H]ᵀ·d_ru[B:]
-  T* const w_ru_grad_h = a.w_ru_grad + I * 2 * H;
-  gemm<T>(Trans::kYes, H, a.h_prev, H, d_ru_packed, 0, B, T(0), w_ru_grad_h, 2 * H);
-  gemm<T>(Trans::kYes, H, a.h, H, d_ru_packed, B, SB, T(1), w_ru_grad_h, 2 * H);
-  // w_c_grad[0:I] = xᵀ·d_c_bar      [I, H] = [S·B, I]ᵀ·[S·B, H]
-  gemm<T>(Trans::kYes, I, a.x, I, d_c_packed, T(0), a.w_c_grad, H);
-  // w_c_grad[I:] = hrᵀ·d_c_bar      [H, H] = [S·B, H]ᵀ·[S·B, H]
-  gemm<T>(Trans::kYes, H, hr, H, d_c_packed, T(0), a.w_c_grad + I * H, H);
-  // b_ru_grad = Σ_rows d_ru [2H];  b_c_grad = Σ_rows d_c_bar [H]
-  column_sums(SB, 2 * H, d_ru, R, a.b_ru_grad);
-  column_sums(SB, H, d_c, H, a.b_c_grad);
+  gru_backward(d, a);
 }
 
 template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);
