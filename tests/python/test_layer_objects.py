@@ -163,3 +163,63 @@ def test_rnn_custom_ops_opcheck_and_gradcheck_in_fresh_process():
     res = subprocess.run([sys.executable, "-c", _OPCHECK], capture_output=True, text=True,
                          timeout=600)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
+
+
+_STACK_VS_PER_OP = r"""
+import torch
+import blockrnn.torch as brt
+from blockrnn.torch import _modules
+from torch.nn.utils.rnn import pack_padded_sequence
+
+def run(m, per_op, x, lengths, hx):
+    orig = _modules._RNNBase._run_layers
+    if per_op:
+        _modules._RNNBase._run_layers = _modules._RNNBase._run_layers_per_op
+    try:
+        m.zero_grad()
+        xx = x.detach().clone().requires_grad_(True)
+        hh = [h.detach().clone().requires_grad_(True) for h in hx]
+        inp = pack_padded_sequence(xx, lengths, enforce_sorted=False) if lengths is not None else xx
+        out, st = m(inp, tuple(hh) if len(hh) == 2 else hh[0])
+        out_t = out.data if lengths is not None else out
+        st = list(st) if isinstance(st, tuple) else [st]
+        g = torch.Generator().manual_seed(1)
+        loss = (out_t * torch.randn(out_t.shape, dtype=out_t.dtype, generator=g)).sum()
+        for s in st:
+            loss = loss + (s * torch.randn(s.shape, dtype=s.dtype, generator=g)).sum()
+        loss.backward()
+        return [out_t.detach(), *[s.detach() for s in st], xx.grad, *[h.grad for h in hh],
+                *[p.grad.clone() for p in m.parameters()]]
+    finally:
+        _modules._RNNBase._run_layers = orig
+
+torch.manual_seed(0)
+T, B, I, H = 6, 3, 4, 5
+for dtype in (torch.float32, torch.float64):
+    for make in (lambda: brt.LSTM(I, H, num_layers=2, bidirectional=True),
+                 lambda: brt.LSTM(I, H, num_layers=2, use_peephole=True, cell_clip=0.8,
+                                  forget_bias=0.5),
+                 lambda: brt.GRU(I, H, num_layers=3, bidirectional=True),
+                 lambda: brt.GRU(I, H, num_layers=2, bidirectional=True, reset_after=False)):
+        m = make().to(dtype)
+        L = m.num_layers * (2 if m.bidirectional else 1)
+        x = torch.randn(T, B, I, dtype=dtype)
+        hx = [torch.randn(L, B, H, dtype=dtype) for _ in range(2 if isinstance(m, brt.LSTM) else 1)]
+        for lengths in (None, torch.tensor([6, 2, 4])):
+            a = run(m, False, x, lengths, hx)
+            b = run(m, True, x, lengths, hx)
+            assert len(a) == len(b)
+            for k, (u, v) in enumerate(zip(a, b)):
+                assert torch.equal(u, v), (type(m).__name__, dtype, lengths, k)
+print("ok")
+"""
+
+
+def test_torch_stack_is_bitwise_the_per_op_path():
+    # blockrnn::rnn (the library's stack) against the same module run one op per (layer,
+    # direction) with the glue in torch, as before the stack: outputs, final states and every
+    # gradient equal bit for bit, float32 and float64, with and without lengths.
+    pytest.importorskip("torch")
+    res = subprocess.run([sys.executable, "-c", _STACK_VS_PER_OP], capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
