@@ -8,12 +8,15 @@
 //                                 its workspace: what the one-shot call runs)
 //   4. the bare kernel with plan  cpu::block_lstm_fwd on the layer's packed weights and
 //                                 workspace (what the layer object runs)
-// Prints the median over 7 repetitions of the mean time per call (ns). Usage:
+// Prints the median over 7 repetitions of the mean time per call (ns), and the heap allocations
+// (operator new calls, counted by this binary's replacement) of 1000 calls of 1 and 2. Usage:
 //   blockrnn_layer_overhead [calls per repetition, default 200000]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -21,7 +24,59 @@
 #include "cpu/sequence_plan.h"
 #include "kernel/block_lstm.h"
 
+// Heap allocations through operator new (the library's workspaces, packed matrices, vectors).
+static std::atomic<long> g_allocations{0};
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  return operator new(n);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  ++g_allocations;
+  void* p = nullptr;
+  const std::size_t al = std::max(std::size_t(a), sizeof(void*));
+  if (posix_memalign(&p, al, n ? n : 1) != 0) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return operator new(n, a);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
 namespace {
+
+template <typename F>
+long allocations(F&& f) {
+  const long before = g_allocations;
+  for (int k = 0; k < 1000; ++k) f();
+  return g_allocations - before;
+}
 
 template <typename F>
 double ns_per_call(long calls, F&& f) {
@@ -83,11 +138,15 @@ int main(int argc, char** argv) {
   a.workspace = ws.data();
   const double planned = ns_per_call(calls, [&] { cpu::block_lstm_fwd<float>(d, a); });
 
+  const long alloc_one_shot = allocations([&] { block_lstm(in, outs); });
+  const long alloc_layer = allocations([&] { layer.forward(lin, outs); });
   std::printf("BlockLSTM T=%lld B=%lld I=%lld H=%lld float32, 1 thread, isa %s, %ld calls x 7\n",
               (long long)T, (long long)B, (long long)I, (long long)H, get_isa(), calls);
   std::printf("  one-shot block_lstm          %8.0f ns/call\n", one_shot);
   std::printf("  LSTMLayer::forward           %8.0f ns/call\n", layer_ns);
   std::printf("  kernel, packs + allocates    %8.0f ns/call\n", kernel);
   std::printf("  kernel on the layer's plan   %8.0f ns/call\n", planned);
+  std::printf("heap allocations in 1000 calls: one-shot %ld, LSTMLayer::forward %ld\n",
+              alloc_one_shot, alloc_layer);
   return 0;
 }
