@@ -280,7 +280,7 @@ def _rnn_object(mode, I, H, L, bidirectional, dtype, T, B, forget_bias, cell_cli
         T2 = max(T, entry[1] if entry else 0, 1)
         B2 = max(B, entry[2] if entry else 0, 1)
         obj = _core.RNN(mode, I, H, L, bidirectional, dtype, T2, B2,
-                                                None if mode != "lstm" else forget_bias, cell_clip, use_peephole,
+                        None if mode != "lstm" else forget_bias, cell_clip, use_peephole,
                         caller_reserve=True)
         entry = (obj, T2, B2, threading.Lock())
         _RNN_CACHE[key] = entry
