@@ -20,6 +20,8 @@
 
 namespace nb = nanobind;
 
+void register_layers(nb::module_& m);  // layer_bindings.cc
+
 namespace {
 
 PyObject* g_invalid_argument = nullptr;
@@ -282,4 +284,5 @@ NB_MODULE(_core, m) {
   m.def("set_force_reference", &blockrnn::set_force_reference, nb::arg("on"));
   m.def("force_reference", &blockrnn::force_reference);
   m.def("version", &blockrnn::version);
+  register_layers(m);
 }

@@ -4,6 +4,7 @@
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
 #include "blockrnn/gru.h"
+#include "blockrnn/layer.h"
 #include "blockrnn/lstm.h"
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"

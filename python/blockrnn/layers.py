@@ -26,17 +26,34 @@ directions move numbers without arithmetic, so a round trip is bit-exact.
 
 `load_char_model(path)` reads the safetensors checkpoint `blockrnn train` writes
 (docs/training.md) into a CharModel of these layers.
+
+The float32 and float64 layers run on the library's layer objects (blockrnn/layer.h, "plan
+once, run many": the ops' work without the per-call lookup and re-validation, the workspace
+allocated once for the largest T and B seen); the parameters are numpy arrays the caller may
+change at any time, so each forward and backward sets them (copied and packed) first. Results
+are bit for bit those of the raw ops. float16 runs on the raw ops (which stage half through
+float32).
 """
+import collections
 import json
 import struct
 
 import numpy as np
 
-from . import raw_ops
+from . import _core, raw_ops
 
 __all__ = ["LSTM", "GRU", "CharModel", "load_char_model"]
 
 _DTYPES = (np.float16, np.float32, np.float64)
+
+
+# The layer objects' outputs, named as the raw ops' (raw_ops returns the same fields).
+_LSTMActs = collections.namedtuple("_LSTMActs", "i cs f o ci co h")
+_LSTMGrads = collections.namedtuple(
+    "_LSTMGrads", "x_grad cs_prev_grad h_prev_grad w_grad wci_grad wcf_grad wco_grad b_grad")
+_GRUActs = collections.namedtuple("_GRUActs", "r u c h")
+_GRUGrads = collections.namedtuple(
+    "_GRUGrads", "x_grad h_prev_grad w_ru_grad w_c_grad b_ru_grad b_c_grad")
 
 
 def _uniform(rng, shape, scale, dtype):
@@ -112,6 +129,27 @@ class _Recurrent:
     def __call__(self, x, state=None):
         return self.forward(x, state)
 
+    def _layer_object(self, T, B):
+        """The _core layer object for a call of T steps and B examples, with the current
+        parameters set; None for float16."""
+        if self.dtype == np.float16:
+            return None
+        key = self._layer_key()
+        held = self.__dict__.get("_layer")
+        if held is None or held[0] != key or held[1] < T or held[2] < B:
+            T = max(T, 1, held[1] if held and held[0] == key else 0)
+            B = max(B, 1, held[2] if held and held[0] == key else 0)
+            held = (key, T, B, self._make_layer(T, B))
+            self._layer = held
+        layer = held[3]
+        layer.set_weights(*(np.ascontiguousarray(getattr(self, n), dtype=self.dtype)
+                            for n in self._SET_WEIGHTS))
+        return layer
+
+    def _acts(self, T, B, n):
+        return [np.empty((T, B, self.hidden_size), self.dtype) for _ in range(n)]
+
+
 
 class LSTM(_Recurrent):
     """An LSTM layer on BlockLSTM (ICFO). Parameters (numpy, op layout):
@@ -146,6 +184,18 @@ class LSTM(_Recurrent):
     def _PARAMS(self):
         return ("w", "b", "wci", "wcf", "wco") if self.use_peephole else ("w", "b")
 
+    _SET_WEIGHTS = ("w", "b", "wci", "wcf", "wco")
+
+    def _layer_key(self):
+        return (self.input_size, self.hidden_size, self.dtype, self.forget_bias,
+                self.cell_clip, self.use_peephole)
+
+    def _make_layer(self, T, B):
+        return _core.LSTMLayer(self.input_size, self.hidden_size, self.dtype.name, T, B,
+                               v2=False, forget_bias=self.forget_bias,
+                               cell_clip=self.cell_clip if self.cell_clip else -1.0,
+                               use_peephole=self.use_peephole)
+
     def zero_state(self, batch):
         """(cs, h), each zeros [B, H]."""
         z = np.zeros((batch, self.hidden_size), self.dtype)
@@ -162,10 +212,16 @@ class LSTM(_Recurrent):
         cs0, h0 = self.zero_state(B) if state is None else state
         cs0 = self._state_array(cs0, B, "state[0] (cs)")
         h0 = self._state_array(h0, B, "state[1] (h)")
-        out = raw_ops.BlockLSTM(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
-                                **self._op_args(), forget_bias=self.forget_bias,
-                                cell_clip=self.cell_clip if self.cell_clip else -1.0,
-                                use_peephole=self.use_peephole)
+        layer = self._layer_object(T, B)
+        if layer is None:
+            out = raw_ops.BlockLSTM(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
+                                    **self._op_args(), forget_bias=self.forget_bias,
+                                    cell_clip=self.cell_clip if self.cell_clip else -1.0,
+                                    use_peephole=self.use_peephole)
+        else:
+            x, cs0, h0 = (np.ascontiguousarray(a) for a in (x, cs0, h0))
+            out = _LSTMActs(*self._acts(T, B, 7))
+            layer.forward(x, cs0, h0, list(out))
         self._cache = (x, cs0, h0, out)
         final = (out.cs[-1].copy(), out.h[-1].copy()) if T else (cs0.copy(), h0.copy())
         return out.h, final
@@ -186,10 +242,16 @@ class LSTM(_Recurrent):
                 return np.zeros_like(x), (dcs_T.copy(), dh_T.copy())
             cs_grad[-1] += dcs_T
             h_grad[-1] += dh_T
-        g = raw_ops.BlockLSTMGrad(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
-                                  **self._op_args(), i=out.i, cs=out.cs, f=out.f, o=out.o,
-                                  ci=out.ci, co=out.co, h=out.h, cs_grad=cs_grad, h_grad=h_grad,
-                                  use_peephole=self.use_peephole)
+        layer = self._layer_object(T, B)
+        if layer is None:
+            g = raw_ops.BlockLSTMGrad(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
+                                      **self._op_args(), i=out.i, cs=out.cs, f=out.f, o=out.o,
+                                      ci=out.ci, co=out.co, h=out.h, cs_grad=cs_grad,
+                                      h_grad=h_grad, use_peephole=self.use_peephole)
+        else:
+            g = _LSTMGrads(*(np.empty_like(a) for a in (x, cs0, h0, self.w, self.wci, self.wcf,
+                                                          self.wco, self.b)))
+            layer.backward(x, cs0, h0, list(out), cs_grad, h_grad, list(g))
         self.grads = {"w": g.w_grad, "b": g.b_grad}
         if self.use_peephole:
             self.grads.update(wci=g.wci_grad, wcf=g.wcf_grad, wco=g.wco_grad)
@@ -232,6 +294,14 @@ class GRU(_Recurrent):
     b_c [H]. Initial b_ru = 1, b_c = 0, as TensorFlow's GRUBlockCell."""
 
     _PARAMS = ("w_ru", "w_c", "b_ru", "b_c")
+    _SET_WEIGHTS = _PARAMS
+
+    def _layer_key(self):
+        return (self.input_size, self.hidden_size, self.dtype)
+
+    def _make_layer(self, T, B):
+        return _core.GRULayer(self.input_size, self.hidden_size, self.dtype.name, T, B)
+
 
     def __init__(self, input_size, hidden_size, *, dtype=np.float32, seed=None):
         self.input_size, self.hidden_size = int(input_size), int(hidden_size)
@@ -258,7 +328,13 @@ class GRU(_Recurrent):
         x = self._input(x)
         T, B = x.shape[0], x.shape[1]
         h0 = self._state_array(self.zero_state(B) if state is None else state, B, "state")
-        out = raw_ops.BlockGRU(seq_len_max=np.int64(T), x=x, h_prev=h0, **self.parameters())
+        layer = self._layer_object(T, B)
+        if layer is None:
+            out = raw_ops.BlockGRU(seq_len_max=np.int64(T), x=x, h_prev=h0, **self.parameters())
+        else:
+            x, h0 = np.ascontiguousarray(x), np.ascontiguousarray(h0)
+            out = _GRUActs(*self._acts(T, B, 4))
+            layer.forward(x, h0, list(out))
         self._cache = (x, h0, out)
         return out.h, (out.h[-1].copy() if T else h0.copy())
 
@@ -274,8 +350,15 @@ class GRU(_Recurrent):
                 self.grads = {k: np.zeros_like(v) for k, v in self.parameters().items()}
                 return np.zeros_like(x), dh_T.copy()
             h_grad[-1] += dh_T
-        g = raw_ops.BlockGRUGrad(seq_len_max=np.int64(T), x=x, h_prev=h0, **self.parameters(),
-                                 r=out.r, u=out.u, c=out.c, h=out.h, h_grad=h_grad)
+        layer = self._layer_object(T, B)
+        if layer is None:
+            g = raw_ops.BlockGRUGrad(seq_len_max=np.int64(T), x=x, h_prev=h0,
+                                     **self.parameters(), r=out.r, u=out.u, c=out.c, h=out.h,
+                                     h_grad=h_grad)
+        else:
+            g = _GRUGrads(*(np.empty_like(a) for a in (x, h0, self.w_ru, self.w_c, self.b_ru,
+                                                         self.b_c)))
+            layer.backward(x, h0, list(out), h_grad, list(g))
         self.grads = {"w_ru": g.w_ru_grad, "w_c": g.w_c_grad, "b_ru": g.b_ru_grad,
                       "b_c": g.b_c_grad}
         return g.x_grad, g.h_prev_grad

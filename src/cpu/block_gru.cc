@@ -32,6 +32,7 @@
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
+#include "cpu/sequence_plan.h"
 #include "gemm/gemm.h"
 #include "kernel/block_gru.h"
 
@@ -42,35 +43,46 @@ using gemm::Trans;
 
 namespace {
 
-// seq_lengths (sequence_common.h, ActiveRows): block_gru_fwd's loop with each step's products
-// over its active prefix (or all rows) and its passes on the active rows only; the inactive
-// rows of r, u, c, h are zero.
+// The input projections of m rows of x:  ru = x·w_ru_x [m, 2H] (row stride ld_ru),
+// c = x·w_c_x [m, H]; on the plan's packed matrices when there is one.
 template <typename T>
-void block_gru_fwd_lengths(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+void input_products(const BlockGRUFwdArgs<T>& a, std::int64_t m, const T* x, std::int64_t I,
+                    std::int64_t H, T* ru, std::int64_t ld_ru, T* c) {
+  if (a.plan) {
+    gemm<T>(Trans::kNo, m, x, I, a.plan->w_ru_x, T(0), ru, ld_ru);
+    gemm<T>(Trans::kNo, m, x, I, a.plan->w_c_x, T(0), c, H);
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, m, 2 * H, I, x, I, a.w_ru, 2 * H, T(0), ru, ld_ru);
+    gemm<T>(Trans::kNo, Trans::kNo, m, H, I, x, I, a.w_c, H, T(0), c, H);
+  }
+}
+
+// The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
+// row is active): each step's products over its active prefix (or all rows) and its passes on
+// the active rows only; the inactive rows of r, u, c, h are zero.
+template <typename T>
+void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t R = padded_ld(2 * H);
-  Workspace<T> ws("BlockGRU", {S * B * R, BH});
+  Workspace<T> ws("BlockGRU", {S * B * R, BH}, a.workspace);
   T* const ru = ws.slice(0);
   T* const hr = ws.slice(1);
-  gemm::PackedB<T> w_r_h, w_u_h, w_c_h;
-  w_r_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H, 2 * H);
-  w_u_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H + H, 2 * H);
-  w_c_h.pack(Trans::kNo, H, H, a.w_c + I * H, H);
-  const std::int64_t panels = w_c_h.panels(), nr = w_c_h.panel_width();
+  const Packed<T> w_r_h(a.plan ? &a.plan->w_r_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H,
+                        2 * H);
+  const Packed<T> w_u_h(a.plan ? &a.plan->w_u_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H + H,
+                        2 * H);
+  const Packed<T> w_c_h(a.plan ? &a.plan->w_c_h : nullptr, Trans::kNo, H, H, a.w_c + I * H, H);
+  const std::int64_t panels = w_c_h->panels(), nr = w_c_h->panel_width();
   // The input projections: per step over the active prefix, or over all rows.
-  if (act.prefix) {
+  if (act.per_step_prefix()) {
     for (std::int64_t t = 0; t < S; ++t) {
-      const std::int64_t m = act.count[t];
-      gemm<T>(Trans::kNo, Trans::kNo, m, 2 * H, I, a.x + t * B * I, I, a.w_ru, 2 * H, T(0),
-              ru + t * B * R, R);
-      gemm<T>(Trans::kNo, Trans::kNo, m, H, I, a.x + t * B * I, I, a.w_c, H, T(0), a.c + t * BH, H);
+      input_products(a, act.count[t], a.x + t * B * I, I, H, ru + t * B * R, R, a.c + t * BH);
     }
   } else {
-    gemm<T>(Trans::kNo, Trans::kNo, S * B, 2 * H, I, a.x, I, a.w_ru, 2 * H, T(0), ru, R);
-    gemm<T>(Trans::kNo, Trans::kNo, S * B, H, I, a.x, I, a.w_c, H, T(0), a.c, H);
+    input_products(a, S * B, a.x, I, H, ru, R, a.c);
   }
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
@@ -84,8 +96,8 @@ void block_gru_fwd_lengths(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
       T* const c_t = a.c + t * BH;
       T* const h_t = a.h + t * BH;
       const std::int64_t m = act.gemm_rows(t);
-      gemm::gemm_panels(m, hp, H, w_r_h, own.p0, own.p1, T(1), ru_t, R);
-      gemm::gemm_panels(m, hp, H, w_u_h, own.p0, own.p1, T(1), ru_t + H, R);
+      gemm::gemm_panels(m, hp, H, *w_r_h, own.p0, own.p1, T(1), ru_t, R);
+      gemm::gemm_panels(m, hp, H, *w_u_h, own.p0, own.p1, T(1), ru_t + H, R);
       act.for_rows(
           t,
           [&](std::int64_t n0, std::int64_t n1) {
@@ -99,7 +111,7 @@ void block_gru_fwd_lengths(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
             for (T* p : {r_t, u_t, hr}) zero(p + n * H + j0, w);
           });
 #pragma omp barrier
-      gemm::gemm_panels(m, hr, H, w_c_h, own.p0, own.p1, T(1), c_t, H);
+      gemm::gemm_panels(m, hr, H, *w_c_h, own.p0, own.p1, T(1), c_t, H);
       act.for_rows(
           t,
           [&](std::int64_t n0, std::int64_t n1) {
@@ -119,11 +131,12 @@ void block_gru_fwd_lengths(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   if (stop.stopped()) core::throw_cancelled("BlockGRU", stop.steps_done(), S);
 }
 
-// seq_lengths: block_gru_bwd's loop with the passes on the active rows (inactive rows of d_ru,
-// d_c_bar, hr and the carry are zero) and the products over the step's prefix (or all rows);
-// the parameter gradients and x_grad as products over the N active rows, compacted.
+// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
+// the passes on the active rows (inactive rows of d_ru, d_c_bar, hr and the carry are zero) and
+// the products over the step's prefix (or all rows); the parameter gradients and x_grad as
+// products over all S·B rows in place, or, with lengths, over the N active rows compacted.
 template <typename T>
-void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   zero(a.x_grad, d.T * B * I);
   zero(a.h_prev_grad, BH);
@@ -136,17 +149,19 @@ void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t N = act.total();
   if (N == 0) return;
   const std::int64_t R = padded_ld(2 * H);
+  const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
   Workspace<T> ws("BlockGRUGrad",
-                  {S * B * R, S * BH, S * BH, BH, N * R, N * H, N * I, N * H, N * H});
-  gemm::PackedB<T> w_ru_h_t, w_c_h_t;
-  w_ru_h_t.pack(Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);
-  w_c_h_t.pack(Trans::kYes, H, H, a.w_c + I * H, H);
+                  {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H},
+                  a.workspace);
+  const Packed<T> w_ru_h_t(a.plan ? &a.plan->w_ru_h_t : nullptr, Trans::kYes, 2 * H, H,
+                           a.w_ru + I * 2 * H, 2 * H);
+  const Packed<T> w_c_h_t(a.plan ? &a.plan->w_c_h_t : nullptr, Trans::kYes, H, H, a.w_c + I * H, H);
   T* const d_ru = ws.slice(0);
   T* const d_c = ws.slice(1);
   T* const hr = ws.slice(2);
   T* const d_hr = ws.slice(3);
   T* const carry = a.h_prev_grad;
-  const std::int64_t panels = w_c_h_t.panels(), nr = w_c_h_t.panel_width();
+  const std::int64_t panels = w_c_h_t->panels(), nr = w_c_h_t->panel_width();
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
     const UnitSplit own = unit_split(panels, nr, H, id, nt);
@@ -181,7 +196,7 @@ void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
             zero(carry + n * H + j0, w);
           });
 #pragma omp barrier
-      gemm::gemm_panels(m, d_c_t, H, w_c_h_t, own.p0, own.p1, T(0), d_hr, H);
+      gemm::gemm_panels(m, d_c_t, H, *w_c_h_t, own.p0, own.p1, T(0), d_hr, H);
       act.for_rows(
           t,
           [&](std::int64_t n0, std::int64_t n1) {
@@ -199,10 +214,38 @@ void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
       stop.poll(id, S - 1 - t);
 #pragma omp barrier
       if (stop.stop_after(S - 1 - t)) break;
-      gemm::gemm_panels(m, d_ru_t, R, w_ru_h_t, own.p0, own.p1, T(1), carry, H);
+      gemm::gemm_panels(m, d_ru_t, R, *w_ru_h_t, own.p0, own.p1, T(1), carry, H);
     }
   });
   if (stop.stopped()) core::throw_cancelled("BlockGRUGrad", stop.steps_done(), S);
+
+  if (act.all) {  // every row active: the products over all S·B rows, in place
+    const std::int64_t SB = S * B;
+    // x_grad[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
+    //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.x_grad, I);
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, a.w_c, H, T(1), a.x_grad, I);
+    // d_ru and d_c_bar, each packed once for its two weight-gradient products.
+    gemm::PackedB<T> d_ru_packed, d_c_packed;
+    d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
+    d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
+    // w_ru_grad[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_ru_packed, T(0), a.w_ru_grad, 2 * H);
+    // w_ru_grad[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru over two K ranges of the packed d_ru, so the
+    // previous-h sequence is never copied:
+    //   [H, 2H] = [B, H]ᵀ·d_ru[0:B] + [(S−1)·B, H]ᵀ·d_ru[B:]
+    T* const w_ru_grad_h = a.w_ru_grad + I * 2 * H;
+    gemm<T>(Trans::kYes, H, a.h_prev, H, d_ru_packed, 0, B, T(0), w_ru_grad_h, 2 * H);
+    gemm<T>(Trans::kYes, H, a.h, H, d_ru_packed, B, SB, T(1), w_ru_grad_h, 2 * H);
+    // w_c_grad[0:I] = xᵀ·d_c_bar      [I, H] = [S·B, I]ᵀ·[S·B, H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_c_packed, T(0), a.w_c_grad, H);
+    // w_c_grad[I:] = hrᵀ·d_c_bar      [H, H] = [S·B, H]ᵀ·[S·B, H]
+    gemm<T>(Trans::kYes, H, hr, H, d_c_packed, T(0), a.w_c_grad + I * H, H);
+    // b_ru_grad = Σ_rows d_ru [2H];  b_c_grad = Σ_rows d_c_bar [H]
+    column_sums(SB, 2 * H, d_ru, R, a.b_ru_grad);
+    column_sums(SB, H, d_c, H, a.b_c_grad);
+    return;
+  }
 
   // The active rows, compacted.
   T* const d_ruc = ws.slice(4);  // [N, 2H] (row stride R)
@@ -244,156 +287,12 @@ void block_gru_bwd_lengths(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
-  if (d.lengths != nullptr) return block_gru_fwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
-  for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
-  if (S == 0 || BH == 0) return;
-  const T* w_ru_x = a.w_ru;  // [I, 2H]
-  const T* w_c_x = a.w_c;    // [I, H]
-  // The gate workspace gets a padded row stride (padded_ld); the recurrent weights are packed
-  // once per call for the S recurrent products.
-  const std::int64_t R = padded_ld(2 * H);
-  Workspace<T> ws("BlockGRU", {S * B * R, BH});
-  T* const ru = ws.slice(0);  // [S, B, 2H] (row stride R)  pre-activations, no bias
-  T* const hr = ws.slice(1);  // [B, H]      h[t−1]⊙r[t] of the current step
-  // The recurrent weights, packed once per call for the S recurrent products, by gate column
-  // block so that a thread's panel range covers the same units of r, u and c.
-  gemm::PackedB<T> w_r_h, w_u_h, w_c_h;
-  w_r_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H, 2 * H);      // w_ru[I:, 0:H]   [H, H]
-  w_u_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H + H, 2 * H);  // w_ru[I:, H:2H]  [H, H]
-  w_c_h.pack(Trans::kNo, H, H, a.w_c + I * H, H);               // w_c[I:]         [H, H]
-  const std::int64_t panels = w_c_h.panels(), nr = w_c_h.panel_width();
-
-  // ru = x·w_ru_x for all steps      [S·B, 2H] = [S·B, I]·[I, 2H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, 2 * H, I, a.x, I, w_ru_x, 2 * H, T(0), ru, R);
-  // c = x·w_c_x for all steps        [S·B, H] = [S·B, I]·[I, H]   (pre-activation, in the output)
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, H, I, a.x, I, w_c_x, H, T(0), a.c, H);
-
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
-    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
-    for (std::int64_t t = 0; t < S; ++t) {
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
-      T* const ru_t = ru + t * B * R;
-      T* const r_t = a.r + t * BH;
-      T* const u_t = a.u + t * BH;
-      T* const c_t = a.c + t * BH;
-      T* const h_t = a.h + t * BH;
-      // own columns of r and u:  ru[t] += h[t−1]·w_ru_h      [B, 2H] += [B, H]·[H, 2H]
-      gemm::gemm_panels(B, hp, H, w_r_h, own.p0, own.p1, T(1), ru_t, R);
-      gemm::gemm_panels(B, hp, H, w_u_h, own.p0, own.p1, T(1), ru_t + H, R);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H + j0;
-        gru_fwd_gates_row(w, H, ru_t + n * R + j0, a.b_ru + j0, hp + o, r_t + o, u_t + o, hr + o);
-      }
-#pragma omp barrier
-      // own columns:  c[t] += (h[t−1]⊙r[t])·w_c_h      [B, H] += [B, H]·[H, H]
-      gemm::gemm_panels(B, hr, H, w_c_h, own.p0, own.p1, T(1), c_t, H);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H + j0;
-        gru_fwd_candidate_row(w, a.b_c + j0, u_t + o, hp + o, c_t + o, h_t + o);
-      }
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
-    }
-  });
-  if (stop.stopped()) core::throw_cancelled("BlockGRU", stop.steps_done(), S);
+  gru_forward(d, a);
 }
 
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
-  if (d.lengths != nullptr) return block_gru_bwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
-  zero(a.x_grad + S * B * I, (d.T - S) * B * I);
-  zero(a.h_prev_grad, BH);
-  if (S == 0) {
-    zero(a.w_ru_grad, K * 2 * H);
-    zero(a.w_c_grad, K * H);
-    zero(a.b_ru_grad, 2 * H);
-    zero(a.b_c_grad, H);
-    return;
-  }
-  const T* w_ru_x = a.w_ru;                 // [I, 2H]
-  const T* w_c_x = a.w_c;                   // [I, H]
-  const std::int64_t R = padded_ld(2 * H);  // padded row stride of d_ru
-  Workspace<T> ws("BlockGRUGrad", {S * B * R, S * BH, S * BH, BH});
-  // The transposed recurrent weights, packed once for the S recurrent products.
-  gemm::PackedB<T> w_ru_h_t, w_c_h_t;
-  w_ru_h_t.pack(Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);  // w_ru[I:]ᵀ  [2H, H]
-  w_c_h_t.pack(Trans::kYes, H, H, a.w_c + I * H, H);                // w_c[I:]ᵀ   [H, H]
-  T* const d_ru = ws.slice(0);     // [S, B, 2H] (row stride R)  [d_r_bar, d_u_bar] per step
-  T* const d_c = ws.slice(1);      // [S, B, H]   d_c_bar of every step
-  T* const hr = ws.slice(2);       // [S, B, H]   h[t−1]⊙r[t] of every step
-  T* const d_hr = ws.slice(3);     // [B, H]      ∂L/∂(h[t−1]⊙r[t]) of the current step
-  T* const carry = a.h_prev_grad;  // [B, H]   d_h_prev flowing from step t+1 into step t
-
-  const std::int64_t panels = w_c_h_t.panels(), nr = w_c_h_t.panel_width();
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
-    const std::int64_t j0 = own.j0, j1 = own.j1, w = j1 - j0;
-    for (std::int64_t t = S - 1; t >= 0; --t) {
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
-      const T* r_t = a.r + t * BH;
-      const T* u_t = a.u + t * BH;
-      const T* c_t = a.c + t * BH;
-      const T* hg_t = a.h_grad + t * BH;
-      T* const d_ru_t = d_ru + t * B * R;
-      T* const d_c_t = d_c + t * BH;
-      T* const hr_t = hr + t * BH;
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H;
-        T* const dh = carry + o;  // becomes d_h = carry + h_grad[t]
-        for (std::int64_t j = j0; j < j1; ++j) dh[j] += hg_t[o + j];
-        gru_bwd_cu_row(w, u_t + o + j0, c_t + o + j0, hp + o + j0, dh + j0, d_c_t + o + j0,
-                       d_ru_t + n * R + H + j0);
-      }
-#pragma omp barrier
-      // own columns:  d_hr = d_c_bar[t]·w_c_hᵀ      [B, H] = [B, H]·[H, H]ᵀ
-      gemm::gemm_panels(B, d_c_t, H, w_c_h_t, own.p0, own.p1, T(0), d_hr, H);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H;
-        gru_bwd_r_row(w, d_hr + o + j0, hp + o + j0, r_t + o + j0, d_ru_t + n * R + j0);
-        T* const dh = carry + o;
-        for (std::int64_t j = j0; j < j1; ++j) {
-          hr_t[o + j] = hp[o + j] * r_t[o + j];
-          dh[j] = d_hr[o + j] * r_t[o + j] + dh[j] * u_t[o + j];
-        }
-      }
-      stop.poll(id, S - 1 - t);
-#pragma omp barrier
-      if (stop.stop_after(S - 1 - t)) break;
-      // own columns:  carry += d_ru[t]·w_ru_hᵀ      [B, H] += [B, 2H]·[H, 2H]ᵀ
-      gemm::gemm_panels(B, d_ru_t, R, w_ru_h_t, own.p0, own.p1, T(1), carry, H);
-    }
-  });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUGrad", stop.steps_done(), S);
-
-  const std::int64_t SB = S * B;
-  // x_grad[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
-  //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, w_ru_x, 2 * H, T(0), a.x_grad, I);
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, w_c_x, H, T(1), a.x_grad, I);
-  // d_ru and d_c_bar, each packed once for its two weight-gradient products.
-  gemm::PackedB<T> d_ru_packed, d_c_packed;
-  d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
-  d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
-  // w_ru_grad[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
-  gemm<T>(Trans::kYes, I, a.x, I, d_ru_packed, T(0), a.w_ru_grad, 2 * H);
-  // w_ru_grad[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru over two K ranges of the packed d_ru, so the
-  // previous-h sequence is never copied:  [H, 2H] = [B, H]ᵀ·d_ru[0:B] + [(S−1)·B, H]ᵀ·d_ru[B:]
-  T* const w_ru_grad_h = a.w_ru_grad + I * 2 * H;
-  gemm<T>(Trans::kYes, H, a.h_prev, H, d_ru_packed, 0, B, T(0), w_ru_grad_h, 2 * H);
-  gemm<T>(Trans::kYes, H, a.h, H, d_ru_packed, B, SB, T(1), w_ru_grad_h, 2 * H);
-  // w_c_grad[0:I] = xᵀ·d_c_bar      [I, H] = [S·B, I]ᵀ·[S·B, H]
-  gemm<T>(Trans::kYes, I, a.x, I, d_c_packed, T(0), a.w_c_grad, H);
-  // w_c_grad[I:] = hrᵀ·d_c_bar      [H, H] = [S·B, H]ᵀ·[S·B, H]
-  gemm<T>(Trans::kYes, H, hr, H, d_c_packed, T(0), a.w_c_grad + I * H, H);
-  // b_ru_grad = Σ_rows d_ru [2H];  b_c_grad = Σ_rows d_c_bar [H]
-  column_sums(SB, 2 * H, d_ru, R, a.b_ru_grad);
-  column_sums(SB, H, d_c, H, a.b_c_grad);
+  gru_backward(d, a);
 }
 
 template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);

@@ -30,6 +30,7 @@
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
+#include "cpu/sequence_plan.h"
 #include "gemm/gemm.h"
 #include "kernel/block_gru_reset_after.h"
 
@@ -40,31 +41,40 @@ using gemm::Trans;
 
 namespace {
 
-// seq_lengths (sequence_common.h, ActiveRows): the forward loop with each step's product over
-// its active prefix (or all rows) and its pass on the active rows; inactive rows of the five
-// outputs are zero.
+// gi[0:m] = x[0:m]·w_i  [m, 3H] (row stride ld), on the plan's packed w_i when there is one.
 template <typename T>
-void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+void input_product(const BlockGRUResetAfterFwdArgs<T>& a, std::int64_t m, const T* x,
+                   std::int64_t I, std::int64_t H3, T* gi, std::int64_t ld) {
+  if (a.plan) {
+    gemm<T>(Trans::kNo, m, x, I, a.plan->w_i, T(0), gi, ld);
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, m, H3, I, x, I, a.w_i, H3, T(0), gi, ld);
+  }
+}
+
+// The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
+// row is active): each step's product over its active prefix (or all rows) and its pass on the
+// active rows; inactive rows of the five outputs are zero.
+template <typename T>
+void forward(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);
-  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2});
+  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2}, a.workspace);
   T* const gi = ws.slice(0);
   T* const gh_rz = ws.slice(1);
-  gemm::PackedB<T> w_h_r, w_h_z, w_h_n;
-  w_h_r.pack(Trans::kNo, H, H, a.w_h, H3);
-  w_h_z.pack(Trans::kNo, H, H, a.w_h + H, H3);
-  w_h_n.pack(Trans::kNo, H, H, a.w_h + 2 * H, H3);
-  const std::int64_t panels = w_h_n.panels(), nr = w_h_n.panel_width();
-  if (act.prefix) {
+  const Packed<T> w_h_r(a.plan ? &a.plan->w_h_r : nullptr, Trans::kNo, H, H, a.w_h, H3);
+  const Packed<T> w_h_z(a.plan ? &a.plan->w_h_z : nullptr, Trans::kNo, H, H, a.w_h + H, H3);
+  const Packed<T> w_h_n(a.plan ? &a.plan->w_h_n : nullptr, Trans::kNo, H, H, a.w_h + 2 * H, H3);
+  const std::int64_t panels = w_h_n->panels(), nr = w_h_n->panel_width();
+  if (act.per_step_prefix()) {
     for (std::int64_t t = 0; t < S; ++t) {
-      gemm<T>(Trans::kNo, Trans::kNo, act.count[t], H3, I, a.x + t * B * I, I, a.w_i, H3, T(0),
-              gi + t * B * R, R);
+      input_product(a, act.count[t], a.x + t * B * I, I, H3, gi + t * B * R, R);
     }
   } else {
-    gemm<T>(Trans::kNo, Trans::kNo, S * B, H3, I, a.x, I, a.w_i, H3, T(0), gi, R);
+    input_product(a, S * B, a.x, I, H3, gi, R);
   }
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
@@ -79,9 +89,9 @@ void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
       T* const hn_t = a.hn + t * BH;
       T* const h_t = a.h + t * BH;
       const std::int64_t m = act.gemm_rows(t);
-      gemm::gemm_panels(m, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
-      gemm::gemm_panels(m, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
-      gemm::gemm_panels(m, hp, H, w_h_n, own.p0, own.p1, T(0), hn_t, H);
+      gemm::gemm_panels(m, hp, H, *w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
+      gemm::gemm_panels(m, hp, H, *w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
+      gemm::gemm_panels(m, hp, H, *w_h_n, own.p0, own.p1, T(0), hn_t, H);
       act.for_rows(
           t,
           [&](std::int64_t n0, std::int64_t n1) {
@@ -103,11 +113,12 @@ void fwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
   if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfter", stop.steps_done(), S);
 }
 
-// seq_lengths: the backward loop with the pass on the active rows (inactive rows of d_gh,
-// d_n_bar and the carry are zero) and the product over the step's prefix (or all rows); the
-// parameter gradients and x_grad as products over the N active rows, compacted.
+// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
+// the pass on the active rows (inactive rows of d_gh, d_n_bar and the carry are zero) and the
+// product over the step's prefix (or all rows); the parameter gradients and x_grad as products
+// over all S·B rows in place, or, with lengths, over the N active rows compacted.
 template <typename T>
-void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   zero(a.x_grad, d.T * B * I);
   zero(a.h_prev_grad, BH);
@@ -120,13 +131,14 @@ void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t N = act.total();
   if (N == 0) return;
   const std::int64_t R = padded_ld(H3);
-  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, N * R, N * H, N * I});
+  const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
+  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, Nc * R, Nc * H, Nc * I},
+                  a.workspace);
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
   T* const carry = a.h_prev_grad;
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, H3, H, a.w_h, H3);
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
+  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
     const UnitSplit own = unit_split(panels, nr, H, id, nt);
@@ -155,10 +167,42 @@ void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
       stop.poll(id, k);
 #pragma omp barrier
       if (stop.stop_after(k)) break;
-      gemm::gemm_panels(act.gemm_rows(t), d_g_t, R, w_h_t, own.p0, own.p1, T(1), carry, H);
+      gemm::gemm_panels(act.gemm_rows(t), d_g_t, R, *w_h_t, own.p0, own.p1, T(1), carry, H);
     }
   });
   if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfterGrad", stop.steps_done(), S);
+
+  if (act.all) {  // every row active: the products over all S·B rows, in place
+    const std::int64_t SB = S * B;
+    {
+      gemm::PackedB<T> d_gh_packed;  // d_gh, packed once for its two K ranges
+      d_gh_packed.pack(Trans::kNo, SB, H3, d_g, R);
+      // w_h_grad = [h_prev; h[0:S−1]]ᵀ·d_gh over two K ranges of the packed d_gh, so the
+      // previous-h sequence is never copied:
+      //   [H, 3H] = [B, H]ᵀ·d_gh[0:B] + [(S−1)·B, H]ᵀ·d_gh[B:]
+      gemm<T>(Trans::kYes, H, a.h_prev, H, d_gh_packed, 0, B, T(0), a.w_h_grad, H3);
+      gemm<T>(Trans::kYes, H, a.h, H, d_gh_packed, B, SB, T(1), a.w_h_grad, H3);
+    }
+    // b_h_grad = Σ_rows d_gh  [3H]
+    column_sums(SB, H3, d_g, R, a.b_h_grad);
+    // d_gi = d_gh with its n block d_hn replaced by d_n_bar.
+    core::parallel_for(SB, H, [&](std::int64_t e0, std::int64_t e1) {
+      for (std::int64_t e = e0; e < e1; ++e) {
+        std::copy(d_n + e * H, d_n + (e + 1) * H, d_g + e * R + 2 * H);
+      }
+    });
+    // x_grad[0:S] = d_gi·w_iᵀ      [S·B, I] = [S·B, 3H]·[I, 3H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H3, d_g, R, a.w_i, H3, T(0), a.x_grad, I);
+    {
+      gemm::PackedB<T> d_gi_packed;
+      d_gi_packed.pack(Trans::kNo, SB, H3, d_g, R);
+      // w_i_grad = xᵀ·d_gi      [I, 3H] = [S·B, I]ᵀ·[S·B, 3H]
+      gemm<T>(Trans::kYes, I, a.x, I, d_gi_packed, T(0), a.w_i_grad, H3);
+    }
+    // b_i_grad = Σ_rows d_gi  [3H]
+    column_sums(SB, H3, d_g, R, a.b_i_grad);
+    return;
+  }
 
   T* const d_gc = ws.slice(2);  // [N, 3H] (row stride R)  d_gh of the active rows, then d_gi
   T* const hc = ws.slice(3);    // [N, H]  their h[t−1]
@@ -203,127 +247,12 @@ void bwd_lengths(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
 
 template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
-  if (d.lengths != nullptr) return fwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
-  if (S == 0 || BH == 0) return;
-  const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);  // row strides of gi, gh_rz
-  Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2});
-  T* const gi = ws.slice(0);     // [S, B, 3H] (row stride R)  x·w_i of every step, no bias
-  T* const gh_rz = ws.slice(1);  // [B, 2H] (row stride R2)  r, z blocks of h[t−1]·w_h, this step
-  // The recurrent weights, packed once per call by gate column block, so that a thread's panel
-  // range covers the same units of r, z and n.
-  gemm::PackedB<T> w_h_r, w_h_z, w_h_n;
-  w_h_r.pack(Trans::kNo, H, H, a.w_h, H3);          // w_h[:, 0:H]    [H, H]
-  w_h_z.pack(Trans::kNo, H, H, a.w_h + H, H3);      // w_h[:, H:2H]   [H, H]
-  w_h_n.pack(Trans::kNo, H, H, a.w_h + 2 * H, H3);  // w_h[:, 2H:3H]  [H, H]
-  const std::int64_t panels = w_h_n.panels(), nr = w_h_n.panel_width();
-
-  // gi = x·w_i for all steps      [S·B, 3H] = [S·B, I]·[I, 3H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, H3, I, a.x, I, a.w_i, H3, T(0), gi, R);
-
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
-    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
-    for (std::int64_t t = 0; t < S; ++t) {
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
-      const T* gi_t = gi + t * B * R;
-      T* const r_t = a.r + t * BH;
-      T* const u_t = a.u + t * BH;
-      T* const n_t = a.n + t * BH;
-      T* const hn_t = a.hn + t * BH;
-      T* const h_t = a.h + t * BH;
-      // own columns of every gate:  gh = h[t−1]·w_h      [B, 3H] = [B, H]·[H, 3H]
-      gemm::gemm_panels(B, hp, H, w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
-      gemm::gemm_panels(B, hp, H, w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
-      gemm::gemm_panels(B, hp, H, w_h_n, own.p0, own.p1, T(0), hn_t, H);
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H + j0;
-        gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
-                                a.b_h + j0, hp + o, r_t + o, u_t + o, n_t + o, hn_t + o, h_t + o);
-      }
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
-    }
-  });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfter", stop.steps_done(), S);
+  forward(d, a);
 }
 
 template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
-  if (d.lengths != nullptr) return bwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  zero(a.x_grad + S * B * I, (d.T - S) * B * I);
-  zero(a.h_prev_grad, BH);
-  if (S == 0) {
-    zero(a.w_i_grad, I * H3);
-    zero(a.w_h_grad, H * H3);
-    zero(a.b_i_grad, H3);
-    zero(a.b_h_grad, H3);
-    return;
-  }
-  const std::int64_t R = padded_ld(H3);  // row stride of d_g
-  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH});
-  T* const d_g = ws.slice(0);      // [S, B, 3H] (row stride R)  d_gh of every step, then d_gi
-  T* const d_n = ws.slice(1);      // [S, B, H]   d_n_bar of every step
-  T* const carry = a.h_prev_grad;  // [B, H]      d_h_prev flowing from step t+1 into step t
-  // The transposed recurrent weights, packed once for the S recurrent products.
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, H3, H, a.w_h, H3);  // w_hᵀ  [3H, H]
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
-
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
-    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
-    for (std::int64_t t = S - 1; t >= 0; --t) {
-      const std::int64_t k = S - 1 - t;                      // steps done before this one
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
-      const std::int64_t s = t * BH;
-      T* const d_g_t = d_g + t * B * R;
-      for (std::int64_t n = 0; n < B; ++n) {
-        const std::int64_t o = n * H + j0;
-        gru_reset_after_bwd_row(w, H, a.r + s + o, a.u + s + o, a.n + s + o, a.hn + s + o, hp + o,
-                                a.h_grad + s + o, carry + o, d_g_t + n * R + j0, d_n + s + o);
-      }
-      stop.poll(id, k);
-#pragma omp barrier
-      if (stop.stop_after(k)) break;
-      // own columns:  carry += d_gh[t]·w_hᵀ      [B, H] += [B, 3H]·[H, 3H]ᵀ
-      gemm::gemm_panels(B, d_g_t, R, w_h_t, own.p0, own.p1, T(1), carry, H);
-    }
-  });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfterGrad", stop.steps_done(), S);
-
-  const std::int64_t SB = S * B;
-  {
-    gemm::PackedB<T> d_gh_packed;  // d_gh, packed once for its two K ranges
-    d_gh_packed.pack(Trans::kNo, SB, H3, d_g, R);
-    // w_h_grad = [h_prev; h[0:S−1]]ᵀ·d_gh over two K ranges of the packed d_gh, so the
-    // previous-h sequence is never copied:  [H, 3H] = [B, H]ᵀ·d_gh[0:B] + [(S−1)·B, H]ᵀ·d_gh[B:]
-    gemm<T>(Trans::kYes, H, a.h_prev, H, d_gh_packed, 0, B, T(0), a.w_h_grad, H3);
-    gemm<T>(Trans::kYes, H, a.h, H, d_gh_packed, B, SB, T(1), a.w_h_grad, H3);
-  }
-  // b_h_grad = Σ_rows d_gh  [3H]
-  column_sums(SB, H3, d_g, R, a.b_h_grad);
-  // d_gi = d_gh with its n block d_hn replaced by d_n_bar.
-  core::parallel_for(SB, H, [&](std::int64_t e0, std::int64_t e1) {
-    for (std::int64_t e = e0; e < e1; ++e) {
-      std::copy(d_n + e * H, d_n + (e + 1) * H, d_g + e * R + 2 * H);
-    }
-  });
-  // x_grad[0:S] = d_gi·w_iᵀ      [S·B, I] = [S·B, 3H]·[I, 3H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, H3, d_g, R, a.w_i, H3, T(0), a.x_grad, I);
-  {
-    gemm::PackedB<T> d_gi_packed;
-    d_gi_packed.pack(Trans::kNo, SB, H3, d_g, R);
-    // w_i_grad = xᵀ·d_gi      [I, 3H] = [S·B, I]ᵀ·[S·B, 3H]
-    gemm<T>(Trans::kYes, I, a.x, I, d_gi_packed, T(0), a.w_i_grad, H3);
-  }
-  // b_i_grad = Σ_rows d_gi  [3H]
-  column_sums(SB, H3, d_g, R, a.b_i_grad);
+  backward(d, a);
 }
 
 template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,

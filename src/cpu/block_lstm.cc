@@ -34,6 +34,7 @@
 #include "core/cancel.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
+#include "cpu/sequence_plan.h"
 #include "gemm/gemm.h"
 #include "kernel/block_lstm.h"
 
@@ -84,29 +85,51 @@ void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, s
   });
 }
 
-// seq_lengths (sequence_common.h, ActiveRows): the same loop as block_lstm_fwd, with each step's
-// recurrent product over its active prefix (or all rows) and its pass over the active rows only;
-// inactive rows of the seven outputs are zero.
+// The recurrent weights w[I:] by gate column block [H, H]: the plan's, or packed now.
 template <typename T>
-void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+std::array<Packed<T>, 4> recurrent_blocks(const BlockLSTMFwdArgs<T>& a, std::int64_t I,
+                                          std::int64_t H) {
+  const std::int64_t G = 4 * H;
+  auto block = [&](std::int64_t q) { return a.plan ? &a.plan->w_h[q] : nullptr; };
+  return {Packed<T>(block(0), Trans::kNo, H, H, a.w + I * G, G),
+          Packed<T>(block(1), Trans::kNo, H, H, a.w + I * G + H, G),
+          Packed<T>(block(2), Trans::kNo, H, H, a.w + I * G + 2 * H, G),
+          Packed<T>(block(3), Trans::kNo, H, H, a.w + I * G + 3 * H, G)};
+}
+
+// gates[0:m] = x[0:m]·w_x (w_x = w[0:I], [I, 4H]), on the plan's packed w_x when there is one.
+template <typename T>
+void input_product(const BlockLSTMFwdArgs<T>& a, std::int64_t m, const T* x, std::int64_t I,
+                   std::int64_t G, T* gates, std::int64_t ld) {
+  if (a.plan) {
+    gemm<T>(Trans::kNo, m, x, I, a.plan->w_x, T(0), gates, ld);
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, m, G, I, x, I, a.w, G, T(0), gates, ld);
+  }
+}
+
+// The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
+// row is active and this is the plain loop): each step's recurrent product over its active
+// prefix (or all rows) and its pass over the active rows only; inactive rows of the seven
+// outputs are zero.
+template <typename T>
+void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTM", {S * B * Gp});
+  Workspace<T> ws("BlockLSTM", {S * B * Gp}, a.workspace);
   T* const gates = ws.slice(0);
-  std::array<gemm::PackedB<T>, 4> w_h;
-  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
-  const std::int64_t panels = w_h[0].panels(), nr = w_h[0].panel_width();
+  const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
+  const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
   // gates = x·w_x; with prefix lengths only the active rows of each step (a prefix) are needed.
-  if (act.prefix) {
+  if (act.per_step_prefix()) {
     for (std::int64_t t = 0; t < S; ++t) {
-      gemm<T>(Trans::kNo, Trans::kNo, act.count[t], G, I, a.x + t * B * I, I, a.w, G, T(0),
-              gates + t * B * Gp, Gp);
+      input_product(a, act.count[t], a.x + t * B * I, I, G, gates + t * B * Gp, Gp);
     }
   } else {
-    gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, a.x, I, a.w, G, T(0), gates, Gp);
+    input_product(a, S * B, a.x, I, G, gates, Gp);
   }
   LSTMFwdParams<T> p;
   p.H = H;
@@ -127,7 +150,7 @@ void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a
       T* const gates_t = gates + t * B * Gp;
       const std::int64_t m = act.gemm_rows(t);
       for (std::int64_t q = 0; q < 4; ++q) {
-        gemm::gemm_panels(m, hp, H, w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
+        gemm::gemm_panels(m, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
       }
       const LSTMFwdStep<T> step{.gates = gates_t,
                                 .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
@@ -158,11 +181,12 @@ void block_lstm_fwd_lengths(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a
     core::throw_cancelled(block_lstm_op_name(a.layout, false), stop.steps_done(), S);
 }
 
-// seq_lengths: as block_lstm_bwd, with each step's pass on its active rows (inactive rows of
-// dgates and of the carries are zero) and the weight gradients as products over the N active
-// rows, compacted: dgates, x and h[t−1] gathered by row (ActiveRows::rows).
+// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
+// each step's pass on its active rows (inactive rows of dgates and of the carries are zero);
+// after the loop the weight gradients as products over all S·B rows in place, or, with
+// lengths, over the N active rows compacted: dgates, x and h[t−1] gathered by row.
 template <typename T>
-void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
   zero(a.x_grad, d.T * B * I);
   zero(a.cs_prev_grad, BH);
@@ -177,14 +201,14 @@ void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a
   const std::int64_t N = act.total();
   if (N == 0) return;
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, N * Gp, N * I, N * H});
+  const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
+  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, Nc * Gp, Nc * I, Nc * H}, a.workspace);
   T* const dgates = ws.slice(0);
   T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  dgates of the active rows
   T* const xc = ws.slice(2);   // [N, I]  their x rows, then their x_grad rows
   T* const hc = ws.slice(3);   // [N, H]  their h[t−1] rows (h_prev at t = 0)
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
+  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
+  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   T* const carry_cs = a.cs_prev_grad;
   T* const carry_h = a.h_prev_grad;
   LSTMBwdParams<T> p;
@@ -232,11 +256,33 @@ void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a
       if (stop.stop_after(S - 1 - t)) break;
       // carry_h = dgates[t]·w_hᵀ over the step's rows (prefix: rows past it stay zero, as no
       // later step had them active either)
-      gemm::gemm_panels(act.gemm_rows(t), dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
+      gemm::gemm_panels(act.gemm_rows(t), dgates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
   if (stop.stopped())
     core::throw_cancelled(block_lstm_op_name(a.layout, true), stop.steps_done(), S);
+
+  if (act.all) {  // every row active: the products over all S·B rows, in place
+    const std::int64_t SB = S * B;
+    // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, dgates, Gp, a.w, G, T(0), a.x_grad, I);
+    // dgates [S·B, 4H], packed once for both weight-gradient products.
+    gemm::PackedB<T> dgates_packed;
+    dgates_packed.pack(Trans::kNo, SB, G, dgates, Gp);
+    // w_grad[0:I] = xᵀ·dgates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
+    gemm<T>(Trans::kYes, I, a.x, I, dgates_packed, T(0), a.w_grad, G);
+    // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates over two K ranges of the packed dgates, so the
+    // previous-h sequence is never copied:
+    //   [H, 4H] = [B, H]ᵀ·dgates[0:B] + [(S−1)·B, H]ᵀ·dgates[B:]
+    T* const w_grad_h = a.w_grad + I * G;
+    gemm<T>(Trans::kYes, H, a.h_prev, H, dgates_packed, 0, B, T(0), w_grad_h, G);
+    gemm<T>(Trans::kYes, H, a.h, H, dgates_packed, B, SB, T(1), w_grad_h, G);
+    // b_grad = Σ over all S·B rows of dgates      [4H]
+    column_sums(SB, G, dgates, Gp, a.b_grad);
+    if (a.use_peephole)
+      peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a);
+    return;
+  }
 
   // The active rows, compacted: dgates, x, h[t−1].
   gather_rows(act.rows, dgates, Gp, G, dgc, Gp);
@@ -270,149 +316,12 @@ void block_lstm_bwd_lengths(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a
 
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
-  if (d.lengths != nullptr) return block_lstm_fwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
-  for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
-  if (S == 0 || BH == 0) return;
-  const T* w_x = a.w;  // [I, 4H]
-  // Workspace rows are padded to Gp >= 4H (padded_ld).
-  const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTM", {S * B * Gp});
-  T* const gates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  pre-activations without bias
-  // w_h = w[I:]  [H, 4H], packed once for the S recurrent products, one [H, H] column block
-  // per gate so that a thread's panel range covers the same units of every gate.
-  std::array<gemm::PackedB<T>, 4> w_h;
-  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
-  const std::int64_t panels = w_h[0].panels(), nr = w_h[0].panel_width();
-
-  // gates = x·w_x for all steps      [S·B, 4H] = [S·B, I]·[I, 4H]
-  gemm<T>(Trans::kNo, Trans::kNo, S * B, G, I, a.x, I, w_x, G, T(0), gates, Gp);
-
-  LSTMFwdParams<T> p;
-  p.H = H;
-  p.layout = a.layout;
-  p.forget_bias = a.forget_bias;
-  p.cell_clip = a.cell_clip;
-  p.use_peephole = a.use_peephole;
-  p.b = a.b;
-  p.wci = a.wci;
-  p.wcf = a.wcf;
-  p.wco = a.wco;
-  core::TeamStop stop;
-  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
-    const UnitSplit u = unit_split(panels, nr, H, id, nt);
-    for (std::int64_t t = 0; t < S; ++t) {
-      const std::int64_t o = t * BH;
-      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;  // [B, H]
-      T* const gates_t = gates + t * B * Gp;
-      // gates[t][:, own columns of gate q] += h[t−1]·w_h[q]      [B, H] += [B, H]·[H, H]
-      for (std::int64_t q = 0; q < 4; ++q) {
-        gemm::gemm_panels(B, hp, H, w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
-      }
-      const LSTMFwdStep<T> step{.gates = gates_t,
-                                .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
-                                .i = a.i + o,
-                                .cs = a.cs + o,
-                                .f = a.f + o,
-                                .o = a.o + o,
-                                .ci = a.ci + o,
-                                .co = a.co + o,
-                                .h = a.h + o,
-                                .gates_ld = Gp};
-      lstm_fwd_pointwise_rows(p, step, 0, B, u.j0, u.j1);
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
-    }
-  });
-  if (stop.stopped())
-    core::throw_cancelled(block_lstm_op_name(a.layout, false), stop.steps_done(), S);
+  lstm_forward(d, a);
 }
 
 template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
-  if (d.lengths != nullptr) return block_lstm_bwd_lengths(d, a);
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
-  zero(a.x_grad + S * B * I, (d.T - S) * B * I);
-  zero(a.cs_prev_grad, BH);
-  zero(a.h_prev_grad, BH);
-  if (!a.use_peephole || S == 0) {
-    zero(a.wci_grad, H);
-    zero(a.wcf_grad, H);
-    zero(a.wco_grad, H);
-  }
-  if (S == 0) {
-    zero(a.w_grad, K * G);
-    zero(a.b_grad, G);
-    return;
-  }
-  const T* w_x = a.w;                    // [I, 4H]
-  const std::int64_t Gp = padded_ld(G);  // workspace row stride (see padded_ld)
-  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp});
-  T* const dgates = ws.slice(0);  // [S, B, 4H] (row stride Gp)  ∂L/∂gates of every step
-  // w_hᵀ  [4H, H] (w_h = w[I:] [H, 4H]), packed once for the S recurrent products.
-  gemm::PackedB<T> w_h_t;
-  w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
-  const std::int64_t panels = w_h_t.panels(), nr = w_h_t.panel_width();
-  T* const carry_cs = a.cs_prev_grad;  // [B, H]  ∂L/∂cs[t] flowing back from step t+1
-  T* const carry_h = a.h_prev_grad;    // [B, H]  ∂L/∂h[t] flowing back from step t+1
-
-  LSTMBwdParams<T> p;
-  p.H = H;
-  p.layout = a.layout;
-  p.use_peephole = a.use_peephole;
-  p.wci = a.wci;
-  p.wcf = a.wcf;
-  p.wco = a.wco;
-  core::TeamStop stop;
-  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
-    const UnitSplit u = unit_split(panels, nr, H, id, nt);
-    for (std::int64_t t = S - 1; t >= 0; --t) {
-      const std::int64_t o = t * BH;
-      T* const dgates_t = dgates + t * B * Gp;
-      const LSTMBwdStep<T> step{
-          .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
-          .i = a.i + o,
-          .cs = a.cs + o,
-          .f = a.f + o,
-          .o = a.o + o,
-          .ci = a.ci + o,
-          .co = a.co + o,
-          .cs_grad = a.cs_grad + o,
-          .h_grad = a.h_grad + o,
-          .cs_grad_carry = carry_cs,
-          .h_grad_carry = carry_h,
-          .dgates = dgates_t,
-          .cs_prev_grad = carry_cs,  // in place: each element is read before it is written
-          .dgates_ld = Gp,
-      };
-      lstm_bwd_pointwise_rows(p, step, 0, B, u.j0, u.j1);
-      stop.poll(id, S - 1 - t);
-#pragma omp barrier
-      if (stop.stop_after(S - 1 - t)) break;
-      // carry_h[:, own columns] = dgates[t]·w_hᵀ      [B, H] = [B, 4H]·[H, 4H]ᵀ
-      gemm::gemm_panels(B, dgates_t, Gp, w_h_t, u.p0, u.p1, T(0), carry_h, H);
-    }
-  });
-  if (stop.stopped())
-    core::throw_cancelled(block_lstm_op_name(a.layout, true), stop.steps_done(), S);
-
-  const std::int64_t SB = S * B;
-  // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, dgates, Gp, w_x, G, T(0), a.x_grad, I);
-  // dgates [S·B, 4H], packed once for both weight-gradient products.
-  gemm::PackedB<T> dgates_packed;
-  dgates_packed.pack(Trans::kNo, SB, G, dgates, Gp);
-  // w_grad[0:I] = xᵀ·dgates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
-  gemm<T>(Trans::kYes, I, a.x, I, dgates_packed, T(0), a.w_grad, G);
-  // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates over two K ranges of the packed dgates, so the
-  // previous-h sequence is never copied:  [H, 4H] = [B, H]ᵀ·dgates[0:B] + [(S−1)·B, H]ᵀ·dgates[B:]
-  T* const w_grad_h = a.w_grad + I * G;
-  gemm<T>(Trans::kYes, H, a.h_prev, H, dgates_packed, 0, B, T(0), w_grad_h, G);
-  gemm<T>(Trans::kYes, H, a.h, H, dgates_packed, B, SB, T(1), w_grad_h, G);
-  // b_grad = Σ over all S·B rows of dgates      [4H]
-  column_sums(SB, G, dgates, Gp, a.b_grad);
-  if (a.use_peephole) peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a);
+  lstm_backward(d, a);
 }
 
 template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);

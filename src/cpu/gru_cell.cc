@@ -6,6 +6,7 @@
 
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
+#include "cpu/sequence_common.h"
 #include "gemm/gemm.h"
 #include "kernel/gru_cell.h"
 
@@ -90,12 +91,8 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   gemm<T>(Trans::kYes, Trans::kNo, I, H, B, a.x, I, a.d_c_bar, H, T(0), a.d_w_c, H);
   gemm<T>(Trans::kYes, Trans::kNo, H, H, B, hr.data(), H, a.d_c_bar, H, T(0), a.d_w_c + I * H, H);
   // d_b_ru = Σ_b d_ru;  d_b_c = Σ_b d_c_bar
-  for (std::int64_t j = 0; j < 2 * H; ++j) a.d_b_ru[j] = T(0);
-  for (std::int64_t j = 0; j < H; ++j) a.d_b_c[j] = T(0);
-  for (std::int64_t n = 0; n < B; ++n) {
-    for (std::int64_t j = 0; j < 2 * H; ++j) a.d_b_ru[j] += a.d_r_bar_u_bar[n * 2 * H + j];
-    for (std::int64_t j = 0; j < H; ++j) a.d_b_c[j] += a.d_c_bar[n * H + j];
-  }
+  column_sums<T, T>(B, 2 * H, a.d_r_bar_u_bar, 2 * H, a.d_b_ru);
+  column_sums<T, T>(B, H, a.d_c_bar, H, a.d_b_c);
 }
 
 template void gru_cell_fwd<float>(const GRUDims&, const GRUCellFwdArgs<float>&);

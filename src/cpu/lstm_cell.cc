@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu/lstm_pointwise.h"
+#include "cpu/sequence_common.h"
 #include "gemm/gemm.h"
 #include "kernel/lstm_cell.h"
 
@@ -38,7 +39,7 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   lstm_bwd_pointwise(p, s, B);
   if (a.use_peephole) {
     // wci_grad = Σ_b di⊙cs_prev;  wcf_grad = Σ_b df⊙cs_prev;  wco_grad = Σ_b do⊙cs      [H]
-    lstm_peephole_grads(p, s, B, /*accumulate=*/false, a.wci_grad, a.wcf_grad, a.wco_grad);
+    lstm_peephole_grads(p, s, B, a.wci_grad, a.wcf_grad, a.wco_grad);
   } else {
     for (std::int64_t j = 0; j < H; ++j) a.wci_grad[j] = a.wcf_grad[j] = a.wco_grad[j] = T(0);
   }
@@ -55,7 +56,7 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.dgates, G, T(0), a.w_grad, G);
   gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.dgates, G, T(0), a.w_grad + I * G, G);
   // b_grad = Σ_b dgates      [4H]
-  lstm_bias_grad(H, B, a.dgates, /*accumulate=*/false, a.b_grad);
+  column_sums<T, T>(B, G, a.dgates, G, a.b_grad);
 }
 
 template void lstm_cell_fwd<float>(const LSTMDims&, const LSTMCellFwdArgs<float>&);

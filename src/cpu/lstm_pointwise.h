@@ -24,9 +24,9 @@
 //   di  = ((i⊙(1−i))⊙dcs)⊙ci
 //   dgates = di | dci | df | do in the layout's column blocks
 //   cs_prev_grad = dcs⊙f                 [then (· + di⊙wci) + df⊙wcf]
-// Peephole and bias gradients are column reductions over the rows (lstm_peephole_grads,
-// lstm_bias_grad):  wci_grad = Σ_n di⊙cs_prev;  wcf_grad = Σ_n df⊙cs_prev;  wco_grad = Σ_n do⊙cs;
-//                   b_grad = Σ_n dgates.
+// Peephole and bias gradients are column reductions over the rows (lstm_peephole_grads and
+// column_sums of sequence_common.h):  wci_grad = Σ_n di⊙cs_prev;  wcf_grad = Σ_n df⊙cs_prev;
+//                   wco_grad = Σ_n do⊙cs;  b_grad = Σ_n dgates.
 // [..] terms are present only with use_peephole; without it wci/wcf/wco are never read.
 //
 // T is float or double (float16 is computed in float32 by the caller, SPEC A2). All pointers
@@ -251,21 +251,19 @@ inline void lstm_bwd_pointwise(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& 
       B, 8 * p.H, [&](std::int64_t n0, std::int64_t n1) { lstm_bwd_pointwise_rows(p, s, n0, n1); });
 }
 
-// Peephole gradients of one step from its dgates (written by lstm_bwd_pointwise), over B rows:
-//   wci_grad (+)= Σ_n di⊙cs_prev;  wcf_grad (+)= Σ_n df⊙cs_prev;  wco_grad (+)= Σ_n do⊙cs
-// `accumulate` false overwrites, true adds (the sequence ops sum over steps). Reads
-// s.dgates, s.cs_prev and s.cs only. Threaded over columns; each column is summed over n in
-// increasing order, so results do not depend on the thread count. Call it only with peepholes
-// (without them the gradients are zero and the caller zero-fills).
+// Peephole gradients of the cell op from its dgates (written by lstm_bwd_pointwise), over B
+// rows (the sequence ops sum theirs over all steps in block_lstm.cc):
+//   wci_grad = Σ_n di⊙cs_prev;  wcf_grad = Σ_n df⊙cs_prev;  wco_grad = Σ_n do⊙cs
+// Reads s.dgates, s.cs_prev and s.cs only. Threaded over columns; each column is summed over n
+// in increasing order, so results do not depend on the thread count. Call it only with
+// peepholes (without them the gradients are zero and the caller zero-fills).
 template <typename T>
 inline void lstm_peephole_grads(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t B,
-                                bool accumulate, T* wci_grad, T* wcf_grad, T* wco_grad) {
+                                T* wci_grad, T* wcf_grad, T* wco_grad) {
   const std::int64_t H = p.H;
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   core::parallel_for(H, 3 * B, [&](std::int64_t j0, std::int64_t j1) {
-    if (!accumulate) {
-      for (std::int64_t j = j0; j < j1; ++j) wci_grad[j] = wcf_grad[j] = wco_grad[j] = T(0);
-    }
+    for (std::int64_t j = j0; j < j1; ++j) wci_grad[j] = wcf_grad[j] = wco_grad[j] = T(0);
     for (std::int64_t n = 0; n < B; ++n) {
       const T* dg = s.dgates + n * (s.dgates_ld ? s.dgates_ld : 4 * H);
       const T* cp = s.cs_prev + n * H;
@@ -275,24 +273,6 @@ inline void lstm_peephole_grads(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>&
         wcf_grad[j] += dg[g.f * H + j] * cp[j];
         wco_grad[j] += dg[g.o * H + j] * cs[j];
       }
-    }
-  });
-}
-
-// Bias gradient: b_grad[k] (+)= Σ_n dgates[n, k] over `rows` rows of dgates [rows, 4H]
-// (layout-independent; the sequence ops may pass all T·B rows at once). Threaded over columns,
-// each summed over n in increasing order.
-template <typename T>
-inline void lstm_bias_grad(std::int64_t H, std::int64_t rows, const T* dgates, bool accumulate,
-                           T* b_grad) {
-  const std::int64_t G = 4 * H;
-  core::parallel_for(G, rows, [&](std::int64_t k0, std::int64_t k1) {
-    if (!accumulate) {
-      for (std::int64_t k = k0; k < k1; ++k) b_grad[k] = T(0);
-    }
-    for (std::int64_t n = 0; n < rows; ++n) {
-      const T* dg = dgates + n * G;
-      for (std::int64_t k = k0; k < k1; ++k) b_grad[k] += dg[k];
     }
   });
 }

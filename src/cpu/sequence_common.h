@@ -16,32 +16,41 @@
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
 #include "core/parallel.h"
+#include "gemm/gemm.h"
 
 namespace blockrnn::cpu {
 
 // One allocation per call, carved into named slices before the time loop; nothing inside the
 // loop allocates. The memory is left uninitialised (every slice is fully written before it is
-// read). Sizes are overflow-checked and allocation failure is a library error.
+// read). Sizes are overflow-checked and allocation failure is a library error. Given `external`
+// memory (a plan-once caller's, sized by the kernel's *_workspace_elems bound), the slices are
+// carved from it and nothing is allocated.
 template <typename T>
 class Workspace {
  public:
-  Workspace(const char* op, std::initializer_list<std::int64_t> sizes) {
+  static constexpr std::size_t kMaxSlices = 12;
+  Workspace(const char* op, std::initializer_list<std::int64_t> sizes, T* external = nullptr) {
     std::int64_t total = 0;
     for (std::int64_t s : sizes) {
-      if (s < 0 ||
+      if (s < 0 || n_ == kMaxSlices ||
           total > std::numeric_limits<std::int64_t>::max() / 2 / std::int64_t(sizeof(T)) - s) {
         overflow(op);
       }
-      offsets_.push_back(total);
+      offsets_[n_++] = total;
       total += s;
+    }
+    if (external != nullptr) {
+      base_ = external;
+      return;
     }
     try {
       buffer_ = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(total));
     } catch (const std::bad_alloc&) {
       overflow(op);
     }
+    base_ = buffer_.get();
   }
-  T* slice(std::size_t k) { return buffer_.get() + offsets_[k]; }
+  T* slice(std::size_t k) { return base_ + offsets_[k]; }
 
  private:
   [[noreturn]] static void overflow(const char* op) {
@@ -49,7 +58,33 @@ class Workspace {
                 std::string(op) + ": cannot allocate the workspace for this problem size");
   }
   std::unique_ptr<T[]> buffer_;
-  std::vector<std::int64_t> offsets_;
+  T* base_ = nullptr;
+  std::int64_t offsets_[kMaxSlices] = {};
+  std::size_t n_ = 0;
+};
+
+// The recurrent (and input-projection) weights of a sequence kernel: packed by the plan-once
+// caller (src/cpu/sequence_plan.h) or, without a plan, packed here once per call.
+template <typename T>
+class Packed {
+ public:
+  // The plan's matrix when there is one; else op(b) packed now.
+  Packed(const gemm::PackedB<T>* planned, gemm::Trans tb, std::int64_t k, std::int64_t n,
+         const T* b, std::int64_t ldb)
+      : p_(planned) {
+    if (p_ == nullptr) {
+      own_.pack(tb, k, n, b, ldb);
+      p_ = &own_;
+    }
+  }
+  Packed(const Packed&) = delete;  // p_ may point into *this
+  Packed& operator=(const Packed&) = delete;
+  const gemm::PackedB<T>& operator*() const { return *p_; }
+  const gemm::PackedB<T>* operator->() const { return p_; }
+
+ private:
+  gemm::PackedB<T> own_;
+  const gemm::PackedB<T>* p_;
 };
 
 // Row stride for a workspace matrix of `cols` floats. Row strides that are multiples of 2 KB map
@@ -119,17 +154,20 @@ inline void zero(T* p, std::int64_t n) {
 template <typename T>
 using Acc = std::conditional_t<sizeof(T) < sizeof(double), double, T>;
 
-// out[j] = Σ_r m[r, j] for a [rows, cols] matrix with row stride ld. Threads split the
-// columns; each column is summed in row order, so the result does not depend on threads.
-template <typename T>
+// out[j] = Σ_r m[r, j] for a [rows, cols] matrix with row stride ld: the one bias-gradient
+// reduction of the fast path. Threads split the columns; each column is summed in row order
+// into an accumulator of type A, so the result does not depend on threads. The sequence ops
+// sum S·B rows in Acc<T> (double for float); the cell ops sum B rows in T, as TensorFlow's
+// cells and the reference do.
+template <typename T, typename A = Acc<T>>
 void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t ld, T* out) {
   constexpr std::int64_t kChunk = 256;
   const std::int64_t chunks = (cols + kChunk - 1) / kChunk;
   core::parallel_for(chunks, rows * kChunk, [&](std::int64_t c0, std::int64_t c1) {
-    Acc<T> acc[kChunk];
+    A acc[kChunk];
     for (std::int64_t c = c0; c < c1; ++c) {
       const std::int64_t j0 = c * kChunk, n = std::min(kChunk, cols - j0);
-      std::fill(acc, acc + n, Acc<T>(0));
+      std::fill(acc, acc + n, A(0));
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* row = m + r * ld + j0;
         for (std::int64_t j = 0; j < n; ++j) acc[j] += row[j];
@@ -148,14 +186,23 @@ void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t 
 // that prefix only; otherwise over all B rows with the passes masked. Either way a row's values
 // are computed exactly as without lengths: a GEMM row's bits do not depend on the other rows
 // (the reduction over k is the same for every m; tests/cpp/test_seq_lengths.cc checks it).
+//
+// Without lengths (nullptr) every row of every step is active: `all` is set, nothing is
+// allocated and the index vectors stay empty (the loops then run exactly as the ops without
+// lengths: one pass over rows [0, B) per step).
 struct ActiveRows {
   std::int64_t B = 0, S = 0;
   std::vector<std::int64_t> steps;  // [B]  min(L_b, S)
   std::vector<std::int64_t> count;  // [S]  active examples of step t
   std::vector<std::int64_t> rows;   // [N]  the active rows t·B + b, by step then example
   bool prefix = true;               // steps non-increasing: step t's active rows are [0, count[t])
+  bool all = false;                 // no lengths: every row active (the vectors are empty)
 
   ActiveRows(const std::int64_t* lengths, std::int64_t S_, std::int64_t B_) : B(B_), S(S_) {
+    if (lengths == nullptr) {
+      all = true;
+      return;
+    }
     steps.resize(static_cast<std::size_t>(B));
     count.assign(static_cast<std::size_t>(S), 0);
     for (std::int64_t b = 0; b < B; ++b) {
@@ -169,12 +216,19 @@ struct ActiveRows {
       }
     }
   }
-  std::int64_t total() const { return static_cast<std::int64_t>(rows.size()); }
+  std::int64_t total() const { return all ? S * B : static_cast<std::int64_t>(rows.size()); }
   // Rows the recurrent products of step t run over.
-  std::int64_t gemm_rows(std::int64_t t) const { return prefix ? count[t] : B; }
+  std::int64_t gemm_rows(std::int64_t t) const { return all ? B : prefix ? count[t] : B; }
+  // Whether the input projection runs per step over each step's active prefix (else once over
+  // all S·B rows).
+  bool per_step_prefix() const { return prefix && !all; }
   // f(r0, r1) for each maximal run of active rows of step t; g(b) for each inactive row.
   template <typename F, typename G>
   void for_rows(std::int64_t t, F&& f, G&& g) const {
+    if (all) {
+      f(std::int64_t(0), B);
+      return;
+    }
     std::int64_t b = 0;
     while (b < B) {
       if (t < steps[b]) {

@@ -14,6 +14,13 @@
 
 namespace blockrnn {
 
+namespace cpu {
+template <typename T>
+struct GRUPlan;  // src/cpu/sequence_plan.h
+template <typename T>
+struct GRUResetAfterPlan;
+}  // namespace cpu
+
 struct BlockGRUDims {
   std::int64_t T, B, I, H;
   std::int64_t seq_len_max;  // S, in [0, T]
@@ -35,6 +42,12 @@ struct BlockGRUFwdArgs {
   T* u;             // [T, B, H]
   T* c;             // [T, B, H]
   T* h;             // [T, B, H]
+  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
+  // both): the weights packed beforehand (GRUPlan, whose matrices are used instead of packing
+  // the weight pointers' rows here) and a caller's workspace of block_gru_workspace_elems(S, B, I,
+  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  const cpu::GRUPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 template <typename T>
@@ -54,6 +67,12 @@ struct BlockGRUBwdArgs {
   T* w_c_grad;      // [I+H, H]
   T* b_ru_grad;     // [2H]
   T* b_c_grad;      // [H]
+  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
+  // both): the weights packed beforehand (GRUPlan, whose matrices are used instead of packing
+  // the weight pointers' rows here) and a caller's workspace of block_gru_workspace_elems(S, B, I,
+  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  const cpu::GRUPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 namespace ref {

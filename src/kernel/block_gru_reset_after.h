@@ -40,6 +40,13 @@ struct BlockGRUResetAfterFwdArgs {
   T* n;             // [T, B, H]
   T* hn;            // [T, B, H]  h[t−1]·w_h_n + b_h_n (read by the backward)
   T* h;             // [T, B, H]
+  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
+  // both): the weights packed beforehand (GRUResetAfterPlan, whose matrices are used instead of
+  // packing the weight pointers' rows here) and a caller's workspace of
+  // block_gru_reset_after_workspace_elems(S, B, I, H) elements (src/cpu/sequence_plan.h). nullptr:
+  // this call packs and allocates its own.
+  const cpu::GRUResetAfterPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 template <typename T>
@@ -60,6 +67,13 @@ struct BlockGRUResetAfterBwdArgs {
   T* w_h_grad;      // [H, 3H]
   T* b_i_grad;      // [3H]
   T* b_h_grad;      // [3H]
+  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
+  // both): the weights packed beforehand (GRUResetAfterPlan, whose matrices are used instead of
+  // packing the weight pointers' rows here) and a caller's workspace of
+  // block_gru_reset_after_workspace_elems(S, B, I, H) elements (src/cpu/sequence_plan.h). nullptr:
+  // this call packs and allocates its own.
+  const cpu::GRUResetAfterPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 namespace ref {

@@ -21,6 +21,11 @@
 
 namespace blockrnn {
 
+namespace cpu {
+template <typename T>
+struct LSTMPlan;  // src/cpu/sequence_plan.h
+}  // namespace cpu
+
 struct BlockLSTMDims {
   std::int64_t T, B, I, H;
   std::int64_t seq_len_max;  // S, in [0, T]
@@ -51,6 +56,12 @@ struct BlockLSTMFwdArgs {
   T cell_clip = T(0);    // clip only when > 0
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
+  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
+  // both): the weights packed beforehand (LSTMPlan, whose matrices are used instead of packing
+  // the weight pointers' rows here) and a caller's workspace of block_lstm_workspace_elems(S, B, I,
+  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  const cpu::LSTMPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 template <typename T>
@@ -81,6 +92,12 @@ struct BlockLSTMBwdArgs {
   T* b_grad;         // [4H]  in `layout`
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
+  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
+  // both): the weights packed beforehand (LSTMPlan, whose matrices are used instead of packing
+  // the weight pointers' rows here) and a caller's workspace of block_lstm_workspace_elems(S, B, I,
+  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  const cpu::LSTMPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 namespace ref {

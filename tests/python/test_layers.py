@@ -260,3 +260,42 @@ def test_example_script_trains(tmp_path):
                   if line.startswith("step")]
         assert losses[0] > 2.5 and losses[-1] < losses[0] - 1.0, out.stdout
         assert "sample:\nIn the" in out.stdout
+
+
+@pytest.mark.parametrize("cls", [LSTM, GRU])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_objects_are_bitwise_the_raw_ops(cls, dtype):
+    # forward/backward run on the library's layer objects (plan once, run many); the raw ops
+    # on the same parameters give the same bits, also after the parameters change in place.
+    from blockrnn import raw_ops
+    rng = np.random.default_rng(4)
+    kw = dict(use_peephole=True, cell_clip=0.7, forget_bias=0.5) if cls is LSTM else {}
+    layer = cls(3, 4, dtype=dtype, seed=1, **kw)
+    for _ in range(2):
+        x = rng.uniform(-1, 1, (5, 2, 3)).astype(dtype)
+        g = rng.uniform(-1, 1, (5, 2, 4)).astype(dtype)
+        h_seq, _ = layer.forward(x)
+        dx, _ = layer.backward(g)
+        T = np.int64(5)
+        if cls is LSTM:
+            z = np.zeros((2, 4), dtype)
+            ref = raw_ops.BlockLSTM(seq_len_max=T, x=x, cs_prev=z, h_prev=z, w=layer.w,
+                                    wci=layer.wci, wcf=layer.wcf, wco=layer.wco, b=layer.b,
+                                    forget_bias=0.5, cell_clip=0.7, use_peephole=True)
+            gref = raw_ops.BlockLSTMGrad(seq_len_max=T, x=x, cs_prev=z, h_prev=z, w=layer.w,
+                                         wci=layer.wci, wcf=layer.wcf, wco=layer.wco, b=layer.b,
+                                         **ref._asdict(), cs_grad=np.zeros_like(g), h_grad=g,
+                                         use_peephole=True)
+            np.testing.assert_array_equal(layer.grads["w"], gref.w_grad)
+            np.testing.assert_array_equal(layer.grads["wco"], gref.wco_grad)
+        else:
+            z = np.zeros((2, 4), dtype)
+            ref = raw_ops.BlockGRU(seq_len_max=T, x=x, h_prev=z, **layer.parameters())
+            gref = raw_ops.BlockGRUGrad(seq_len_max=T, x=x, h_prev=z, **layer.parameters(),
+                                        **ref._asdict(), h_grad=g)
+            np.testing.assert_array_equal(layer.grads["w_ru"], gref.w_ru_grad)
+            np.testing.assert_array_equal(layer.grads["b_c"], gref.b_c_grad)
+        np.testing.assert_array_equal(h_seq, ref.h)
+        np.testing.assert_array_equal(dx, gref.x_grad)
+        for a in layer.parameters().values():
+            a *= dtype(0.9)  # in place: the next call must see it

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "blockrnn/layer.h"
 #include "blockrnn/sequence.h"
 #include "blockrnn/tensor.h"
 #include "gemm/gemm.h"
@@ -204,7 +205,8 @@ void CharModel<T>::check_batch(std::span<const int32_t> inputs, std::span<const 
 
 template <typename T>
 void CharModel<T>::forward(std::span<const int32_t> inputs, int64_t steps, int64_t batch,
-                           State& state) {
+                           State& state, bool planned) {
+  planned = planned && !planned_.empty() && steps <= planned_steps_ && batch <= planned_batch_;
   const int64_t Tn = steps, B = batch, D = config_.embed, H = config_.hidden,
                 V = config_.vocab_size, L = config_.layers;
   const int64_t TBH = Tn * B * H, nf = num_fwd(config_.cell);
@@ -250,26 +252,42 @@ void CharModel<T>::forward(std::span<const int32_t> inputs, int64_t steps, int64
       BlockLSTMOutputs out;
       MutableTensorView* outs[] = {&out.i, &out.cs, &out.f, &out.o, &out.ci, &out.co, &out.h};
       for (int j = 0; j < 7; ++j) *outs[j] = MutableTensorView(f + j * TBH, dt, tbh);
-      BlockLSTMAttrs attrs;
-      attrs.forget_bias = kForgetBias;
-      attrs.cell_clip = -1.0;  // disabled
-      attrs.use_peephole = false;
-      block_lstm(in, out, attrs);
+      if (planned) {
+        static_cast<LSTMLayer&>(*planned_[l])
+            .forward({.seq_len_max = Tn,
+                      .x = xv,
+                      .cs_prev = in.cs_prev,
+                      .h_prev = in.h_prev,
+                      .seq_lengths = {}},
+                     out);
+      } else {
+        BlockLSTMAttrs attrs;
+        attrs.forget_bias = kForgetBias;
+        attrs.cell_clip = -1.0;  // disabled
+        attrs.use_peephole = false;
+        block_lstm(in, out, attrs);
+      }
       std::copy_n(f + kCsIndex * TBH + (Tn - 1) * B * H, B * H, state.cs[l].data());
       k += 2;
     } else {
-      BlockGRUInputs in;
-      in.seq_len_max = Tn;
-      in.x = xv;
-      in.h_prev = TensorView(h0_[l].data(), dt, bh);
-      in.w_ru = TensorView(params_[k].data(), dt, Shape{I + H, 2 * H});
-      in.w_c = TensorView(params_[k + 1].data(), dt, Shape{I + H, H});
-      in.b_ru = TensorView(params_[k + 2].data(), dt, Shape{2 * H});
-      in.b_c = TensorView(params_[k + 3].data(), dt, Shape{H});
+      const GRUWeights wv = gru_weights(k, I);
+      BlockGRUInputs in{.seq_len_max = Tn,
+                        .x = xv,
+                        .h_prev = TensorView(h0_[l].data(), dt, bh),
+                        .w_ru = wv.w_ru,
+                        .w_c = wv.w_c,
+                        .b_ru = wv.b_ru,
+                        .b_c = wv.b_c,
+                        .seq_lengths = {}};
       BlockGRUOutputs out;
       MutableTensorView* outs[] = {&out.r, &out.u, &out.c, &out.h};
       for (int j = 0; j < 4; ++j) *outs[j] = MutableTensorView(f + j * TBH, dt, tbh);
-      block_gru(in, out);
+      if (planned) {
+        static_cast<GRULayer&>(*planned_[l])
+            .forward({.seq_len_max = Tn, .x = xv, .h_prev = in.h_prev, .seq_lengths = {}}, out);
+      } else {
+        block_gru(in, out);
+      }
       k += 4;
     }
     std::copy_n(f + h_index(config_.cell) * TBH + (Tn - 1) * B * H, B * H, state.h[l].data());
@@ -340,14 +358,15 @@ void CharModel<T>::backward(std::span<const int32_t> inputs, int64_t steps, int6
       out.b_grad = MutableTensorView(grads_[k + 1].data(), dt, Shape{4 * H});
       block_lstm_grad(in, out, /*use_peephole=*/false);
     } else {
+      const GRUWeights wv = gru_weights(k, I);
       BlockGRUGradInputs in;
       in.seq_len_max = Tn;
       in.x = xv;
       in.h_prev = TensorView(h0_[l].data(), dt, bh);
-      in.w_ru = TensorView(params_[k].data(), dt, Shape{I + H, 2 * H});
-      in.w_c = TensorView(params_[k + 1].data(), dt, Shape{I + H, H});
-      in.b_ru = TensorView(params_[k + 2].data(), dt, Shape{2 * H});
-      in.b_c = TensorView(params_[k + 3].data(), dt, Shape{H});
+      in.w_ru = wv.w_ru;
+      in.w_c = wv.w_c;
+      in.b_ru = wv.b_ru;
+      in.b_c = wv.b_c;
       TensorView* fwd[] = {&in.r, &in.u, &in.c, &in.h};
       for (int j = 0; j < 4; ++j) *fwd[j] = TensorView(f + j * TBH, dt, tbh);
       in.h_grad = TensorView(dh, dt, tbh);
@@ -398,10 +417,51 @@ template <typename T>
 std::vector<T> CharModel<T>::last_logits(std::span<const int32_t> inputs, int64_t steps,
                                          int64_t batch, State& state) {
   check_batch(inputs, nullptr, steps, batch, state);
-  forward(inputs, steps, batch, state);
+  forward(inputs, steps, batch, state, /*planned=*/true);
   const int64_t V = config_.vocab_size;
   const T* last = logits_.data() + (steps - 1) * batch * V;
   return std::vector<T>(last, last + batch * V);
+}
+
+template <typename T>
+typename CharModel<T>::GRUWeights CharModel<T>::gru_weights(size_t k, int64_t I) const {
+  const int64_t H = config_.hidden;
+  const DType dt = dtype_of<T>();
+  return {TensorView(params_[k].data(), dt, Shape{I + H, 2 * H}),
+          TensorView(params_[k + 1].data(), dt, Shape{I + H, H}),
+          TensorView(params_[k + 2].data(), dt, Shape{2 * H}),
+          TensorView(params_[k + 3].data(), dt, Shape{H})};
+}
+
+template <typename T>
+void CharModel<T>::plan_inference(int64_t max_steps, int64_t max_batch) {
+  planned_.clear();
+  const int64_t D = config_.embed, H = config_.hidden, L = config_.layers;
+  const bool lstm = config_.cell == CellKind::kLstm;
+  const DType dt = dtype_of<T>();
+  for (int64_t l = 0; l < L; ++l) {
+    const int64_t I = l == 0 ? D : H;
+    const size_t k = 1 + static_cast<size_t>(l) * (lstm ? 2 : 4);
+    const LayerShape shape{.input_size = I,
+                           .hidden_size = H,
+                           .dtype = dt,
+                           .max_time = max_steps,
+                           .max_batch = max_batch};
+    if (lstm) {
+      auto layer = std::make_unique<LSTMLayer>(
+          shape, LSTMLayerAttrs{.forget_bias = kForgetBias, .cell_clip = -1.0});
+      layer->set_weights(TensorView(params_[k].data(), dt, Shape{I + H, 4 * H}),
+                         TensorView(params_[k + 1].data(), dt, Shape{4 * H}));
+      planned_.push_back(std::move(layer));
+    } else {
+      auto layer = std::make_unique<GRULayer>(shape);
+      const GRUWeights wv = gru_weights(k, I);
+      layer->set_weights(wv.w_ru, wv.w_c, wv.b_ru, wv.b_c);
+      planned_.push_back(std::move(layer));
+    }
+  }
+  planned_steps_ = max_steps;
+  planned_batch_ = max_batch;
 }
 
 template class CharModel<float>;

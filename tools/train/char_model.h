@@ -33,11 +33,14 @@
 #define BLOCKRNN_TOOLS_TRAIN_CHAR_MODEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "blockrnn/layer.h"
 
 namespace blockrnn::train {
 
@@ -121,12 +124,24 @@ class CharModel {
   std::vector<T> last_logits(std::span<const int32_t> inputs, int64_t steps, int64_t batch,
                              State& state);
 
+  // Plan once, run many (blockrnn/layer.h): sets up the recurrent layers as layer objects with
+  // the current weights (packed once) for calls of at most max_steps x max_batch; last_logits
+  // then runs on them, bit for bit what it computes without. Call it again after the weights
+  // change (training and loss() never use the plan).
+  void plan_inference(int64_t max_steps, int64_t max_batch);
+
  private:
   void check_batch(std::span<const int32_t> inputs, std::span<const int32_t>* targets,
                    int64_t steps, int64_t batch, const State& state) const;
-  void forward(std::span<const int32_t> inputs, int64_t steps, int64_t batch, State& state);
+  void forward(std::span<const int32_t> inputs, int64_t steps, int64_t batch, State& state,
+               bool planned = false);
   void backward(std::span<const int32_t> inputs, int64_t steps, int64_t batch);
   size_t index_of(std::string_view name) const;
+  // The views of a GRU layer's weights, its first tensor at parameter index k, input size I.
+  struct GRUWeights {
+    TensorView w_ru, w_c, b_ru, b_c;
+  };
+  GRUWeights gru_weights(size_t k, int64_t I) const;
 
   ModelConfig config_;
   std::vector<ParamSpec> specs_;
@@ -144,6 +159,9 @@ class CharModel {
   std::vector<T> zeros_tbh_;               // [T, B, H]  cs_grad = 0
   std::vector<T> zeros_h_;                 // [H]        peephole inputs (unused)
   std::vector<T> scratch_bh_, scratch_h_;  // discarded state and peephole gradients
+  // plan_inference's layer objects (LSTMLayer or GRULayer), one per layer, and their limits.
+  std::vector<std::unique_ptr<SequenceLayer>> planned_;
+  int64_t planned_steps_ = 0, planned_batch_ = 0;
 };
 
 extern template class CharModel<float>;

@@ -49,6 +49,10 @@ std::string sample_text(TrainedModel& trained, const SampleOptions& o) {
   text.reserve(text.size() + static_cast<size_t>(o.length));
   // The prime runs in chunks so a long one needs no more workspace than kPrimeChunk steps.
   constexpr size_t kPrimeChunk = 256;
+  // Plan once, run many: the layers are set up once (weights packed, workspace sized) for the
+  // prime's chunks and the per-character steps (T = 1, B = 1) that follow.
+  model.plan_inference(
+      static_cast<int64_t>(std::min(kPrimeChunk, std::max<size_t>(prime.size(), 1))), 1);
   std::vector<float> logits;
   for (size_t start = 0; start < prime.size(); start += kPrimeChunk) {
     const std::span<const int32_t> chunk =

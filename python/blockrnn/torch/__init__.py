@@ -6,8 +6,10 @@
     out, (h_n, c_n) = lstm(x)
 
 Needs torch (`pip install blockrnn[torch]`); the core package `blockrnn` never imports it.
-The ops are registered as torch custom ops `blockrnn::lstm`, `blockrnn::lstm_grad`,
-`blockrnn::gru_reset_after(_grad)`, `blockrnn::gru_reset_before(_grad)`. See docs/torch.md.
+The modules run their whole stack (layers, directions, dropout, lengths) through the library in
+one custom op each way, `blockrnn::rnn` and `blockrnn::rnn_grad`; the per-op custom ops
+`blockrnn::lstm`, `blockrnn::lstm_grad`, `blockrnn::gru_reset_after(_grad)`,
+`blockrnn::gru_reset_before(_grad)` serve float16 and the padded fallback. See docs/torch.md.
 """
 try:
     import torch as _torch  # noqa: F401

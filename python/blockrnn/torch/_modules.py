@@ -1,7 +1,12 @@
 """blockrnn.torch.LSTM and blockrnn.torch.GRU: torch.nn.LSTM / torch.nn.GRU on blockrnn's ops.
 
-Layers, directions, dropout between layers, PackedSequence and hx handling are orchestrated
-here, in Python, around one blockrnn sequence op per (layer, direction); see docs/torch.md.
+Layers, directions, dropout between layers and per-example lengths run in the library: one
+blockrnn::rnn custom op call for the forward of the whole stack and one blockrnn::rnn_grad for
+its backward (blockrnn.RNN, blockrnn/layer.h). This module maps the torch parameters onto the
+ops' layout, draws the dropout masks with torch's RNG, and handles PackedSequence, batch_first,
+unbatched input and hx. float16 (which the layer objects do not run) goes layer by layer
+through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS = False); see
+docs/torch.md.
 """
 import math
 import warnings
@@ -234,9 +239,45 @@ class _RNNBase(nn.Module):
             out = out.transpose(0, 1)
         return out, states
 
+    def _stack_params(self):
+        """The parameters of every (layer, direction) in the ops' layout, layer-major (the
+        order of blockrnn::rnn's `params`), each C-contiguous."""
+        dirs = 2 if self.bidirectional else 1
+        out = []
+        for layer in range(self.num_layers):
+            for d in range(dirs):
+                out += [p.contiguous() for p in self._op_params(layer, d)]
+        return out
+
+    def _dropout_masks(self, x, T, B):
+        """[L-1, T, B, D*H] masks scaled as torch's dropout multiplies (0 or 1/(1-p)), drawn
+        with torch's RNG one layer after another; None when no dropout applies."""
+        if not (self.dropout > 0 and self.training and self.num_layers > 1):
+            return None
+        dirs = 2 if self.bidirectional else 1
+        shape = (self.num_layers - 1, T, B, dirs * self.hidden_size)
+        if self.dropout >= 1:
+            return x.new_zeros(shape)
+        return x.new_empty(shape).bernoulli_(1 - self.dropout).div_(1 - self.dropout)
+
     def _run_layers(self, x, lens, init_states):
         """init_states: list over state kinds of [L*D,B,H]. Returns out [T,B,D*H] and the final
         states (list over kinds of [L*D,B,H])."""
+        if x.dtype == torch.float16 or (lens is not None and not USE_SEQ_LENGTHS):
+            return self._run_layers_per_op(x, lens, init_states)
+        T, B = x.shape[0], x.shape[1]
+        sl = None if lens is None else lens.lengths.cpu()
+        mode, fb, clip, peep = self._stack_mode()
+        h0 = init_states[0].contiguous()
+        c0 = init_states[1].contiguous() if len(init_states) > 1 else None
+        y, h_n, c_n, _ = _ops.rnn(x.contiguous(), h0, c0, self._stack_params(), sl,
+                                  self._dropout_masks(x, T, B), mode, self.num_layers,
+                                  self.bidirectional, fb, clip, peep)
+        return y, ([h_n, c_n] if c0 is not None else [h_n])
+
+    def _run_layers_per_op(self, x, lens, init_states):
+        """The stack in Python, one sequence op per (layer, direction): float16 and the padded
+        fallback."""
         dirs = 2 if self.bidirectional else 1
         finals = [[] for _ in init_states]
         sl = None
@@ -308,13 +349,13 @@ class LSTM(_RNNBase):
             s += f", forget_bias={self.forget_bias}"
         return s
 
-    def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
-        h0, c0 = states
+    def _op_params(self, layer, d):
+        """(w [I+H,4H], b [4H], wci, wcf, wco [H]) of BlockLSTMV2, or of BlockLSTM (TensorFlow's
+        gate order) with a forget_bias."""
         w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
         H = self.hidden_size
-        tf_order = self.forget_bias != 0.0
         b = b_ih + b_hh
-        if tf_order:  # torch's i,f,g,o -> TensorFlow's i,c,f,o
+        if self.forget_bias != 0.0:  # torch's i,f,g,o -> TensorFlow's i,c,f,o
             perm = torch.cat([torch.arange(0, H), torch.arange(2 * H, 3 * H),
                               torch.arange(H, 2 * H), torch.arange(3 * H, 4 * H)])
             w_ih, w_hh, b = w_ih[perm], w_hh[perm], b[perm]
@@ -324,6 +365,17 @@ class LSTM(_RNNBase):
             wci, wcf, wco = (getattr(self, f"weight_{g}" + sfx) for g in ("ci", "cf", "co"))
         else:
             wci = wcf = wco = self._zero_bias(w, H)
+        return w, b, wci, wcf, wco
+
+    def _stack_mode(self):
+        clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
+        mode = "lstm" if self.forget_bias != 0.0 else "lstm_v2"
+        return mode, self.forget_bias, clip, self.use_peephole
+
+    def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
+        h0, c0 = states
+        w, b, wci, wcf, wco = self._op_params(layer, d)
+        tf_order = self.forget_bias != 0.0
         clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
         i, cs, f, o, ci, co, h = _ops.lstm(x, c0, h0, w, wci, wcf, wco, b, self.forget_bias,
                                            clip, self.use_peephole, tf_order, seq_lengths)
@@ -364,6 +416,19 @@ class GRU(_RNNBase):
     def extra_repr(self) -> str:
         s = super().extra_repr()
         return s if self.reset_after else s + ", reset_after=False"
+
+    def _op_params(self, layer, d):
+        """(w_i, w_h, b_i, b_h) of BlockGRUResetAfter or (w_ru, w_c, b_ru, b_c) of BlockGRU."""
+        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+        if self.reset_after:
+            return w_ih.t(), w_hh.t(), b_ih, b_hh
+        H2 = 2 * self.hidden_size
+        return (torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0),
+                torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0),
+                b_ih[:H2] + b_hh[:H2], b_ih[H2:] + b_hh[H2:])
+
+    def _stack_mode(self):
+        return ("gru_reset_after" if self.reset_after else "gru"), 0.0, 0.0, False
 
     def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
         (h0,) = states

@@ -16,7 +16,7 @@ Every op takes an optional `seq_lengths` (int64 [B], blockrnn's per-example leng
 core has them: HAS_SEQ_LENGTHS); it is not differentiable.
 """
 import inspect
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -227,3 +227,194 @@ def _(x, h_prev, w_ru, w_c, b_ru, b_c, r, u, c, h, h_grad, seq_lengths=None):
 
 
 _gru_autograd(gru_reset_before, gru_reset_before_grad)
+
+
+# ------------------------------------------------- the whole stack: blockrnn::rnn (one call)
+#
+# torch.nn.LSTM / GRU's layers, directions, dropout masks and per-example lengths in one
+# library call each way (blockrnn.RNN, blockrnn/layer.h). The activations the backward reads
+# come back as `reserve` (a 1-D tensor, cuDNN's reserve space), an output the backward takes
+# again; so several forward calls can await their backward. The library plans once per
+# configuration (a cached _core.RNN per mode, sizes, dtype and attrs, grown to the largest T
+# and B seen); each call sets the weights (copied and packed) and runs.
+#
+# Per (layer, direction) the parameters are in the ops' layout: LSTM [w [I+H,4H], b [4H], wci,
+# wcf, wco [H]], GRU (reset before) [w_ru, w_c, b_ru, b_c], GRU reset-after [w_i, w_h, b_i,
+# b_h], all C-contiguous (the modules make them so). float32 and float64.
+
+import atexit
+import threading
+
+from .. import _core
+
+_RNN_PARAMS = {"lstm": 5, "lstm_v2": 5, "gru": 4, "gru_reset_after": 4}
+_RNN_ACTS = {"lstm": 7, "lstm_v2": 7, "gru": 4, "gru_reset_after": 5}
+_RNN_CACHE: dict = {}
+_RNN_LOCK = threading.Lock()
+
+
+@atexit.register
+def _drop_rnn_cache():  # the _core objects go before the extension module does
+    _RNN_CACHE.clear()
+
+
+def _rnn_sizes(x, h0, bidirectional):
+    """T, B, I of x; H of h0 [L*D, B, H]; D."""
+    return int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(h0.shape[2]), \
+        2 if bidirectional else 1
+
+
+def _reserve_elems(mode, T, B, I, H, L, D):
+    """blockrnn::RNN::reserve_elems (src/layer/rnn.cc: activations, reversed inputs, layer
+    outputs and masked inputs)."""
+    TB = T * B
+    rev = sum(TB * (I if l == 0 else D * H) for l in range(L)) if D == 2 else 0
+    return L * D * _RNN_ACTS[mode] * TB * H + rev + 2 * (L - 1) * TB * D * H
+
+
+def _rnn_object(mode, I, H, L, bidirectional, dtype, T, B, forget_bias, cell_clip,
+                use_peephole):
+    key = (mode, I, H, L, bidirectional, dtype, forget_bias, cell_clip, use_peephole)
+    entry = _RNN_CACHE.get(key)
+    if entry is None or entry[1] < T or entry[2] < B:
+        T2 = max(T, entry[1] if entry else 0, 1)
+        B2 = max(B, entry[2] if entry else 0, 1)
+        obj = _core.RNN(mode, I, H, L, bidirectional, dtype, T2, B2,
+                        None if mode != "lstm" else forget_bias, cell_clip, use_peephole,
+                        caller_reserve=True)
+        entry = (obj, T2, B2, threading.Lock())
+        _RNN_CACHE[key] = entry
+    return entry[0], entry[3]
+
+
+def _rnn_prepare(mode, x, h0, params, num_layers, bidirectional, forget_bias, cell_clip,
+                 use_peephole, op):
+    if x.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"blockrnn.torch: {op}: dtype {x.dtype}; the stack runs float32 and "
+                        f"float64 (float16 runs layer by layer on the ops)")
+    T, B, I, H, D = _rnn_sizes(x, h0, bidirectional)
+    with _RNN_LOCK:
+        rnn, lock = _rnn_object(mode, I, H, num_layers, bidirectional,
+                                "float32" if x.dtype == torch.float32 else "float64", T, B,
+                                forget_bias, cell_clip, use_peephole)
+    P = _RNN_PARAMS[mode]
+    arrays = [_np(p, op, "params") for p in params]
+    return rnn, lock, T, B, I, H, D, P, arrays
+
+
+def _opt(t: Optional[Tensor], op, arg):
+    return None if t is None else _np(t, op, arg)
+
+
+@torch.library.custom_op("blockrnn::rnn", mutates_args=())
+def rnn(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
+        seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], mode: str,
+        num_layers: int, bidirectional: bool, forget_bias: float, cell_clip: float,
+        use_peephole: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The stack's forward: y [T,B,D*H], h_n [L*D,B,H], c_n (LSTM; else empty), reserve."""
+    op = "blockrnn::rnn"
+    rnn_, lock, T, B, I, H, D, P, arrays = _rnn_prepare(
+        mode, x, h0, params, num_layers, bidirectional, forget_bias, cell_clip, use_peephole, op)
+    lstm_ = mode.startswith("lstm")
+    y = x.new_empty((T, B, D * H))
+    h_n = x.new_empty((num_layers * D, B, H))
+    c_n = x.new_empty((num_layers * D, B, H) if lstm_ else (0,))
+    reserve = x.new_empty((_reserve_elems(mode, T, B, I, H, num_layers, D),))
+    with lock:
+        for k in range(num_layers * D):
+            rnn_.set_weights(k // D, k % D, arrays[k * P:(k + 1) * P])
+        rnn_.forward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"),
+                     None if seq_lengths is None else seq_lengths.numpy(),
+                     _opt(dropout_mask, op, "dropout_mask"), y.numpy(), h_n.numpy(),
+                     c_n.numpy() if lstm_ else None, reserve.numpy())
+    return y, h_n, c_n, reserve
+
+
+@rnn.register_fake
+def _(x, h0, c0, params, seq_lengths, dropout_mask, mode, num_layers, bidirectional,
+      forget_bias, cell_clip, use_peephole):
+    T, B, I, H, D = _rnn_sizes(x, h0, bidirectional)
+    lstm_ = mode.startswith("lstm")
+    return (x.new_empty((T, B, D * H)), x.new_empty((num_layers * D, B, H)),
+            x.new_empty((num_layers * D, B, H) if lstm_ else (0,)),
+            x.new_empty((_reserve_elems(mode, T, B, I, H, num_layers, D),)))
+
+
+@torch.library.custom_op("blockrnn::rnn_grad", mutates_args=())
+def rnn_grad(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
+             seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], reserve: Tensor,
+             y_grad: Tensor, h_n_grad: Tensor, c_n_grad: Optional[Tensor], mode: str,
+             num_layers: int, bidirectional: bool, forget_bias: float, cell_clip: float,
+             use_peephole: bool) -> List[Tensor]:
+    """The stack's backward: [x_grad, h0_grad, c0_grad (LSTM; else empty), *param grads]."""
+    op = "blockrnn::rnn_grad"
+    rnn_, lock, T, B, I, H, D, P, arrays = _rnn_prepare(
+        mode, x, h0, params, num_layers, bidirectional, forget_bias, cell_clip, use_peephole, op)
+    lstm_ = mode.startswith("lstm")
+    x_grad = torch.empty_like(x, memory_format=torch.contiguous_format)
+    h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format)
+    c0_grad = x.new_empty(tuple(h0.shape) if lstm_ else (0,))
+    p_grads = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
+    with lock:
+        for k in range(num_layers * D):
+            rnn_.set_weights(k // D, k % D, arrays[k * P:(k + 1) * P])
+        rnn_.backward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"),
+                      None if seq_lengths is None else seq_lengths.numpy(),
+                      _opt(dropout_mask, op, "dropout_mask"), _np(y_grad, op, "y_grad"),
+                      _np(h_n_grad, op, "h_n_grad"), _opt(c_n_grad, op, "c_n_grad"),
+                      x_grad.numpy(), h0_grad.numpy(), c0_grad.numpy() if lstm_ else None,
+                      [g.numpy() for g in p_grads], _np(reserve, op, "reserve"))
+    return [x_grad, h0_grad, c0_grad, *p_grads]
+
+
+@rnn_grad.register_fake
+def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode,
+      num_layers, bidirectional, forget_bias, cell_clip, use_peephole):
+    lstm_ = mode.startswith("lstm")
+    return [x.new_empty(x.shape), x.new_empty(h0.shape),
+            x.new_empty(tuple(h0.shape) if lstm_ else (0,)), *[p.new_empty(p.shape)
+                                                                for p in params]]
+
+
+_RNN_ATTRS = ("mode", "num_layers", "bidirectional", "forget_bias", "cell_clip", "use_peephole")
+
+
+def _rnn_setup(ctx, inputs, output):
+    x, h0, c0, params, seq_lengths, mask = inputs[:6]
+    ctx.attrs = inputs[6:]
+    ctx.n_params = len(params)
+    ctx.has_c0 = c0 is not None
+    ctx.lens = seq_lengths
+    ctx.has_mask = mask is not None
+    saved = [x, h0, output[3], *params]
+    if c0 is not None:
+        saved.append(c0)
+    if mask is not None:
+        saved.append(mask)
+    ctx.save_for_backward(*saved)
+
+
+def _rnn_backward(ctx, gy, ghn, gcn, _greserve):
+    saved = list(ctx.saved_tensors)
+    x, h0, reserve = saved[:3]
+    params = saved[3:3 + ctx.n_params]
+    rest = saved[3 + ctx.n_params:]
+    c0 = rest.pop(0) if ctx.has_c0 else None
+    mask = rest.pop(0) if ctx.has_mask else None
+    mode = ctx.attrs[0]
+    D = 2 if ctx.attrs[2] else 1
+    H = h0.shape[2]
+    gy = gy if gy is not None else x.new_zeros((x.shape[0], x.shape[1], D * H))
+    ghn = ghn if ghn is not None else torch.zeros_like(h0)
+    if mode.startswith("lstm"):
+        gcn = gcn if gcn is not None else torch.zeros_like(h0)
+    else:
+        gcn = None
+    g = rnn_grad(x, h0, c0, params, ctx.lens, mask, reserve, gy.contiguous(), ghn.contiguous(),
+                 None if gcn is None else gcn.contiguous(), *ctx.attrs)
+    x_grad, h0_grad, c0_grad = g[0], g[1], g[2]
+    return (x_grad, h0_grad, c0_grad if ctx.has_c0 else None, list(g[3:]), None, None,
+            *([None] * len(_RNN_ATTRS)))
+
+
+rnn.register_autograd(_rnn_backward, setup_context=_rnn_setup)

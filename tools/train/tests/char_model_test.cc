@@ -116,6 +116,29 @@ TEST(CharModel, StateCarryEqualsOneLongSequence) {
   }
 }
 
+TEST(CharModel, PlannedInferenceIsBitwiseTheOneShotPath) {
+  // plan_inference's layer objects (blockrnn/layer.h) give last_logits and the state bit for
+  // bit as the one-shot ops do, over a prime and then one character at a time.
+  for (CellKind cell : {CellKind::kLstm, CellKind::kGru}) {
+    ModelConfig c{cell, 7, 4, 5, 2};
+    CharModel<float> model(c);
+    model.init(9);
+    const std::vector<int32_t> prime = {1, 4, 6, 0};
+    auto s1 = model.zero_state(1);
+    std::vector<std::vector<float>> want;
+    want.push_back(model.last_logits(prime, 4, 1, s1));
+    for (int32_t id : {2, 5, 3}) want.push_back(model.last_logits(std::span(&id, 1), 1, 1, s1));
+    model.plan_inference(4, 1);
+    auto s2 = model.zero_state(1);
+    std::vector<std::vector<float>> got;
+    got.push_back(model.last_logits(prime, 4, 1, s2));
+    for (int32_t id : {2, 5, 3}) got.push_back(model.last_logits(std::span(&id, 1), 1, 1, s2));
+    EXPECT_EQ(want, got) << cell_name(cell);
+    EXPECT_EQ(s1.h, s2.h);
+    EXPECT_EQ(s1.cs, s2.cs);
+  }
+}
+
 TEST(CharModel, FloatAndDoubleAgree) {
   ModelConfig c{CellKind::kLstm, 11, 6, 9, 2};
   CharModel<double> md(c);

@@ -1,0 +1,152 @@
+// Per-call overhead of a small sequence call (issue 11, "plan once, run many"): BlockLSTM at
+// T = 1, B = 1, I = H = 32, float32, 1 thread — `blockrnn sample`'s per-character step — through
+//   1. the one-shot public call   blockrnn::block_lstm (validation, registry-free typed path,
+//                                 packing and workspace per call)
+//   2. the layer object           blockrnn::LSTMLayer::forward (checks the per-call views only,
+//                                 weights packed at set time, workspace reused)
+//   3. the bare kernel            cpu::block_lstm_fwd without a plan (packs w_h and allocates
+//                                 its workspace: what the one-shot call runs)
+//   4. the bare kernel with plan  cpu::block_lstm_fwd on the layer's packed weights and
+//                                 workspace (what the layer object runs)
+// Prints the median over 7 repetitions of the mean time per call (ns), and the heap allocations
+// (operator new calls, counted by this binary's replacement) of 1000 calls of 1 and 2. Usage:
+//   blockrnn_layer_overhead [calls per repetition, default 200000]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <random>
+#include <vector>
+
+#include "blockrnn/blockrnn.h"
+#include "cpu/sequence_plan.h"
+#include "kernel/block_lstm.h"
+
+// Heap allocations through operator new (the library's workspaces, packed matrices, vectors).
+static std::atomic<long> g_allocations{0};
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  return operator new(n);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  ++g_allocations;
+  void* p = nullptr;
+  const std::size_t al = std::max(std::size_t(a), sizeof(void*));
+  if (posix_memalign(&p, al, n ? n : 1) != 0) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return operator new(n, a);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+template <typename F>
+long allocations(F&& f) {
+  const long before = g_allocations;
+  for (int k = 0; k < 1000; ++k) f();
+  return g_allocations - before;
+}
+
+template <typename F>
+double ns_per_call(long calls, F&& f) {
+  std::vector<double> reps;
+  for (int r = 0; r < 7; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long k = 0; k < calls; ++k) f();
+    const auto t1 = std::chrono::steady_clock::now();
+    reps.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / double(calls));
+  }
+  std::sort(reps.begin(), reps.end());
+  return reps[reps.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace blockrnn;
+  const long calls = argc > 1 ? std::atol(argv[1]) : 200000;
+  set_num_threads(1);
+  constexpr std::int64_t T = 1, B = 1, I = 32, H = 32;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  auto fill = [&](std::vector<float>& v) {
+    for (float& e : v) e = u(rng);
+  };
+  std::vector<float> x(T * B * I), cs0(B * H), h0(B * H), w((I + H) * 4 * H), b(4 * H),
+      zeros(H, 0.0f);
+  fill(x), fill(cs0), fill(h0), fill(w), fill(b);
+  std::vector<std::vector<float>> out(7, std::vector<float>(T * B * H));
+  const Shape tbh{T, B, H};
+  const BlockLSTMOutputs outs{{out[0].data(), tbh}, {out[1].data(), tbh}, {out[2].data(), tbh},
+                              {out[3].data(), tbh}, {out[4].data(), tbh}, {out[5].data(), tbh},
+                              {out[6].data(), tbh}};
+  const BlockLSTMInputs in{.x = {x.data(), {T, B, I}},
+                           .cs_prev = {cs0.data(), {B, H}},
+                           .h_prev = {h0.data(), {B, H}},
+                           .w = {w.data(), {I + H, 4 * H}},
+                           .b = {b.data(), {4 * H}}};
+  const double one_shot = ns_per_call(calls, [&] { block_lstm(in, outs); });
+
+  LSTMLayer layer({.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B});
+  layer.set_weights(in.w, in.b);
+  const LSTMLayerInputs lin{.x = in.x, .cs_prev = in.cs_prev, .h_prev = in.h_prev};
+  const double layer_ns = ns_per_call(calls, [&] { layer.forward(lin, outs); });
+
+  const BlockLSTMDims d{T, B, I, H, T};
+  BlockLSTMFwdArgs<float> a{x.data(),      cs0.data(),    h0.data(),     w.data(),
+                            zeros.data(),  zeros.data(),  zeros.data(),  b.data(),
+                            out[0].data(), out[1].data(), out[2].data(), out[3].data(),
+                            out[4].data(), out[5].data(), out[6].data()};
+  a.forget_bias = 1.0f;
+  a.cell_clip = 3.0f;
+  const double kernel = ns_per_call(calls, [&] { cpu::block_lstm_fwd<float>(d, a); });
+  cpu::LSTMPlan<float> plan;
+  plan.pack(I, H, w.data());
+  std::vector<float> ws(cpu::block_lstm_workspace_elems(T, B, I, H));
+  a.plan = &plan;
+  a.workspace = ws.data();
+  const double planned = ns_per_call(calls, [&] { cpu::block_lstm_fwd<float>(d, a); });
+
+  const long alloc_one_shot = allocations([&] { block_lstm(in, outs); });
+  const long alloc_layer = allocations([&] { layer.forward(lin, outs); });
+  std::printf("BlockLSTM T=%lld B=%lld I=%lld H=%lld float32, 1 thread, isa %s, %ld calls x 7\n",
+              (long long)T, (long long)B, (long long)I, (long long)H, get_isa(), calls);
+  std::printf("  one-shot block_lstm          %8.0f ns/call\n", one_shot);
+  std::printf("  LSTMLayer::forward           %8.0f ns/call\n", layer_ns);
+  std::printf("  kernel, packs + allocates    %8.0f ns/call\n", kernel);
+  std::printf("  kernel on the layer's plan   %8.0f ns/call\n", planned);
+  std::printf("heap allocations in 1000 calls: one-shot %ld, LSTMLayer::forward %ld\n",
+              alloc_one_shot, alloc_layer);
+  return 0;
+}

@@ -1,0 +1,275 @@
+// blockrnn/layer.h — plan once, run many: layer objects for the sequence ops, and a stack of them.
+//
+// A layer object is the sequence op of blockrnn/sequence.h set up once for many calls:
+//   - created from sizes (input_size I, hidden_size H), a dtype and the op's attrs, all validated
+//     at creation (blockrnn::Error naming the layer and the argument);
+//   - weights set once: copied into the layer and packed for the fast kernels (the recurrent
+//     weights by gate block and transposed, the input projection), work each one-shot call
+//     redoes; set them again whenever they change (after an optimiser step);
+//   - a workspace sized once for (max_time, max_batch) and reused by every call, owned by the
+//     layer or, with caller_workspace, passed by the caller to each call (workspace_bytes(T, B));
+//   - forward / backward check only what changes per call (x's T ≤ max_time and B ≤ max_batch,
+//     the shapes, dtypes and data of the per-call views, seq_len_max and seq_lengths' values),
+//     then run the kernel: no registry lookup and, in the forward, no heap allocation (the
+//     backward's weight-gradient products still pack their operand per call, and seq_lengths
+//     shorter than S build a small active-row index).
+// Results are bit for bit those of the one-shot ops for the same inputs (the forward returns
+// the op's outputs, which are what the backward reads), in every ISA path and the reference
+// mode (set_force_reference). dtypes: float32 and float64 (float16: use the one-shot ops).
+// A layer object is not thread-safe: one call at a time (it owns one workspace).
+//
+// RNN stacks layer objects as torch.nn.LSTM / torch.nn.GRU do: num_layers, bidirectional,
+// dropout between layers, per-example lengths and initial states, with a backward that returns
+// the gradients of x, the initial states and every weight and bias. See RNN below.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "blockrnn/export.h"
+#include "blockrnn/sequence.h"
+#include "blockrnn/tensor.h"
+
+namespace blockrnn {
+
+// Sizes and workspace of every layer object.
+struct LayerShape {
+  std::int64_t input_size = 0;   // I ≥ 0
+  std::int64_t hidden_size = 0;  // H ≥ 1
+  DType dtype = DType::kFloat32;
+  std::int64_t max_time = 1;   // largest T of a call (≥ 0), the workspace is sized for it
+  std::int64_t max_batch = 1;  // largest B of a call (≥ 0)
+  // false: the layer allocates its workspace at creation. true: it allocates none and every
+  // call passes one of at least workspace_bytes(T, B) bytes, aligned to the dtype's size.
+  bool caller_workspace = false;
+};
+
+// A caller-owned workspace for one call (absent: the layer's own).
+struct LayerWorkspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+class BLOCKRNN_API SequenceLayer {
+ public:
+  virtual ~SequenceLayer();
+  SequenceLayer(const SequenceLayer&) = delete;
+  SequenceLayer& operator=(const SequenceLayer&) = delete;
+
+  const LayerShape& shape() const noexcept { return shape_; }
+  // Bytes of workspace one call with T steps and B examples needs (forward or backward).
+  std::size_t workspace_bytes(std::int64_t T, std::int64_t B) const;
+  bool has_weights() const noexcept { return has_weights_; }
+
+ protected:
+  SequenceLayer(const char* name, const LayerShape& shape,
+                std::int64_t (*elems)(std::int64_t, std::int64_t, std::int64_t, std::int64_t));
+  const char* name_;
+  LayerShape shape_;
+  bool has_weights_ = false;
+  std::int64_t (*elems_)(std::int64_t, std::int64_t, std::int64_t, std::int64_t);
+  Tensor own_workspace_;
+};
+
+// ---- BlockLSTM / BlockLSTMV2 ----------------------------------------------------------------
+
+struct LSTMLayerAttrs {
+  bool v2 = false;  // false: BlockLSTM (gates ICFO); true: BlockLSTMV2 (IFCO, PyTorch's)
+  // Unset: the op's default (BlockLSTM: forget_bias 1.0, cell_clip 3.0; BlockLSTMV2: cell_clip
+  // 0.0 and no forget bias, so forget_bias must stay unset or be 0 there).
+  std::optional<double> forget_bias;
+  std::optional<double> cell_clip;
+  bool use_peephole = false;
+};
+
+struct LSTMLayerInputs {
+  std::optional<std::int64_t> seq_len_max;  // S in [0, T]; unset: T
+  TensorView x;                             // [T, B, I]
+  TensorView cs_prev;                       // [B, H]
+  TensorView h_prev;                        // [B, H]
+  TensorView seq_lengths;                   // [B] int64, optional (blockrnn/sequence.h)
+};
+struct LSTMLayerGradInputs {
+  std::optional<std::int64_t> seq_len_max;
+  TensorView x, cs_prev, h_prev;      // as the forward
+  TensorView i, cs, f, o, ci, co, h;  // [T, B, H], the forward's outputs
+  TensorView cs_grad, h_grad;         // [T, B, H]
+  TensorView seq_lengths;
+};
+
+class BLOCKRNN_API LSTMLayer : public SequenceLayer {
+ public:
+  LSTMLayer(const LayerShape& shape, const LSTMLayerAttrs& attrs = {});
+  ~LSTMLayer() override;
+  // w [I+H, 4H], b [4H] (the op's layout); wci, wcf, wco [H] with use_peephole (else omitted).
+  void set_weights(TensorView w, TensorView b, TensorView wci = {}, TensorView wcf = {},
+                   TensorView wco = {});
+  // BlockLSTM(V2): fills out (i, cs, f, o, ci, co, h, each [T, B, H]).
+  void forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
+               LayerWorkspace workspace = {});
+  // BlockLSTMGrad(V2): every gradient of out (w_grad, b_grad in the op's layout).
+  void backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutputs& out,
+                LayerWorkspace workspace = {});
+  const LSTMLayerAttrs& attrs() const noexcept { return attrs_; }
+
+ private:
+  struct Impl;
+  LSTMLayerAttrs attrs_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- BlockGRU ---------------------------------------------------------------------------------
+
+struct GRULayerInputs {
+  std::optional<std::int64_t> seq_len_max;
+  TensorView x;            // [T, B, I]
+  TensorView h_prev;       // [B, H]
+  TensorView seq_lengths;  // [B] int64, optional
+};
+struct GRULayerGradInputs {
+  std::optional<std::int64_t> seq_len_max;
+  TensorView x, h_prev;
+  TensorView r, u, c, h;  // [T, B, H], the forward's outputs
+  TensorView h_grad;      // [T, B, H]
+  TensorView seq_lengths;
+};
+
+class BLOCKRNN_API GRULayer : public SequenceLayer {
+ public:
+  explicit GRULayer(const LayerShape& shape);
+  ~GRULayer() override;
+  // w_ru [I+H, 2H], w_c [I+H, H], b_ru [2H], b_c [H].
+  void set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru, TensorView b_c);
+  void forward(const GRULayerInputs& in, const BlockGRUOutputs& out, LayerWorkspace workspace = {});
+  void backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs& out,
+                LayerWorkspace workspace = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- BlockGRUResetAfter (PyTorch's GRU) -------------------------------------------------------
+
+struct GRUResetAfterLayerGradInputs {
+  std::optional<std::int64_t> seq_len_max;
+  TensorView x, h_prev;
+  TensorView r, u, n, hn, h;  // [T, B, H], the forward's outputs
+  TensorView h_grad;          // [T, B, H]
+  TensorView seq_lengths;
+};
+
+class BLOCKRNN_API GRUResetAfterLayer : public SequenceLayer {
+ public:
+  explicit GRUResetAfterLayer(const LayerShape& shape);
+  ~GRUResetAfterLayer() override;
+  // w_i [I, 3H], w_h [H, 3H], b_i [3H], b_h [3H] (gate blocks [r | z | n]).
+  void set_weights(TensorView w_i, TensorView w_h, TensorView b_i, TensorView b_h);
+  void forward(const GRULayerInputs& in, const BlockGRUResetAfterOutputs& out,
+               LayerWorkspace workspace = {});
+  void backward(const GRUResetAfterLayerGradInputs& in, const BlockGRUResetAfterGradOutputs& out,
+                LayerWorkspace workspace = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- RNN: a stack of layer objects ----------------------------------------------------------
+//
+// torch.nn.LSTM / torch.nn.GRU's structure on blockrnn's layers. Layer l (0-based) of direction
+// d (0 forward, 1 reverse) is a layer object with input size I (l = 0) or D·H (l > 0), D = 2
+// when bidirectional. The input of layer l > 0 is the output of layer l − 1, both directions
+// concatenated on the feature axis ([T, B, D·H], forward first), times the dropout mask of
+// layer l − 1 when given. The reverse direction runs each example backwards within its own
+// length L_b (x[L_b − 1 − t, b] at its step t), as PyTorch's packed sequences do, and its
+// output is put back in time order. Steps t ≥ L_b of every output are zero.
+//
+// Dropout: the caller passes the masks, so that any RNG (torch's) can be matched bit for bit:
+// dropout_mask [num_layers − 1, T, B, D·H] in the dtype, already scaled (0 or 1/(1 − p), as
+// torch's dropout multiplies by); layer l + 1 reads y_l ⊙ mask[l]. Absent: no dropout.
+//
+// The forward keeps what the backward reads (every layer's activations, the reversed inputs,
+// the inputs of the upper layers) in a reserve, as cuDNN does: the RNN's own (sized for
+// max_time, max_batch at creation; backward then uses the latest forward call's) or the
+// caller's, a 1-D tensor of reserve_elems(T, B) elements of the dtype passed to the forward and
+// again, unchanged, to its backward (so that several forward calls can await their backward).
+enum class RNNMode : std::uint8_t {
+  kLSTM,           // BlockLSTM (ICFO), LSTMLayerAttrs apply
+  kLSTMV2,         // BlockLSTMV2 (IFCO, torch.nn.LSTM's gate order)
+  kGRU,            // BlockGRU (TensorFlow's reset-before GRU)
+  kGRUResetAfter,  // BlockGRUResetAfter (torch.nn.GRU)
+};
+
+struct RNNOptions {
+  RNNMode mode = RNNMode::kLSTMV2;
+  std::int64_t input_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers = 1;
+  bool bidirectional = false;
+  DType dtype = DType::kFloat32;
+  std::int64_t max_time = 1;
+  std::int64_t max_batch = 1;
+  LSTMLayerAttrs lstm;  // the LSTM modes' attrs (v2 is set from mode)
+  // true: the RNN allocates no reserve of its own; every forward and backward passes one.
+  bool caller_reserve = false;
+};
+
+struct RNNInputs {
+  TensorView x;             // [T, B, I]
+  TensorView h0;            // [L·D, B, H]; absent: zeros
+  TensorView c0;            // [L·D, B, H] (LSTM modes); absent: zeros
+  TensorView seq_lengths;   // [B] int64 in [0, T]; absent: every example runs T steps
+  TensorView dropout_mask;  // [L − 1, T, B, D·H], optional (see above)
+};
+struct RNNOutputs {
+  MutableTensorView y;    // [T, B, D·H]
+  MutableTensorView h_n;  // [L·D, B, H]  state at each example's last step
+  MutableTensorView c_n;  // [L·D, B, H]  (LSTM modes; ignored otherwise)
+};
+struct RNNGradInputs {
+  TensorView y_grad;    // [T, B, D·H]
+  TensorView h_n_grad;  // [L·D, B, H]; absent: zeros
+  TensorView c_n_grad;  // [L·D, B, H] (LSTM modes); absent: zeros
+};
+struct RNNGradOutputs {
+  MutableTensorView x_grad;   // [T, B, I]
+  MutableTensorView h0_grad;  // [L·D, B, H]
+  MutableTensorView c0_grad;  // [L·D, B, H] (LSTM modes; ignored otherwise)
+  // The gradients of every layer's parameters, in set_weights' order, layer-major then
+  // direction: (l, d) holds params_per_layer() views starting at (l·D + d)·params_per_layer().
+  std::span<const MutableTensorView> params;
+};
+
+class BLOCKRNN_API RNN {
+ public:
+  struct Impl;
+  explicit RNN(const RNNOptions& options);
+  ~RNN();
+  RNN(const RNN&) = delete;
+  RNN& operator=(const RNN&) = delete;
+
+  const RNNOptions& options() const noexcept;
+  std::int64_t num_directions() const noexcept;
+  // Parameters per (layer, direction): LSTM 5 (w, b, wci, wcf, wco), GRU 4 (w_ru, w_c, b_ru,
+  // b_c), GRU reset-after 4 (w_i, w_h, b_i, b_h); shapes as the layer objects' set_weights.
+  int params_per_layer() const noexcept;
+  // Sets the parameters of (layer, direction), in the order above (LSTM without peepholes: the
+  // three peephole views may be absent).
+  void set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> params);
+  // Elements of the reserve of a call with T steps and B examples.
+  std::int64_t reserve_elems(std::int64_t T, std::int64_t B) const;
+  void forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve = {});
+  // Gradients through a forward call, which `in` must repeat (the same views, unchanged: the
+  // backward reads x, the initial states, the lengths and the masks again) with its reserve.
+  void backward(const RNNInputs& in, const RNNGradInputs& grad, const RNNGradOutputs& out,
+                TensorView reserve = {});
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace blockrnn

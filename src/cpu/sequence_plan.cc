@@ -1,0 +1,73 @@
+// Packing of src/cpu/sequence_plan.h and the workspace bounds of the sequence kernels (each
+// bound is the sum of the slices its kernel's Workspace carves, with N = S·B active rows).
+#include "cpu/sequence_plan.h"
+
+#include "core/isa.h"
+#include "cpu/sequence_common.h"
+
+namespace blockrnn::cpu {
+
+using gemm::Trans;
+
+template <typename T>
+void LSTMPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w) {
+  const std::int64_t G = 4 * H;
+  isa = core::active_isa();
+  w_x.pack(Trans::kNo, I, G, w, G, isa);
+  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, w + I * G + q * H, G, isa);
+  w_h_t.pack(Trans::kYes, G, H, w + I * G, G, isa);
+}
+
+template <typename T>
+void GRUPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_c) {
+  isa = core::active_isa();
+  w_ru_x.pack(Trans::kNo, I, 2 * H, w_ru, 2 * H, isa);
+  w_c_x.pack(Trans::kNo, I, H, w_c, H, isa);
+  w_r_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H, 2 * H, isa);
+  w_u_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H + H, 2 * H, isa);
+  w_c_h.pack(Trans::kNo, H, H, w_c + I * H, H, isa);
+  w_ru_h_t.pack(Trans::kYes, 2 * H, H, w_ru + I * 2 * H, 2 * H, isa);
+  w_c_h_t.pack(Trans::kYes, H, H, w_c + I * H, H, isa);
+}
+
+template <typename T>
+void GRUResetAfterPlan<T>::pack(std::int64_t I, std::int64_t H, const T* wi, const T* wh) {
+  const std::int64_t H3 = 3 * H;
+  isa = core::active_isa();
+  w_i.pack(Trans::kNo, I, H3, wi, H3, isa);
+  w_h_r.pack(Trans::kNo, H, H, wh, H3, isa);
+  w_h_z.pack(Trans::kNo, H, H, wh + H, H3, isa);
+  w_h_n.pack(Trans::kNo, H, H, wh + 2 * H, H3, isa);
+  w_h_t.pack(Trans::kYes, H3, H, wh, H3, isa);
+}
+
+template struct LSTMPlan<float>;
+template struct LSTMPlan<double>;
+template struct GRUPlan<float>;
+template struct GRUPlan<double>;
+template struct GRUResetAfterPlan<float>;
+template struct GRUResetAfterPlan<double>;
+
+// fwd: [S·B, Gp];  bwd: [S·B, Gp] + with lengths [N, Gp], [N, I], [N, H]
+std::int64_t block_lstm_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
+                                        std::int64_t H) {
+  const std::int64_t SB = S * B;
+  return SB * (2 * padded_ld(4 * H) + I + H);
+}
+
+// fwd: [S·B, R], [B, H];  bwd: [S·B, R], 2 [S·B, H], [B, H] + with lengths [N, R], [N, I],
+// 3 [N, H]
+std::int64_t block_gru_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
+                                       std::int64_t H) {
+  const std::int64_t SB = S * B;
+  return SB * (2 * padded_ld(2 * H) + 5 * H + I) + B * H;
+}
+
+// fwd: [S·B, R], [B, R2];  bwd: [S·B, R], [S·B, H] + with lengths [N, R], [N, H], [N, I]
+std::int64_t block_gru_reset_after_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
+                                                   std::int64_t H) {
+  const std::int64_t SB = S * B;
+  return SB * (2 * padded_ld(3 * H) + 2 * H + I) + B * padded_ld(2 * H);
+}
+
+}  // namespace blockrnn::cpu

@@ -1,0 +1,104 @@
+// Helpers of the layer objects (src/layer/*.cc, blockrnn/layer.h): the per-call checks, the
+// workspace a call runs on, and the dtype switch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "blockrnn/context.h"
+#include "blockrnn/error.h"
+#include "blockrnn/layer.h"
+#include "blockrnn/ops.h"
+#include "core/isa.h"
+
+namespace blockrnn::layer {
+
+// Errors of one entry point of one layer: "LSTMLayer.forward: x must have ...".
+struct Check {
+  const char* layer;
+  const char* fn;
+  [[noreturn]] void fail(const std::string& msg) const;
+  // t has exactly `want` (described by `dims`), the dtype, and data when it has elements.
+  void tensor(const char* arg, const TensorView& t, const Shape& want, const char* dims,
+              DType dtype) const;
+  void tensor(const char* arg, const MutableTensorView& t, const Shape& want, const char* dims,
+              DType dtype) const {
+    tensor(arg, TensorView(t), want, dims, dtype);
+  }
+};
+
+// The per-call sizes of a sequence call: T, B from x, S, and the lengths the kernel sees.
+struct CallDims {
+  std::int64_t T = 0, B = 0, S = 0;
+  const std::int64_t* lengths = nullptr;  // nullptr when absent or none ends before S
+  void* workspace = nullptr;              // the call's (begin_call)
+};
+
+// Checks x [T, B, I] against the layer's shape (T ≤ max_time, B ≤ max_batch), seq_len_max in
+// [0, T] and seq_lengths ([B] int64, each in [0, T]).
+CallDims check_call(const Check& check, const LayerShape& shape, const TensorView& x,
+                    const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths);
+
+// The checks every forward and backward starts with: weights set, check_call, and the call's
+// workspace (call_workspace) in CallDims::workspace.
+CallDims begin_call(const Check& check, const SequenceLayer& layer, const TensorView& x,
+                    const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths,
+                    LayerWorkspace given, Tensor& own);
+
+// The plan of each dtype of a layer (cpu::LSTMPlan, cpu::GRUPlan, cpu::GRUResetAfterPlan).
+template <template <typename> class Plan>
+struct Plans {
+  Plan<float> f;
+  Plan<double> d;
+  template <typename T>
+  Plan<T>& get() {
+    if constexpr (std::is_same_v<T, float>) {
+      return f;
+    } else {
+      return d;
+    }
+  }
+};
+
+// Runs a sequence kernel: the reference one in reference mode (plan and workspace unused), else
+// the fast one on the plan (repacked by pack(plan) when the ISA path changed since it was
+// packed) and the workspace.
+template <typename T, typename Dims, typename Args, typename Plan, typename Pack>
+void run_kernel(void (*ref)(const Dims&, const Args&), void (*fast)(const Dims&, const Args&),
+                const Dims& d, Args& a, Plan& plan, Pack&& pack, void* workspace) {
+  if (force_reference()) return ref(d, a);
+  if (plan.isa != core::active_isa()) pack(plan);
+  a.plan = &plan;
+  a.workspace = static_cast<T*>(workspace);
+  fast(d, a);
+}
+
+// The workspace of a call: the caller's (checked: at least `bytes`, aligned) or the layer's own.
+void* call_workspace(const Check& check, const LayerShape& shape, LayerWorkspace given,
+                     std::size_t bytes, Tensor& own);
+
+// The weight views set_weights takes: shape, dtype, data; copied into an owned Tensor.
+Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
+                   const char* dims, DType dtype);
+
+// f.template operator()<T>() with T the layer's dtype (float or double).
+template <typename F>
+void with_dtype(DType dtype, F&& f) {
+  if (dtype == DType::kFloat64) {
+    f.template operator()<double>();
+  } else {
+    f.template operator()<float>();
+  }
+}
+
+template <typename T>
+const T* ptr(const TensorView& t) {
+  return static_cast<const T*>(t.data);
+}
+template <typename T>
+T* ptr(const MutableTensorView& t) {
+  return static_cast<T*>(t.data);
+}
+
+}  // namespace blockrnn::layer

@@ -1,0 +1,609 @@
+// blockrnn::RNN (blockrnn/layer.h): torch.nn.LSTM / torch.nn.GRU's stack of layers, directions
+// and dropout on blockrnn's layer objects. Every buffer (the activations of every layer and
+// direction, the reversed inputs, the layer outputs, the gradient scratch) is allocated at
+// creation for (max_time, max_batch); forward and backward carve views of the call's shape
+// from them. What the backward reads (the activations, the reversed inputs and the inputs of
+// layers above the first) lives in the reserve (RNN::reserve_elems), the RNN's own or the
+// caller's: [L·D][A] activations [T, B, H], then (bidirectional) the reversed input of each
+// layer [T, B, I_l], then y_l for l < L − 1, then y_l ⊙ mask_l for l < L − 1, each [T, B, D·H].
+//
+// Data path of one call, layer l, direction d (t < L_b of example b; rows past it are zero):
+//   forward   in_l = x (l = 0) or y_{l−1} ⊙ mask_{l−1}       [T, B, I_l]
+//             d = 1: xr[t, b] = in_l[L_b − 1 − t, b]           (reversed within its length)
+//             acts = layer(l, d).forward(in_l or xr, h0[l·D+d], c0[l·D+d], lengths)
+//             y_l[t, b, dH:(d+1)H] = h[t, b] (d = 0) or h[L_b − 1 − t, b] (d = 1)
+//             h_n[l·D+d, b] = h[L_b − 1, b] (h0 when L_b = 0); c_n from cs likewise
+//   backward  hg[t, b] = dy_l[t or L_b − 1 − t, b, dH:(d+1)H] (+ h_n_grad at t = L_b − 1);
+//             cg = c_n_grad at t = L_b − 1, else 0
+//             layer(l, d).backward → x grad (reversed back for d = 1, summed over d),
+//             h0_grad, c0_grad (+ h_n_grad, c_n_grad of examples with L_b = 0), weight grads
+//             dy_{l−1} = dx_l ⊙ mask_{l−1}
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "blockrnn/layer.h"
+#include "layer/layer_common.h"
+
+namespace blockrnn {
+
+using layer::Check;
+
+namespace {
+
+const char* mode_name(RNNMode m) {
+  switch (m) {
+    case RNNMode::kLSTM:
+      return "BlockLSTM";
+    case RNNMode::kLSTMV2:
+      return "BlockLSTMV2";
+    case RNNMode::kGRU:
+      return "BlockGRU";
+    case RNNMode::kGRUResetAfter:
+      return "BlockGRUResetAfter";
+  }
+  return "?";
+}
+
+bool is_lstm(RNNMode m) {
+  return m == RNNMode::kLSTM || m == RNNMode::kLSTMV2;
+}
+
+// Activations (the op's outputs) per layer and direction, and which of them is h / cs.
+int num_acts(RNNMode m) {
+  return is_lstm(m) ? 7 : (m == RNNMode::kGRU ? 4 : 5);
+}
+int h_index(RNNMode m) {
+  return num_acts(m) - 1;
+}  // h is every op's last output
+constexpr int kCsIndex = 1;  // LSTM: i, cs, f, o, ci, co, h
+
+}  // namespace
+
+struct RNN::Impl {
+  RNNOptions o;
+  std::int64_t D = 1, L = 1, H = 0;
+  int P = 0, A = 0;
+  std::vector<std::unique_ptr<SequenceLayer>> layers;  // [L·D]
+  Tensor reserve;                                      // [reserve_elems(Tmax, Bmax)]
+  Tensor zeros_bh;                                     // [Bmax, H]
+  Tensor hg, cg, hpg_scratch;                          // [Tmax, Bmax, H], [Bmax, H]
+  Tensor dx, dy, xg_rev;                               // [Tmax, Bmax, max(I, D·H)]
+  std::vector<std::int64_t> lens;                      // [Bmax]  L_b of the call
+  bool forward_done = false;
+
+  std::int64_t in_size(std::int64_t l) const { return l == 0 ? o.input_size : D * H; }
+
+  // The reserve's layout for a call with T steps and B examples (offsets in elements).
+  struct Layout {
+    std::int64_t TB = 0, TBH = 0, rev = 0, out = 0, in = 0, total = 0;
+  };
+  Layout layout(std::int64_t T_, std::int64_t B) const {
+    Layout r;
+    r.TB = T_ * B;
+    r.TBH = r.TB * H;
+    r.rev = L * D * A * r.TBH;
+    std::int64_t rev_total = 0;
+    if (D == 2) {
+      for (std::int64_t l = 0; l < L; ++l) rev_total += r.TB * in_size(l);
+    }
+    r.out = r.rev + rev_total;
+    r.in = r.out + (L - 1) * r.TB * D * H;
+    r.total = r.in + (L - 1) * r.TB * D * H;
+    return r;
+  }
+  std::int64_t rev_offset(const Layout& lay, std::int64_t l) const {
+    std::int64_t off = lay.rev;
+    for (std::int64_t k = 0; k < l; ++k) off += lay.TB * in_size(k);
+    return off;
+  }
+
+  template <typename T>
+  void forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t T_, std::int64_t B, T* res);
+  template <typename T>
+  void backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNNGradOutputs& out,
+                  std::int64_t T_, std::int64_t B, const T* res);
+  // acts: the A activations of (l, d), consecutive [T, B, H] blocks.
+  void layer_forward(std::int64_t ld, const TensorView& x, const TensorView& h0,
+                     const TensorView& c0, const TensorView& lengths, const Shape& tbh, void* acts);
+  void layer_backward(std::int64_t ld, const TensorView& x, const TensorView& h0,
+                      const TensorView& c0, const TensorView& lengths, const Shape& tbh,
+                      const void* acts, const MutableTensorView& x_grad,
+                      const MutableTensorView& h0_grad, const MutableTensorView& c0_grad,
+                      std::span<const MutableTensorView> params);
+};
+
+RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.o = options;
+  const Check check{"RNN", "create"};
+  if (options.num_layers < 1) {
+    check.fail("num_layers must be >= 1, got " + std::to_string(options.num_layers));
+  }
+  m.D = options.bidirectional ? 2 : 1;
+  m.L = options.num_layers;
+  m.H = options.hidden_size;
+  m.A = num_acts(options.mode);
+  m.P = is_lstm(options.mode) ? 5 : 4;
+  m.o.lstm.v2 = options.mode == RNNMode::kLSTMV2;
+  for (std::int64_t l = 0; l < m.L; ++l) {
+    for (std::int64_t d = 0; d < m.D; ++d) {
+      LayerShape s;
+      s.input_size = m.in_size(l);
+      s.hidden_size = m.H;
+      s.dtype = options.dtype;
+      s.max_time = options.max_time;
+      s.max_batch = options.max_batch;
+      switch (options.mode) {
+        case RNNMode::kLSTM:
+        case RNNMode::kLSTMV2:
+          m.layers.push_back(std::make_unique<LSTMLayer>(s, m.o.lstm));
+          break;
+        case RNNMode::kGRU:
+          m.layers.push_back(std::make_unique<GRULayer>(s));
+          break;
+        case RNNMode::kGRUResetAfter:
+          m.layers.push_back(std::make_unique<GRUResetAfterLayer>(s));
+          break;
+      }
+    }
+  }
+  // The layers validated the sizes; the buffers follow.
+  const DType dt = options.dtype;
+  const std::int64_t Tm = options.max_time, Bm = options.max_batch, H = m.H;
+  const std::int64_t F = std::max(options.input_size, m.D * H);
+  if (!options.caller_reserve) m.reserve = Tensor(dt, {m.layout(Tm, Bm).total});
+
+  m.zeros_bh = Tensor(dt, {Bm, H});
+  m.hg = Tensor(dt, {Tm, Bm, H});
+  m.cg = Tensor(dt, {Tm, Bm, H});
+  m.hpg_scratch = Tensor(dt, {Bm, H});
+  m.dx = Tensor(dt, {Tm, Bm, F});
+  m.dy = Tensor(dt, {Tm, Bm, F});
+  m.xg_rev = Tensor(dt, {Tm, Bm, F});
+  m.lens.assign(static_cast<std::size_t>(Bm), 0);
+}
+
+RNN::~RNN() = default;
+
+const RNNOptions& RNN::options() const noexcept {
+  return impl_->o;
+}
+std::int64_t RNN::num_directions() const noexcept {
+  return impl_->D;
+}
+int RNN::params_per_layer() const noexcept {
+  return impl_->P;
+}
+std::int64_t RNN::reserve_elems(std::int64_t T, std::int64_t B) const {
+  return impl_->layout(T, B).total;
+}
+
+void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> p) {
+  Impl& m = *impl_;
+  const Check check{"RNN", "set_weights"};
+  if (layer < 0 || layer >= m.L || direction < 0 || direction >= m.D) {
+    check.fail("(layer, direction) must be in [0, " + std::to_string(m.L) + ") x [0, " +
+               std::to_string(m.D) + "), got (" + std::to_string(layer) + ", " +
+               std::to_string(direction) + ")");
+  }
+  const bool lstm = is_lstm(m.o.mode);
+  if (!(p.size() == std::size_t(m.P) || (lstm && p.size() == 2))) {
+    check.fail(std::string(mode_name(m.o.mode)) + " layers take " + std::to_string(m.P) +
+               " parameters" + (lstm ? " (or 2: w, b without peepholes)" : "") + ", got " +
+               std::to_string(p.size()));
+  }
+  SequenceLayer* s = m.layers[static_cast<std::size_t>(layer * m.D + direction)].get();
+  if (lstm) {
+    const TensorView none;
+    static_cast<LSTMLayer*>(s)->set_weights(p[0], p[1], p.size() > 2 ? p[2] : none,
+                                            p.size() > 2 ? p[3] : none, p.size() > 2 ? p[4] : none);
+  } else if (m.o.mode == RNNMode::kGRU) {
+    static_cast<GRULayer*>(s)->set_weights(p[0], p[1], p[2], p[3]);
+  } else {
+    static_cast<GRUResetAfterLayer*>(s)->set_weights(p[0], p[1], p[2], p[3]);
+  }
+}
+
+void RNN::Impl::layer_forward(std::int64_t ld, const TensorView& x, const TensorView& h0,
+                              const TensorView& c0, const TensorView& lengths, const Shape& tbh,
+                              void* acts) {
+  const std::size_t step = static_cast<std::size_t>(tbh.num_elements()) * dtype_size(o.dtype);
+  auto mv = [&](int k) {
+    return MutableTensorView(static_cast<char*>(acts) + k * step, o.dtype, tbh);
+  };
+  SequenceLayer* s = layers[static_cast<std::size_t>(ld)].get();
+  switch (o.mode) {
+    case RNNMode::kLSTM:
+    case RNNMode::kLSTMV2:
+      static_cast<LSTMLayer*>(s)->forward({.seq_len_max = std::nullopt,
+                                           .x = x,
+                                           .cs_prev = c0,
+                                           .h_prev = h0,
+                                           .seq_lengths = lengths},
+                                          {mv(0), mv(1), mv(2), mv(3), mv(4), mv(5), mv(6)});
+      return;
+    case RNNMode::kGRU:
+      static_cast<GRULayer*>(s)->forward(
+          {.seq_len_max = std::nullopt, .x = x, .h_prev = h0, .seq_lengths = lengths},
+          {mv(0), mv(1), mv(2), mv(3)});
+      return;
+    case RNNMode::kGRUResetAfter:
+      static_cast<GRUResetAfterLayer*>(s)->forward(
+          {.seq_len_max = std::nullopt, .x = x, .h_prev = h0, .seq_lengths = lengths},
+          {mv(0), mv(1), mv(2), mv(3), mv(4)});
+      return;
+  }
+}
+
+void RNN::Impl::layer_backward(std::int64_t ld, const TensorView& x, const TensorView& h0,
+                               const TensorView& c0, const TensorView& lengths, const Shape& tbh,
+                               const void* acts, const MutableTensorView& x_grad,
+                               const MutableTensorView& h0_grad, const MutableTensorView& c0_grad,
+                               std::span<const MutableTensorView> p) {
+  const std::size_t step = static_cast<std::size_t>(tbh.num_elements()) * dtype_size(o.dtype);
+  auto v = [&](int k) {
+    return TensorView(static_cast<const char*>(acts) + k * step, o.dtype, tbh);
+  };
+  SequenceLayer* s = layers[static_cast<std::size_t>(ld)].get();
+  const TensorView hgv(hg.data(), o.dtype, tbh), cgv(cg.data(), o.dtype, tbh);
+  switch (o.mode) {
+    case RNNMode::kLSTM:
+    case RNNMode::kLSTMV2:
+      static_cast<LSTMLayer*>(s)->backward(
+          {.seq_len_max = std::nullopt,
+           .x = x,
+           .cs_prev = c0,
+           .h_prev = h0,
+           .i = v(0),
+           .cs = v(1),
+           .f = v(2),
+           .o = v(3),
+           .ci = v(4),
+           .co = v(5),
+           .h = v(6),
+           .cs_grad = cgv,
+           .h_grad = hgv,
+           .seq_lengths = lengths},
+          {x_grad, c0_grad, h0_grad, p[0], p[2], p[3], p[4], p[1]});
+      return;
+    case RNNMode::kGRU:
+      static_cast<GRULayer*>(s)->backward({.seq_len_max = std::nullopt,
+                                           .x = x,
+                                           .h_prev = h0,
+                                           .r = v(0),
+                                           .u = v(1),
+                                           .c = v(2),
+                                           .h = v(3),
+                                           .h_grad = hgv,
+                                           .seq_lengths = lengths},
+                                          {x_grad, h0_grad, p[0], p[1], p[2], p[3]});
+      return;
+    case RNNMode::kGRUResetAfter:
+      static_cast<GRUResetAfterLayer*>(s)->backward({.seq_len_max = std::nullopt,
+                                                     .x = x,
+                                                     .h_prev = h0,
+                                                     .r = v(0),
+                                                     .u = v(1),
+                                                     .n = v(2),
+                                                     .hn = v(3),
+                                                     .h = v(4),
+                                                     .h_grad = hgv,
+                                                     .seq_lengths = lengths},
+                                                    {x_grad, h0_grad, p[0], p[1], p[2], p[3]});
+      return;
+  }
+}
+
+namespace {
+
+// dst[t, b, dst_col:dst_col+n] = src[t', b, src_col:src_col+n] with t' = t, or L_b − 1 − t when
+// reverse; zero for t ≥ L_b. Row strides fs (src) and fd (dst).
+template <typename T>
+void copy_steps(const T* src, std::int64_t fs, std::int64_t src_col, T* dst, std::int64_t fd,
+                std::int64_t dst_col, std::int64_t n, std::int64_t T_, std::int64_t B,
+                const std::int64_t* lens, bool reverse) {
+  for (std::int64_t t = 0; t < T_; ++t) {
+    for (std::int64_t b = 0; b < B; ++b) {
+      T* d = dst + (t * B + b) * fd + dst_col;
+      if (t < lens[b]) {
+        const std::int64_t ts = reverse ? lens[b] - 1 - t : t;
+        const T* s = src + (ts * B + b) * fs + src_col;
+        std::copy(s, s + n, d);
+      } else {
+        std::fill(d, d + n, T(0));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t T_, std::int64_t B,
+                          T* res) {
+  const Layout lay = layout(T_, B);
+  const std::int64_t DH = D * H, BH = B * H;
+  const Shape tbh{T_, B, H};
+  const bool lstm = is_lstm(o.mode);
+  std::fill_n(zeros_bh.data_as<T>(), BH, T(0));
+  // Without dropout the masked inputs are the layer outputs themselves: their part of the
+  // reserve is unused, zeroed so that every element of a caller's reserve is defined.
+  if (is_absent_input(x.dropout_mask)) std::fill(res + lay.in, res + lay.total, T(0));
+  const TensorView zero_state(zeros_bh.data(), o.dtype, Shape{B, H});
+  for (std::int64_t l = 0; l < L; ++l) {
+    const std::int64_t I_l = in_size(l);
+    TensorView in_l = x.x;
+    if (l > 0) {
+      const bool dropout = !is_absent_input(x.dropout_mask);
+      if (dropout) {
+        const T* yl = res + lay.out + (l - 1) * lay.TB * DH;
+        const T* mask = layer::ptr<T>(x.dropout_mask) + (l - 1) * T_ * B * DH;
+        T* dst = res + lay.in + (l - 1) * lay.TB * DH;
+        for (std::int64_t e = 0; e < T_ * B * DH; ++e) dst[e] = yl[e] * mask[e];
+        in_l = TensorView(dst, o.dtype, Shape{T_, B, DH});
+      } else {
+        in_l = TensorView(res + lay.out + (l - 1) * lay.TB * DH, o.dtype, Shape{T_, B, DH});
+      }
+    }
+    T* y_l = l + 1 < L ? res + lay.out + l * lay.TB * DH : layer::ptr<T>(y.y);
+    for (std::int64_t d = 0; d < D; ++d) {
+      const std::int64_t ld = l * D + d;
+      TensorView src = in_l;
+      if (d == 1) {
+        T* r = res + rev_offset(lay, l);
+        copy_steps(layer::ptr<T>(in_l), I_l, 0, r, I_l, 0, I_l, T_, B, lens.data(), true);
+        src = TensorView(r, o.dtype, Shape{T_, B, I_l});
+      }
+      const TensorView h0 = is_absent_input(x.h0)
+                                ? zero_state
+                                : TensorView(layer::ptr<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
+      const TensorView c0 = !lstm || is_absent_input(x.c0)
+                                ? zero_state
+                                : TensorView(layer::ptr<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
+      T* const a = res + ld * A * lay.TBH;  // the A activations of (l, d)
+      layer_forward(ld, src, h0, c0, x.seq_lengths, tbh, a);
+      const T* h = a + h_index(o.mode) * lay.TBH;
+      copy_steps(h, H, 0, y_l, DH, d * H, H, T_, B, lens.data(), d == 1);
+      // The final states: each example's last step (its initial state when L_b = 0).
+      T* hn = layer::ptr<T>(y.h_n) + ld * BH;
+      T* cn = lstm ? layer::ptr<T>(y.c_n) + ld * BH : nullptr;
+      const T* cs = lstm ? a + kCsIndex * lay.TBH : nullptr;
+      for (std::int64_t b = 0; b < B; ++b) {
+        const std::int64_t t = lens[static_cast<std::size_t>(b)] - 1;
+        const T* hs = t >= 0 ? h + (t * B + b) * H : layer::ptr<T>(h0) + b * H;
+        std::copy(hs, hs + H, hn + b * H);
+        if (lstm) {
+          const T* css = t >= 0 ? cs + (t * B + b) * H : layer::ptr<T>(c0) + b * H;
+          std::copy(css, css + H, cn + b * H);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNNGradOutputs& go,
+                           std::int64_t T_, std::int64_t B, const T* res) {
+  const Layout lay = layout(T_, B);
+  const std::int64_t DH = D * H, BH = B * H;
+  const Shape tbh{T_, B, H};
+  const bool lstm = is_lstm(o.mode);
+  const TensorView zero_state(zeros_bh.data(), o.dtype, Shape{B, H});
+  T* const hgp = hg.data_as<T>();
+  T* const cgp = cg.data_as<T>();
+  // dy of the current layer: the caller's y_grad for the top layer, then the dy buffer.
+  const T* dy_l = layer::ptr<T>(g.y_grad);
+  for (std::int64_t l = L - 1; l >= 0; --l) {
+    const std::int64_t I_l = in_size(l);
+    T* const dx_l = l == 0 ? layer::ptr<T>(go.x_grad) : dx.data_as<T>();
+    TensorView in_l = x.x;
+    if (l > 0) {
+      const std::int64_t off = is_absent_input(x.dropout_mask) ? lay.out : lay.in;
+      in_l = TensorView(res + off + (l - 1) * lay.TB * DH, o.dtype, Shape{T_, B, DH});
+    }
+    for (std::int64_t d = 0; d < D; ++d) {
+      const std::int64_t ld = l * D + d;
+      const TensorView src =
+          d == 1 ? TensorView(res + rev_offset(lay, l), o.dtype, Shape{T_, B, I_l}) : in_l;
+      // h_grad and cs_grad of this direction, in its own time order.
+      copy_steps(dy_l, DH, d * H, hgp, H, 0, H, T_, B, lens.data(), d == 1);
+      std::fill_n(cgp, T_ * BH, T(0));
+      const T* hng = is_absent_input(g.h_n_grad) ? nullptr : layer::ptr<T>(g.h_n_grad) + ld * BH;
+      const T* cng =
+          !lstm || is_absent_input(g.c_n_grad) ? nullptr : layer::ptr<T>(g.c_n_grad) + ld * BH;
+      for (std::int64_t b = 0; b < B; ++b) {
+        const std::int64_t t = lens[static_cast<std::size_t>(b)] - 1;
+        if (t < 0) continue;
+        for (std::int64_t j = 0; j < H; ++j) {
+          if (hng) hgp[(t * B + b) * H + j] += hng[b * H + j];
+          if (cng) cgp[(t * B + b) * H + j] = cng[b * H + j];
+        }
+      }
+      const TensorView h0 = is_absent_input(x.h0)
+                                ? zero_state
+                                : TensorView(layer::ptr<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
+      const TensorView c0 = !lstm || is_absent_input(x.c0)
+                                ? zero_state
+                                : TensorView(layer::ptr<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
+      T* const xg = d == 0 ? dx_l : xg_rev.data_as<T>();
+      T* const h0g = layer::ptr<T>(go.h0_grad) + ld * BH;
+      T* const c0g = lstm ? layer::ptr<T>(go.c0_grad) + ld * BH : hpg_scratch.data_as<T>();
+      layer_backward(
+          ld, src, h0, c0, x.seq_lengths, tbh, res + ld * A * lay.TBH,
+          MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}),
+          MutableTensorView(h0g, o.dtype, Shape{B, H}),
+          MutableTensorView(c0g, o.dtype, Shape{B, H}),
+          go.params.subspan(static_cast<std::size_t>(ld * P), static_cast<std::size_t>(P)));
+      // An example with no step returns its final state's gradient to its initial state.
+      for (std::int64_t b = 0; b < B; ++b) {
+        if (lens[static_cast<std::size_t>(b)] > 0) continue;
+        for (std::int64_t j = 0; j < H; ++j) {
+          if (hng) h0g[b * H + j] += hng[b * H + j];
+          if (cng) c0g[b * H + j] += cng[b * H + j];
+        }
+      }
+      if (d == 1) {
+        for (std::int64_t b = 0; b < B; ++b) {
+          const std::int64_t Lb = lens[static_cast<std::size_t>(b)];
+          for (std::int64_t t = 0; t < Lb; ++t) {
+            const T* s = xg + ((Lb - 1 - t) * B + b) * I_l;
+            T* dst = dx_l + (t * B + b) * I_l;
+            for (std::int64_t j = 0; j < I_l; ++j) dst[j] += s[j];
+          }
+        }
+      }
+    }
+    if (l > 0) {
+      // dy_{l−1} = dx_l ⊙ mask_{l−1}
+      T* const next = dy.data_as<T>();
+      const std::int64_t n = T_ * B * DH;
+      if (is_absent_input(x.dropout_mask)) {
+        std::copy(dx_l, dx_l + n, next);
+      } else {
+        const T* mask = layer::ptr<T>(x.dropout_mask) + (l - 1) * n;
+        for (std::int64_t e = 0; e < n; ++e) next[e] = dx_l[e] * mask[e];
+      }
+      dy_l = next;
+    }
+  }
+}
+
+namespace {
+
+// The checks of forward and backward on the stack's own views (the layers check the rest).
+struct StackDims {
+  std::int64_t T, B;
+};
+
+StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
+                       const RNNInputs& in) {
+  if (in.x.shape.rank() != 3) {
+    check.fail("x must have rank 3 [time, batch, input_size], got shape " + in.x.shape.to_string());
+  }
+  const std::int64_t T = in.x.shape[0], B = in.x.shape[1], H = o.hidden_size;
+  if (T < 0 || T > o.max_time || B < 0 || B > o.max_batch) {
+    check.fail("x has shape " + in.x.shape.to_string() + ", the stack was created for at most " +
+               std::to_string(o.max_time) + " steps and batch " + std::to_string(o.max_batch));
+  }
+  check.tensor("x", in.x, Shape{T, B, o.input_size}, "time, batch, input_size", o.dtype);
+  const Shape states{o.num_layers * D, B, H};
+  if (!is_absent_input(in.h0)) {
+    check.tensor("h0", in.h0, states, "num_layers * directions, batch, hidden", o.dtype);
+  }
+  if (is_lstm(o.mode) && !is_absent_input(in.c0)) {
+    check.tensor("c0", in.c0, states, "num_layers * directions, batch, hidden", o.dtype);
+  }
+  if (!is_absent_input(in.dropout_mask) && o.num_layers > 1) {
+    check.tensor("dropout_mask", in.dropout_mask, Shape{o.num_layers - 1, T, B, D * H},
+                 "num_layers - 1, time, batch, directions * hidden", o.dtype);
+  }
+  if (!is_absent_input(in.seq_lengths)) {
+    if (in.seq_lengths.shape != Shape{B} || in.seq_lengths.dtype != DType::kInt64 ||
+        (in.seq_lengths.data == nullptr && B > 0)) {
+      check.fail("seq_lengths must be an int64 tensor of shape [" + std::to_string(B) +
+                 "] (batch), got " + dtype_name(in.seq_lengths.dtype) + " " +
+                 in.seq_lengths.shape.to_string());
+    }
+    const auto* L = static_cast<const std::int64_t*>(in.seq_lengths.data);
+    for (std::int64_t b = 0; b < B; ++b) {
+      if (L[b] < 0 || L[b] > T) {
+        check.fail("seq_lengths must be between 0 and " + std::to_string(T) +
+                   " (time of x), got seq_lengths[" + std::to_string(b) +
+                   "] = " + std::to_string(L[b]));
+      }
+    }
+  }
+  return {T, B};
+}
+
+// The reserve of a call: the caller's (1-D, reserve_elems(T, B) of the dtype) or the RNN's own.
+template <typename V>
+auto check_reserve(const Check& check, RNN::Impl& m, const V& r, const StackDims& s) {
+  using P = decltype(r.data);
+  if (r.data == nullptr && r.shape.rank() == 0) {
+    if (m.o.caller_reserve) {
+      check.fail("the RNN was created with caller_reserve: pass a reserve of reserve_elems(T, B)");
+    }
+    return static_cast<P>(m.reserve.data());
+  }
+  check.tensor("reserve", TensorView(r.data, r.dtype, r.shape), Shape{m.layout(s.T, s.B).total},
+               "reserve_elems(T, B)", m.o.dtype);
+  return r.data;
+}
+
+}  // namespace
+
+void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve) {
+  Impl& m = *impl_;
+  const Check check{"RNN", "forward"};
+  const StackDims s = check_inputs(check, m.o, m.D, in);
+  const Shape states{m.L * m.D, s.B, m.H};
+  check.tensor("y", out.y, Shape{s.T, s.B, m.D * m.H}, "time, batch, directions * hidden",
+               m.o.dtype);
+  check.tensor("h_n", out.h_n, states, "num_layers * directions, batch, hidden", m.o.dtype);
+  if (is_lstm(m.o.mode)) {
+    check.tensor("c_n", out.c_n, states, "num_layers * directions, batch, hidden", m.o.dtype);
+  }
+  for (const auto& l : m.layers) {
+    if (!l->has_weights()) check.fail("set_weights has not been called for every layer");
+  }
+  for (std::int64_t b = 0; b < s.B; ++b) {
+    m.lens[static_cast<std::size_t>(b)] =
+        is_absent_input(in.seq_lengths) ? s.T
+                                        : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
+  }
+  void* res = check_reserve(check, m, reserve, s);
+  const bool own = reserve.data == nullptr && reserve.shape.rank() == 0;
+  if (own) m.forward_done = false;
+  layer::with_dtype(m.o.dtype,
+                    [&]<typename T>() { m.forward_t<T>(in, out, s.T, s.B, static_cast<T*>(res)); });
+  if (own) m.forward_done = true;
+}
+
+void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOutputs& out,
+                   TensorView reserve) {
+  Impl& m = *impl_;
+  const Check check{"RNN", "backward"};
+  const StackDims s = check_inputs(check, m.o, m.D, in);
+  const void* res = check_reserve(check, m, reserve, s);
+  const bool own = reserve.data == nullptr && reserve.shape.rank() == 0;
+  if (own && !m.forward_done) {
+    check.fail("forward must run (and succeed) on the RNN's own reserve before backward");
+  }
+  const Shape states{m.L * m.D, s.B, m.H};
+  const DType dt = m.o.dtype;
+  check.tensor("y_grad", g.y_grad, Shape{s.T, s.B, m.D * m.H}, "time, batch, directions * hidden",
+               dt);
+  if (!is_absent_input(g.h_n_grad)) {
+    check.tensor("h_n_grad", g.h_n_grad, states, "num_layers * directions, batch, hidden", dt);
+  }
+  if (is_lstm(m.o.mode) && !is_absent_input(g.c_n_grad)) {
+    check.tensor("c_n_grad", g.c_n_grad, states, "num_layers * directions, batch, hidden", dt);
+  }
+  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
+  check.tensor("h0_grad", out.h0_grad, states, "num_layers * directions, batch, hidden", dt);
+  if (is_lstm(m.o.mode)) {
+    check.tensor("c0_grad", out.c0_grad, states, "num_layers * directions, batch, hidden", dt);
+  }
+  const std::size_t want = static_cast<std::size_t>(m.L * m.D * m.P);
+  if (out.params.size() != want) {
+    check.fail("params must hold " + std::to_string(want) +
+               " gradient views (num_layers * directions * params_per_layer), got " +
+               std::to_string(out.params.size()));
+  }
+  for (std::int64_t b = 0; b < s.B; ++b) {
+    const std::int64_t L = is_absent_input(in.seq_lengths)
+                               ? s.T
+                               : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
+    if (own && L != m.lens[static_cast<std::size_t>(b)]) {
+      check.fail("seq_lengths differ from the forward call's");
+    }
+    m.lens[static_cast<std::size_t>(b)] = L;
+  }
+  layer::with_dtype(
+      dt, [&]<typename T>() { m.backward_t<T>(in, g, out, s.T, s.B, static_cast<const T*>(res)); });
+}
+
+}  // namespace blockrnn

@@ -1,0 +1,617 @@
+// The layer objects and the RNN stack of blockrnn/layer.h:
+//   - every layer's forward and backward equal the one-shot ops bit for bit (float32, float64;
+//     with and without seq_lengths, seq_len_max < T, calls smaller than the planned maximum,
+//     a caller's workspace, repeated calls, new weights);
+//   - creation, set_weights and per-call validation name the layer and the argument;
+//   - the stack: one layer, one direction is the op; bidirectional, multi-layer with dropout
+//     masks and per-example lengths equals each example run alone through one-shot ops (bit
+//     for bit), and its backward matches central differences in float64.
+// ctest runs this binary in reference mode and on each ISA path too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "blockrnn/blockrnn.h"
+#include "test_util.h"
+
+namespace blockrnn::testing {
+namespace {
+
+bool bitwise(const TensorView& a, const TensorView& b) {
+  if (a.dtype != b.dtype || a.shape != b.shape) return false;
+  const std::size_t n = static_cast<std::size_t>(a.shape.num_elements()) * dtype_size(a.dtype);
+  return n == 0 || std::memcmp(a.data, b.data, n) == 0;
+}
+
+Tensor lengths_tensor(const std::vector<std::int64_t>& L) {
+  Tensor t(DType::kInt64, Shape{static_cast<std::int64_t>(L.size())});
+  std::copy(L.begin(), L.end(), t.data_as<std::int64_t>());
+  return t;
+}
+
+struct Case {
+  std::int64_t T, B;
+  std::optional<std::int64_t> S;
+  std::vector<std::int64_t> lengths;  // empty: none
+};
+
+const Case kCases[] = {{5, 3, std::nullopt, {}},
+                       {1, 1, std::nullopt, {}},
+                       {6, 4, 4, {}},
+                       {5, 4, std::nullopt, {5, 3, 3, 0}},  // non-increasing: prefix path
+                       {5, 3, std::nullopt, {2, 5, 4}},     // masked path
+                       {0, 2, std::nullopt, {}}};
+
+constexpr std::int64_t kI = 5, kH = 7;
+
+class LayerTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
+  const DType dt = GetParam();
+  for (const bool v2 : {false, true}) {
+    std::mt19937_64 rng(v2 ? 11 : 12);
+    LSTMLayerAttrs attrs;
+    attrs.v2 = v2;
+    attrs.use_peephole = !v2;
+    attrs.cell_clip = v2 ? 0.0 : 0.8;
+    if (!v2) attrs.forget_bias = 0.7;
+    LSTMLayer layer(
+        {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = 6, .max_batch = 4}, attrs);
+    for (int round = 0; round < 2; ++round) {  // new weights between rounds
+      const Tensor w = random_tensor(dt, {kI + kH, 4 * kH}, rng);
+      const Tensor b = random_tensor(dt, {4 * kH}, rng);
+      const Tensor wci = random_tensor(dt, {kH}, rng), wcf = random_tensor(dt, {kH}, rng),
+                   wco = random_tensor(dt, {kH}, rng);
+      layer.set_weights(w, b, wci, wcf, wco);
+      for (const Case& c : kCases) {
+        const Tensor x = random_tensor(dt, {c.T, c.B, kI}, rng);
+        const Tensor cs0 = random_tensor(dt, {c.B, kH}, rng),
+                     h0 = random_tensor(dt, {c.B, kH}, rng);
+        const Tensor lens = lengths_tensor(c.lengths);
+        const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
+        BlockLSTMInputs in{.seq_len_max = c.S,
+                           .x = x,
+                           .cs_prev = cs0,
+                           .h_prev = h0,
+                           .w = w,
+                           .wci = wci,
+                           .wcf = wcf,
+                           .wco = wco,
+                           .b = b,
+                           .seq_lengths = lv};
+        BlockLSTMResult want =
+            v2 ? block_lstm_v2(in, {.cell_clip = 0.0, .use_peephole = false})
+               : block_lstm(in, {.forget_bias = 0.7, .cell_clip = 0.8, .use_peephole = true});
+        const Shape tbh{c.T, c.B, kH};
+        Tensor got[7];
+        for (auto& g : got) g = poisoned(dt, tbh);
+        layer.forward({.seq_len_max = c.S, .x = x, .cs_prev = cs0, .h_prev = h0, .seq_lengths = lv},
+                      {got[0].mutable_view(), got[1].mutable_view(), got[2].mutable_view(),
+                       got[3].mutable_view(), got[4].mutable_view(), got[5].mutable_view(),
+                       got[6].mutable_view()});
+        const Tensor* w7[7] = {&want.i, &want.cs, &want.f, &want.o, &want.ci, &want.co, &want.h};
+        for (int k = 0; k < 7; ++k) EXPECT_TRUE(bitwise(got[k], *w7[k])) << k << " T=" << c.T;
+
+        const Tensor csg = random_tensor(dt, tbh, rng), hg = random_tensor(dt, tbh, rng);
+        BlockLSTMGradInputs gin{.seq_len_max = c.S,
+                                .x = x,
+                                .cs_prev = cs0,
+                                .h_prev = h0,
+                                .w = w,
+                                .wci = wci,
+                                .wcf = wcf,
+                                .wco = wco,
+                                .b = b,
+                                .i = want.i,
+                                .cs = want.cs,
+                                .f = want.f,
+                                .o = want.o,
+                                .ci = want.ci,
+                                .co = want.co,
+                                .h = want.h,
+                                .cs_grad = csg,
+                                .h_grad = hg,
+                                .seq_lengths = lv};
+        BlockLSTMGradResult gw = v2 ? block_lstm_grad_v2(gin, false) : block_lstm_grad(gin, true);
+        Tensor gx = poisoned(dt, x.shape()), gcs = poisoned(dt, {c.B, kH}),
+               gh = poisoned(dt, {c.B, kH}), gwt = poisoned(dt, w.shape()),
+               gci = poisoned(dt, {kH}), gcf = poisoned(dt, {kH}), gco = poisoned(dt, {kH}),
+               gb = poisoned(dt, b.shape());
+        // Half the calls on a caller's workspace.
+        std::vector<double> ws((layer.workspace_bytes(c.T, c.B) + 7) / 8 + 1);
+        const LayerWorkspace lw =
+            round == 1 ? LayerWorkspace{ws.data(), ws.size() * 8} : LayerWorkspace{};
+        layer.backward(
+            {.seq_len_max = c.S,
+             .x = x,
+             .cs_prev = cs0,
+             .h_prev = h0,
+             .i = want.i,
+             .cs = want.cs,
+             .f = want.f,
+             .o = want.o,
+             .ci = want.ci,
+             .co = want.co,
+             .h = want.h,
+             .cs_grad = csg,
+             .h_grad = hg,
+             .seq_lengths = lv},
+            {gx.mutable_view(), gcs.mutable_view(), gh.mutable_view(), gwt.mutable_view(),
+             gci.mutable_view(), gcf.mutable_view(), gco.mutable_view(), gb.mutable_view()},
+            lw);
+        EXPECT_TRUE(bitwise(gx, gw.x_grad));
+        EXPECT_TRUE(bitwise(gcs, gw.cs_prev_grad));
+        EXPECT_TRUE(bitwise(gh, gw.h_prev_grad));
+        EXPECT_TRUE(bitwise(gwt, gw.w_grad));
+        EXPECT_TRUE(bitwise(gci, gw.wci_grad));
+        EXPECT_TRUE(bitwise(gcf, gw.wcf_grad));
+        EXPECT_TRUE(bitwise(gco, gw.wco_grad));
+        EXPECT_TRUE(bitwise(gb, gw.b_grad));
+      }
+    }
+  }
+}
+
+TEST_P(LayerTest, GRUEqualsOneShotOpsBitwise) {
+  const DType dt = GetParam();
+  std::mt19937_64 rng(21);
+  GRULayer layer({.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = 6, .max_batch = 4});
+  const Tensor w_ru = random_tensor(dt, {kI + kH, 2 * kH}, rng),
+               w_c = random_tensor(dt, {kI + kH, kH}, rng), b_ru = random_tensor(dt, {2 * kH}, rng),
+               b_c = random_tensor(dt, {kH}, rng);
+  layer.set_weights(w_ru, w_c, b_ru, b_c);
+  for (const Case& c : kCases) {
+    const Tensor x = random_tensor(dt, {c.T, c.B, kI}, rng), h0 = random_tensor(dt, {c.B, kH}, rng);
+    const Tensor lens = lengths_tensor(c.lengths);
+    const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
+    BlockGRUResult want = block_gru({.seq_len_max = c.S,
+                                     .x = x,
+                                     .h_prev = h0,
+                                     .w_ru = w_ru,
+                                     .w_c = w_c,
+                                     .b_ru = b_ru,
+                                     .b_c = b_c,
+                                     .seq_lengths = lv});
+    const Shape tbh{c.T, c.B, kH};
+    Tensor r = poisoned(dt, tbh), u = poisoned(dt, tbh), cc = poisoned(dt, tbh),
+           h = poisoned(dt, tbh);
+    layer.forward({.seq_len_max = c.S, .x = x, .h_prev = h0, .seq_lengths = lv},
+                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), h.mutable_view()});
+    EXPECT_TRUE(bitwise(r, want.r));
+    EXPECT_TRUE(bitwise(u, want.u));
+    EXPECT_TRUE(bitwise(cc, want.c));
+    EXPECT_TRUE(bitwise(h, want.h));
+    const Tensor hg = random_tensor(dt, tbh, rng);
+    BlockGRUGradResult gw = block_gru_grad({.seq_len_max = c.S,
+                                            .x = x,
+                                            .h_prev = h0,
+                                            .w_ru = w_ru,
+                                            .w_c = w_c,
+                                            .b_ru = b_ru,
+                                            .b_c = b_c,
+                                            .r = want.r,
+                                            .u = want.u,
+                                            .c = want.c,
+                                            .h = want.h,
+                                            .h_grad = hg,
+                                            .seq_lengths = lv});
+    Tensor gx = poisoned(dt, x.shape()), gh = poisoned(dt, {c.B, kH}),
+           gru = poisoned(dt, w_ru.shape()), gc = poisoned(dt, w_c.shape()),
+           gbru = poisoned(dt, b_ru.shape()), gbc = poisoned(dt, b_c.shape());
+    layer.backward({.seq_len_max = c.S,
+                    .x = x,
+                    .h_prev = h0,
+                    .r = want.r,
+                    .u = want.u,
+                    .c = want.c,
+                    .h = want.h,
+                    .h_grad = hg,
+                    .seq_lengths = lv},
+                   {gx.mutable_view(), gh.mutable_view(), gru.mutable_view(), gc.mutable_view(),
+                    gbru.mutable_view(), gbc.mutable_view()});
+    EXPECT_TRUE(bitwise(gx, gw.x_grad));
+    EXPECT_TRUE(bitwise(gh, gw.h_prev_grad));
+    EXPECT_TRUE(bitwise(gru, gw.w_ru_grad));
+    EXPECT_TRUE(bitwise(gc, gw.w_c_grad));
+    EXPECT_TRUE(bitwise(gbru, gw.b_ru_grad));
+    EXPECT_TRUE(bitwise(gbc, gw.b_c_grad));
+  }
+}
+
+TEST_P(LayerTest, GRUResetAfterEqualsOneShotOpsBitwise) {
+  const DType dt = GetParam();
+  std::mt19937_64 rng(31);
+  GRUResetAfterLayer layer(
+      {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = 6, .max_batch = 4});
+  const Tensor w_i = random_tensor(dt, {kI, 3 * kH}, rng),
+               w_h = random_tensor(dt, {kH, 3 * kH}, rng), b_i = random_tensor(dt, {3 * kH}, rng),
+               b_h = random_tensor(dt, {3 * kH}, rng);
+  layer.set_weights(w_i, w_h, b_i, b_h);
+  for (const Case& c : kCases) {
+    const Tensor x = random_tensor(dt, {c.T, c.B, kI}, rng), h0 = random_tensor(dt, {c.B, kH}, rng);
+    const Tensor lens = lengths_tensor(c.lengths);
+    const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
+    const std::int64_t S = c.S.value_or(c.T);
+    BlockGRUResetAfterResult want = block_gru_reset_after({.seq_len_max = S,
+                                                           .x = x,
+                                                           .h_prev = h0,
+                                                           .w_i = w_i,
+                                                           .w_h = w_h,
+                                                           .b_i = b_i,
+                                                           .b_h = b_h,
+                                                           .seq_lengths = lv});
+    const Shape tbh{c.T, c.B, kH};
+    Tensor o[5];
+    for (auto& t : o) t = poisoned(dt, tbh);
+    layer.forward({.seq_len_max = c.S, .x = x, .h_prev = h0, .seq_lengths = lv},
+                  {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                   o[3].mutable_view(), o[4].mutable_view()});
+    const Tensor* w5[5] = {&want.r, &want.u, &want.n, &want.hn, &want.h};
+    for (int k = 0; k < 5; ++k) EXPECT_TRUE(bitwise(o[k], *w5[k])) << k;
+    const Tensor hg = random_tensor(dt, tbh, rng);
+    BlockGRUResetAfterGradResult gw = block_gru_reset_after_grad({.seq_len_max = S,
+                                                                  .x = x,
+                                                                  .h_prev = h0,
+                                                                  .w_i = w_i,
+                                                                  .w_h = w_h,
+                                                                  .b_i = b_i,
+                                                                  .b_h = b_h,
+                                                                  .r = want.r,
+                                                                  .u = want.u,
+                                                                  .n = want.n,
+                                                                  .hn = want.hn,
+                                                                  .h = want.h,
+                                                                  .h_grad = hg,
+                                                                  .seq_lengths = lv});
+    Tensor gx = poisoned(dt, x.shape()), gh = poisoned(dt, {c.B, kH}),
+           gwi = poisoned(dt, w_i.shape()), gwh = poisoned(dt, w_h.shape()),
+           gbi = poisoned(dt, b_i.shape()), gbh = poisoned(dt, b_h.shape());
+    layer.backward({.seq_len_max = c.S,
+                    .x = x,
+                    .h_prev = h0,
+                    .r = want.r,
+                    .u = want.u,
+                    .n = want.n,
+                    .hn = want.hn,
+                    .h = want.h,
+                    .h_grad = hg,
+                    .seq_lengths = lv},
+                   {gx.mutable_view(), gh.mutable_view(), gwi.mutable_view(), gwh.mutable_view(),
+                    gbi.mutable_view(), gbh.mutable_view()});
+    EXPECT_TRUE(bitwise(gx, gw.x_grad));
+    EXPECT_TRUE(bitwise(gh, gw.h_prev_grad));
+    EXPECT_TRUE(bitwise(gwi, gw.w_i_grad));
+    EXPECT_TRUE(bitwise(gwh, gw.w_h_grad));
+    EXPECT_TRUE(bitwise(gbi, gw.b_i_grad));
+    EXPECT_TRUE(bitwise(gbh, gw.b_h_grad));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LayerTest, ::testing::Values(DType::kFloat32, DType::kFloat64));
+
+TEST(Layer, ValidationNamesTheLayerAndTheArgument) {
+  expect_invalid([] { GRULayer l({.input_size = 3, .hidden_size = 0}); },
+                 "GRULayer.create: hidden_size must be >= 1");
+  expect_invalid(
+      [] { LSTMLayer l({.input_size = 3, .hidden_size = 2}, {.v2 = true, .forget_bias = 1.0}); },
+      "LSTMLayer(V2).create: forget_bias");
+  EXPECT_THROW(GRULayer({.input_size = 3, .hidden_size = 2, .dtype = DType::kFloat16}), Error);
+  GRULayer layer({.input_size = 3, .hidden_size = 2, .max_time = 4, .max_batch = 2});
+  const Tensor x(DType::kFloat32, {5, 2, 3}), h0(DType::kFloat32, {2, 2});
+  Tensor o(DType::kFloat32, {5, 2, 2});
+  const BlockGRUOutputs out{o.mutable_view(), o.mutable_view(), o.mutable_view(), o.mutable_view()};
+  expect_invalid([&] { layer.forward({.x = x, .h_prev = h0}, out); },
+                 "GRULayer.forward: set_weights has not been called");
+  expect_invalid(
+      [&] {
+        layer.set_weights(Tensor(DType::kFloat32, {5, 5}), {}, {}, {});
+      },
+      "GRULayer.set_weights: w_ru must have shape [5, 4]");
+  const Tensor w_ru(DType::kFloat32, {5, 4}), w_c(DType::kFloat32, {5, 2}),
+      b_ru(DType::kFloat32, {4}), b_c(DType::kFloat32, {2});
+  layer.set_weights(w_ru, w_c, b_ru, b_c);
+  expect_invalid([&] { layer.forward({.x = x, .h_prev = h0}, out); }, "max_time");
+  const Tensor x4(DType::kFloat32, {4, 2, 3});
+  Tensor o4(DType::kFloat32, {4, 2, 2});
+  const BlockGRUOutputs out4{o4.mutable_view(), o4.mutable_view(), o4.mutable_view(),
+                             o4.mutable_view()};
+  expect_invalid([&] { layer.forward({.x = x4, .h_prev = x4}, out4); },
+                 "GRULayer.forward: h_prev must have shape [2, 2]");
+  const Tensor bad = lengths_tensor({1, 9});
+  expect_invalid([&] { layer.forward({.x = x4, .h_prev = h0, .seq_lengths = bad}, out4); },
+                 "seq_lengths[1] = 9");
+  GRULayer mine(
+      {.input_size = 3, .hidden_size = 2, .max_time = 4, .max_batch = 2, .caller_workspace = true});
+  mine.set_weights(w_ru, w_c, b_ru, b_c);
+  expect_invalid([&] { mine.forward({.x = x4, .h_prev = h0}, out4); }, "caller_workspace");
+  std::vector<float> small(4);
+  expect_invalid(
+      [&] {
+        mine.forward({.x = x4, .h_prev = h0}, out4, {small.data(), 16});
+      },
+      "workspace");
+}
+
+// ---- RNN ---------------------------------------------------------------------------------------
+
+struct StackCase {
+  RNNMode mode;
+  std::int64_t layers;
+  bool bidirectional;
+  bool dropout;
+  std::vector<std::int64_t> lengths;  // empty: none
+};
+
+// The stack's parameters of (l, d), random, in set_weights' order.
+std::vector<Tensor> random_params(RNNMode mode, std::int64_t I, std::int64_t H,
+                                  std::mt19937_64& rng) {
+  const DType dt = DType::kFloat64;
+  switch (mode) {
+    case RNNMode::kLSTM:
+    case RNNMode::kLSTMV2: {
+      std::vector<Tensor> p;
+      p.push_back(random_tensor(dt, {I + H, 4 * H}, rng, -0.5, 0.5));
+      p.push_back(random_tensor(dt, {4 * H}, rng, -0.5, 0.5));
+      for (int k = 0; k < 3; ++k) p.push_back(Tensor(dt, {H}));  // no peepholes: zeros
+      return p;
+    }
+    case RNNMode::kGRU: {
+      std::vector<Tensor> p;
+      p.push_back(random_tensor(dt, {I + H, 2 * H}, rng, -0.5, 0.5));
+      p.push_back(random_tensor(dt, {I + H, H}, rng, -0.5, 0.5));
+      p.push_back(random_tensor(dt, {2 * H}, rng, -0.5, 0.5));
+      p.push_back(random_tensor(dt, {H}, rng, -0.5, 0.5));
+      return p;
+    }
+    case RNNMode::kGRUResetAfter: {
+      std::vector<Tensor> p;
+      p.push_back(random_tensor(dt, {I, 3 * H}, rng, -0.5, 0.5));
+      p.push_back(random_tensor(dt, {H, 3 * H}, rng, -0.5, 0.5));
+      p.push_back(random_tensor(dt, {3 * H}, rng, -0.5, 0.5));
+      p.push_back(random_tensor(dt, {3 * H}, rng, -0.5, 0.5));
+      return p;
+    }
+  }
+  return {};
+}
+
+// One example (batch 1, T = its length) of one layer and direction through the one-shot ops:
+// h [T, 1, H] and the final (h, c).
+struct OneShot {
+  Tensor h, h_n, c_n;
+};
+OneShot one_shot(RNNMode mode, const std::vector<Tensor>& p, const Tensor& x, const Tensor& h0,
+                 const Tensor& c0) {
+  const std::int64_t T = x.shape()[0], H = h0.shape()[1];
+  OneShot r;
+  if (mode == RNNMode::kLSTM || mode == RNNMode::kLSTMV2) {
+    const BlockLSTMInputs in{.x = x, .cs_prev = c0, .h_prev = h0, .w = p[0], .b = p[1]};
+    BlockLSTMResult o = mode == RNNMode::kLSTM ? block_lstm(in) : block_lstm_v2(in);
+    r.h = std::move(o.h);
+    r.c_n = Tensor(DType::kFloat64, {1, H});
+    const double* cs = T > 0 ? o.cs.data_as<double>() + (T - 1) * H : c0.data_as<double>();
+    std::copy(cs, cs + H, r.c_n.data_as<double>());
+  } else if (mode == RNNMode::kGRU) {
+    r.h = block_gru({.x = x, .h_prev = h0, .w_ru = p[0], .w_c = p[1], .b_ru = p[2], .b_c = p[3]}).h;
+  } else {
+    r.h = block_gru_reset_after({.seq_len_max = T,
+                                 .x = x,
+                                 .h_prev = h0,
+                                 .w_i = p[0],
+                                 .w_h = p[1],
+                                 .b_i = p[2],
+                                 .b_h = p[3]})
+              .h;
+  }
+  r.h_n = Tensor(DType::kFloat64, {1, H});
+  const double* h = T > 0 ? r.h.data_as<double>() + (T - 1) * H : h0.data_as<double>();
+  std::copy(h, h + H, r.h_n.data_as<double>());
+  return r;
+}
+
+const StackCase kStackCases[] = {
+    {RNNMode::kLSTMV2, 2, true, true, {4, 2, 0}},
+    {RNNMode::kLSTM, 1, true, false, {}},
+    {RNNMode::kGRU, 2, false, true, {3, 4, 1}},
+    {RNNMode::kGRUResetAfter, 3, true, true, {1, 4, 3}},
+    {RNNMode::kGRUResetAfter, 1, false, false, {}},
+};
+
+class StackTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
+  const StackCase& c = kStackCases[GetParam()];
+  const DType dt = DType::kFloat64;
+  const std::int64_t T = 4, B = 3, I = 3, H = 4, D = c.bidirectional ? 2 : 1, L = c.layers;
+  const bool lstm = c.mode == RNNMode::kLSTM || c.mode == RNNMode::kLSTMV2;
+  std::mt19937_64 rng(41 + GetParam());
+  RNN rnn({.mode = c.mode,
+           .input_size = I,
+           .hidden_size = H,
+           .num_layers = L,
+           .bidirectional = c.bidirectional,
+           .dtype = dt,
+           .max_time = T + 1,
+           .max_batch = B + 1});
+  std::vector<std::vector<Tensor>> params;
+  for (std::int64_t l = 0; l < L; ++l) {
+    for (std::int64_t d = 0; d < D; ++d) {
+      params.push_back(random_params(c.mode, l == 0 ? I : D * H, H, rng));
+    }
+  }
+  auto set_all = [&] {
+    for (std::int64_t ld = 0; ld < L * D; ++ld) {
+      std::vector<TensorView> v(params[ld].begin(), params[ld].end());
+      rnn.set_weights(ld / D, ld % D, v);
+    }
+  };
+  set_all();
+  Tensor x = random_tensor(dt, {T, B, I}, rng), h0 = random_tensor(dt, {L * D, B, H}, rng),
+         c0 = random_tensor(dt, {L * D, B, H}, rng);
+  Tensor mask(dt, {std::max<std::int64_t>(L - 1, 0), T, B, D * H});
+  std::bernoulli_distribution keep(0.7);
+  for (std::int64_t e = 0; e < mask.num_elements(); ++e) {
+    mask.data_as<double>()[e] = keep(rng) ? 1.0 / 0.7 : 0.0;
+  }
+  const Tensor lens = lengths_tensor(c.lengths);
+  const RNNInputs in{.x = x,
+                     .h0 = h0,
+                     .c0 = lstm ? c0.view() : TensorView(),
+                     .seq_lengths = c.lengths.empty() ? TensorView() : lens.view(),
+                     .dropout_mask = c.dropout && L > 1 ? mask.view() : TensorView()};
+  Tensor y = poisoned(dt, {T, B, D * H}), h_n = poisoned(dt, {L * D, B, H}),
+         c_n = poisoned(dt, {L * D, B, H});
+  // On a caller's reserve: another forward call (on the RNN's own) may come before its backward.
+  Tensor reserve(dt, {rnn.reserve_elems(T, B)});
+  rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()},
+              reserve.mutable_view());
+  {
+    const Tensor x2 = random_tensor(dt, {T, B, I}, rng);
+    RNNInputs in2 = in;
+    in2.x = x2;
+    Tensor y2(dt, y.shape()), h2(dt, h_n.shape()), c2(dt, c_n.shape());
+    rnn.forward(in2, {y2.mutable_view(), h2.mutable_view(), c2.mutable_view()});
+  }
+
+  // The oracle: each example alone, T = its length, layer by layer with one-shot ops.
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t Lb = c.lengths.empty() ? T : c.lengths[b];
+    Tensor in_l(dt, {Lb, 1, I});
+    for (std::int64_t t = 0; t < Lb; ++t) {
+      std::copy_n(x.data_as<double>() + (t * B + b) * I, I, in_l.data_as<double>() + t * I);
+    }
+    for (std::int64_t l = 0; l < L; ++l) {
+      const std::int64_t F = l == 0 ? I : D * H;
+      Tensor y_l(dt, {Lb, 1, D * H});
+      for (std::int64_t d = 0; d < D; ++d) {
+        const std::int64_t ld = l * D + d;
+        Tensor xs(dt, {Lb, 1, F});
+        for (std::int64_t t = 0; t < Lb; ++t) {
+          const std::int64_t ts = d == 1 ? Lb - 1 - t : t;
+          std::copy_n(in_l.data_as<double>() + ts * F, F, xs.data_as<double>() + t * F);
+        }
+        Tensor s0(dt, {1, H}), sc0(dt, {1, H});
+        std::copy_n(h0.data_as<double>() + (ld * B + b) * H, H, s0.data_as<double>());
+        std::copy_n(c0.data_as<double>() + (ld * B + b) * H, H, sc0.data_as<double>());
+        const OneShot o = one_shot(c.mode, params[ld], xs, s0, sc0);
+        for (std::int64_t t = 0; t < Lb; ++t) {
+          const std::int64_t ts = d == 1 ? Lb - 1 - t : t;
+          std::copy_n(o.h.data_as<double>() + ts * H, H, y_l.data_as<double>() + t * D * H + d * H);
+        }
+        EXPECT_EQ(0, std::memcmp(o.h_n.data(), h_n.data_as<double>() + (ld * B + b) * H, H * 8))
+            << "h_n l=" << l << " d=" << d << " b=" << b;
+        if (lstm) {
+          EXPECT_EQ(0, std::memcmp(o.c_n.data(), c_n.data_as<double>() + (ld * B + b) * H, H * 8))
+              << "c_n l=" << l << " d=" << d << " b=" << b;
+        }
+      }
+      if (l + 1 < L) {
+        in_l = Tensor(dt, {Lb, 1, D * H});
+        for (std::int64_t t = 0; t < Lb; ++t) {
+          for (std::int64_t j = 0; j < D * H; ++j) {
+            const double m =
+                c.dropout ? mask.data_as<double>()[((l * T + t) * B + b) * D * H + j] : 1.0;
+            in_l.data_as<double>()[t * D * H + j] = y_l.data_as<double>()[t * D * H + j] * m;
+          }
+        }
+      } else {
+        for (std::int64_t t = 0; t < T; ++t) {
+          const double* got = y.data_as<double>() + (t * B + b) * D * H;
+          for (std::int64_t j = 0; j < D * H; ++j) {
+            const double want = t < Lb ? y_l.data_as<double>()[t * D * H + j] : 0.0;
+            EXPECT_EQ(0, std::memcmp(&want, got + j, 8)) << "y t=" << t << " b=" << b;
+          }
+        }
+      }
+    }
+  }
+
+  // Backward against central differences of loss = Σ y⊙gy + Σ h_n⊙ghn + Σ c_n⊙gcn.
+  const Tensor gy = random_tensor(dt, y.shape(), rng), ghn = random_tensor(dt, h_n.shape(), rng),
+               gcn = random_tensor(dt, c_n.shape(), rng);
+  Tensor gx = poisoned(dt, x.shape()), gh0 = poisoned(dt, h0.shape()),
+         gc0 = poisoned(dt, c0.shape());
+  std::vector<Tensor> gp;
+  for (const auto& pl : params) {
+    for (const auto& p : pl) gp.push_back(poisoned(dt, p.shape()));
+  }
+  std::vector<MutableTensorView> gpv;
+  for (auto& g : gp) gpv.push_back(g.mutable_view());
+  rnn.backward(in, {gy, ghn, lstm ? gcn.view() : TensorView()},
+               {gx.mutable_view(), gh0.mutable_view(), gc0.mutable_view(), gpv}, reserve);
+  // Every gradient element is written (the outputs were NaN-poisoned; central differences
+  // alone would not see a NaN).
+  auto all_finite = [](const Tensor& t) {
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) {
+      if (!std::isfinite(get(t, e))) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(all_finite(gx));
+  EXPECT_TRUE(all_finite(gh0));
+  if (lstm) EXPECT_TRUE(all_finite(gc0));
+  for (const Tensor& g : gp) EXPECT_TRUE(all_finite(g));
+  auto loss = [&] {
+    Tensor yy(dt, y.shape()), hh(dt, h_n.shape()), cc(dt, c_n.shape());
+    rnn.forward(in, {yy.mutable_view(), hh.mutable_view(), cc.mutable_view()});
+    double s = 0;
+    for (std::int64_t e = 0; e < yy.num_elements(); ++e) s += get(yy, e) * get(gy, e);
+    for (std::int64_t e = 0; e < hh.num_elements(); ++e) s += get(hh, e) * get(ghn, e);
+    if (lstm) {
+      for (std::int64_t e = 0; e < cc.num_elements(); ++e) s += get(cc, e) * get(gcn, e);
+    }
+    return s;
+  };
+  EXPECT_TRUE(finite_difference(x, gx, loss).within(1e-6));
+  EXPECT_TRUE(finite_difference(h0, gh0, loss).within(1e-6));
+  if (lstm) EXPECT_TRUE(finite_difference(c0, gc0, loss).within(1e-6));
+  std::size_t k = 0;
+  for (std::int64_t ld = 0; ld < L * D; ++ld) {
+    for (std::size_t q = 0; q < params[ld].size(); ++q, ++k) {
+      if (lstm && q >= 2) continue;  // peepholes are off: their gradients are not the loss's
+      auto loss_set = [&] {
+        set_all();
+        return loss();
+      };
+      EXPECT_TRUE(finite_difference(params[ld][q], gp[k], loss_set).within(1e-6))
+          << "param " << q << " of (l, d) " << ld;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StackTest, ::testing::Range(0, 5));
+
+TEST(RNN, OneLayerEqualsTheOpAndValidates) {
+  std::mt19937_64 rng(5);
+  const DType dt = DType::kFloat32;
+  const std::int64_t T = 3, B = 2, I = 4, H = 5;
+  RNN rnn({.mode = RNNMode::kLSTMV2,
+           .input_size = I,
+           .hidden_size = H,
+           .dtype = dt,
+           .max_time = T,
+           .max_batch = B});
+  const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
+  const TensorView p[2] = {w, b};
+  rnn.set_weights(0, 0, p);
+  const Tensor x = random_tensor(dt, {T, B, I}, rng);
+  Tensor y(dt, {T, B, H}), hn(dt, {1, B, H}), cn(dt, {1, B, H});
+  rnn.forward({.x = x}, {y.mutable_view(), hn.mutable_view(), cn.mutable_view()});
+  const Tensor z(dt, {B, H});
+  const BlockLSTMResult want = block_lstm_v2({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b});
+  EXPECT_TRUE(bitwise(y, want.h));
+  expect_invalid([&] { rnn.set_weights(1, 0, p); }, "RNN.set_weights: (layer, direction)");
+  const Tensor x_big(dt, {T + 1, B, I});
+  Tensor y_big(dt, {T + 1, B, H});
+  expect_invalid(
+      [&] {
+        rnn.forward({.x = x_big}, {y_big.mutable_view(), hn.mutable_view(), cn.mutable_view()});
+      },
+      "RNN.forward: x has shape");
+}
+
+}  // namespace
+}  // namespace blockrnn::testing
