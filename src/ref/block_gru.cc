@@ -27,8 +27,6 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
     using A = BlockGRUFwdArgs<T>;
     return each_example<T>(d, a, block_gru_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.x = s.in(a.x, I);
-      e.h_prev = s.row(a.h_prev, H);
       for (auto f : {&A::r, &A::u, &A::c, &A::h}) e.*f = s.out(a.*f, H);
     });
   }
@@ -49,11 +47,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
     zero<T>({{a.w_ru_grad, K * 2 * H}, {a.w_c_grad, K * H}, {a.b_ru_grad, 2 * H}, {a.b_c_grad, H}});
     using A = BlockGRUBwdArgs<T>;
     return each_example<T>(d, a, block_gru_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.x = s.in(a.x, I);
-      e.h_prev = s.row(a.h_prev, H);
       for (auto f : {&A::r, &A::u, &A::c, &A::h, &A::h_grad}) e.*f = s.in(a.*f, H);
-      e.x_grad = s.out(a.x_grad, I);
-      e.h_prev_grad = s.row(a.h_prev_grad, H);
       e.w_ru_grad = s.summed(a.w_ru_grad, K * 2 * H);
       e.w_c_grad = s.summed(a.w_c_grad, K * H);
       e.b_ru_grad = s.summed(a.b_ru_grad, 2 * H);

@@ -26,8 +26,6 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
     using A = BlockGRUResetAfterFwdArgs<T>;
     return each_example<T>(d, a, block_gru_reset_after_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.x = s.in(a.x, I);
-      e.h_prev = s.row(a.h_prev, H);
       for (auto f : {&A::r, &A::u, &A::n, &A::hn, &A::h}) e.*f = s.out(a.*f, H);
     });
   }
@@ -63,11 +61,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
     zero<T>({{a.w_i_grad, I * H3}, {a.w_h_grad, H * H3}, {a.b_i_grad, H3}, {a.b_h_grad, H3}});
     using A = BlockGRUResetAfterBwdArgs<T>;
     return each_example<T>(d, a, block_gru_reset_after_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.x = s.in(a.x, I);
-      e.h_prev = s.row(a.h_prev, H);
       for (auto f : {&A::r, &A::u, &A::n, &A::hn, &A::h, &A::h_grad}) e.*f = s.in(a.*f, H);
-      e.x_grad = s.out(a.x_grad, I);
-      e.h_prev_grad = s.row(a.h_prev_grad, H);
       e.w_i_grad = s.summed(a.w_i_grad, I * H3);
       e.w_h_grad = s.summed(a.w_h_grad, H * H3);
       e.b_i_grad = s.summed(a.b_i_grad, H3);

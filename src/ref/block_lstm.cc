@@ -28,9 +28,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
     using A = BlockLSTMFwdArgs<T>;
     return each_example<T>(d, a, block_lstm_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.x = s.in(a.x, I);
       e.cs_prev = s.row(a.cs_prev, H);
-      e.h_prev = s.row(a.h_prev, H);
       for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h}) e.*f = s.out(a.*f, H);
     });
   }
@@ -68,15 +66,11 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
     zero<T>({{a.w_grad, K * G}, {a.b_grad, G}, {a.wci_grad, H}, {a.wcf_grad, H}, {a.wco_grad, H}});
     using A = BlockLSTMBwdArgs<T>;
     return each_example<T>(d, a, block_lstm_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.x = s.in(a.x, I);
       e.cs_prev = s.row(a.cs_prev, H);
-      e.h_prev = s.row(a.h_prev, H);
       for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h, &A::cs_grad, &A::h_grad}) {
         e.*f = s.in(a.*f, H);
       }
-      e.x_grad = s.out(a.x_grad, I);
       e.cs_prev_grad = s.row(a.cs_prev_grad, H);
-      e.h_prev_grad = s.row(a.h_prev_grad, H);
       e.w_grad = s.summed(a.w_grad, K * G);
       e.b_grad = s.summed(a.b_grad, G);
       e.wci_grad = s.summed(a.wci_grad, H);

@@ -71,15 +71,22 @@ class ExampleSlices {
   std::vector<Out> outs_, sums_;
 };
 
-// The op `run` on each example alone, in example order: bind(s, e) points the copy e of the
-// arguments at example b's slices s; `run` is called with B = 1 and seq_len_max = its steps.
-// Gradients handed out by s.summed() are summed into arrays the caller zeroed beforehand.
+// The op `run` on each example alone, in example order: the copy e of the arguments gets
+// example b's x and h_prev (and a grad's x_grad and h_prev_grad), bind(s, e) points the op's
+// other arrays at example b's slices s, and `run` is called with B = 1 and seq_len_max = its
+// steps. Gradients handed out by s.summed() are summed into arrays the caller zeroed beforehand.
 template <typename T, typename Dims, typename Args, typename Run, typename Bind>
 void each_example(const Dims& d, const Args& a, Run run, Bind bind) {
   for (std::int64_t b = 0; b < d.B; ++b) {
     const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
     ExampleSlices<T> s(d.T, d.B, b, steps);
     Args e = a;
+    e.x = s.in(a.x, d.I);
+    e.h_prev = s.row(a.h_prev, d.H);
+    if constexpr (requires { a.x_grad; }) {
+      e.x_grad = s.out(a.x_grad, d.I);
+      e.h_prev_grad = s.row(a.h_prev_grad, d.H);
+    }
     bind(s, e);
     run(Dims{d.T, 1, d.I, d.H, steps}, e);
     s.finish();
