@@ -9,6 +9,7 @@
 #include <new>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "blockrnn/context.h"
@@ -87,6 +88,20 @@ Shape checked_shape(const blockrnn_tensor& t, const std::string& where) {
   return Shape::from_dims(t.shape, t.rank);
 }
 
+// Argument `index` of the call (what: "input" or "output"), its dtype and shape checked.
+struct CheckedTensor {
+  std::string where;  // describe()'s
+  DType dtype;
+  Shape shape;
+};
+CheckedTensor checked_tensor(const char* op, const char* what, size_t index,
+                             const std::vector<std::string>& names, const blockrnn_tensor& t) {
+  std::string where = describe(op, what, index, names);
+  const DType dtype = checked_dtype(t.dtype, where);
+  const Shape shape = checked_shape(t, where);
+  return {std::move(where), dtype, shape};
+}
+
 // True when the strides are NULL or those of the dense row-major layout (dimensions of size 1
 // may have any stride; a tensor with no elements is dense).
 bool is_dense(const blockrnn_tensor& t, const Shape& shape) {
@@ -133,10 +148,8 @@ std::vector<TensorView> input_views(const char* op, const OpDef& def, const bloc
   std::vector<TensorView> views;
   views.reserve(num_inputs);
   for (size_t k = 0; k < num_inputs; ++k) {
-    const std::string where = describe(op, "input", k, def.inputs);
     const blockrnn_tensor& t = inputs[k];
-    const DType dtype = checked_dtype(t.dtype, where);
-    const Shape shape = checked_shape(t, where);
+    const auto [where, dtype, shape] = checked_tensor(op, "input", k, def.inputs, t);
     const bool lengths = k < def.inputs.size() && def.inputs[k] == "seq_lengths";
     if (lengths && !is_dense(t, shape) && shape.rank() == 1 && shape.num_elements() > 0 &&
         dtype == DType::kInt64) {
@@ -382,10 +395,8 @@ blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, s
     std::vector<MutableTensorView> outs;
     outs.reserve(num_outputs);
     for (size_t k = 0; k < num_outputs; ++k) {
-      const std::string where = describe(op, "output", k, def.outputs);
       const blockrnn_tensor& t = outputs[k];
-      const DType out_dtype = checked_dtype(t.dtype, where);
-      const Shape shape = checked_shape(t, where);
+      const auto [where, out_dtype, shape] = checked_tensor(op, "output", k, def.outputs, t);
       if (!is_dense(t, shape)) {
         invalid(where +
                 ": outputs must be dense row-major (strides NULL or C-order); got "

@@ -10,6 +10,7 @@
 #include "core/op_impl.h"
 #include "kernel/block_gru.h"
 #include "ops/checks.h"
+#include "ops/fields.h"
 #include "ops/kernel_args.h"
 #include "ops/typed_defaults.h"
 #include "ops/typed_ops.h"
@@ -21,22 +22,15 @@ using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUInputs>;
 using GradIn = SeqInputs<BlockGRUGradInputs>;
-constexpr InputField<In> kInputs[] = {BLOCKRNN_SEQ_LEN_MAX(In),   BLOCKRNN_INPUT(In, x),
-                                      BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w_ru),
-                                      BLOCKRNN_INPUT(In, w_c),    BLOCKRNN_INPUT(In, b_ru),
-                                      BLOCKRNN_INPUT(In, b_c),    BLOCKRNN_SEQ_LENGTHS(In)};
-constexpr InputField<GradIn> kGradInputs[] = {
-    BLOCKRNN_SEQ_LEN_MAX(GradIn), BLOCKRNN_INPUT(GradIn, x),   BLOCKRNN_INPUT(GradIn, h_prev),
-    BLOCKRNN_INPUT(GradIn, w_ru), BLOCKRNN_INPUT(GradIn, w_c), BLOCKRNN_INPUT(GradIn, b_ru),
-    BLOCKRNN_INPUT(GradIn, b_c),  BLOCKRNN_INPUT(GradIn, r),   BLOCKRNN_INPUT(GradIn, u),
-    BLOCKRNN_INPUT(GradIn, c),    BLOCKRNN_INPUT(GradIn, h),   BLOCKRNN_INPUT(GradIn, h_grad),
-    BLOCKRNN_SEQ_LENGTHS(GradIn)};
+constexpr auto kInputs = ops::sequence_rows<In>(ops::kGRUInputs<In>);
+constexpr auto kGradInputs = ops::sequence_rows<GradIn>(
+    ops::kGRUInputs<GradIn>,
+    {BLOCKRNN_INPUT(GradIn, r), BLOCKRNN_INPUT(GradIn, u), BLOCKRNN_INPUT(GradIn, c),
+     BLOCKRNN_INPUT(GradIn, h), BLOCKRNN_INPUT(GradIn, h_grad)});
 
 using Out = BlockGRUOutputs;
 using Res = BlockGRUResult;
-constexpr core::OutputField<Out, Res> kOutputs[] = {
-    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, c),
-    BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr auto& kOutputs = ops::kGRUOutputs<Out, Res>;
 using GradOut = BlockGRUGradOutputs;
 using GradRes = BlockGRUGradResult;
 constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {

@@ -10,6 +10,7 @@
 #include "core/op_impl.h"
 #include "kernel/block_gru_reset_after.h"
 #include "ops/checks.h"
+#include "ops/fields.h"
 #include "ops/kernel_args.h"
 #include "ops/typed_ops.h"
 
@@ -20,16 +21,14 @@ using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUResetAfterInputs>;
 using GradIn = SeqInputs<BlockGRUResetAfterGradInputs>;
-constexpr InputField<In> kInputs[] = {BLOCKRNN_SEQ_LEN_MAX(In),   BLOCKRNN_INPUT(In, x),
-                                      BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w_i),
-                                      BLOCKRNN_INPUT(In, w_h),    BLOCKRNN_INPUT(In, b_i),
-                                      BLOCKRNN_INPUT(In, b_h),    BLOCKRNN_SEQ_LENGTHS(In)};
-constexpr InputField<GradIn> kGradInputs[] = {
-    BLOCKRNN_SEQ_LEN_MAX(GradIn),   BLOCKRNN_INPUT(GradIn, x),   BLOCKRNN_INPUT(GradIn, h_prev),
-    BLOCKRNN_INPUT(GradIn, w_i),    BLOCKRNN_INPUT(GradIn, w_h), BLOCKRNN_INPUT(GradIn, b_i),
-    BLOCKRNN_INPUT(GradIn, b_h),    BLOCKRNN_INPUT(GradIn, r),   BLOCKRNN_INPUT(GradIn, u),
-    BLOCKRNN_INPUT(GradIn, n),      BLOCKRNN_INPUT(GradIn, hn),  BLOCKRNN_INPUT(GradIn, h),
-    BLOCKRNN_INPUT(GradIn, h_grad), BLOCKRNN_SEQ_LENGTHS(GradIn)};
+constexpr auto kInputs = ops::sequence_rows<In>({BLOCKRNN_INPUT(In, x), BLOCKRNN_INPUT(In, h_prev),
+                                                 BLOCKRNN_INPUT(In, w_i), BLOCKRNN_INPUT(In, w_h),
+                                                 BLOCKRNN_INPUT(In, b_i), BLOCKRNN_INPUT(In, b_h)});
+constexpr auto kGradInputs = ops::sequence_rows<GradIn>(
+    {BLOCKRNN_INPUT(GradIn, x), BLOCKRNN_INPUT(GradIn, h_prev), BLOCKRNN_INPUT(GradIn, w_i),
+     BLOCKRNN_INPUT(GradIn, w_h), BLOCKRNN_INPUT(GradIn, b_i), BLOCKRNN_INPUT(GradIn, b_h),
+     BLOCKRNN_INPUT(GradIn, r), BLOCKRNN_INPUT(GradIn, u), BLOCKRNN_INPUT(GradIn, n),
+     BLOCKRNN_INPUT(GradIn, hn), BLOCKRNN_INPUT(GradIn, h), BLOCKRNN_INPUT(GradIn, h_grad)});
 
 using Out = BlockGRUResetAfterOutputs;
 using Res = BlockGRUResetAfterResult;

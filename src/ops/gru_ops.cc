@@ -8,6 +8,7 @@
 #include "core/op_impl.h"
 #include "kernel/gru_cell.h"
 #include "ops/checks.h"
+#include "ops/fields.h"
 #include "ops/kernel_args.h"
 #include "ops/typed_ops.h"
 
@@ -18,20 +19,14 @@ using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = GRUBlockCellInputs;
 using GradIn = GRUBlockCellGradInputs;
-constexpr InputField<GradIn> kGradInputs[] = {
-    BLOCKRNN_INPUT(GradIn, x),   BLOCKRNN_INPUT(GradIn, h_prev), BLOCKRNN_INPUT(GradIn, w_ru),
-    BLOCKRNN_INPUT(GradIn, w_c), BLOCKRNN_INPUT(GradIn, b_ru),   BLOCKRNN_INPUT(GradIn, b_c),
-    BLOCKRNN_INPUT(GradIn, r),   BLOCKRNN_INPUT(GradIn, u),      BLOCKRNN_INPUT(GradIn, c),
-    BLOCKRNN_INPUT(GradIn, d_h)};
-constexpr InputField<In> kInputs[] = {BLOCKRNN_INPUT(In, x),    BLOCKRNN_INPUT(In, h_prev),
-                                      BLOCKRNN_INPUT(In, w_ru), BLOCKRNN_INPUT(In, w_c),
-                                      BLOCKRNN_INPUT(In, b_ru), BLOCKRNN_INPUT(In, b_c)};
+constexpr auto kGradInputs = ops::rows<InputField<GradIn>>(
+    ops::kGRUInputs<GradIn>, {BLOCKRNN_INPUT(GradIn, r), BLOCKRNN_INPUT(GradIn, u),
+                              BLOCKRNN_INPUT(GradIn, c), BLOCKRNN_INPUT(GradIn, d_h)});
+constexpr auto& kInputs = ops::kGRUInputs<In>;
 
 using Out = GRUBlockCellOutputs;
 using Res = GRUBlockCellResult;
-constexpr core::OutputField<Out, Res> kOutputs[] = {
-    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, c),
-    BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr auto& kOutputs = ops::kGRUOutputs<Out, Res>;
 
 using GradOut = GRUBlockCellGradOutputs;
 using GradRes = GRUBlockCellGradResult;

@@ -17,6 +17,7 @@
 #include "core/op_impl.h"
 #include "kernel/lstm_cell.h"
 #include "ops/checks.h"
+#include "ops/fields.h"
 #include "ops/kernel_args.h"
 #include "ops/lstm_attrs.h"
 #include "ops/typed_defaults.h"
@@ -29,24 +30,14 @@ using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = LSTMBlockCellInputs;
 using GradIn = LSTMBlockCellGradInputs;
-constexpr InputField<In> kInputs[] = {BLOCKRNN_INPUT(In, x),      BLOCKRNN_INPUT(In, cs_prev),
-                                      BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w),
-                                      BLOCKRNN_INPUT(In, wci),    BLOCKRNN_INPUT(In, wcf),
-                                      BLOCKRNN_INPUT(In, wco),    BLOCKRNN_INPUT(In, b)};
-constexpr InputField<GradIn> kGradInputs[] = {
-    BLOCKRNN_INPUT(GradIn, x),     BLOCKRNN_INPUT(GradIn, cs_prev), BLOCKRNN_INPUT(GradIn, h_prev),
-    BLOCKRNN_INPUT(GradIn, w),     BLOCKRNN_INPUT(GradIn, wci),     BLOCKRNN_INPUT(GradIn, wcf),
-    BLOCKRNN_INPUT(GradIn, wco),   BLOCKRNN_INPUT(GradIn, b),       BLOCKRNN_INPUT(GradIn, i),
-    BLOCKRNN_INPUT(GradIn, cs),    BLOCKRNN_INPUT(GradIn, f),       BLOCKRNN_INPUT(GradIn, o),
-    BLOCKRNN_INPUT(GradIn, ci),    BLOCKRNN_INPUT(GradIn, co),      BLOCKRNN_INPUT(GradIn, cs_grad),
-    BLOCKRNN_INPUT(GradIn, h_grad)};
+constexpr auto& kInputs = ops::kLSTMInputs<In>;
+constexpr auto kGradInputs = ops::rows<InputField<GradIn>>(
+    ops::kLSTMInputs<GradIn>, ops::kLSTMGates<GradIn>,
+    {BLOCKRNN_INPUT(GradIn, cs_grad), BLOCKRNN_INPUT(GradIn, h_grad)});
 
 using Out = LSTMBlockCellOutputs;
 using Res = LSTMBlockCellResult;
-constexpr core::OutputField<Out, Res> kOutputs[] = {
-    BLOCKRNN_OUTPUT(Out, Res, i), BLOCKRNN_OUTPUT(Out, Res, cs), BLOCKRNN_OUTPUT(Out, Res, f),
-    BLOCKRNN_OUTPUT(Out, Res, o), BLOCKRNN_OUTPUT(Out, Res, ci), BLOCKRNN_OUTPUT(Out, Res, co),
-    BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr auto& kOutputs = ops::kLSTMOutputs<Out, Res>;
 
 using GradOut = LSTMBlockCellGradOutputs;
 using GradRes = LSTMBlockCellGradResult;

@@ -7,40 +7,36 @@
 
 namespace blockrnn::ref {
 
-// C[M,N] = A[M,K]·B[K,N]
+// C[M,N] = Σ_k A(i,k)·B(k,j), with A(i,k) = A[i·a_i + k·a_k] and B(k,j) = B[k·b_k + j·b_j]:
+// the one triple loop behind the three products below.
 template <typename T>
-void matmul(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
+void matmul_strided(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, std::int64_t a_i,
+                    std::int64_t a_k, const T* B, std::int64_t b_k, std::int64_t b_j, T* C) {
   for (std::int64_t i = 0; i < M; ++i) {
     for (std::int64_t j = 0; j < N; ++j) {
       T acc = T(0);
-      for (std::int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
+      for (std::int64_t k = 0; k < K; ++k) acc += A[i * a_i + k * a_k] * B[k * b_k + j * b_j];
       C[i * N + j] = acc;
     }
   }
+}
+
+// C[M,N] = A[M,K]·B[K,N]
+template <typename T>
+void matmul(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
+  matmul_strided(M, N, K, A, K, 1, B, N, 1, C);
 }
 
 // C[M,N] = A[M,K]·B[N,K]ᵀ
 template <typename T>
 void matmul_bt(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
-  for (std::int64_t i = 0; i < M; ++i) {
-    for (std::int64_t j = 0; j < N; ++j) {
-      T acc = T(0);
-      for (std::int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[j * K + k];
-      C[i * N + j] = acc;
-    }
-  }
+  matmul_strided(M, N, K, A, K, 1, B, 1, K, C);
 }
 
 // C[M,N] = A[K,M]ᵀ·B[K,N]
 template <typename T>
 void matmul_at(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
-  for (std::int64_t i = 0; i < M; ++i) {
-    for (std::int64_t j = 0; j < N; ++j) {
-      T acc = T(0);
-      for (std::int64_t k = 0; k < K; ++k) acc += A[k * M + i] * B[k * N + j];
-      C[i * N + j] = acc;
-    }
-  }
+  matmul_strided(M, N, K, A, 1, M, B, N, 1, C);
 }
 
 // out[j] = Σ_r m[r, j] over a [rows, cols] matrix.

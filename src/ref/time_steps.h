@@ -1,0 +1,61 @@
+// The time loops every sequence reference shares (SPEC §7, §8, A6): the forward runs its cell
+// for t = 0 … S−1 and leaves zeros at t ≥ S; the backward runs t = S−1 … 0 and sums each step's
+// parameter gradients in that order, as TensorFlow does. Both poll for cancellation.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "core/cancel.h"
+
+namespace blockrnn::ref {
+
+// step(t) for t = 0 … S−1, then rows t ≥ S of every [T, B·H] output set to 0 (BH = B·H).
+template <typename T, typename Step>
+void forward_steps(const char* op, std::int64_t time, std::int64_t S, std::int64_t BH,
+                   std::initializer_list<T*> outs, Step step) {
+  core::StepPoll poll;
+  for (std::int64_t t = 0; t < S; ++t) {
+    if (poll.due()) core::throw_cancelled(op, t, S);
+    step(t);
+  }
+  for (T* out : outs) std::fill(out + S * BH, out + time * BH, T(0));
+}
+
+// step(t) for t = S−1 … 0.
+template <typename Step>
+void backward_steps(const char* op, std::int64_t S, Step step) {
+  core::StepPoll poll;
+  for (std::int64_t t = S - 1; t >= 0; --t) {
+    if (poll.due()) core::throw_cancelled(op, S - 1 - t, S);
+    step(t);
+  }
+}
+
+// A parameter gradient summed over steps: dst is zeroed, each step's gradient goes to step(),
+// and add() sums it into dst.
+template <typename T>
+class StepSum {
+ public:
+  StepSum(T* dst, std::int64_t n) : dst_(dst), step_(static_cast<std::size_t>(n)) {
+    std::fill(dst, dst + n, T(0));
+  }
+  T* step() { return step_.data(); }
+  void add() {
+    for (std::size_t e = 0; e < step_.size(); ++e) dst_[e] += step_[e];
+  }
+
+ private:
+  T* dst_;
+  std::vector<T> step_;
+};
+
+// dst[0 … n) = 0 for each (dst, n).
+template <typename T>
+void zero(std::initializer_list<std::pair<T*, std::int64_t>> arrays) {
+  for (auto [p, n] : arrays) std::fill(p, p + n, T(0));
+}
+
+}  // namespace blockrnn::ref
