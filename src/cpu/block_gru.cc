@@ -15,15 +15,15 @@
 // product and pass, and meets the others at a barrier after each pass that the next product
 // reads whole (two per step, forward and backward).
 //
-// Backward. The carry d_h_prev lives in the output h_prev_grad. Per step t = S−1 … 0:
-//   pass: d_h = carry + h_grad[t] (in place);  d_c_bar[t], d_u_bar[t]
+// Backward. The carry d_h_prev lives in the output d_h_prev. Per step t = S−1 … 0:
+//   pass: d_h = carry + d_h[t] (in place);  d_c_bar[t], d_u_bar[t]
 //   d_hr = d_c_bar[t]·w_c_hᵀ
 //   pass: d_r_bar[t];  hr[t] = h[t−1]⊙r[t] (kept for d_w_c);  carry = d_hr⊙r + d_h⊙u
 //   carry += d_ru[t]·w_ru_hᵀ
 // After the loop, one GEMM (or a pair over split row blocks) per gradient over all S·B rows, on
 // d_ru and d_c_bar packed once each:
-//   x_grad = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ;  w_ru_grad = [x, h_{t−1}]ᵀ·d_ru;
-//   w_c_grad = [x, hr]ᵀ·d_c_bar;  b_ru_grad, b_c_grad = column sums.
+//   d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ;  d_w_ru = [x, h_{t−1}]ᵀ·d_ru;
+//   d_w_c = [x, hr]ᵀ·d_c_bar;  d_b_ru, d_b_c = column sums.
 // TensorFlow's cell groups d_h_prev as (g + d_hr⊙r) + d_h⊙u; here the recurrent GEMM adds g
 // last (beta = 1), a rounding-level difference (SPEC A7).
 #include <vector>
@@ -133,17 +133,17 @@ void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
 
 // The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
 // the passes on the active rows (inactive rows of d_ru, d_c_bar, hr and the carry are zero) and
-// the products over the step's prefix (or all rows); the parameter gradients and x_grad as
+// the products over the step's prefix (or all rows); the parameter gradients and d_x as
 // products over all S·B rows in place, or, with lengths, over the N active rows compacted.
 template <typename T>
 void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
-  zero(a.x_grad, d.T * B * I);
-  zero(a.h_prev_grad, BH);
-  zero(a.w_ru_grad, K * 2 * H);
-  zero(a.w_c_grad, K * H);
-  zero(a.b_ru_grad, 2 * H);
-  zero(a.b_c_grad, H);
+  zero(a.d_x, d.T * B * I);
+  zero(a.d_h_prev, BH);
+  zero(a.d_w_ru, K * 2 * H);
+  zero(a.d_w_c, K * H);
+  zero(a.d_b_ru, 2 * H);
+  zero(a.d_b_c, H);
   if (S == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t N = act.total();
@@ -160,7 +160,7 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   T* const d_c = ws.slice(1);
   T* const hr = ws.slice(2);
   T* const d_hr = ws.slice(3);
-  T* const carry = a.h_prev_grad;
+  T* const carry = a.d_h_prev;
   const std::int64_t panels = w_c_h_t->panels(), nr = w_c_h_t->panel_width();
   core::TeamStop stop;
   run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
@@ -171,7 +171,7 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
       const T* r_t = a.r + t * BH;
       const T* u_t = a.u + t * BH;
       const T* c_t = a.c + t * BH;
-      const T* hg_t = a.h_grad + t * BH;
+      const T* hg_t = a.d_h + t * BH;
       T* const d_ru_t = d_ru + t * B * R;
       T* const d_c_t = d_c + t * BH;
       T* const hr_t = hr + t * BH;
@@ -221,36 +221,36 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
 
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
-    // x_grad[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
+    // d_x[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
     //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.x_grad, I);
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, a.w_c, H, T(1), a.x_grad, I);
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.d_x, I);
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, a.w_c, H, T(1), a.d_x, I);
     // d_ru and d_c_bar, each packed once for its two weight-gradient products.
     gemm::PackedB<T> d_ru_packed, d_c_packed;
     d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
     d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
-    // w_ru_grad[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
-    gemm<T>(Trans::kYes, I, a.x, I, d_ru_packed, T(0), a.w_ru_grad, 2 * H);
-    // w_ru_grad[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru over two K ranges of the packed d_ru, so the
+    // d_w_ru[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_ru_packed, T(0), a.d_w_ru, 2 * H);
+    // d_w_ru[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru over two K ranges of the packed d_ru, so the
     // previous-h sequence is never copied:
     //   [H, 2H] = [B, H]ᵀ·d_ru[0:B] + [(S−1)·B, H]ᵀ·d_ru[B:]
-    T* const w_ru_grad_h = a.w_ru_grad + I * 2 * H;
+    T* const w_ru_grad_h = a.d_w_ru + I * 2 * H;
     gemm<T>(Trans::kYes, H, a.h_prev, H, d_ru_packed, 0, B, T(0), w_ru_grad_h, 2 * H);
     gemm<T>(Trans::kYes, H, a.h, H, d_ru_packed, B, SB, T(1), w_ru_grad_h, 2 * H);
-    // w_c_grad[0:I] = xᵀ·d_c_bar      [I, H] = [S·B, I]ᵀ·[S·B, H]
-    gemm<T>(Trans::kYes, I, a.x, I, d_c_packed, T(0), a.w_c_grad, H);
-    // w_c_grad[I:] = hrᵀ·d_c_bar      [H, H] = [S·B, H]ᵀ·[S·B, H]
-    gemm<T>(Trans::kYes, H, hr, H, d_c_packed, T(0), a.w_c_grad + I * H, H);
-    // b_ru_grad = Σ_rows d_ru [2H];  b_c_grad = Σ_rows d_c_bar [H]
-    column_sums(SB, 2 * H, d_ru, R, a.b_ru_grad);
-    column_sums(SB, H, d_c, H, a.b_c_grad);
+    // d_w_c[0:I] = xᵀ·d_c_bar      [I, H] = [S·B, I]ᵀ·[S·B, H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_c_packed, T(0), a.d_w_c, H);
+    // d_w_c[I:] = hrᵀ·d_c_bar      [H, H] = [S·B, H]ᵀ·[S·B, H]
+    gemm<T>(Trans::kYes, H, hr, H, d_c_packed, T(0), a.d_w_c + I * H, H);
+    // d_b_ru = Σ_rows d_ru [2H];  d_b_c = Σ_rows d_c_bar [H]
+    column_sums(SB, 2 * H, d_ru, R, a.d_b_ru);
+    column_sums(SB, H, d_c, H, a.d_b_c);
     return;
   }
 
   // The active rows, compacted.
   T* const d_ruc = ws.slice(4);  // [N, 2H] (row stride R)
   T* const d_cc = ws.slice(5);   // [N, H]
-  T* const xc = ws.slice(6);     // [N, I]  x rows, then x_grad rows
+  T* const xc = ws.slice(6);     // [N, I]  x rows, then d_x rows
   T* const hc = ws.slice(7);     // [N, H]  h[t−1]
   T* const hrc = ws.slice(8);    // [N, H]  h[t−1]⊙r[t]
   gather_rows(act.rows, d_ru, R, 2 * H, d_ruc, R);
@@ -267,18 +267,18 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   gemm::PackedB<T> d_ru_packed, d_c_packed;
   d_ru_packed.pack(Trans::kNo, N, 2 * H, d_ruc, R);
   d_c_packed.pack(Trans::kNo, N, H, d_cc, H);
-  gemm<T>(Trans::kYes, I, xc, I, d_ru_packed, T(0), a.w_ru_grad, 2 * H);
-  gemm<T>(Trans::kYes, H, hc, H, d_ru_packed, T(0), a.w_ru_grad + I * 2 * H, 2 * H);
-  gemm<T>(Trans::kYes, I, xc, I, d_c_packed, T(0), a.w_c_grad, H);
-  gemm<T>(Trans::kYes, H, hrc, H, d_c_packed, T(0), a.w_c_grad + I * H, H);
-  column_sums(N, 2 * H, d_ruc, R, a.b_ru_grad);
-  column_sums(N, H, d_cc, H, a.b_c_grad);
-  // x_grad of the active rows, compact (into xc), then scattered.
+  gemm<T>(Trans::kYes, I, xc, I, d_ru_packed, T(0), a.d_w_ru, 2 * H);
+  gemm<T>(Trans::kYes, H, hc, H, d_ru_packed, T(0), a.d_w_ru + I * 2 * H, 2 * H);
+  gemm<T>(Trans::kYes, I, xc, I, d_c_packed, T(0), a.d_w_c, H);
+  gemm<T>(Trans::kYes, H, hrc, H, d_c_packed, T(0), a.d_w_c + I * H, H);
+  column_sums(N, 2 * H, d_ruc, R, a.d_b_ru);
+  column_sums(N, H, d_cc, H, a.d_b_c);
+  // d_x of the active rows, compact (into xc), then scattered.
   gemm<T>(Trans::kNo, Trans::kYes, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, T(0), xc, I);
   gemm<T>(Trans::kNo, Trans::kYes, N, I, H, d_cc, H, a.w_c, H, T(1), xc, I);
   core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      std::copy(xc + r * I, xc + (r + 1) * I, a.x_grad + act.rows[r] * I);
+      std::copy(xc + r * I, xc + (r + 1) * I, a.d_x + act.rows[r] * I);
     }
   });
 }

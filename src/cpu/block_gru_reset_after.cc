@@ -15,13 +15,13 @@
 // all of h[t−1]) and runs the pass on them; one barrier per step, before the next product reads
 // the whole new h.
 //
-// Backward. The carry lives in the output h_prev_grad. Per step t = S−1 … 0:
-//   pass: d_h = carry + h_grad[t];  d_gh[t] = [d_r_bar, d_u_bar, d_hn];  d_n_bar[t];  carry = d_h⊙u
+// Backward. The carry lives in the output d_h_prev. Per step t = S−1 … 0:
+//   pass: d_h = carry + d_h[t];  d_gh[t] = [d_r_bar, d_u_bar, d_hn];  d_n_bar[t];  carry = d_h⊙u
 //   carry += d_gh[t]·w_hᵀ        [B, H] += [B, 3H]·[H, 3H]ᵀ
 // one barrier per step (the product reads every column of d_gh[t]). After the loop, over all S·B
-// rows: w_h_grad = [h_prev; h[0:S−1]]ᵀ·d_gh and b_h_grad = Σ_rows d_gh; then the n block of d_gh
+// rows: d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh and d_b_h = Σ_rows d_gh; then the n block of d_gh
 // is replaced by d_n_bar, which makes it d_gi = [d_r_bar, d_u_bar, d_n_bar]:
-//   x_grad = d_gi·w_iᵀ;  w_i_grad = xᵀ·d_gi;  b_i_grad = Σ_rows d_gi.
+//   d_x = d_gi·w_iᵀ;  d_w_i = xᵀ·d_gi;  d_b_i = Σ_rows d_gi.
 // The reference groups d_h_prev as d_gh·w_hᵀ + d_h⊙u; here the product's chain starts from d_h⊙u
 // (beta = 1), a rounding-level difference (SPEC A7).
 #include <algorithm>
@@ -115,17 +115,17 @@ void forward(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
 
 // The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
 // the pass on the active rows (inactive rows of d_gh, d_n_bar and the carry are zero) and the
-// product over the step's prefix (or all rows); the parameter gradients and x_grad as products
+// product over the step's prefix (or all rows); the parameter gradients and d_x as products
 // over all S·B rows in place, or, with lengths, over the N active rows compacted.
 template <typename T>
 void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  zero(a.x_grad, d.T * B * I);
-  zero(a.h_prev_grad, BH);
-  zero(a.w_i_grad, I * H3);
-  zero(a.w_h_grad, H * H3);
-  zero(a.b_i_grad, H3);
-  zero(a.b_h_grad, H3);
+  zero(a.d_x, d.T * B * I);
+  zero(a.d_h_prev, BH);
+  zero(a.d_w_i, I * H3);
+  zero(a.d_w_h, H * H3);
+  zero(a.d_b_i, H3);
+  zero(a.d_b_h, H3);
   if (S == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t N = act.total();
@@ -136,7 +136,7 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
                   a.workspace);
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
-  T* const carry = a.h_prev_grad;
+  T* const carry = a.d_h_prev;
   const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
   const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   core::TeamStop stop;
@@ -154,7 +154,7 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
             for (std::int64_t n = n0; n < n1; ++n) {
               const std::int64_t o = n * H + j0;
               gru_reset_after_bwd_row(w, H, a.r + s + o, a.u + s + o, a.n + s + o, a.hn + s + o,
-                                      hp + o, a.h_grad + s + o, carry + o, d_g_t + n * R + j0,
+                                      hp + o, a.d_h + s + o, carry + o, d_g_t + n * R + j0,
                                       d_n + s + o);
             }
           },
@@ -177,36 +177,36 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
     {
       gemm::PackedB<T> d_gh_packed;  // d_gh, packed once for its two K ranges
       d_gh_packed.pack(Trans::kNo, SB, H3, d_g, R);
-      // w_h_grad = [h_prev; h[0:S−1]]ᵀ·d_gh over two K ranges of the packed d_gh, so the
+      // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh over two K ranges of the packed d_gh, so the
       // previous-h sequence is never copied:
       //   [H, 3H] = [B, H]ᵀ·d_gh[0:B] + [(S−1)·B, H]ᵀ·d_gh[B:]
-      gemm<T>(Trans::kYes, H, a.h_prev, H, d_gh_packed, 0, B, T(0), a.w_h_grad, H3);
-      gemm<T>(Trans::kYes, H, a.h, H, d_gh_packed, B, SB, T(1), a.w_h_grad, H3);
+      gemm<T>(Trans::kYes, H, a.h_prev, H, d_gh_packed, 0, B, T(0), a.d_w_h, H3);
+      gemm<T>(Trans::kYes, H, a.h, H, d_gh_packed, B, SB, T(1), a.d_w_h, H3);
     }
-    // b_h_grad = Σ_rows d_gh  [3H]
-    column_sums(SB, H3, d_g, R, a.b_h_grad);
+    // d_b_h = Σ_rows d_gh  [3H]
+    column_sums(SB, H3, d_g, R, a.d_b_h);
     // d_gi = d_gh with its n block d_hn replaced by d_n_bar.
     core::parallel_for(SB, H, [&](std::int64_t e0, std::int64_t e1) {
       for (std::int64_t e = e0; e < e1; ++e) {
         std::copy(d_n + e * H, d_n + (e + 1) * H, d_g + e * R + 2 * H);
       }
     });
-    // x_grad[0:S] = d_gi·w_iᵀ      [S·B, I] = [S·B, 3H]·[I, 3H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H3, d_g, R, a.w_i, H3, T(0), a.x_grad, I);
+    // d_x[0:S] = d_gi·w_iᵀ      [S·B, I] = [S·B, 3H]·[I, 3H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H3, d_g, R, a.w_i, H3, T(0), a.d_x, I);
     {
       gemm::PackedB<T> d_gi_packed;
       d_gi_packed.pack(Trans::kNo, SB, H3, d_g, R);
-      // w_i_grad = xᵀ·d_gi      [I, 3H] = [S·B, I]ᵀ·[S·B, 3H]
-      gemm<T>(Trans::kYes, I, a.x, I, d_gi_packed, T(0), a.w_i_grad, H3);
+      // d_w_i = xᵀ·d_gi      [I, 3H] = [S·B, I]ᵀ·[S·B, 3H]
+      gemm<T>(Trans::kYes, I, a.x, I, d_gi_packed, T(0), a.d_w_i, H3);
     }
-    // b_i_grad = Σ_rows d_gi  [3H]
-    column_sums(SB, H3, d_g, R, a.b_i_grad);
+    // d_b_i = Σ_rows d_gi  [3H]
+    column_sums(SB, H3, d_g, R, a.d_b_i);
     return;
   }
 
   T* const d_gc = ws.slice(2);  // [N, 3H] (row stride R)  d_gh of the active rows, then d_gi
   T* const hc = ws.slice(3);    // [N, H]  their h[t−1]
-  T* const xc = ws.slice(4);    // [N, I]  their x, then their x_grad
+  T* const xc = ws.slice(4);    // [N, I]  their x, then their d_x
   gather_rows(act.rows, d_g, R, H3, d_gc, R);
   gather_rows(act.rows, a.x, I, I, xc, I);
   core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
@@ -219,9 +219,9 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   {
     gemm::PackedB<T> d_gh_packed;
     d_gh_packed.pack(Trans::kNo, N, H3, d_gc, R);
-    gemm<T>(Trans::kYes, H, hc, H, d_gh_packed, T(0), a.w_h_grad, H3);
+    gemm<T>(Trans::kYes, H, hc, H, d_gh_packed, T(0), a.d_w_h, H3);
   }
-  column_sums(N, H3, d_gc, R, a.b_h_grad);
+  column_sums(N, H3, d_gc, R, a.d_b_h);
   // d_gi = d_gh with its n block replaced by d_n_bar.
   core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
@@ -232,13 +232,13 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   {
     gemm::PackedB<T> d_gi_packed;
     d_gi_packed.pack(Trans::kNo, N, H3, d_gc, R);
-    gemm<T>(Trans::kYes, I, xc, I, d_gi_packed, T(0), a.w_i_grad, H3);
+    gemm<T>(Trans::kYes, I, xc, I, d_gi_packed, T(0), a.d_w_i, H3);
   }
-  column_sums(N, H3, d_gc, R, a.b_i_grad);
+  column_sums(N, H3, d_gc, R, a.d_b_i);
   gemm<T>(Trans::kNo, Trans::kYes, N, I, H3, d_gc, R, a.w_i, H3, T(0), xc, I);
   core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      std::copy(xc + r * I, xc + (r + 1) * I, a.x_grad + act.rows[r] * I);
+      std::copy(xc + r * I, xc + (r + 1) * I, a.d_x + act.rows[r] * I);
     }
   });
 }

@@ -15,16 +15,16 @@
 //   per step t        own columns of each gate: gates[t] += h[t−1]·w_h      (recurrent GEMM)
 //                     one fused pass on own columns: bias, activations, cs (clipped), co, h
 //                     barrier (step t+1 reads all of h[t])
-// Backward (the carries live in the outputs cs_prev_grad and h_prev_grad):
+// Backward (the carries live in the outputs d_cs_prev and d_h_prev):
 //   per step t = S−1 … 0
-//                     one fused pass on own columns: dh = carry_h + h_grad[t],
-//                     dcs_in = carry_cs + cs_grad[t], dgates[t] (kept for all steps),
+//                     one fused pass on own columns: dh = carry_h + d_h[t],
+//                     dcs_in = carry_cs + d_cs[t], d_gates[t] (kept for all steps),
 //                     carry_cs = dcs⊙f [+ peepholes]
-//                     barrier (the product reads all columns of dgates[t])
-//                     own columns: carry_h = dgates[t]·w_hᵀ                 (recurrent GEMM)
-//   after the loop    x_grad = dgates·w_xᵀ;  w_grad = [x, h_{t−1}]ᵀ·dgates (row blocks, on
-//                     dgates packed once);
-//                     b_grad and the peephole gradients as column reductions over all S·B rows
+//                     barrier (the product reads all columns of d_gates[t])
+//                     own columns: carry_h = d_gates[t]·w_hᵀ                 (recurrent GEMM)
+//   after the loop    d_x = d_gates·w_xᵀ;  d_w = [x, h_{t−1}]ᵀ·d_gates (row blocks, on
+//                     d_gates packed once);
+//                     d_b and the peephole gradients as column reductions over all S·B rows
 //                     (accumulated in double for float: they sum S·B terms)
 // Rounding differs from TensorFlow's per-step [x, h]·w only in GEMM accumulation order
 // (x·w_x and h·w_h are each rounded before they are added), well inside SPEC A7.
@@ -46,14 +46,14 @@ using gemm::Trans;
 namespace {
 
 // Peephole gradients over all S·B rows after the backward loop (SPEC §8.2, summed over steps):
-//   wci_grad = Σ di⊙cs[t−1];  wcf_grad = Σ df⊙cs[t−1];  wco_grad = Σ do⊙cs[t]
+//   d_wci = Σ di⊙cs[t−1];  d_wcf = Σ df⊙cs[t−1];  d_wco = Σ do⊙cs[t]
 // with cs[−1] = cs_prev. Threads split the columns; each column is summed in row order with a
 // double accumulator for float (like column_sums), so the result does not depend on threads.
 template <typename T>
-void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, std::int64_t G,
+void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* d_gates, std::int64_t G,
                     const T* cs_prev, const T* cs, const BlockLSTMBwdArgs<T>& a,
                     const std::int64_t* steps = nullptr) {
-  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max;  // G: row stride of dgates
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max;  // G: row stride of d_gates
   constexpr std::int64_t kChunk = 128;
   const std::int64_t chunks = (H + kChunk - 1) / kChunk;
   core::parallel_for(chunks, 3 * S * B * kChunk, [&](std::int64_t c0, std::int64_t c1) {
@@ -66,7 +66,7 @@ void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, s
       for (std::int64_t t = 0; t < S; ++t) {
         for (std::int64_t b = 0; b < B; ++b) {
           if (steps != nullptr && t >= steps[b]) continue;  // seq_lengths: not a step of b
-          const T* dg = dgates + (t * B + b) * G + j0;
+          const T* dg = d_gates + (t * B + b) * G + j0;
           const T* csp = (t == 0 ? cs_prev : cs + (t - 1) * B * H) + b * H + j0;
           const T* cst = cs + (t * B + b) * H + j0;
           for (std::int64_t j = 0; j < n; ++j) {
@@ -77,9 +77,9 @@ void peephole_grads(const BlockLSTMDims& d, LSTMGateBlocks g, const T* dgates, s
         }
       }
       for (std::int64_t j = 0; j < n; ++j) {
-        a.wci_grad[j0 + j] = static_cast<T>(ai[j]);
-        a.wcf_grad[j0 + j] = static_cast<T>(af[j]);
-        a.wco_grad[j0 + j] = static_cast<T>(ao[j]);
+        a.d_wci[j0 + j] = static_cast<T>(ai[j]);
+        a.d_wcf[j0 + j] = static_cast<T>(af[j]);
+        a.d_wco[j0 + j] = static_cast<T>(ao[j]);
       }
     }
   });
@@ -182,20 +182,20 @@ void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
 }
 
 // The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
-// each step's pass on its active rows (inactive rows of dgates and of the carries are zero);
+// each step's pass on its active rows (inactive rows of d_gates and of the carries are zero);
 // after the loop the weight gradients as products over all S·B rows in place, or, with
-// lengths, over the N active rows compacted: dgates, x and h[t−1] gathered by row.
+// lengths, over the N active rows compacted: d_gates, x and h[t−1] gathered by row.
 template <typename T>
 void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
-  zero(a.x_grad, d.T * B * I);
-  zero(a.cs_prev_grad, BH);
-  zero(a.h_prev_grad, BH);
-  zero(a.wci_grad, H);
-  zero(a.wcf_grad, H);
-  zero(a.wco_grad, H);
-  zero(a.w_grad, K * G);
-  zero(a.b_grad, G);
+  zero(a.d_x, d.T * B * I);
+  zero(a.d_cs_prev, BH);
+  zero(a.d_h_prev, BH);
+  zero(a.d_wci, H);
+  zero(a.d_wcf, H);
+  zero(a.d_wco, H);
+  zero(a.d_w, K * G);
+  zero(a.d_b, G);
   if (S == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t N = act.total();
@@ -203,14 +203,14 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t Gp = padded_ld(G);
   const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
   Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, Nc * Gp, Nc * I, Nc * H}, a.workspace);
-  T* const dgates = ws.slice(0);
-  T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  dgates of the active rows
-  T* const xc = ws.slice(2);   // [N, I]  their x rows, then their x_grad rows
+  T* const d_gates = ws.slice(0);
+  T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  d_gates of the active rows
+  T* const xc = ws.slice(2);   // [N, I]  their x rows, then their d_x rows
   T* const hc = ws.slice(3);   // [N, H]  their h[t−1] rows (h_prev at t = 0)
   const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
   const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
-  T* const carry_cs = a.cs_prev_grad;
-  T* const carry_h = a.h_prev_grad;
+  T* const carry_cs = a.d_cs_prev;
+  T* const carry_h = a.d_h_prev;
   LSTMBwdParams<T> p;
   p.H = H;
   p.layout = a.layout;
@@ -223,7 +223,7 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
     const UnitSplit u = unit_split(panels, nr, H, id, nt);
     for (std::int64_t t = S - 1; t >= 0; --t) {
       const std::int64_t o = t * BH;
-      T* const dgates_t = dgates + t * B * Gp;
+      T* const d_gates_t = d_gates + t * B * Gp;
       const LSTMBwdStep<T> step{
           .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
           .i = a.i + o,
@@ -232,13 +232,13 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
           .o = a.o + o,
           .ci = a.ci + o,
           .co = a.co + o,
-          .cs_grad = a.cs_grad + o,
-          .h_grad = a.h_grad + o,
+          .d_cs = a.d_cs + o,
+          .d_h = a.d_h + o,
           .cs_grad_carry = carry_cs,
           .h_grad_carry = carry_h,
-          .dgates = dgates_t,
-          .cs_prev_grad = carry_cs,
-          .dgates_ld = Gp,
+          .d_gates = d_gates_t,
+          .d_cs_prev = carry_cs,
+          .d_gates_ld = Gp,
       };
       act.for_rows(
           t,
@@ -248,15 +248,15 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
           [&](std::int64_t n) {
             // Not a step of example n: no gradient enters or leaves it (carries stay zero).
             for (std::int64_t q = 0; q < 4; ++q)
-              zero(dgates_t + n * Gp + q * H + u.j0, u.j1 - u.j0);
+              zero(d_gates_t + n * Gp + q * H + u.j0, u.j1 - u.j0);
             zero(carry_cs + n * H + u.j0, u.j1 - u.j0);
           });
       stop.poll(id, S - 1 - t);
 #pragma omp barrier
       if (stop.stop_after(S - 1 - t)) break;
-      // carry_h = dgates[t]·w_hᵀ over the step's rows (prefix: rows past it stay zero, as no
+      // carry_h = d_gates[t]·w_hᵀ over the step's rows (prefix: rows past it stay zero, as no
       // later step had them active either)
-      gemm::gemm_panels(act.gemm_rows(t), dgates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
+      gemm::gemm_panels(act.gemm_rows(t), d_gates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
   if (stop.stopped())
@@ -264,28 +264,28 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
 
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
-    // x_grad[0:S] = dgates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, dgates, Gp, a.w, G, T(0), a.x_grad, I);
-    // dgates [S·B, 4H], packed once for both weight-gradient products.
-    gemm::PackedB<T> dgates_packed;
-    dgates_packed.pack(Trans::kNo, SB, G, dgates, Gp);
-    // w_grad[0:I] = xᵀ·dgates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
-    gemm<T>(Trans::kYes, I, a.x, I, dgates_packed, T(0), a.w_grad, G);
-    // w_grad[I:] = [h_prev; h[0:S−1]]ᵀ·dgates over two K ranges of the packed dgates, so the
+    // d_x[0:S] = d_gates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, d_gates, Gp, a.w, G, T(0), a.d_x, I);
+    // d_gates [S·B, 4H], packed once for both weight-gradient products.
+    gemm::PackedB<T> d_gates_packed;
+    d_gates_packed.pack(Trans::kNo, SB, G, d_gates, Gp);
+    // d_w[0:I] = xᵀ·d_gates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
+    gemm<T>(Trans::kYes, I, a.x, I, d_gates_packed, T(0), a.d_w, G);
+    // d_w[I:] = [h_prev; h[0:S−1]]ᵀ·d_gates over two K ranges of the packed d_gates, so the
     // previous-h sequence is never copied:
-    //   [H, 4H] = [B, H]ᵀ·dgates[0:B] + [(S−1)·B, H]ᵀ·dgates[B:]
-    T* const w_grad_h = a.w_grad + I * G;
-    gemm<T>(Trans::kYes, H, a.h_prev, H, dgates_packed, 0, B, T(0), w_grad_h, G);
-    gemm<T>(Trans::kYes, H, a.h, H, dgates_packed, B, SB, T(1), w_grad_h, G);
-    // b_grad = Σ over all S·B rows of dgates      [4H]
-    column_sums(SB, G, dgates, Gp, a.b_grad);
+    //   [H, 4H] = [B, H]ᵀ·d_gates[0:B] + [(S−1)·B, H]ᵀ·d_gates[B:]
+    T* const w_grad_h = a.d_w + I * G;
+    gemm<T>(Trans::kYes, H, a.h_prev, H, d_gates_packed, 0, B, T(0), w_grad_h, G);
+    gemm<T>(Trans::kYes, H, a.h, H, d_gates_packed, B, SB, T(1), w_grad_h, G);
+    // d_b = Σ over all S·B rows of d_gates      [4H]
+    column_sums(SB, G, d_gates, Gp, a.d_b);
     if (a.use_peephole)
-      peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a);
+      peephole_grads(d, lstm_gate_blocks(a.layout), d_gates, Gp, a.cs_prev, a.cs, a);
     return;
   }
 
-  // The active rows, compacted: dgates, x, h[t−1].
-  gather_rows(act.rows, dgates, Gp, G, dgc, Gp);
+  // The active rows, compacted: d_gates, x, h[t−1].
+  gather_rows(act.rows, d_gates, Gp, G, dgc, Gp);
   gather_rows(act.rows, a.x, I, I, xc, I);
   core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
@@ -294,20 +294,20 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
       std::copy(src, src + H, hc + r * H);
     }
   });
-  gemm::PackedB<T> dgates_packed;
-  dgates_packed.pack(Trans::kNo, N, G, dgc, Gp);
-  // w_grad = [x, h_{t−1}]ᵀ·dgates over the active rows
-  gemm<T>(Trans::kYes, I, xc, I, dgates_packed, T(0), a.w_grad, G);
-  gemm<T>(Trans::kYes, H, hc, H, dgates_packed, T(0), a.w_grad + I * G, G);
-  column_sums(N, G, dgc, Gp, a.b_grad);
+  gemm::PackedB<T> d_gates_packed;
+  d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
+  // d_w = [x, h_{t−1}]ᵀ·d_gates over the active rows
+  gemm<T>(Trans::kYes, I, xc, I, d_gates_packed, T(0), a.d_w, G);
+  gemm<T>(Trans::kYes, H, hc, H, d_gates_packed, T(0), a.d_w + I * G, G);
+  column_sums(N, G, dgc, Gp, a.d_b);
   if (a.use_peephole) {
-    peephole_grads(d, lstm_gate_blocks(a.layout), dgates, Gp, a.cs_prev, a.cs, a, act.steps.data());
+    peephole_grads(d, lstm_gate_blocks(a.layout), d_gates, Gp, a.cs_prev, a.cs, a, act.steps.data());
   }
-  // x_grad of the active rows = dgates·w_xᵀ, computed compact (into xc) and scattered.
+  // d_x of the active rows = d_gates·w_xᵀ, computed compact (into xc) and scattered.
   gemm<T>(Trans::kNo, Trans::kYes, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
   core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      std::copy(xc + r * I, xc + (r + 1) * I, a.x_grad + act.rows[r] * I);
+      std::copy(xc + r * I, xc + (r + 1) * I, a.d_x + act.rows[r] * I);
     }
   });
 }

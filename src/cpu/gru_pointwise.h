@@ -17,7 +17,7 @@
 // [r | z | n] of a [3H] row, u = PyTorch's z), groupings as src/ref/block_gru_reset_after.cc:
 //   forward:   hn = gh_n + b_h_n;  r = σ((gi_r + b_i_r) + (gh_r + b_h_r));  u likewise;
 //              n = tanh((gi_n + b_i_n) + r⊙hn);  h = u⊙h_prev + (1−u)⊙n
-//   backward:  d_h = carry + h_grad;  d_n_bar = (d_h⊙(1−u))⊙(1−n⊙n);
+//   backward:  d_h = carry + d_h;  d_n_bar = (d_h⊙(1−u))⊙(1−n⊙n);
 //              d_u_bar = ((d_h⊙(h_prev−n))⊙u)⊙(1−u);  d_r_bar = ((d_n_bar⊙hn)⊙r)⊙(1−r);
 //              d_hn = d_n_bar⊙r;  carry = d_h⊙u   (the caller adds d_gh·w_hᵀ)
 #pragma once
@@ -123,11 +123,11 @@ template <typename T>
 inline void gru_reset_after_bwd_row_generic(std::int64_t n, std::int64_t H, const T* r /* [H] */,
                                             const T* u /* [H] */, const T* nn /* [H] */,
                                             const T* hn /* [H] */, const T* h_prev /* [H] */,
-                                            const T* h_grad /* [H] */, T* carry /* [H] */,
+                                            const T* d_h /* [H] */, T* carry /* [H] */,
                                             T* d_gh /* [3H] */, T* d_n_bar /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < n; ++j) {
-    const T dh = carry[j] + h_grad[j];
+    const T dh = carry[j] + d_h[j];
     const T rj = r[j], uj = u[j], nj = nn[j];
     const T dn = (dh * (T(1) - uj)) * (T(1) - nj * nj);
     d_gh[j] = ((dn * hn[j]) * rj) * (T(1) - rj);
@@ -158,7 +158,7 @@ void gru_reset_after_fwd_row_f32(std::int64_t n, std::int64_t H, const float* gi
                                  float* r, float* u, float* nn, float* hn, float* h);
 void gru_reset_after_bwd_row_f32(std::int64_t n, std::int64_t H, const float* r, const float* u,
                                  const float* nn, const float* hn, const float* h_prev,
-                                 const float* h_grad, float* carry, float* d_gh, float* d_n_bar);
+                                 const float* d_h, float* carry, float* d_gh, float* d_n_bar);
 }  // namespace isa
 
 // r, u and h_prev⊙r of n columns of one row, u's pre-activations H after r's (see the file
@@ -231,12 +231,12 @@ inline void gru_reset_after_fwd_row(std::int64_t n, std::int64_t H, const T* gi,
 // Reset-after GRU, backward, n columns of one row (see the generic kernel).
 template <typename T>
 inline void gru_reset_after_bwd_row(std::int64_t n, std::int64_t H, const T* r, const T* u,
-                                    const T* nn, const T* hn, const T* h_prev, const T* h_grad,
+                                    const T* nn, const T* hn, const T* h_prev, const T* d_h,
                                     T* carry, T* d_gh, T* d_n_bar) {
   if constexpr (std::is_same_v<T, float>) {
-    isa::gru_reset_after_bwd_row_f32(n, H, r, u, nn, hn, h_prev, h_grad, carry, d_gh, d_n_bar);
+    isa::gru_reset_after_bwd_row_f32(n, H, r, u, nn, hn, h_prev, d_h, carry, d_gh, d_n_bar);
   } else {
-    detail::gru_reset_after_bwd_row_generic(n, H, r, u, nn, hn, h_prev, h_grad, carry, d_gh,
+    detail::gru_reset_after_bwd_row_generic(n, H, r, u, nn, hn, h_prev, d_h, carry, d_gh,
                                             d_n_bar);
   }
 }

@@ -35,28 +35,28 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, G = 4 * H;
   const LSTMBwdParams<T> p{H, a.layout, a.use_peephole, a.wci, a.wcf, a.wco};
   LSTMBwdStep<T> s{a.cs_prev, a.i,      a.cs,    a.f,     a.o,      a.ci,          a.co,
-                   a.cs_grad, a.h_grad, nullptr, nullptr, a.dgates, a.cs_prev_grad};
+                   a.d_cs, a.d_h, nullptr, nullptr, a.d_gates, a.d_cs_prev};
   lstm_bwd_pointwise(p, s, B);
   if (a.use_peephole) {
-    // wci_grad = Σ_b di⊙cs_prev;  wcf_grad = Σ_b df⊙cs_prev;  wco_grad = Σ_b do⊙cs      [H]
-    lstm_peephole_grads(p, s, B, a.wci_grad, a.wcf_grad, a.wco_grad);
+    // d_wci = Σ_b di⊙cs_prev;  d_wcf = Σ_b df⊙cs_prev;  d_wco = Σ_b do⊙cs      [H]
+    lstm_peephole_grads(p, s, B, a.d_wci, a.d_wcf, a.d_wco);
   } else {
-    for (std::int64_t j = 0; j < H; ++j) a.wci_grad[j] = a.wcf_grad[j] = a.wco_grad[j] = T(0);
+    for (std::int64_t j = 0; j < H; ++j) a.d_wci[j] = a.d_wcf[j] = a.d_wco[j] = T(0);
   }
   if (!a.full) return;
   const T* w_x = a.w;          // [I, 4H]
   const T* w_h = a.w + I * G;  // [H, 4H]
-  // x_grad = dgates·w_xᵀ      [B,I] = [B,4H]·[I,4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, B, I, G, a.dgates, G, w_x, G, T(0), a.x_grad, I);
-  // h_prev_grad = dgates·w_hᵀ      [B,H] = [B,4H]·[H,4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, B, H, G, a.dgates, G, w_h, G, T(0), a.h_prev_grad, H);
-  // w_grad = [x, h_prev]ᵀ·dgates      [I+H,4H] = [B,I+H]ᵀ·[B,4H], as two row blocks:
-  //   w_grad[0:I]   = xᵀ·dgates        [I,4H] = [B,I]ᵀ·[B,4H]
-  //   w_grad[I:I+H] = h_prevᵀ·dgates   [H,4H] = [B,H]ᵀ·[B,4H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.dgates, G, T(0), a.w_grad, G);
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.dgates, G, T(0), a.w_grad + I * G, G);
-  // b_grad = Σ_b dgates      [4H]
-  column_sums<T, T>(B, G, a.dgates, G, a.b_grad);
+  // d_x = d_gates·w_xᵀ      [B,I] = [B,4H]·[I,4H]ᵀ
+  gemm<T>(Trans::kNo, Trans::kYes, B, I, G, a.d_gates, G, w_x, G, T(0), a.d_x, I);
+  // d_h_prev = d_gates·w_hᵀ      [B,H] = [B,4H]·[H,4H]ᵀ
+  gemm<T>(Trans::kNo, Trans::kYes, B, H, G, a.d_gates, G, w_h, G, T(0), a.d_h_prev, H);
+  // d_w = [x, h_prev]ᵀ·d_gates      [I+H,4H] = [B,I+H]ᵀ·[B,4H], as two row blocks:
+  //   d_w[0:I]   = xᵀ·d_gates        [I,4H] = [B,I]ᵀ·[B,4H]
+  //   d_w[I:I+H] = h_prevᵀ·d_gates   [H,4H] = [B,H]ᵀ·[B,4H]
+  gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.d_gates, G, T(0), a.d_w, G);
+  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.d_gates, G, T(0), a.d_w + I * G, G);
+  // d_b = Σ_b d_gates      [4H]
+  column_sums<T, T>(B, G, a.d_gates, G, a.d_b);
 }
 
 template void lstm_cell_fwd<float>(const LSTMDims&, const LSTMCellFwdArgs<float>&);

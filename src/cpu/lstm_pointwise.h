@@ -4,7 +4,7 @@
 // depend on it; change it only together with its callers.
 //
 // Shape letters: B rows (the batch of one step), H cell size. Gate layout (ICFO or IFCO, SPEC
-// §1.3) decides only the column blocks of `gates`, `b` and `dgates`; see lstm_gate_blocks().
+// §1.3) decides only the column blocks of `gates`, `b` and `d_gates`; see lstm_gate_blocks().
 //
 // Forward, per element (groupings exactly as TensorFlow's CPU kernel, SPEC §5.2):
 //   z_x = gates[:, block_x] + b[block_x]            (b may be null: bias already in gates)
@@ -16,17 +16,17 @@
 //   o  = σ( z_o [+ cs⊙wco] )                         (peephole on the new, clipped cs)
 //   h  = o⊙co
 // Backward, per element (SPEC §6.2 / §8.2; the clip is straight-through, as in TensorFlow):
-//   dh  = h_grad [+ h_grad_carry];   dcs_in = cs_grad [+ cs_grad_carry]
+//   dh  = d_h [+ h_grad_carry];   dcs_in = d_cs [+ cs_grad_carry]
 //   do  = ((o⊙(1−o))⊙dh)⊙co
 //   dcs = ((1−co⊙co)⊙dh)⊙o + dcs_in      [then + do⊙wco]
 //   dci = ((1−ci⊙ci)⊙dcs)⊙i
 //   df  = ((f⊙(1−f))⊙dcs)⊙cs_prev
 //   di  = ((i⊙(1−i))⊙dcs)⊙ci
-//   dgates = di | dci | df | do in the layout's column blocks
-//   cs_prev_grad = dcs⊙f                 [then (· + di⊙wci) + df⊙wcf]
+//   d_gates = di | dci | df | do in the layout's column blocks
+//   d_cs_prev = dcs⊙f                 [then (· + di⊙wci) + df⊙wcf]
 // Peephole and bias gradients are column reductions over the rows (lstm_peephole_grads and
-// column_sums of sequence_common.h):  wci_grad = Σ_n di⊙cs_prev;  wcf_grad = Σ_n df⊙cs_prev;
-//                   wco_grad = Σ_n do⊙cs;  b_grad = Σ_n dgates.
+// column_sums of sequence_common.h):  d_wci = Σ_n di⊙cs_prev;  d_wcf = Σ_n df⊙cs_prev;
+//                   d_wco = Σ_n do⊙cs;  d_b = Σ_n d_gates.
 // [..] terms are present only with use_peephole; without it wci/wcf/wco are never read.
 //
 // T is float or double (float16 is computed in float32 by the caller, SPEC A2). All pointers
@@ -78,7 +78,7 @@ struct LSTMFwdStep {
 template <typename T>
 struct LSTMBwdParams {
   std::int64_t H = 0;
-  LSTMLayout layout = LSTMLayout::kICFO;  // column blocks of `dgates`
+  LSTMLayout layout = LSTMLayout::kICFO;  // column blocks of `d_gates`
   bool use_peephole = false;
   const T* wci = nullptr;  // [H]  (read only with use_peephole)
   const T* wcf = nullptr;  // [H]
@@ -96,14 +96,14 @@ struct LSTMBwdStep {
   const T* ci = nullptr;       // [B, H]
   const T* co = nullptr;       // [B, H]
   // ∂L/∂cs and ∂L/∂h: the external parts, or the totals when no carries are given.
-  const T* cs_grad = nullptr;        // [B, H]
-  const T* h_grad = nullptr;         // [B, H]
-  const T* cs_grad_carry = nullptr;  // [B, H] optional, added to cs_grad (recurrent carry)
-  const T* h_grad_carry = nullptr;   // [B, H] optional, added to h_grad
-  T* dgates = nullptr;               // [B, 4H] ∂L/∂gates in the layout
+  const T* d_cs = nullptr;        // [B, H]
+  const T* d_h = nullptr;         // [B, H]
+  const T* cs_grad_carry = nullptr;  // [B, H] optional, added to d_cs (recurrent carry)
+  const T* h_grad_carry = nullptr;   // [B, H] optional, added to d_h
+  T* d_gates = nullptr;               // [B, 4H] ∂L/∂gates in the layout
   // May alias cs_grad_carry (each element is read before it is written).
-  T* cs_prev_grad = nullptr;   // [B, H]
-  std::int64_t dgates_ld = 0;  // row stride of dgates (0: dense, 4H)
+  T* d_cs_prev = nullptr;   // [B, H]
+  std::int64_t d_gates_ld = 0;  // row stride of d_gates (0: dense, 4H)
 };
 
 namespace detail {
@@ -165,14 +165,14 @@ inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, st
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   for (std::int64_t n = n0; n < n1; ++n) {
     const std::int64_t r = n * H;
-    T* dg = s.dgates + n * (s.dgates_ld ? s.dgates_ld : 4 * H);
+    T* dg = s.d_gates + n * (s.d_gates_ld ? s.d_gates_ld : 4 * H);
 #pragma GCC ivdep
     for (std::int64_t j = j0; j < j1; ++j) {
       const std::int64_t e = r + j;
       const T i = s.i[e], f = s.f[e], o = s.o[e], ci = s.ci[e], co = s.co[e], cp = s.cs_prev[e];
-      T dh = s.h_grad[e];
+      T dh = s.d_h[e];
       if (s.h_grad_carry != nullptr) dh = dh + s.h_grad_carry[e];
-      T dcs_in = s.cs_grad[e];
+      T dcs_in = s.d_cs[e];
       if (s.cs_grad_carry != nullptr) dcs_in = dcs_in + s.cs_grad_carry[e];
       const T d_o = ((o * (T(1) - o)) * dh) * co;
       T dcs = ((T(1) - co * co) * dh) * o + dcs_in;
@@ -186,7 +186,7 @@ inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, st
       dg[g.o * H + j] = d_o;
       T dcsp = dcs * f;
       if constexpr (kPeephole) dcsp = (dcsp + di * p.wci[j]) + df * p.wcf[j];
-      s.cs_prev_grad[e] = dcsp;
+      s.d_cs_prev[e] = dcsp;
     }
   }
 }
@@ -229,7 +229,7 @@ inline void lstm_fwd_pointwise(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& 
 }
 
 // Backward element-wise pass over rows [n0, n1) and cell columns [j0, j1) of one step (all
-// columns by default; the same rule on j0 as the forward): dgates and cs_prev_grad.
+// columns by default; the same rule on j0 as the forward): d_gates and d_cs_prev.
 template <typename T>
 inline void lstm_bwd_pointwise_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s,
                                     std::int64_t n0, std::int64_t n1, std::int64_t j0 = 0,
@@ -251,27 +251,27 @@ inline void lstm_bwd_pointwise(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& 
       B, 8 * p.H, [&](std::int64_t n0, std::int64_t n1) { lstm_bwd_pointwise_rows(p, s, n0, n1); });
 }
 
-// Peephole gradients of the cell op from its dgates (written by lstm_bwd_pointwise), over B
+// Peephole gradients of the cell op from its d_gates (written by lstm_bwd_pointwise), over B
 // rows (the sequence ops sum theirs over all steps in block_lstm.cc):
-//   wci_grad = Σ_n di⊙cs_prev;  wcf_grad = Σ_n df⊙cs_prev;  wco_grad = Σ_n do⊙cs
-// Reads s.dgates, s.cs_prev and s.cs only. Threaded over columns; each column is summed over n
+//   d_wci = Σ_n di⊙cs_prev;  d_wcf = Σ_n df⊙cs_prev;  d_wco = Σ_n do⊙cs
+// Reads s.d_gates, s.cs_prev and s.cs only. Threaded over columns; each column is summed over n
 // in increasing order, so results do not depend on the thread count. Call it only with
 // peepholes (without them the gradients are zero and the caller zero-fills).
 template <typename T>
 inline void lstm_peephole_grads(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t B,
-                                T* wci_grad, T* wcf_grad, T* wco_grad) {
+                                T* d_wci, T* d_wcf, T* d_wco) {
   const std::int64_t H = p.H;
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   core::parallel_for(H, 3 * B, [&](std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t j = j0; j < j1; ++j) wci_grad[j] = wcf_grad[j] = wco_grad[j] = T(0);
+    for (std::int64_t j = j0; j < j1; ++j) d_wci[j] = d_wcf[j] = d_wco[j] = T(0);
     for (std::int64_t n = 0; n < B; ++n) {
-      const T* dg = s.dgates + n * (s.dgates_ld ? s.dgates_ld : 4 * H);
+      const T* dg = s.d_gates + n * (s.d_gates_ld ? s.d_gates_ld : 4 * H);
       const T* cp = s.cs_prev + n * H;
       const T* cs = s.cs + n * H;
       for (std::int64_t j = j0; j < j1; ++j) {
-        wci_grad[j] += dg[g.i * H + j] * cp[j];
-        wcf_grad[j] += dg[g.f * H + j] * cp[j];
-        wco_grad[j] += dg[g.o * H + j] * cs[j];
+        d_wci[j] += dg[g.i * H + j] * cp[j];
+        d_wcf[j] += dg[g.f * H + j] * cp[j];
+        d_wco[j] += dg[g.o * H + j] * cs[j];
       }
     }
   });

@@ -89,8 +89,8 @@ void gru_reset_after_fwd_row_f32(std::int64_t n, std::int64_t H, const float* gi
 
 void gru_reset_after_bwd_row_f32(std::int64_t n, std::int64_t H, const float* r, const float* u,
                                  const float* nn, const float* hn, const float* h_prev,
-                                 const float* h_grad, float* carry, float* d_gh, float* d_n_bar) {
-  BLOCKRNN_DISPATCH(gru_reset_after_bwd_row_f32, n, H, r, u, nn, hn, h_prev, h_grad, carry, d_gh,
+                                 const float* d_h, float* carry, float* d_gh, float* d_n_bar) {
+  BLOCKRNN_DISPATCH(gru_reset_after_bwd_row_f32, n, H, r, u, nn, hn, h_prev, d_h, carry, d_gh,
                     d_n_bar);
 }
 

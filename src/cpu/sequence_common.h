@@ -180,7 +180,7 @@ void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t 
 // seq_lengths on the fast path (blockrnn's extension; docs/ops.md). Example b runs steps
 // t < steps[b] = min(L_b, S). A step's element-wise passes run on its active rows only (the
 // inactive rows of every output and gradient are written as zeros, never computed, so whatever
-// x, h_grad or cs_grad hold there cannot leak), and the weight gradients are products over the
+// x, d_h or d_cs hold there cannot leak), and the weight gradients are products over the
 // compacted active rows. When the lengths are non-increasing (PackedSequence order) the active
 // rows of every step are a prefix [0, count[t]), and the recurrent products and passes run over
 // that prefix only; otherwise over all B rows with the passes masked. Either way a row's values

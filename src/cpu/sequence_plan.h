@@ -23,7 +23,7 @@ template <typename T>
 struct LSTMPlan {
   gemm::PackedB<T> w_x;                 // w[0:I]          [I, 4H]  (gates = x·w_x)
   std::array<gemm::PackedB<T>, 4> w_h;  // w[I:, qH:(q+1)H] [H, H] per gate column block q
-  gemm::PackedB<T> w_h_t;               // w[I:]ᵀ         [4H, H]  (carry_h = dgates·w_hᵀ)
+  gemm::PackedB<T> w_h_t;               // w[I:]ᵀ         [4H, H]  (carry_h = d_gates·w_hᵀ)
   Isa isa = Isa::kBaseline;
   void pack(std::int64_t I, std::int64_t H, const T* w);
 };

@@ -214,7 +214,7 @@ void lstm_cell_bwd(const Ctx& ctx, const LSTMBlockCellGradInputs& i, const Out& 
     grads = {o.x, o.cs_prev, o.h_prev, o.w, o.wci, o.wcf, o.wco, o.b};
   } else {
     extra.full = false;
-    extra.dgates = data<T>(o.dicfo);
+    extra.d_gates = data<T>(o.dicfo);
     grads.cs_prev_grad = o.cs_prev_grad;
     grads.wci_grad = o.wci_grad;
     grads.wcf_grad = o.wcf_grad;

@@ -5,7 +5,7 @@
 //             and one fused element-wise kernel; the reset-before GRU has two GEMM + kernel
 //             pairs per step (r⊙h must exist before the candidate's product).
 //   backward: per step t = S−1 … 0 the element-wise kernel(s) and the recurrent GEMM(s) of the
-//             dh (and dcs) chain, storing each step's gate gradients; then x_grad of all steps
+//             dh (and dcs) chain, storing each step's gate gradients; then d_x of all steps
 //             and dW as one large GEMM each, and db (and the peephole gradients) as a fixed-order
 //             reduction: one thread per column, summing each step over the batch in increasing
 //             order and the steps in the order t = S−1 … 0, exactly as the CPU reference. No
@@ -201,34 +201,34 @@ __global__ void lstm_fwd_kernel(i64 B, i64 H, Blocks blk, const T* gates, const 
 }
 
 // One step of LSTMBlockCellGrad. carry_cs / carry_h: the carried gradients (null in cell mode:
-// the external gradients are used as they are); cs_prev_grad may be carry_cs (in place, one
+// the external gradients are used as they are); d_cs_prev may be carry_cs (in place, one
 // element per thread).
 template <typename T>
 __global__ void lstm_bwd_kernel(i64 B, i64 H, Blocks blk, bool use_peephole, const T* pi,
                                 const T* pf, const T* po, const T* pci, const T* pco,
-                                const T* cs_prev, const T* cs_grad, const T* h_grad,
+                                const T* cs_prev, const T* d_cs, const T* d_h,
                                 const T* carry_cs, const T* carry_h, const T* wci, const T* wcf,
-                                const T* wco, T* dgates, T* cs_prev_grad) {
+                                const T* wco, T* d_gates, T* d_cs_prev) {
   const i64 G = 4 * H;
   BLOCKRNN_GRID_STRIDE(e, B * H) {
     const i64 n = e / H, j = e % H;
     const T i = pi[e], f = pf[e], o = po[e], ci = pci[e], co = pco[e];
-    const T hg = carry_h != nullptr ? carry_h[e] + h_grad[e] : h_grad[e];
-    const T csg = carry_cs != nullptr ? carry_cs[e] + cs_grad[e] : cs_grad[e];
+    const T hg = carry_h != nullptr ? carry_h[e] + d_h[e] : d_h[e];
+    const T csg = carry_cs != nullptr ? carry_cs[e] + d_cs[e] : d_cs[e];
     const T d_o = ((o * (T(1) - o)) * hg) * co;
     T dcs = ((T(1) - co * co) * hg) * o + csg;
     if (use_peephole) dcs = dcs + d_o * wco[j];
     const T dci = ((T(1) - ci * ci) * dcs) * i;
     const T df = ((f * (T(1) - f)) * dcs) * cs_prev[e];
     const T di = ((i * (T(1) - i)) * dcs) * ci;
-    T* dg = dgates + n * G;
+    T* dg = d_gates + n * G;
     dg[blk.i * H + j] = di;
     dg[blk.c * H + j] = dci;
     dg[blk.f * H + j] = df;
     dg[blk.o * H + j] = d_o;
     T cpg = dcs * f;
     if (use_peephole) cpg = (cpg + di * wci[j]) + df * wcf[j];
-    cs_prev_grad[e] = cpg;
+    d_cs_prev[e] = cpg;
   }
 }
 
@@ -236,8 +236,8 @@ __global__ void lstm_bwd_kernel(i64 B, i64 H, Blocks blk, bool use_peephole, con
 // cs_prev of step t is cs0 at t = 0, else cs[t−1].
 template <typename T>
 __global__ void lstm_peephole_grad_kernel(i64 S, i64 B, i64 H, Blocks blk, bool use_peephole,
-                                          const T* dgates, const T* cs0, const T* cs, T* wci_grad,
-                                          T* wcf_grad, T* wco_grad) {
+                                          const T* d_gates, const T* cs0, const T* cs, T* d_wci,
+                                          T* d_wcf, T* d_wco) {
   const i64 G = 4 * H, BH = B * H;
   BLOCKRNN_GRID_STRIDE(j, H) {
     T aci = T(0), acf = T(0), aco = T(0);
@@ -246,7 +246,7 @@ __global__ void lstm_peephole_grad_kernel(i64 S, i64 B, i64 H, Blocks blk, bool 
         const T* csp = t == 0 ? cs0 : cs + (t - 1) * BH;
         T sci = T(0), scf = T(0), sco = T(0);
         for (i64 n = 0; n < B; ++n) {
-          const T* dg = dgates + (t * B + n) * G;
+          const T* dg = d_gates + (t * B + n) * G;
           sci += dg[blk.i * H + j] * csp[n * H + j];
           scf += dg[blk.f * H + j] * csp[n * H + j];
           sco += dg[blk.o * H + j] * cs[t * BH + n * H + j];
@@ -256,9 +256,9 @@ __global__ void lstm_peephole_grad_kernel(i64 S, i64 B, i64 H, Blocks blk, bool 
         aco += sco;
       }
     }
-    wci_grad[j] = aci;
-    wcf_grad[j] = acf;
-    wco_grad[j] = aco;
+    d_wci[j] = aci;
+    d_wcf[j] = acf;
+    d_wco[j] = aco;
   }
 }
 
@@ -290,13 +290,13 @@ __global__ void gru_fwd_c_kernel(i64 B, i64 H, const T* c_bar, const T* b_c, con
   }
 }
 
-// d_h = carry + h_grad (or h_grad in cell mode); d_c_bar; d_u_bar.
+// d_h = carry + d_h (or d_h in cell mode); d_c_bar; d_u_bar.
 template <typename T>
-__global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* h_grad, const T* u,
+__global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* d_h, const T* u,
                                  const T* c, const T* hp, T* dh_out, T* d_c_bar, T* d_ru) {
   BLOCKRNN_GRID_STRIDE(e, B * H) {
     const i64 n = e / H, j = e % H;
-    const T dh = carry != nullptr ? carry[e] + h_grad[e] : h_grad[e];
+    const T dh = carry != nullptr ? carry[e] + d_h[e] : d_h[e];
     const T uv = u[e], cv = c[e];
     dh_out[e] = dh;
     d_c_bar[e] = (dh * (T(1) - uv)) * (T(1) - cv * cv);
@@ -304,7 +304,7 @@ __global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* h_grad, 
   }
 }
 
-// d_r_bar = ((d_hr⊙h_prev)⊙r)⊙(1−r); hr = h_prev⊙r (for w_c_grad) when hr is set.
+// d_r_bar = ((d_hr⊙h_prev)⊙r)⊙(1−r); hr = h_prev⊙r (for d_w_c) when hr is set.
 template <typename T>
 __global__ void gru_bwd_b_kernel(i64 B, i64 H, const T* d_hr, const T* hp, const T* r, T* d_ru,
                                  T* hr) {
@@ -350,12 +350,12 @@ __global__ void gra_fwd_kernel(i64 B, i64 H, const T* gi, const T* gh, const T* 
 // d_gi, d_gh of one step; carry (in: the carried gradient, out: d_h⊙u, to which the recurrent
 // GEMM then adds d_gh·w_hᵀ).
 template <typename T>
-__global__ void gra_bwd_kernel(i64 B, i64 H, const T* h_grad, const T* r, const T* u, const T* n,
+__global__ void gra_bwd_kernel(i64 B, i64 H, const T* d_h, const T* r, const T* u, const T* n,
                                const T* hn, const T* hp, T* carry, T* d_gi, T* d_gh) {
   const i64 H3 = 3 * H;
   BLOCKRNN_GRID_STRIDE(e, B * H) {
     const i64 b = e / H, j = e % H;
-    const T dh = carry[e] + h_grad[e];
+    const T dh = carry[e] + d_h[e];
     const T rv = r[e], uv = u[e], nv = n[e], hnv = hn[e];
     const T d_n_bar = (dh * (T(1) - uv)) * (T(1) - nv * nv);
     const T d_u_bar = ((dh * (hp[e] - nv)) * uv) * (T(1) - uv);
@@ -417,28 +417,28 @@ void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>&
   const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H, K = I + H;
   const bool full = extra.full;
   if (full) {
-    zero(ctx, a.x_grad + S * B * I, (d.T - S) * B * I);
+    zero(ctx, a.d_x + S * B * I, (d.T - S) * B * I);
   }
   if (S == 0 || BH == 0) {
-    zero(ctx, a.cs_prev_grad, BH);
-    if (extra.dgates != nullptr) zero(ctx, extra.dgates, S * B * G);
-    T* const peep[] = {a.wci_grad, a.wcf_grad, a.wco_grad};
+    zero(ctx, a.d_cs_prev, BH);
+    if (extra.d_gates != nullptr) zero(ctx, extra.d_gates, S * B * G);
+    T* const peep[] = {a.d_wci, a.d_wcf, a.d_wco};
     for (T* p : peep) zero(ctx, p, H);
     if (full) {
-      zero(ctx, a.x_grad, S * B * I);
-      zero(ctx, a.h_prev_grad, BH);
-      zero(ctx, a.w_grad, K * G);
-      zero(ctx, a.b_grad, G);
+      zero(ctx, a.d_x, S * B * I);
+      zero(ctx, a.d_h_prev, BH);
+      zero(ctx, a.d_w, K * G);
+      zero(ctx, a.d_b, G);
     }
     return;
   }
   const Blocks blk = blocks_of(a.layout);
-  Workspace ws(ctx, extra.dgates == nullptr ? sizeof(T) * S * B * G : 0);
-  T* dg = extra.dgates != nullptr ? extra.dgates : ws.as<T>();
-  // The carried gradients live in the outputs cs_prev_grad and h_prev_grad.
+  Workspace ws(ctx, extra.d_gates == nullptr ? sizeof(T) * S * B * G : 0);
+  T* dg = extra.d_gates != nullptr ? extra.d_gates : ws.as<T>();
+  // The carried gradients live in the outputs d_cs_prev and d_h_prev.
   if (!extra.cell) {
-    zero(ctx, a.cs_prev_grad, BH);
-    zero(ctx, a.h_prev_grad, BH);
+    zero(ctx, a.d_cs_prev, BH);
+    zero(ctx, a.d_h_prev, BH);
   }
   const T* w_h = a.w + I * G;
   for (i64 t = S - 1; t >= 0; --t) {
@@ -447,22 +447,22 @@ void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>&
     T* dg_t = dg + t * B * G;
     lstm_bwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
         B, H, blk, a.use_peephole, a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp,
-        a.cs_grad + o, a.h_grad + o, extra.cell ? nullptr : a.cs_prev_grad,
-        extra.cell ? nullptr : a.h_prev_grad, a.wci, a.wcf, a.wco, dg_t, a.cs_prev_grad);
+        a.d_cs + o, a.d_h + o, extra.cell ? nullptr : a.d_cs_prev,
+        extra.cell ? nullptr : a.d_h_prev, a.wci, a.wcf, a.wco, dg_t, a.d_cs_prev);
     check_launch(ctx, "lstm_bwd_kernel");
-    if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.h_prev_grad, H, 0.0);
+    if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.d_h_prev, H, 0.0);
   }
   lstm_peephole_grad_kernel<T><<<grid_for(H), kThreads, 0, ctx.stream>>>(
-      S, B, H, blk, a.use_peephole, dg, a.cs_prev, a.cs, a.wci_grad, a.wcf_grad, a.wco_grad);
+      S, B, H, blk, a.use_peephole, dg, a.cs_prev, a.cs, a.d_wci, a.d_wcf, a.d_wco);
   check_launch(ctx, "lstm_peephole_grad_kernel");
   if (!full) return;
-  // x_grad = dgates·w_xᵀ for all steps; w_grad = [x; h[t−1]]ᵀ·dgates summed over the steps.
-  gemm<T>(ctx, false, true, S * B, I, G, dg, G, a.w, G, a.x_grad, I, 0.0);
-  gemm<T>(ctx, true, false, I, G, S * B, a.x, I, dg, G, a.w_grad, G, 0.0);
-  T* w_grad_h = a.w_grad + I * G;
+  // d_x = d_gates·w_xᵀ for all steps; d_w = [x; h[t−1]]ᵀ·d_gates summed over the steps.
+  gemm<T>(ctx, false, true, S * B, I, G, dg, G, a.w, G, a.d_x, I, 0.0);
+  gemm<T>(ctx, true, false, I, G, S * B, a.x, I, dg, G, a.d_w, G, 0.0);
+  T* w_grad_h = a.d_w + I * G;
   gemm<T>(ctx, true, false, H, G, B, a.h_prev, H, dg, G, w_grad_h, G, 0.0);
   gemm<T>(ctx, true, false, H, G, (S - 1) * B, a.h, H, dg + B * G, G, w_grad_h, G, 1.0);
-  colsum_time<T>(ctx, S, B, G, G, dg, a.b_grad);
+  colsum_time<T>(ctx, S, B, G, G, dg, a.d_b);
 }
 
 template <typename T>
@@ -500,17 +500,17 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
              const GRUBwdExtra<T>& extra) {
   const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   const bool full = extra.full;
-  zero(ctx, a.x_grad + S * B * I, (d.T - S) * B * I);
+  zero(ctx, a.d_x + S * B * I, (d.T - S) * B * I);
   if (S == 0 || BH == 0) {
-    zero(ctx, a.x_grad, S * B * I);
-    zero(ctx, a.h_prev_grad, BH);
+    zero(ctx, a.d_x, S * B * I);
+    zero(ctx, a.d_h_prev, BH);
     if (extra.d_c_bar != nullptr) zero(ctx, extra.d_c_bar, S * BH);
     if (extra.d_r_bar_u_bar != nullptr) zero(ctx, extra.d_r_bar_u_bar, 2 * S * BH);
     if (full) {
-      zero(ctx, a.w_ru_grad, K * 2 * H);
-      zero(ctx, a.w_c_grad, K * H);
-      zero(ctx, a.b_ru_grad, 2 * H);
-      zero(ctx, a.b_c_grad, H);
+      zero(ctx, a.d_w_ru, K * 2 * H);
+      zero(ctx, a.d_w_c, K * H);
+      zero(ctx, a.d_b_ru, 2 * H);
+      zero(ctx, a.d_b_c, H);
     }
     return;
   }
@@ -528,7 +528,7 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
   T* dh = p;          // [B, H]
   T* d_hr = dh + BH;  // [B, H]
   T* g1 = d_hr + BH;  // [B, H]
-  T* carry = a.h_prev_grad;
+  T* carry = a.d_h_prev;
   if (!extra.cell) zero(ctx, carry, BH);
   const T* w_ru_h = a.w_ru + I * 2 * H;
   const T* w_c_h = a.w_c + I * H;
@@ -538,7 +538,7 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
     T* dc_t = dc + o;
     T* dru_t = dru + 2 * o;
     gru_bwd_a_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
-        B, H, extra.cell ? nullptr : carry, a.h_grad + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
+        B, H, extra.cell ? nullptr : carry, a.d_h + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
     check_launch(ctx, "gru_bwd_a_kernel");
     gemm<T>(ctx, false, true, B, H, H, dc_t, H, w_c_h, H, d_hr, H, 0.0);  // d_c_bar·w_c_hᵀ
     gru_bwd_b_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
@@ -549,19 +549,19 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
         <<<grid_for(BH), kThreads, 0, ctx.stream>>>(BH, g1, d_hr, a.r + o, dh, a.u + o, carry);
     check_launch(ctx, "gru_bwd_c_kernel");
   }
-  // x_grad = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ for all steps.
-  gemm<T>(ctx, false, true, S * B, I, 2 * H, dru, 2 * H, a.w_ru, 2 * H, a.x_grad, I, 0.0);
-  gemm<T>(ctx, false, true, S * B, I, H, dc, H, a.w_c, H, a.x_grad, I, 1.0);
+  // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ for all steps.
+  gemm<T>(ctx, false, true, S * B, I, 2 * H, dru, 2 * H, a.w_ru, 2 * H, a.d_x, I, 0.0);
+  gemm<T>(ctx, false, true, S * B, I, H, dc, H, a.w_c, H, a.d_x, I, 1.0);
   if (!full) return;
-  gemm<T>(ctx, true, false, I, 2 * H, S * B, a.x, I, dru, 2 * H, a.w_ru_grad, 2 * H, 0.0);
-  T* w_ru_grad_h = a.w_ru_grad + I * 2 * H;
+  gemm<T>(ctx, true, false, I, 2 * H, S * B, a.x, I, dru, 2 * H, a.d_w_ru, 2 * H, 0.0);
+  T* w_ru_grad_h = a.d_w_ru + I * 2 * H;
   gemm<T>(ctx, true, false, H, 2 * H, B, a.h_prev, H, dru, 2 * H, w_ru_grad_h, 2 * H, 0.0);
   gemm<T>(ctx, true, false, H, 2 * H, (S - 1) * B, a.h, H, dru + 2 * BH, 2 * H, w_ru_grad_h, 2 * H,
           1.0);
-  gemm<T>(ctx, true, false, I, H, S * B, a.x, I, dc, H, a.w_c_grad, H, 0.0);
-  gemm<T>(ctx, true, false, H, H, S * B, hr, H, dc, H, a.w_c_grad + I * H, H, 0.0);
-  colsum_time<T>(ctx, S, B, 2 * H, 2 * H, dru, a.b_ru_grad);
-  colsum_time<T>(ctx, S, B, H, H, dc, a.b_c_grad);
+  gemm<T>(ctx, true, false, I, H, S * B, a.x, I, dc, H, a.d_w_c, H, 0.0);
+  gemm<T>(ctx, true, false, H, H, S * B, hr, H, dc, H, a.d_w_c + I * H, H, 0.0);
+  colsum_time<T>(ctx, S, B, 2 * H, 2 * H, dru, a.d_b_ru);
+  colsum_time<T>(ctx, S, B, H, H, dc, a.d_b_c);
 }
 
 template <typename T>
@@ -589,37 +589,37 @@ template <typename T>
 void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
                          const BlockGRUResetAfterBwdArgs<T>& a) {
   const i64 B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  zero(ctx, a.x_grad + S * B * I, (d.T - S) * B * I);
+  zero(ctx, a.d_x + S * B * I, (d.T - S) * B * I);
   if (S == 0 || BH == 0) {
-    zero(ctx, a.x_grad, S * B * I);
-    zero(ctx, a.h_prev_grad, BH);
-    zero(ctx, a.w_i_grad, I * H3);
-    zero(ctx, a.w_h_grad, H * H3);
-    zero(ctx, a.b_i_grad, H3);
-    zero(ctx, a.b_h_grad, H3);
+    zero(ctx, a.d_x, S * B * I);
+    zero(ctx, a.d_h_prev, BH);
+    zero(ctx, a.d_w_i, I * H3);
+    zero(ctx, a.d_w_h, H * H3);
+    zero(ctx, a.d_b_i, H3);
+    zero(ctx, a.d_b_h, H3);
     return;
   }
   Workspace ws(ctx, sizeof(T) * 2 * S * B * H3);
   T* d_gi = ws.as<T>();         // [S·B, 3H]
   T* d_gh = d_gi + S * B * H3;  // [S·B, 3H]
-  T* carry = a.h_prev_grad;
+  T* carry = a.d_h_prev;
   zero(ctx, carry, BH);
   for (i64 t = S - 1; t >= 0; --t) {
     const i64 o = t * BH;
     const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
     T* dgh_t = d_gh + t * B * H3;
-    gra_bwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, a.h_grad + o, a.r + o,
+    gra_bwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, a.d_h + o, a.r + o,
                                                                  a.u + o, a.n + o, a.hn + o, hp,
                                                                  carry, d_gi + t * B * H3, dgh_t);
     check_launch(ctx, "gra_bwd_kernel");
     gemm<T>(ctx, false, true, B, H, H3, dgh_t, H3, a.w_h, H3, carry, H, 1.0);  // += d_gh·w_hᵀ
   }
-  gemm<T>(ctx, false, true, S * B, I, H3, d_gi, H3, a.w_i, H3, a.x_grad, I, 0.0);
-  gemm<T>(ctx, true, false, I, H3, S * B, a.x, I, d_gi, H3, a.w_i_grad, H3, 0.0);
-  gemm<T>(ctx, true, false, H, H3, B, a.h_prev, H, d_gh, H3, a.w_h_grad, H3, 0.0);
-  gemm<T>(ctx, true, false, H, H3, (S - 1) * B, a.h, H, d_gh + B * H3, H3, a.w_h_grad, H3, 1.0);
-  colsum_time<T>(ctx, S, B, H3, H3, d_gi, a.b_i_grad);
-  colsum_time<T>(ctx, S, B, H3, H3, d_gh, a.b_h_grad);
+  gemm<T>(ctx, false, true, S * B, I, H3, d_gi, H3, a.w_i, H3, a.d_x, I, 0.0);
+  gemm<T>(ctx, true, false, I, H3, S * B, a.x, I, d_gi, H3, a.d_w_i, H3, 0.0);
+  gemm<T>(ctx, true, false, H, H3, B, a.h_prev, H, d_gh, H3, a.d_w_h, H3, 0.0);
+  gemm<T>(ctx, true, false, H, H3, (S - 1) * B, a.h, H, d_gh + B * H3, H3, a.d_w_h, H3, 1.0);
+  colsum_time<T>(ctx, S, B, H3, H3, d_gi, a.d_b_i);
+  colsum_time<T>(ctx, S, B, H3, H3, d_gh, a.d_b_h);
 }
 
 void half_to_float(const Ctx& ctx, const void* src, float* dst, std::int64_t n) {

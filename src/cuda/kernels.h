@@ -52,17 +52,17 @@ class Workspace {
 template <typename T>
 struct LSTMBwdExtra {
   // Cell mode (LSTMBlockCellGrad, gradients.LSTMBlockCell): a single step with no carried
-  // gradients (dcs = cs_grad, dh = h_grad exactly, as the cell kernels).
+  // gradients (dcs = d_cs, dh = d_h exactly, as the cell kernels).
   bool cell = false;
-  // Also the input and parameter gradients (x_grad, h_prev_grad, w_grad, b_grad).
+  // Also the input and parameter gradients (d_x, d_h_prev, d_w, d_b).
   bool full = true;
-  T* dgates = nullptr;  // [S, B, 4H] output of the gate gradients; null: workspace
+  T* d_gates = nullptr;  // [S, B, 4H] output of the gate gradients; null: workspace
 };
 
 template <typename T>
 struct GRUBwdExtra {
-  bool cell = false;           // single step, d_h = h_grad exactly (GRUBlockCellGrad)
-  bool full = true;            // also w_ru_grad, w_c_grad, b_ru_grad, b_c_grad
+  bool cell = false;           // single step, d_h = d_h exactly (GRUBlockCellGrad)
+  bool full = true;            // also d_w_ru, d_w_c, d_b_ru, d_b_c
   T* d_c_bar = nullptr;        // [S, B, H]; null: workspace
   T* d_r_bar_u_bar = nullptr;  // [S, B, 2H]; null: workspace
 };

@@ -4,8 +4,8 @@
 //
 // Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
 // Step t < S is GRUBlockCell on x[t] with state h[t−1] (h_prev at t = 0); every output of a
-// step t ≥ S is zero. The backward runs t = S−1 … 0 with d_h = carry + h_grad[t] and sums the
-// parameter gradients of SPEC §3.4 over the steps; x_grad[t] = 0 for t ≥ S.
+// step t ≥ S is zero. The backward runs t = S−1 … 0 with d_h = carry + d_h[t] and sums the
+// parameter gradients of SPEC §3.4 over the steps; d_x[t] = 0 for t ≥ S.
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
@@ -60,13 +60,13 @@ struct BlockGRUBwdArgs {
   const T* u;       // [T, B, H]
   const T* c;       // [T, B, H]
   const T* h;       // [T, B, H]
-  const T* h_grad;  // [T, B, H]  external ∂L/∂h[t]
-  T* x_grad;        // [T, B, I]
-  T* h_prev_grad;   // [B, H]
-  T* w_ru_grad;     // [I+H, 2H]
-  T* w_c_grad;      // [I+H, H]
-  T* b_ru_grad;     // [2H]
-  T* b_c_grad;      // [H]
+  const T* d_h;  // [T, B, H]  external ∂L/∂h[t]
+  T* d_x;        // [T, B, I]
+  T* d_h_prev;   // [B, H]
+  T* d_w_ru;     // [I+H, 2H]
+  T* d_w_c;      // [I+H, H]
+  T* d_b_ru;     // [2H]
+  T* d_b_c;      // [H]
   // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
   // both): the weights packed beforehand (GRUPlan, whose matrices are used instead of packing
   // the weight pointers' rows here) and a caller's workspace of block_gru_workspace_elems(S, B, I,

@@ -11,13 +11,13 @@
 //   r = σ(gi_r + gh_r);  u = σ(gi_z + gh_z);  hn = gh_n;  n = tanh(gi_n + r⊙hn)
 //   h = u⊙hp + (1−u)⊙n
 // Every output of a step t ≥ S is zero. The backward runs t = S−1 … 0 with
-// d_h = carry + h_grad[t]:
+// d_h = carry + d_h[t]:
 //   d_n_bar = (d_h⊙(1−u))⊙(1−n⊙n)          d_u_bar = ((d_h⊙(hp−n))⊙u)⊙(1−u)
 //   d_r_bar = ((d_n_bar⊙hn)⊙r)⊙(1−r)        d_hn = d_n_bar⊙r
 //   d_gi = [d_r_bar, d_u_bar, d_n_bar]     d_gh = [d_r_bar, d_u_bar, d_hn]     [B, 3H]
-//   x_grad[t] = d_gi·w_iᵀ;  carry = d_h⊙u + d_gh·w_hᵀ
-//   w_i_grad += x[t]ᵀ·d_gi;  w_h_grad += hpᵀ·d_gh;  b_i_grad += Σ_b d_gi;  b_h_grad += Σ_b d_gh
-// and h_prev_grad = carry, x_grad[t] = 0 for t ≥ S, every gradient 0 when S = 0.
+//   d_x[t] = d_gi·w_iᵀ;  carry = d_h⊙u + d_gh·w_hᵀ
+//   d_w_i += x[t]ᵀ·d_gi;  d_w_h += hpᵀ·d_gh;  d_b_i += Σ_b d_gi;  d_b_h += Σ_b d_gh
+// and d_h_prev = carry, d_x[t] = 0 for t ≥ S, every gradient 0 when S = 0.
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
@@ -60,13 +60,13 @@ struct BlockGRUResetAfterBwdArgs {
   const T* n;       // [T, B, H]
   const T* hn;      // [T, B, H]
   const T* h;       // [T, B, H]
-  const T* h_grad;  // [T, B, H]  external ∂L/∂h[t]
-  T* x_grad;        // [T, B, I]
-  T* h_prev_grad;   // [B, H]
-  T* w_i_grad;      // [I, 3H]
-  T* w_h_grad;      // [H, 3H]
-  T* b_i_grad;      // [3H]
-  T* b_h_grad;      // [3H]
+  const T* d_h;  // [T, B, H]  external ∂L/∂h[t]
+  T* d_x;        // [T, B, I]
+  T* d_h_prev;   // [B, H]
+  T* d_w_i;      // [I, 3H]
+  T* d_w_h;      // [H, 3H]
+  T* d_b_i;      // [3H]
+  T* d_b_h;      // [3H]
   // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
   // both): the weights packed beforehand (GRUResetAfterPlan, whose matrices are used instead of
   // packing the weight pointers' rows here) and a caller's workspace of

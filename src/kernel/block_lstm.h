@@ -6,11 +6,11 @@
 // Step t < S is LSTMBlockCell on x[t] with state (cs[t−1], h[t−1]) ((cs_prev, h_prev) at t = 0);
 // the recurrence carries the clipped cs. Every output of a step t ≥ S is zero (SPEC A4).
 // The backward runs t = S−1 … 0 with
-//   dcs_in = carry_cs + cs_grad[t],  dh = carry_h + h_grad[t]
-//   (dgates, carry_cs) = LSTMBlockCellGrad(…, dcs_in, dh);  carry_h = dgates·w_hᵀ
-//   x_grad[t] = dgates·w_xᵀ;  w_grad += [x[t], h[t−1]]ᵀ·dgates;  b_grad += Σ_b dgates;
+//   dcs_in = carry_cs + d_cs[t],  dh = carry_h + d_h[t]
+//   (d_gates, carry_cs) = LSTMBlockCellGrad(…, dcs_in, dh);  carry_h = d_gates·w_hᵀ
+//   d_x[t] = d_gates·w_xᵀ;  d_w += [x[t], h[t−1]]ᵀ·d_gates;  d_b += Σ_b d_gates;
 //   peephole grads += Σ_b (SPEC §8.2)
-// and x_grad[t] = 0 for t ≥ S; cs_prev_grad = carry_cs, h_prev_grad = carry_h.
+// and d_x[t] = 0 for t ≥ S; d_cs_prev = carry_cs, d_h_prev = carry_h.
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
@@ -80,16 +80,16 @@ struct BlockLSTMBwdArgs {
   const T* ci;       // [T, B, H]
   const T* co;       // [T, B, H]
   const T* h;        // [T, B, H]
-  const T* cs_grad;  // [T, B, H]  external ∂L/∂cs[t]
-  const T* h_grad;   // [T, B, H]  external ∂L/∂h[t]
-  T* x_grad;         // [T, B, I]
-  T* cs_prev_grad;   // [B, H]
-  T* h_prev_grad;    // [B, H]
-  T* w_grad;         // [I+H, 4H]  in `layout`
-  T* wci_grad;       // [H]  (zeros without peepholes)
-  T* wcf_grad;       // [H]
-  T* wco_grad;       // [H]
-  T* b_grad;         // [4H]  in `layout`
+  const T* d_cs;  // [T, B, H]  external ∂L/∂cs[t]
+  const T* d_h;   // [T, B, H]  external ∂L/∂h[t]
+  T* d_x;         // [T, B, I]
+  T* d_cs_prev;   // [B, H]
+  T* d_h_prev;    // [B, H]
+  T* d_w;         // [I+H, 4H]  in `layout`
+  T* d_wci;       // [H]  (zeros without peepholes)
+  T* d_wcf;       // [H]
+  T* d_wco;       // [H]
+  T* d_b;         // [4H]  in `layout`
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
   // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores

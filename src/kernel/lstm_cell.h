@@ -66,7 +66,7 @@ struct LSTMCellBwdArgs {
   const T* x;        // [B, I]     (only for the parameter gradients)
   const T* cs_prev;  // [B, H]
   const T* h_prev;   // [B, H]     (only for the parameter gradients)
-  const T* w;        // [I+H, 4H]  (only for x_grad / h_prev_grad)
+  const T* w;        // [I+H, 4H]  (only for d_x / d_h_prev)
   const T* wci;      // [H]  (read only when use_peephole)
   const T* wcf;      // [H]
   const T* wco;      // [H]
@@ -76,23 +76,23 @@ struct LSTMCellBwdArgs {
   const T* o;        // [B, H]
   const T* ci;       // [B, H]
   const T* co;       // [B, H]
-  const T* cs_grad;  // [B, H], total ∂L/∂cs of this step
-  const T* h_grad;   // [B, H], ∂L/∂h
-  T* cs_prev_grad;   // [B, H]
-  T* dgates;         // [B, 4H], ∂L/∂gates in `layout` (TensorFlow's `dicfo` for ICFO)
-  T* wci_grad;       // [H]  (zeros without peepholes)
-  T* wcf_grad;       // [H]
-  T* wco_grad;       // [H]
+  const T* d_cs;  // [B, H], total ∂L/∂cs of this step
+  const T* d_h;   // [B, H], ∂L/∂h
+  T* d_cs_prev;   // [B, H]
+  T* d_gates;         // [B, 4H], ∂L/∂gates in `layout` (TensorFlow's `dicfo` for ICFO)
+  T* d_wci;       // [H]  (zeros without peepholes)
+  T* d_wcf;       // [H]
+  T* d_wco;       // [H]
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
   // The full backward (SPEC §6.4, gradients.LSTMBlockCell): when `full` is set, also the input
   // and parameter gradients below, overwritten (not accumulated); LSTMBlockCellGrad leaves it
-  // unset. (A flag, not null pointers: an empty x_grad, I = 0, may legitimately be null.)
+  // unset. (A flag, not null pointers: an empty d_x, I = 0, may legitimately be null.)
   bool full = false;
-  T* x_grad = nullptr;       // [B, I]
-  T* h_prev_grad = nullptr;  // [B, H]
-  T* w_grad = nullptr;       // [I+H, 4H]
-  T* b_grad = nullptr;       // [4H]
+  T* d_x = nullptr;       // [B, I]
+  T* d_h_prev = nullptr;  // [B, H]
+  T* d_w = nullptr;       // [I+H, 4H]
+  T* d_b = nullptr;       // [4H]
 };
 
 namespace ref {

@@ -20,6 +20,10 @@ using core::data;
 // A field of the kernel's arguments from the input (i) or output (o) field of the same name.
 #define BLOCKRNN_IN(field) .field = data<T>(i.field)
 #define BLOCKRNN_OUT(field) .field = data<T>(o.field)
+// A kernel field from the typed field of another name (TensorFlow's `x_grad` is the kernel's
+// `d_x`).
+#define BLOCKRNN_IN_AS(kfield, field) .kfield = data<T>(i.field)
+#define BLOCKRNN_OUT_AS(kfield, field) .kfield = data<T>(o.field)
 
 // The reference (force_reference(), src/ref) or the fast kernel (src/cpu).
 template <class Ref, class Cpu>
@@ -83,16 +87,16 @@ BlockLSTMBwdArgs<T> block_lstm_bwd_args(const In& i, const Out& o, bool use_peep
           BLOCKRNN_IN(ci),
           BLOCKRNN_IN(co),
           BLOCKRNN_IN(h),
-          BLOCKRNN_IN(cs_grad),
-          BLOCKRNN_IN(h_grad),
-          BLOCKRNN_OUT(x_grad),
-          BLOCKRNN_OUT(cs_prev_grad),
-          BLOCKRNN_OUT(h_prev_grad),
-          BLOCKRNN_OUT(w_grad),
-          BLOCKRNN_OUT(wci_grad),
-          BLOCKRNN_OUT(wcf_grad),
-          BLOCKRNN_OUT(wco_grad),
-          BLOCKRNN_OUT(b_grad),
+          BLOCKRNN_IN_AS(d_cs, cs_grad),
+          BLOCKRNN_IN_AS(d_h, h_grad),
+          BLOCKRNN_OUT_AS(d_x, x_grad),
+          BLOCKRNN_OUT_AS(d_cs_prev, cs_prev_grad),
+          BLOCKRNN_OUT_AS(d_h_prev, h_prev_grad),
+          BLOCKRNN_OUT_AS(d_w, w_grad),
+          BLOCKRNN_OUT_AS(d_wci, wci_grad),
+          BLOCKRNN_OUT_AS(d_wcf, wcf_grad),
+          BLOCKRNN_OUT_AS(d_wco, wco_grad),
+          BLOCKRNN_OUT_AS(d_b, b_grad),
           .use_peephole = use_peephole,
           .layout = layout};
 }
@@ -108,13 +112,13 @@ BlockGRUBwdArgs<T> block_gru_bwd_args(const In& i, const Out& o) {
           BLOCKRNN_IN(u),
           BLOCKRNN_IN(c),
           BLOCKRNN_IN(h),
-          BLOCKRNN_IN(h_grad),
-          BLOCKRNN_OUT(x_grad),
-          BLOCKRNN_OUT(h_prev_grad),
-          BLOCKRNN_OUT(w_ru_grad),
-          BLOCKRNN_OUT(w_c_grad),
-          BLOCKRNN_OUT(b_ru_grad),
-          BLOCKRNN_OUT(b_c_grad)};
+          BLOCKRNN_IN_AS(d_h, h_grad),
+          BLOCKRNN_OUT_AS(d_x, x_grad),
+          BLOCKRNN_OUT_AS(d_h_prev, h_prev_grad),
+          BLOCKRNN_OUT_AS(d_w_ru, w_ru_grad),
+          BLOCKRNN_OUT_AS(d_w_c, w_c_grad),
+          BLOCKRNN_OUT_AS(d_b_ru, b_ru_grad),
+          BLOCKRNN_OUT_AS(d_b_c, b_c_grad)};
 }
 
 // BlockGRUResetAfter.
@@ -128,12 +132,22 @@ BlockGRUResetAfterFwdArgs<T> gru_reset_after_fwd_args(const In& i, const Out& o)
 // BlockGRUResetAfterGrad.
 template <class T, class In, class Out>
 BlockGRUResetAfterBwdArgs<T> gru_reset_after_bwd_args(const In& i, const Out& o) {
-  return {BLOCKRNN_IN(x),         BLOCKRNN_IN(h_prev),    BLOCKRNN_IN(w_i),
-          BLOCKRNN_IN(w_h),       BLOCKRNN_IN(r),         BLOCKRNN_IN(u),
-          BLOCKRNN_IN(n),         BLOCKRNN_IN(hn),        BLOCKRNN_IN(h),
-          BLOCKRNN_IN(h_grad),    BLOCKRNN_OUT(x_grad),   BLOCKRNN_OUT(h_prev_grad),
-          BLOCKRNN_OUT(w_i_grad), BLOCKRNN_OUT(w_h_grad), BLOCKRNN_OUT(b_i_grad),
-          BLOCKRNN_OUT(b_h_grad)};
+  return {BLOCKRNN_IN(x),
+          BLOCKRNN_IN(h_prev),
+          BLOCKRNN_IN(w_i),
+          BLOCKRNN_IN(w_h),
+          BLOCKRNN_IN(r),
+          BLOCKRNN_IN(u),
+          BLOCKRNN_IN(n),
+          BLOCKRNN_IN(hn),
+          BLOCKRNN_IN(h),
+          BLOCKRNN_IN_AS(d_h, h_grad),
+          BLOCKRNN_OUT_AS(d_x, x_grad),
+          BLOCKRNN_OUT_AS(d_h_prev, h_prev_grad),
+          BLOCKRNN_OUT_AS(d_w_i, w_i_grad),
+          BLOCKRNN_OUT_AS(d_w_h, w_h_grad),
+          BLOCKRNN_OUT_AS(d_b_i, b_i_grad),
+          BLOCKRNN_OUT_AS(d_b_h, b_h_grad)};
 }
 
 // GRUBlockCellGrad's, given its outputs; gradients.GRUBlockCell adds the parameter gradients.
@@ -148,8 +162,8 @@ GRUCellBwdArgs<T> gru_cell_bwd_args(const In& i, T* d_x, T* d_h_prev, T* d_c_bar
 // LSTMBlockCellGrad's, given its outputs; gradients.LSTMBlockCell adds the input and parameter
 // gradients.
 template <class T, class In>
-LSTMCellBwdArgs<T> lstm_cell_bwd_args(const In& i, bool use_peephole, T* cs_prev_grad, T* dgates,
-                                      T* wci_grad, T* wcf_grad, T* wco_grad) {
+LSTMCellBwdArgs<T> lstm_cell_bwd_args(const In& i, bool use_peephole, T* d_cs_prev, T* d_gates,
+                                      T* d_wci, T* d_wcf, T* d_wco) {
   return {BLOCKRNN_IN(x),
           BLOCKRNN_IN(cs_prev),
           BLOCKRNN_IN(h_prev),
@@ -163,13 +177,13 @@ LSTMCellBwdArgs<T> lstm_cell_bwd_args(const In& i, bool use_peephole, T* cs_prev
           BLOCKRNN_IN(o),
           BLOCKRNN_IN(ci),
           BLOCKRNN_IN(co),
-          BLOCKRNN_IN(cs_grad),
-          BLOCKRNN_IN(h_grad),
-          .cs_prev_grad = cs_prev_grad,
-          .dgates = dgates,
-          .wci_grad = wci_grad,
-          .wcf_grad = wcf_grad,
-          .wco_grad = wco_grad,
+          BLOCKRNN_IN_AS(d_cs, cs_grad),
+          BLOCKRNN_IN_AS(d_h, h_grad),
+          .d_cs_prev = d_cs_prev,
+          .d_gates = d_gates,
+          .d_wci = d_wci,
+          .d_wcf = d_wcf,
+          .d_wco = d_wco,
           .use_peephole = use_peephole,
           .layout = LSTMLayout::kICFO};
 }

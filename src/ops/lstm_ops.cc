@@ -133,15 +133,15 @@ void compute_backward(const GradIn& in, const BackOut& out, const Attrs& attrs, 
   const LSTMDims d = dims_of(in);
   core::dispatch_float(dtype, kGradInputs, in, kBackwardOutputs, out,
                        [&]<typename T>(const GradIn& i, const BackOut& o) {
-                         std::vector<T> dgates(d.B * 4 * d.H);
+                         std::vector<T> d_gates(d.B * 4 * d.H);
                          LSTMCellBwdArgs<T> a = ops::lstm_cell_bwd_args<T>(
-                             i, attrs.use_peephole, data<T>(o.cs_prev), dgates.data(),
+                             i, attrs.use_peephole, data<T>(o.cs_prev), d_gates.data(),
                              data<T>(o.wci), data<T>(o.wcf), data<T>(o.wco));
                          a.full = true;
-                         a.x_grad = data<T>(o.x);
-                         a.h_prev_grad = data<T>(o.h_prev);
-                         a.w_grad = data<T>(o.w);
-                         a.b_grad = data<T>(o.b);
+                         a.d_x = data<T>(o.x);
+                         a.d_h_prev = data<T>(o.h_prev);
+                         a.d_w = data<T>(o.w);
+                         a.d_b = data<T>(o.b);
                          run_bwd<T>(d, a);
                        });
 }

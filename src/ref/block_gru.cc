@@ -5,11 +5,11 @@
 // Shape letters: T time, B batch, I input, H cell, S = seq_len_max.
 //   forward, t = 0 … S−1:   (r, u, c, h)[t] = GRUBlockCell(x[t], t == 0 ? h_prev : h[t−1])
 //   forward, t ≥ S:         r, u, c, h = 0
-//   backward, t = S−1 … 0:  d_h = carry + h_grad[t]
-//                           (x_grad[t], carry, d_w_ru, d_w_c, d_b_ru, d_b_c) =
+//   backward, t = S−1 … 0:  d_h = carry + d_h[t]
+//                           (d_x[t], carry, d_w_ru, d_w_c, d_b_ru, d_b_c) =
 //                               gradients.GRUBlockCell(x[t], hp, …, r[t], u[t], c[t], d_h)
-//                           w_ru_grad += d_w_ru, … (in that time order)
-//   h_prev_grad = carry;  x_grad[t] = 0 for t ≥ S;  all gradients 0 when S = 0
+//                           d_w_ru += d_w_ru, … (in that time order)
+//   d_h_prev = carry;  d_x[t] = 0 for t ≥ S;  all gradients 0 when S = 0
 #include "kernel/block_gru.h"
 
 #include <algorithm>
@@ -44,23 +44,23 @@ template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.w_ru_grad, K * 2 * H}, {a.w_c_grad, K * H}, {a.b_ru_grad, 2 * H}, {a.b_c_grad, H}});
+    zero<T>({{a.d_w_ru, K * 2 * H}, {a.d_w_c, K * H}, {a.d_b_ru, 2 * H}, {a.d_b_c, H}});
     using A = BlockGRUBwdArgs<T>;
     return each_example<T>(d, a, block_gru_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::c, &A::h, &A::h_grad}) e.*f = s.in(a.*f, H);
-      e.w_ru_grad = s.summed(a.w_ru_grad, K * 2 * H);
-      e.w_c_grad = s.summed(a.w_c_grad, K * H);
-      e.b_ru_grad = s.summed(a.b_ru_grad, 2 * H);
-      e.b_c_grad = s.summed(a.b_c_grad, H);
+      for (auto f : {&A::r, &A::u, &A::c, &A::h, &A::d_h}) e.*f = s.in(a.*f, H);
+      e.d_w_ru = s.summed(a.d_w_ru, K * 2 * H);
+      e.d_w_c = s.summed(a.d_w_c, K * H);
+      e.d_b_ru = s.summed(a.d_b_ru, 2 * H);
+      e.d_b_c = s.summed(a.d_b_c, H);
     });
   }
-  std::fill(a.x_grad, a.x_grad + d.T * B * I, T(0));
-  StepSum<T> w_ru_grad(a.w_ru_grad, K * 2 * H), w_c_grad(a.w_c_grad, K * H),
-      b_ru_grad(a.b_ru_grad, 2 * H), b_c_grad(a.b_c_grad, H);
+  std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
+  StepSum<T> d_w_ru(a.d_w_ru, K * 2 * H), d_w_c(a.d_w_c, K * H),
+      d_b_ru(a.d_b_ru, 2 * H), d_b_c(a.d_b_c, H);
   std::vector<T> carry(BH, T(0)), d_h(BH), next(BH), d_c_bar(BH), d_ru(2 * BH);
   auto step = [&](std::int64_t t) {
     const std::int64_t o = t * BH;
-    for (std::int64_t e = 0; e < BH; ++e) d_h[e] = carry[e] + a.h_grad[o + e];
+    for (std::int64_t e = 0; e < BH; ++e) d_h[e] = carry[e] + a.d_h[o + e];
     GRUCellBwdArgs<T> cell{a.x + t * B * I,
                            t == 0 ? a.h_prev : a.h + o - BH,
                            a.w_ru,
@@ -69,21 +69,21 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
                            a.u + o,
                            a.c + o,
                            d_h.data(),
-                           a.x_grad + t * B * I,
+                           a.d_x + t * B * I,
                            next.data(),
                            d_c_bar.data(),
                            d_ru.data()};
     cell.full = true;
-    cell.d_w_ru = w_ru_grad.step();
-    cell.d_w_c = w_c_grad.step();
-    cell.d_b_ru = b_ru_grad.step();
-    cell.d_b_c = b_c_grad.step();
+    cell.d_w_ru = d_w_ru.step();
+    cell.d_w_c = d_w_c.step();
+    cell.d_b_ru = d_b_ru.step();
+    cell.d_b_c = d_b_c.step();
     gru_cell_bwd<T>({B, I, H}, cell);
-    for (StepSum<T>* g : {&w_ru_grad, &w_c_grad, &b_ru_grad, &b_c_grad}) g->add();
+    for (StepSum<T>* g : {&d_w_ru, &d_w_c, &d_b_ru, &d_b_c}) g->add();
     carry.swap(next);
   };
   backward_steps("BlockGRUGrad", d.seq_len_max, step);
-  std::copy(carry.begin(), carry.end(), a.h_prev_grad);
+  std::copy(carry.begin(), carry.end(), a.d_h_prev);
 }
 
 template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);

@@ -58,19 +58,19 @@ template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, H3 = 3 * H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.w_i_grad, I * H3}, {a.w_h_grad, H * H3}, {a.b_i_grad, H3}, {a.b_h_grad, H3}});
+    zero<T>({{a.d_w_i, I * H3}, {a.d_w_h, H * H3}, {a.d_b_i, H3}, {a.d_b_h, H3}});
     using A = BlockGRUResetAfterBwdArgs<T>;
     return each_example<T>(d, a, block_gru_reset_after_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::n, &A::hn, &A::h, &A::h_grad}) e.*f = s.in(a.*f, H);
-      e.w_i_grad = s.summed(a.w_i_grad, I * H3);
-      e.w_h_grad = s.summed(a.w_h_grad, H * H3);
-      e.b_i_grad = s.summed(a.b_i_grad, H3);
-      e.b_h_grad = s.summed(a.b_h_grad, H3);
+      for (auto f : {&A::r, &A::u, &A::n, &A::hn, &A::h, &A::d_h}) e.*f = s.in(a.*f, H);
+      e.d_w_i = s.summed(a.d_w_i, I * H3);
+      e.d_w_h = s.summed(a.d_w_h, H * H3);
+      e.d_b_i = s.summed(a.d_b_i, H3);
+      e.d_b_h = s.summed(a.d_b_h, H3);
     });
   }
-  std::fill(a.x_grad, a.x_grad + d.T * B * I, T(0));
-  StepSum<T> w_i_grad(a.w_i_grad, I * H3), w_h_grad(a.w_h_grad, H * H3), b_i_grad(a.b_i_grad, H3),
-      b_h_grad(a.b_h_grad, H3);
+  std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
+  StepSum<T> d_w_i(a.d_w_i, I * H3), d_w_h(a.d_w_h, H * H3), d_b_i(a.d_b_i, H3),
+      d_b_h(a.d_b_h, H3);
   std::vector<T> carry(BH, T(0)), d_h(BH), d_gi(B * H3), d_gh(B * H3), g(BH);
   auto step = [&](std::int64_t t) {
     const std::int64_t o = t * BH;
@@ -78,7 +78,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
     for (std::int64_t b = 0; b < B; ++b) {
       for (std::int64_t j = 0; j < H; ++j) {
         const std::int64_t e = b * H + j;
-        const T dh = carry[e] + a.h_grad[o + e];
+        const T dh = carry[e] + a.d_h[o + e];
         const T r = a.r[o + e], u = a.u[o + e], n = a.n[o + e], hn = a.hn[o + e];
         const T d_n_bar = (dh * (T(1) - u)) * (T(1) - n * n);
         const T d_u_bar = ((dh * (hp[e] - n)) * u) * (T(1) - u);
@@ -90,17 +90,17 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
         d_gh[b * H3 + 2 * H + j] = d_n_bar * r;
       }
     }
-    matmul_bt(B, I, H3, d_gi.data(), a.w_i, a.x_grad + t * B * I);  // d_gi·w_iᵀ   [B, I]
+    matmul_bt(B, I, H3, d_gi.data(), a.w_i, a.d_x + t * B * I);  // d_gi·w_iᵀ   [B, I]
     matmul_bt(B, H, H3, d_gh.data(), a.w_h, g.data());              // d_gh·w_hᵀ   [B, H]
     for (std::int64_t e = 0; e < BH; ++e) carry[e] = g[e] + d_h[e] * a.u[o + e];
-    matmul_at(I, H3, B, a.x + t * B * I, d_gi.data(), w_i_grad.step());  // x[t]ᵀ·d_gi  [I, 3H]
-    matmul_at(H, H3, B, hp, d_gh.data(), w_h_grad.step());               // hpᵀ·d_gh    [H, 3H]
-    column_sums(B, H3, d_gi.data(), b_i_grad.step());                    // Σ_b d_gi
-    column_sums(B, H3, d_gh.data(), b_h_grad.step());                    // Σ_b d_gh
-    for (StepSum<T>* sum : {&w_i_grad, &w_h_grad, &b_i_grad, &b_h_grad}) sum->add();
+    matmul_at(I, H3, B, a.x + t * B * I, d_gi.data(), d_w_i.step());  // x[t]ᵀ·d_gi  [I, 3H]
+    matmul_at(H, H3, B, hp, d_gh.data(), d_w_h.step());               // hpᵀ·d_gh    [H, 3H]
+    column_sums(B, H3, d_gi.data(), d_b_i.step());                    // Σ_b d_gi
+    column_sums(B, H3, d_gh.data(), d_b_h.step());                    // Σ_b d_gh
+    for (StepSum<T>* sum : {&d_w_i, &d_w_h, &d_b_i, &d_b_h}) sum->add();
   };
   backward_steps("BlockGRUResetAfterGrad", d.seq_len_max, step);
-  std::copy(carry.begin(), carry.end(), a.h_prev_grad);
+  std::copy(carry.begin(), carry.end(), a.d_h_prev);
 }
 
 template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,

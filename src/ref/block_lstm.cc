@@ -7,11 +7,11 @@
 //   forward, t = 0 … S−1:  (i, cs, f, o, ci, co, h)[t] =
 //                              LSTMBlockCell(x[t], cs[t−1], h[t−1])   (cs_prev, h_prev at t = 0)
 //   forward, t ≥ S:        all seven outputs 0
-//   backward, t = S−1 … 0: (x_grad[t], carry_cs, carry_h, dw, dwci, dwcf, dwco, db) =
-//                              cell backward(…, cs_grad = carry_cs + cs_grad[t],
-//                                               h_grad  = carry_h  + h_grad[t])
-//                          w_grad += dw, …  (summed in that time order, as TensorFlow does)
-//   cs_prev_grad = carry_cs;  h_prev_grad = carry_h;  x_grad[t ≥ S] = 0
+//   backward, t = S−1 … 0: (d_x[t], carry_cs, carry_h, dw, dwci, dwcf, dwco, db) =
+//                              cell backward(…, d_cs = carry_cs + d_cs[t],
+//                                               d_h  = carry_h  + d_h[t])
+//                          d_w += dw, …  (summed in that time order, as TensorFlow does)
+//   d_cs_prev = carry_cs;  d_h_prev = carry_h;  d_x[t ≥ S] = 0
 #include "kernel/block_lstm.h"
 
 #include "ref/per_example.h"
@@ -63,31 +63,31 @@ template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H, G = 4 * H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.w_grad, K * G}, {a.b_grad, G}, {a.wci_grad, H}, {a.wcf_grad, H}, {a.wco_grad, H}});
+    zero<T>({{a.d_w, K * G}, {a.d_b, G}, {a.d_wci, H}, {a.d_wcf, H}, {a.d_wco, H}});
     using A = BlockLSTMBwdArgs<T>;
     return each_example<T>(d, a, block_lstm_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
       e.cs_prev = s.row(a.cs_prev, H);
-      for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h, &A::cs_grad, &A::h_grad}) {
+      for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h, &A::d_cs, &A::d_h}) {
         e.*f = s.in(a.*f, H);
       }
-      e.cs_prev_grad = s.row(a.cs_prev_grad, H);
-      e.w_grad = s.summed(a.w_grad, K * G);
-      e.b_grad = s.summed(a.b_grad, G);
-      e.wci_grad = s.summed(a.wci_grad, H);
-      e.wcf_grad = s.summed(a.wcf_grad, H);
-      e.wco_grad = s.summed(a.wco_grad, H);
+      e.d_cs_prev = s.row(a.d_cs_prev, H);
+      e.d_w = s.summed(a.d_w, K * G);
+      e.d_b = s.summed(a.d_b, G);
+      e.d_wci = s.summed(a.d_wci, H);
+      e.d_wcf = s.summed(a.d_wcf, H);
+      e.d_wco = s.summed(a.d_wco, H);
     });
   }
-  std::fill(a.x_grad, a.x_grad + d.T * B * I, T(0));
-  StepSum<T> w_grad(a.w_grad, K * G), b_grad(a.b_grad, G), wci_grad(a.wci_grad, H),
-      wcf_grad(a.wcf_grad, H), wco_grad(a.wco_grad, H);
+  std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
+  StepSum<T> d_w(a.d_w, K * G), d_b(a.d_b, G), d_wci(a.d_wci, H),
+      d_wcf(a.d_wcf, H), d_wco(a.d_wco, H);
   std::vector<T> carry_cs(BH, T(0)), carry_h(BH, T(0)), next_cs(BH), next_h(BH);
-  std::vector<T> cs_grad(BH), h_grad(BH), dgates(B * G);
+  std::vector<T> d_cs(BH), d_h(BH), d_gates(B * G);
   auto step = [&](std::int64_t t) {
     const std::int64_t o = t * BH;
     for (std::int64_t e = 0; e < BH; ++e) {
-      cs_grad[e] = carry_cs[e] + a.cs_grad[o + e];
-      h_grad[e] = carry_h[e] + a.h_grad[o + e];
+      d_cs[e] = carry_cs[e] + a.d_cs[o + e];
+      d_h[e] = carry_h[e] + a.d_h[o + e];
     }
     LSTMCellBwdArgs<T> cell{a.x + t * B * I,
                             t == 0 ? a.cs_prev : a.cs + o - BH,
@@ -102,28 +102,28 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
                             a.o + o,
                             a.ci + o,
                             a.co + o,
-                            cs_grad.data(),
-                            h_grad.data(),
+                            d_cs.data(),
+                            d_h.data(),
                             next_cs.data(),
-                            dgates.data(),
-                            wci_grad.step(),
-                            wcf_grad.step(),
-                            wco_grad.step()};
+                            d_gates.data(),
+                            d_wci.step(),
+                            d_wcf.step(),
+                            d_wco.step()};
     cell.use_peephole = a.use_peephole;
     cell.layout = a.layout;
     cell.full = true;
-    cell.x_grad = a.x_grad + t * B * I;
-    cell.h_prev_grad = next_h.data();
-    cell.w_grad = w_grad.step();
-    cell.b_grad = b_grad.step();
+    cell.d_x = a.d_x + t * B * I;
+    cell.d_h_prev = next_h.data();
+    cell.d_w = d_w.step();
+    cell.d_b = d_b.step();
     lstm_cell_bwd<T>({B, I, H}, cell);
-    for (StepSum<T>* g : {&w_grad, &b_grad, &wci_grad, &wcf_grad, &wco_grad}) g->add();
+    for (StepSum<T>* g : {&d_w, &d_b, &d_wci, &d_wcf, &d_wco}) g->add();
     carry_cs.swap(next_cs);
     carry_h.swap(next_h);
   };
   backward_steps(block_lstm_op_name(a.layout, true), d.seq_len_max, step);
-  std::copy(carry_cs.begin(), carry_cs.end(), a.cs_prev_grad);
-  std::copy(carry_h.begin(), carry_h.end(), a.h_prev_grad);
+  std::copy(carry_cs.begin(), carry_cs.end(), a.d_cs_prev);
+  std::copy(carry_h.begin(), carry_h.end(), a.d_h_prev);
 }
 
 template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);

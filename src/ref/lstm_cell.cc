@@ -8,15 +8,15 @@
 //   cs = i⊙ci + f⊙cs_prev;  if cell_clip > 0: cs = min(max(cs, −cell_clip), cell_clip)
 //   co = tanh(cs);  o = σ(g_o [+ cs⊙wco]);  h = o⊙co
 // Backward (groupings as TensorFlow evaluates them; the clip is not differentiated):
-//   do  = ((o⊙(1−o))⊙h_grad)⊙co
-//   dcs = ((1−co⊙co)⊙h_grad)⊙o + cs_grad  [+ do⊙wco]
+//   do  = ((o⊙(1−o))⊙d_h)⊙co
+//   dcs = ((1−co⊙co)⊙d_h)⊙o + d_cs  [+ do⊙wco]
 //   dci = ((1−ci⊙ci)⊙dcs)⊙i;  df = ((f⊙(1−f))⊙dcs)⊙cs_prev;  di = ((i⊙(1−i))⊙dcs)⊙ci
-//   dgates = [di, dci, df, do] (ICFO; IFCO: [di, df, dci, do])
-//   cs_prev_grad = dcs⊙f  [+ di⊙wci + df⊙wcf]
-//   wci_grad = Σ_b di⊙cs_prev;  wcf_grad = Σ_b df⊙cs_prev;  wco_grad = Σ_b do⊙cs  (else 0)
+//   d_gates = [di, dci, df, do] (ICFO; IFCO: [di, df, dci, do])
+//   d_cs_prev = dcs⊙f  [+ di⊙wci + df⊙wcf]
+//   d_wci = Σ_b di⊙cs_prev;  d_wcf = Σ_b df⊙cs_prev;  d_wco = Σ_b do⊙cs  (else 0)
 // Full backward (SPEC §6.4):
-//   xh_grad = dgates·wᵀ  → x_grad = xh_grad[:, :I], h_prev_grad = xh_grad[:, I:]
-//   w_grad = xhᵀ·dgates;  b_grad = Σ_b dgates
+//   xh_grad = d_gates·wᵀ  → d_x = xh_grad[:, :I], d_h_prev = xh_grad[:, I:]
+//   d_w = xhᵀ·d_gates;  d_b = Σ_b d_gates
 #include "kernel/lstm_cell.h"
 
 #include <algorithm>
@@ -72,48 +72,48 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
     for (std::int64_t j = 0; j < H; ++j) {
       const std::int64_t e = n * H + j;
       const T i = a.i[e], f = a.f[e], o = a.o[e], ci = a.ci[e], co = a.co[e];
-      const T h_grad = a.h_grad[e], cs_prev = a.cs_prev[e];
-      const T d_o = ((o * (T(1) - o)) * h_grad) * co;
-      T dcs = ((T(1) - co * co) * h_grad) * o + a.cs_grad[e];
+      const T d_h = a.d_h[e], cs_prev = a.cs_prev[e];
+      const T d_o = ((o * (T(1) - o)) * d_h) * co;
+      T dcs = ((T(1) - co * co) * d_h) * o + a.d_cs[e];
       if (a.use_peephole) dcs = dcs + d_o * a.wco[j];
       const T dci = ((T(1) - ci * ci) * dcs) * i;
       const T df = ((f * (T(1) - f)) * dcs) * cs_prev;
       const T di = ((i * (T(1) - i)) * dcs) * ci;
-      a.dgates[n * G + blk.i * H + j] = di;
-      a.dgates[n * G + blk.c * H + j] = dci;
-      a.dgates[n * G + blk.f * H + j] = df;
-      a.dgates[n * G + blk.o * H + j] = d_o;
-      T cs_prev_grad = dcs * f;
-      if (a.use_peephole) cs_prev_grad = (cs_prev_grad + di * a.wci[j]) + df * a.wcf[j];
-      a.cs_prev_grad[e] = cs_prev_grad;
+      a.d_gates[n * G + blk.i * H + j] = di;
+      a.d_gates[n * G + blk.c * H + j] = dci;
+      a.d_gates[n * G + blk.f * H + j] = df;
+      a.d_gates[n * G + blk.o * H + j] = d_o;
+      T d_cs_prev = dcs * f;
+      if (a.use_peephole) d_cs_prev = (d_cs_prev + di * a.wci[j]) + df * a.wcf[j];
+      a.d_cs_prev[e] = d_cs_prev;
     }
   }
   for (std::int64_t j = 0; j < H; ++j) {
     T sci = T(0), scf = T(0), sco = T(0);
     if (a.use_peephole) {
       for (std::int64_t n = 0; n < B; ++n) {
-        sci += a.dgates[n * G + blk.i * H + j] * a.cs_prev[n * H + j];
-        scf += a.dgates[n * G + blk.f * H + j] * a.cs_prev[n * H + j];
-        sco += a.dgates[n * G + blk.o * H + j] * a.cs[n * H + j];
+        sci += a.d_gates[n * G + blk.i * H + j] * a.cs_prev[n * H + j];
+        scf += a.d_gates[n * G + blk.f * H + j] * a.cs_prev[n * H + j];
+        sco += a.d_gates[n * G + blk.o * H + j] * a.cs[n * H + j];
       }
     }
-    a.wci_grad[j] = sci;
-    a.wcf_grad[j] = scf;
-    a.wco_grad[j] = sco;
+    a.d_wci[j] = sci;
+    a.d_wcf[j] = scf;
+    a.d_wco[j] = sco;
   }
   if (!a.full) return;
-  // xh_grad = dgates·wᵀ      [B, I+H] = [B, 4H]·[I+H, 4H]ᵀ
+  // xh_grad = d_gates·wᵀ      [B, I+H] = [B, 4H]·[I+H, 4H]ᵀ
   std::vector<T> xh_grad(B * K);
-  matmul_bt(B, K, G, a.dgates, a.w, xh_grad.data());
+  matmul_bt(B, K, G, a.d_gates, a.w, xh_grad.data());
   for (std::int64_t n = 0; n < B; ++n) {
-    for (std::int64_t m = 0; m < I; ++m) a.x_grad[n * I + m] = xh_grad[n * K + m];
-    for (std::int64_t j = 0; j < H; ++j) a.h_prev_grad[n * H + j] = xh_grad[n * K + I + j];
+    for (std::int64_t m = 0; m < I; ++m) a.d_x[n * I + m] = xh_grad[n * K + m];
+    for (std::int64_t j = 0; j < H; ++j) a.d_h_prev[n * H + j] = xh_grad[n * K + I + j];
   }
-  // w_grad = xhᵀ·dgates      [I+H, 4H] = [B, I+H]ᵀ·[B, 4H]
+  // d_w = xhᵀ·d_gates      [I+H, 4H] = [B, I+H]ᵀ·[B, 4H]
   const std::vector<T> xh = concat_cols(B, I, a.x, H, a.h_prev);
-  matmul_at(K, G, B, xh.data(), a.dgates, a.w_grad);
-  // b_grad = Σ_b dgates      [4H]
-  column_sums(B, G, a.dgates, a.b_grad);
+  matmul_at(K, G, B, xh.data(), a.d_gates, a.d_w);
+  // d_b = Σ_b d_gates      [4H]
+  column_sums(B, G, a.d_gates, a.d_b);
 }
 
 template void lstm_cell_fwd<float>(const LSTMDims&, const LSTMCellFwdArgs<float>&);

@@ -2,10 +2,10 @@
 // lengths, a sequence op is the op run on each example alone, with seq_len_max = that example's
 // steps min(L_b, S), and the results put back in place:
 //   - [T, B, n] outputs: example b's rows are its own call's outputs (zero past its steps);
-//   - [B, n] outputs (h_prev_grad, cs_prev_grad): its own call's;
+//   - [B, n] outputs (d_h_prev, d_cs_prev): its own call's;
 //   - weight, bias and peephole gradients: the sum over examples (in example order) of each
 //     example's call's gradients.
-// Nothing past an example's steps is read (x, h_grad, cs_grad and the forward outputs there may
+// Nothing past an example's steps is read (x, d_h, d_cs and the forward outputs there may
 // hold anything, NaN included).
 #pragma once
 
@@ -72,7 +72,7 @@ class ExampleSlices {
 };
 
 // The op `run` on each example alone, in example order: the copy e of the arguments gets
-// example b's x and h_prev (and a grad's x_grad and h_prev_grad), bind(s, e) points the op's
+// example b's x and h_prev (and a grad's d_x and d_h_prev), bind(s, e) points the op's
 // other arrays at example b's slices s, and `run` is called with B = 1 and seq_len_max = its
 // steps. Gradients handed out by s.summed() are summed into arrays the caller zeroed beforehand.
 template <typename T, typename Dims, typename Args, typename Run, typename Bind>
@@ -83,9 +83,9 @@ void each_example(const Dims& d, const Args& a, Run run, Bind bind) {
     Args e = a;
     e.x = s.in(a.x, d.I);
     e.h_prev = s.row(a.h_prev, d.H);
-    if constexpr (requires { a.x_grad; }) {
-      e.x_grad = s.out(a.x_grad, d.I);
-      e.h_prev_grad = s.row(a.h_prev_grad, d.H);
+    if constexpr (requires { a.d_x; }) {
+      e.d_x = s.out(a.d_x, d.I);
+      e.d_h_prev = s.row(a.d_h_prev, d.H);
     }
     bind(s, e);
     run(Dims{d.T, 1, d.I, d.H, steps}, e);
