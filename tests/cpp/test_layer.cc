@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
@@ -157,53 +158,38 @@ TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
 }
 
 // The two GRU layers, for one test of both: the layer, its one-shot ops (sequence_case.h's
-// variant: typed calls, outputs and gradients in OpDef order) and the layer's per-call structs.
+// variant: typed calls, outputs and gradients in OpDef order) and the layer's per-call structs,
+// whose fields are in the same order (outputs; grad inputs: seq_len_max, x, h_prev, the forward's
+// outputs, h_grad, seq_lengths).
+template <typename V, typename L, typename Out, typename GradIn, typename OpGradIn,
+          typename GradOut, std::size_t kOutputs>
 struct GRUKind {
-  using Variant = BlockGRUVariant;
-  using Layer = GRULayer;
-  static BlockGRUOutputs outputs(std::vector<Tensor>& o) {
-    return {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(), o[3].mutable_view()};
-  }
-  static GRULayerGradInputs grad_inputs(const GRULayerInputs& in, const BlockGRUResult& f,
-                                        const Tensor& h_grad) {
-    return {.seq_len_max = in.seq_len_max,
-            .x = in.x,
-            .h_prev = in.h_prev,
-            .r = f.r,
-            .u = f.u,
-            .c = f.c,
-            .h = f.h,
-            .h_grad = h_grad,
-            .seq_lengths = in.seq_lengths};
-  }
-  using GradOutputs = BlockGRUGradOutputs;
-  using OpGradInputs = BlockGRUGradInputs;
+  using Variant = V;
+  using Layer = L;
+  using Outputs = Out;
+  using GradInputs = GradIn;
+  using OpGradInputs = OpGradIn;
+  using GradOutputs = GradOut;
+  static constexpr std::size_t kNumOutputs = kOutputs;
 };
+using GRUPlain = GRUKind<BlockGRUVariant, GRULayer, BlockGRUOutputs, GRULayerGradInputs,
+                         BlockGRUGradInputs, BlockGRUGradOutputs, 4>;
+using GRUResetAfter = GRUKind<BlockGRUResetAfterVariant, GRUResetAfterLayer,
+                              BlockGRUResetAfterOutputs, GRUResetAfterLayerGradInputs,
+                              BlockGRUResetAfterGradInputs, BlockGRUResetAfterGradOutputs, 5>;
 
-struct GRUResetAfterKind {
-  using Variant = BlockGRUResetAfterVariant;
-  using Layer = GRUResetAfterLayer;
-  static BlockGRUResetAfterOutputs outputs(std::vector<Tensor>& o) {
-    return {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(), o[3].mutable_view(),
-            o[4].mutable_view()};
-  }
-  static GRUResetAfterLayerGradInputs grad_inputs(const GRULayerInputs& in,
-                                                  const BlockGRUResetAfterResult& f,
-                                                  const Tensor& h_grad) {
-    return {.seq_len_max = in.seq_len_max,
-            .x = in.x,
-            .h_prev = in.h_prev,
-            .r = f.r,
-            .u = f.u,
-            .n = f.n,
-            .hn = f.hn,
-            .h = f.h,
-            .h_grad = h_grad,
-            .seq_lengths = in.seq_lengths};
-  }
-  using GradOutputs = BlockGRUResetAfterGradOutputs;
-  using OpGradInputs = BlockGRUResetAfterGradInputs;
-};
+// A struct of mutable views, in field order, onto t[K]...
+template <typename S, std::size_t... K>
+S views_of(std::vector<Tensor>& t, std::index_sequence<K...>) {
+  return S{t[K].mutable_view()...};
+}
+
+// The layer's backward inputs: `in`, the forward's outputs f[K]... and h_grad.
+template <typename S, std::size_t... K>
+S grad_inputs_of(const GRULayerInputs& in, const std::vector<const Tensor*>& f,
+                 const Tensor& h_grad, std::index_sequence<K...>) {
+  return S{in.seq_len_max, in.x, in.h_prev, *f[K]..., h_grad, in.seq_lengths};
+}
 
 // Poisoned tensors shaped like `like`, and the views a call writes them through.
 std::vector<Tensor> poisoned_like(DType dt, const std::vector<const Tensor*>& like) {
@@ -243,7 +229,8 @@ void expect_gru_layer_equals_ops(DType dt, std::uint64_t seed) {
     const auto want = V::forward(op_in);
     const GRULayerInputs in{.seq_len_max = c.S, .x = x, .h_prev = h0, .seq_lengths = lv};
     std::vector<Tensor> got = poisoned_like(dt, V::outputs(want));
-    layer.forward(in, Kind::outputs(got));
+    constexpr auto kOut = std::make_index_sequence<Kind::kNumOutputs>();
+    layer.forward(in, views_of<typename Kind::Outputs>(got, kOut));
     expect_bitwise(got, V::outputs(want), "output");
 
     const Tensor hg = random_tensor(dt, {c.T, c.B, kH}, rng);
@@ -259,20 +246,18 @@ void expect_gru_layer_equals_ops(DType dt, std::uint64_t seed) {
     *gv.back() = hg;
     const auto gw = V::backward(gin);
     std::vector<Tensor> g = poisoned_like(dt, V::grads(gw));
-    layer.backward(
-        Kind::grad_inputs(in, want, hg),
-        typename Kind::GradOutputs{g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(),
-                                   g[3].mutable_view(), g[4].mutable_view(), g[5].mutable_view()});
+    layer.backward(grad_inputs_of<typename Kind::GradInputs>(in, fo, hg, kOut),
+                   views_of<typename Kind::GradOutputs>(g, std::make_index_sequence<6>()));
     expect_bitwise(g, V::grads(gw), "gradient");
   }
 }
 
 TEST_P(LayerTest, GRUEqualsOneShotOpsBitwise) {
-  expect_gru_layer_equals_ops<GRUKind>(GetParam(), 21);
+  expect_gru_layer_equals_ops<GRUPlain>(GetParam(), 21);
 }
 
 TEST_P(LayerTest, GRUResetAfterEqualsOneShotOpsBitwise) {
-  expect_gru_layer_equals_ops<GRUResetAfterKind>(GetParam(), 31);
+  expect_gru_layer_equals_ops<GRUResetAfter>(GetParam(), 31);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LayerTest, ::testing::Values(DType::kFloat32, DType::kFloat64));
