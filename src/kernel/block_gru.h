@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "kernel/declare.h"
 #include "kernel/seq_steps.h"
 
 namespace blockrnn {
@@ -75,18 +77,7 @@ struct BlockGRUBwdArgs {
   T* workspace = nullptr;
 };
 
-namespace ref {
-template <typename T>
-void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
-template <typename T>
-void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
-}  // namespace ref
-
-namespace cpu {
-template <typename T>
-void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
-template <typename T>
-void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
-}  // namespace cpu
+BLOCKRNN_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs)
+BLOCKRNN_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs)
 
 }  // namespace blockrnn

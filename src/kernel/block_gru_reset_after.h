@@ -23,6 +23,8 @@
 
 #include <cstdint>
 
+#include "kernel/declare.h"
+
 #include "kernel/block_gru.h"  // BlockGRUDims
 
 namespace blockrnn {
@@ -76,18 +78,7 @@ struct BlockGRUResetAfterBwdArgs {
   T* workspace = nullptr;
 };
 
-namespace ref {
-template <typename T>
-void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
-template <typename T>
-void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
-}  // namespace ref
-
-namespace cpu {
-template <typename T>
-void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
-template <typename T>
-void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
-}  // namespace cpu
+BLOCKRNN_KERNEL(block_gru_reset_after_fwd, BlockGRUDims, BlockGRUResetAfterFwdArgs)
+BLOCKRNN_KERNEL(block_gru_reset_after_bwd, BlockGRUDims, BlockGRUResetAfterBwdArgs)
 
 }  // namespace blockrnn

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "kernel/declare.h"
+
 #include "kernel/lstm_cell.h"
 #include "kernel/seq_steps.h"
 
@@ -100,18 +102,7 @@ struct BlockLSTMBwdArgs {
   T* workspace = nullptr;
 };
 
-namespace ref {
-template <typename T>
-void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
-template <typename T>
-void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
-}  // namespace ref
-
-namespace cpu {
-template <typename T>
-void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
-template <typename T>
-void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
-}  // namespace cpu
+BLOCKRNN_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs)
+BLOCKRNN_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs)
 
 }  // namespace blockrnn

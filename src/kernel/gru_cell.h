@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "kernel/declare.h"
+
 namespace blockrnn {
 
 struct GRUDims {
@@ -49,18 +51,7 @@ struct GRUCellBwdArgs {
   T* d_b_c = nullptr;   // [H]
 };
 
-namespace ref {
-template <typename T>
-void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a);
-template <typename T>
-void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a);
-}  // namespace ref
-
-namespace cpu {
-template <typename T>
-void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a);
-template <typename T>
-void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a);
-}  // namespace cpu
+BLOCKRNN_KERNEL(gru_cell_fwd, GRUDims, GRUCellFwdArgs)
+BLOCKRNN_KERNEL(gru_cell_bwd, GRUDims, GRUCellBwdArgs)
 
 }  // namespace blockrnn

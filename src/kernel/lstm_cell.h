@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "kernel/declare.h"
+
 namespace blockrnn {
 
 // Column order of the four H-wide gate blocks of w, b and the gate gradient (SPEC §1.3).
@@ -95,18 +97,7 @@ struct LSTMCellBwdArgs {
   T* d_b = nullptr;       // [4H]
 };
 
-namespace ref {
-template <typename T>
-void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a);
-template <typename T>
-void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a);
-}  // namespace ref
-
-namespace cpu {
-template <typename T>
-void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a);
-template <typename T>
-void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a);
-}  // namespace cpu
+BLOCKRNN_KERNEL(lstm_cell_fwd, LSTMDims, LSTMCellFwdArgs)
+BLOCKRNN_KERNEL(lstm_cell_bwd, LSTMDims, LSTMCellBwdArgs)
 
 }  // namespace blockrnn

@@ -220,23 +220,26 @@ void LSTMLayer::set_weights(TensorView w, TensorView b, TensorView wci, TensorVi
       *own[k] = Tensor(dt, {H});  // zeros, as the ops use for omitted peepholes
     }
   }
-  layer::with_dtype(dt, [&]<typename T>() { m.pack(m.plans.get<T>(), shape_); });
+  layer::pack_plan(m, shape_);
   has_weights_ = true;
 }
 
 void LSTMLayer::forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
                         LayerWorkspace workspace) {
   const Check check{name_, "forward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
-                                              workspace, own_workspace_);
+  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
   const std::int64_t H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
-  check.tensor("cs_prev", in.cs_prev, bh, "batch, hidden_size", dt);
-  check.tensor("h_prev", in.h_prev, bh, "batch, hidden_size", dt);
-  const char* names[7] = {"i", "cs", "f", "o", "ci", "co", "h"};
-  const MutableTensorView* outs[7] = {&out.i, &out.cs, &out.f, &out.o, &out.ci, &out.co, &out.h};
-  for (int k = 0; k < 7; ++k) check.tensor(names[k], *outs[k], tbh, "time, batch, hidden", dt);
+  check.tensors({{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}, bh, "batch, hidden_size", dt);
+  check.tensors({{"i", out.i},
+                 {"cs", out.cs},
+                 {"f", out.f},
+                 {"o", out.o},
+                 {"ci", out.ci},
+                 {"co", out.co},
+                 {"h", out.h}},
+                tbh, "time, batch, hidden", dt);
   Impl& m = *impl_;
   const BlockLSTMDims d{c.T, c.B, shape_.input_size, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -249,26 +252,29 @@ void LSTMLayer::forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
     a.cell_clip = ops::clip_in_dtype<T>(m.cell_clip, dt);
     a.use_peephole = attrs_.use_peephole;
     a.layout = attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
-    layer::run_kernel<T>(
-        ref::block_lstm_fwd<T>, cpu::block_lstm_fwd<T>, d, a, m.plans.get<T>(),
-        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
+    layer::run_kernel<T>(ref::block_lstm_fwd<T>, cpu::block_lstm_fwd<T>, d, a, m, shape_,
+                         c.workspace);
   });
 }
 
 void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutputs& out,
                          LayerWorkspace workspace) {
   const Check check{name_, "backward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
-                                              workspace, own_workspace_);
+  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
-  check.tensor("cs_prev", in.cs_prev, bh, "batch, hidden_size", dt);
-  check.tensor("h_prev", in.h_prev, bh, "batch, hidden_size", dt);
-  const char* names[9] = {"i", "cs", "f", "o", "ci", "co", "h", "cs_grad", "h_grad"};
-  const TensorView* ins[9] = {&in.i,  &in.cs, &in.f,       &in.o,     &in.ci,
-                              &in.co, &in.h,  &in.cs_grad, &in.h_grad};
-  for (int k = 0; k < 9; ++k) check.tensor(names[k], *ins[k], tbh, "time, batch, hidden", dt);
+  check.tensors({{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}, bh, "batch, hidden_size", dt);
+  check.tensors({{"i", in.i},
+                 {"cs", in.cs},
+                 {"f", in.f},
+                 {"o", in.o},
+                 {"ci", in.ci},
+                 {"co", in.co},
+                 {"h", in.h},
+                 {"cs_grad", in.cs_grad},
+                 {"h_grad", in.h_grad}},
+                tbh, "time, batch, hidden", dt);
   check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
   check.tensor("cs_prev_grad", out.cs_prev_grad, bh, "batch, hidden_size", dt);
   check.tensor("h_prev_grad", out.h_prev_grad, bh, "batch, hidden_size", dt);
@@ -306,9 +312,8 @@ void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutpu
                           ptr<T>(out.b_grad)};
     a.use_peephole = attrs_.use_peephole;
     a.layout = attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
-    layer::run_kernel<T>(
-        ref::block_lstm_bwd<T>, cpu::block_lstm_bwd<T>, d, a, m.plans.get<T>(),
-        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
+    layer::run_kernel<T>(ref::block_lstm_bwd<T>, cpu::block_lstm_bwd<T>, d, a, m, shape_,
+                         c.workspace);
   });
 }
 
@@ -339,22 +344,20 @@ void GRULayer::set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru, Ten
   m.w_c = layer::copy_weight(check, "w_c", w_c, {I + H, H}, "input_size + hidden_size, hidden", dt);
   m.b_ru = layer::copy_weight(check, "b_ru", b_ru, {2 * H}, "2 * hidden_size", dt);
   m.b_c = layer::copy_weight(check, "b_c", b_c, {H}, "hidden_size", dt);
-  layer::with_dtype(dt, [&]<typename T>() { m.pack(m.plans.get<T>(), shape_); });
+  layer::pack_plan(m, shape_);
   has_weights_ = true;
 }
 
 void GRULayer::forward(const GRULayerInputs& in, const BlockGRUOutputs& out,
                        LayerWorkspace workspace) {
   const Check check{name_, "forward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
-                                              workspace, own_workspace_);
+  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape tbh{c.T, c.B, H};
   check.tensor("h_prev", in.h_prev, {c.B, H}, "batch, hidden_size", dt);
-  const char* names[4] = {"r", "u", "c", "h"};
-  const MutableTensorView* outs[4] = {&out.r, &out.u, &out.c, &out.h};
-  for (int k = 0; k < 4; ++k) check.tensor(names[k], *outs[k], tbh, "time, batch, hidden", dt);
+  check.tensors({{"r", out.r}, {"u", out.u}, {"c", out.c}, {"h", out.h}}, tbh,
+                "time, batch, hidden", dt);
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -362,24 +365,21 @@ void GRULayer::forward(const GRULayerInputs& in, const BlockGRUOutputs& out,
                          m.w_c.data_as<T>(), m.b_ru.data_as<T>(), m.b_c.data_as<T>(),
                          ptr<T>(out.r),      ptr<T>(out.u),       ptr<T>(out.c),
                          ptr<T>(out.h)};
-    layer::run_kernel<T>(
-        ref::block_gru_fwd<T>, cpu::block_gru_fwd<T>, d, a, m.plans.get<T>(),
-        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
+    layer::run_kernel<T>(ref::block_gru_fwd<T>, cpu::block_gru_fwd<T>, d, a, m, shape_,
+                         c.workspace);
   });
 }
 
 void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs& out,
                         LayerWorkspace workspace) {
   const Check check{name_, "backward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
-                                              workspace, own_workspace_);
+  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
   check.tensor("h_prev", in.h_prev, bh, "batch, hidden_size", dt);
-  const char* names[5] = {"r", "u", "c", "h", "h_grad"};
-  const TensorView* ins[5] = {&in.r, &in.u, &in.c, &in.h, &in.h_grad};
-  for (int k = 0; k < 5; ++k) check.tensor(names[k], *ins[k], tbh, "time, batch, hidden", dt);
+  check.tensors({{"r", in.r}, {"u", in.u}, {"c", in.c}, {"h", in.h}, {"h_grad", in.h_grad}}, tbh,
+                "time, batch, hidden", dt);
   check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
   check.tensor("h_prev_grad", out.h_prev_grad, bh, "batch, hidden_size", dt);
   check.tensor("w_ru_grad", out.w_ru_grad, {I + H, 2 * H}, "input_size + hidden, 2 * hidden", dt);
@@ -404,9 +404,8 @@ void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs&
                          ptr<T>(out.w_c_grad),
                          ptr<T>(out.b_ru_grad),
                          ptr<T>(out.b_c_grad)};
-    layer::run_kernel<T>(
-        ref::block_gru_bwd<T>, cpu::block_gru_bwd<T>, d, a, m.plans.get<T>(),
-        [&](auto& p) { m.pack(p, shape_); }, c.workspace);
+    layer::run_kernel<T>(ref::block_gru_bwd<T>, cpu::block_gru_bwd<T>, d, a, m, shape_,
+                         c.workspace);
   });
 }
 
@@ -437,22 +436,20 @@ void GRUResetAfterLayer::set_weights(TensorView w_i, TensorView w_h, TensorView 
   m.w_h = layer::copy_weight(check, "w_h", w_h, {H, 3 * H}, "hidden_size, 3 * hidden_size", dt);
   m.b_i = layer::copy_weight(check, "b_i", b_i, {3 * H}, "3 * hidden_size", dt);
   m.b_h = layer::copy_weight(check, "b_h", b_h, {3 * H}, "3 * hidden_size", dt);
-  layer::with_dtype(dt, [&]<typename T>() { m.pack(m.plans.get<T>(), shape_); });
+  layer::pack_plan(m, shape_);
   has_weights_ = true;
 }
 
 void GRUResetAfterLayer::forward(const GRULayerInputs& in, const BlockGRUResetAfterOutputs& out,
                                  LayerWorkspace workspace) {
   const Check check{name_, "forward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
-                                              workspace, own_workspace_);
+  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape tbh{c.T, c.B, H};
   check.tensor("h_prev", in.h_prev, {c.B, H}, "batch, hidden_size", dt);
-  const char* names[5] = {"r", "u", "n", "hn", "h"};
-  const MutableTensorView* outs[5] = {&out.r, &out.u, &out.n, &out.hn, &out.h};
-  for (int k = 0; k < 5; ++k) check.tensor(names[k], *outs[k], tbh, "time, batch, hidden", dt);
+  check.tensors({{"r", out.r}, {"u", out.u}, {"n", out.n}, {"hn", out.hn}, {"h", out.h}}, tbh,
+                "time, batch, hidden", dt);
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
@@ -460,9 +457,8 @@ void GRUResetAfterLayer::forward(const GRULayerInputs& in, const BlockGRUResetAf
                                    m.w_h.data_as<T>(), m.b_i.data_as<T>(), m.b_h.data_as<T>(),
                                    ptr<T>(out.r),      ptr<T>(out.u),      ptr<T>(out.n),
                                    ptr<T>(out.hn),     ptr<T>(out.h)};
-    layer::run_kernel<T>(
-        ref::block_gru_reset_after_fwd<T>, cpu::block_gru_reset_after_fwd<T>, d, a,
-        m.plans.get<T>(), [&](auto& p) { m.pack(p, shape_); }, c.workspace);
+    layer::run_kernel<T>(ref::block_gru_reset_after_fwd<T>, cpu::block_gru_reset_after_fwd<T>, d, a,
+                         m, shape_, c.workspace);
   });
 }
 
@@ -470,15 +466,14 @@ void GRUResetAfterLayer::backward(const GRUResetAfterLayerGradInputs& in,
                                   const BlockGRUResetAfterGradOutputs& out,
                                   LayerWorkspace workspace) {
   const Check check{name_, "backward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in.x, in.seq_len_max, in.seq_lengths,
-                                              workspace, own_workspace_);
+  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const Shape bh{c.B, H}, tbh{c.T, c.B, H};
   check.tensor("h_prev", in.h_prev, bh, "batch, hidden_size", dt);
-  const char* names[6] = {"r", "u", "n", "hn", "h", "h_grad"};
-  const TensorView* ins[6] = {&in.r, &in.u, &in.n, &in.hn, &in.h, &in.h_grad};
-  for (int k = 0; k < 6; ++k) check.tensor(names[k], *ins[k], tbh, "time, batch, hidden", dt);
+  check.tensors(
+      {{"r", in.r}, {"u", in.u}, {"n", in.n}, {"hn", in.hn}, {"h", in.h}, {"h_grad", in.h_grad}},
+      tbh, "time, batch, hidden", dt);
   check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
   check.tensor("h_prev_grad", out.h_prev_grad, bh, "batch, hidden_size", dt);
   check.tensor("w_i_grad", out.w_i_grad, {I, 3 * H}, "input_size, 3 * hidden_size", dt);
@@ -493,9 +488,8 @@ void GRUResetAfterLayer::backward(const GRUResetAfterLayerGradInputs& in,
         ptr<T>(in.r),         ptr<T>(in.u),         ptr<T>(in.n),         ptr<T>(in.hn),
         ptr<T>(in.h),         ptr<T>(in.h_grad),    ptr<T>(out.x_grad),   ptr<T>(out.h_prev_grad),
         ptr<T>(out.w_i_grad), ptr<T>(out.w_h_grad), ptr<T>(out.b_i_grad), ptr<T>(out.b_h_grad)};
-    layer::run_kernel<T>(
-        ref::block_gru_reset_after_bwd<T>, cpu::block_gru_reset_after_bwd<T>, d, a,
-        m.plans.get<T>(), [&](auto& p) { m.pack(p, shape_); }, c.workspace);
+    layer::run_kernel<T>(ref::block_gru_reset_after_bwd<T>, cpu::block_gru_reset_after_bwd<T>, d, a,
+                         m, shape_, c.workspace);
   });
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -26,6 +27,15 @@ struct Check {
               DType dtype) const {
     tensor(arg, TensorView(t), want, dims, dtype);
   }
+  // tensor() on each of several arguments of one shape, in order.
+  struct Arg {
+    const char* name;
+    TensorView view;
+  };
+  void tensors(std::initializer_list<Arg> args, const Shape& want, const char* dims,
+               DType dtype) const {
+    for (const Arg& a : args) tensor(a.name, a.view, want, dims, dtype);
+  }
 };
 
 // The per-call sizes of a sequence call: T, B from x, S, and the lengths the kernel sees.
@@ -45,6 +55,12 @@ CallDims check_call(const Check& check, const LayerShape& shape, const TensorVie
 CallDims begin_call(const Check& check, const SequenceLayer& layer, const TensorView& x,
                     const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths,
                     LayerWorkspace given, Tensor& own);
+// The same on a call's inputs (every layer's have x, seq_len_max and seq_lengths).
+template <typename In>
+CallDims begin_call(const Check& check, const SequenceLayer& layer, const In& in,
+                    LayerWorkspace given, Tensor& own) {
+  return begin_call(check, layer, in.x, in.seq_len_max, in.seq_lengths, given, own);
+}
 
 // The plan of each dtype of a layer (cpu::LSTMPlan, cpu::GRUPlan, cpu::GRUResetAfterPlan).
 template <template <typename> class Plan>
@@ -61,14 +77,16 @@ struct Plans {
   }
 };
 
-// Runs a sequence kernel: the reference one in reference mode (plan and workspace unused), else
-// the fast one on the plan (repacked by pack(plan) when the ISA path changed since it was
-// packed) and the workspace.
-template <typename T, typename Dims, typename Args, typename Plan, typename Pack>
+// Runs a sequence kernel of a layer whose Impl holds `plans` (Plans) and packs a plan with
+// pack(plan, shape): the reference kernel in reference mode (plan and workspace unused), else
+// the fast one on the plan (repacked when the ISA path changed since it was packed) and the
+// workspace.
+template <typename T, typename Dims, typename Args, typename Impl>
 void run_kernel(void (*ref)(const Dims&, const Args&), void (*fast)(const Dims&, const Args&),
-                const Dims& d, Args& a, Plan& plan, Pack&& pack, void* workspace) {
+                const Dims& d, Args& a, Impl& impl, const LayerShape& shape, void* workspace) {
   if (force_reference()) return ref(d, a);
-  if (plan.isa != core::active_isa()) pack(plan);
+  auto& plan = impl.plans.template get<T>();
+  if (plan.isa != core::active_isa()) impl.pack(plan, shape);
   a.plan = &plan;
   a.workspace = static_cast<T*>(workspace);
   fast(d, a);
@@ -90,6 +108,12 @@ void with_dtype(DType dtype, F&& f) {
   } else {
     f.template operator()<float>();
   }
+}
+
+// Packs the plan of the layer's dtype from the weights its Impl holds (set_weights).
+template <typename Impl>
+void pack_plan(Impl& impl, const LayerShape& shape) {
+  with_dtype(shape.dtype, [&]<typename T>() { impl.pack(impl.plans.template get<T>(), shape); });
 }
 
 template <typename T>

@@ -12,9 +12,11 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
+#include "sequence_case.h"
 #include "test_util.h"
 
 namespace blockrnn::testing {
@@ -155,139 +157,107 @@ TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
   }
 }
 
-TEST_P(LayerTest, GRUEqualsOneShotOpsBitwise) {
-  const DType dt = GetParam();
-  std::mt19937_64 rng(21);
-  GRULayer layer({.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = 6, .max_batch = 4});
-  const Tensor w_ru = random_tensor(dt, {kI + kH, 2 * kH}, rng),
-               w_c = random_tensor(dt, {kI + kH, kH}, rng), b_ru = random_tensor(dt, {2 * kH}, rng),
-               b_c = random_tensor(dt, {kH}, rng);
-  layer.set_weights(w_ru, w_c, b_ru, b_c);
-  for (const Case& c : kCases) {
-    const Tensor x = random_tensor(dt, {c.T, c.B, kI}, rng), h0 = random_tensor(dt, {c.B, kH}, rng);
-    const Tensor lens = lengths_tensor(c.lengths);
-    const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
-    BlockGRUResult want = block_gru({.seq_len_max = c.S,
-                                     .x = x,
-                                     .h_prev = h0,
-                                     .w_ru = w_ru,
-                                     .w_c = w_c,
-                                     .b_ru = b_ru,
-                                     .b_c = b_c,
-                                     .seq_lengths = lv});
-    const Shape tbh{c.T, c.B, kH};
-    Tensor r = poisoned(dt, tbh), u = poisoned(dt, tbh), cc = poisoned(dt, tbh),
-           h = poisoned(dt, tbh);
-    layer.forward({.seq_len_max = c.S, .x = x, .h_prev = h0, .seq_lengths = lv},
-                  {r.mutable_view(), u.mutable_view(), cc.mutable_view(), h.mutable_view()});
-    EXPECT_TRUE(bitwise(r, want.r));
-    EXPECT_TRUE(bitwise(u, want.u));
-    EXPECT_TRUE(bitwise(cc, want.c));
-    EXPECT_TRUE(bitwise(h, want.h));
-    const Tensor hg = random_tensor(dt, tbh, rng);
-    BlockGRUGradResult gw = block_gru_grad({.seq_len_max = c.S,
-                                            .x = x,
-                                            .h_prev = h0,
-                                            .w_ru = w_ru,
-                                            .w_c = w_c,
-                                            .b_ru = b_ru,
-                                            .b_c = b_c,
-                                            .r = want.r,
-                                            .u = want.u,
-                                            .c = want.c,
-                                            .h = want.h,
-                                            .h_grad = hg,
-                                            .seq_lengths = lv});
-    Tensor gx = poisoned(dt, x.shape()), gh = poisoned(dt, {c.B, kH}),
-           gru = poisoned(dt, w_ru.shape()), gc = poisoned(dt, w_c.shape()),
-           gbru = poisoned(dt, b_ru.shape()), gbc = poisoned(dt, b_c.shape());
-    layer.backward({.seq_len_max = c.S,
-                    .x = x,
-                    .h_prev = h0,
-                    .r = want.r,
-                    .u = want.u,
-                    .c = want.c,
-                    .h = want.h,
-                    .h_grad = hg,
-                    .seq_lengths = lv},
-                   {gx.mutable_view(), gh.mutable_view(), gru.mutable_view(), gc.mutable_view(),
-                    gbru.mutable_view(), gbc.mutable_view()});
-    EXPECT_TRUE(bitwise(gx, gw.x_grad));
-    EXPECT_TRUE(bitwise(gh, gw.h_prev_grad));
-    EXPECT_TRUE(bitwise(gru, gw.w_ru_grad));
-    EXPECT_TRUE(bitwise(gc, gw.w_c_grad));
-    EXPECT_TRUE(bitwise(gbru, gw.b_ru_grad));
-    EXPECT_TRUE(bitwise(gbc, gw.b_c_grad));
+// The two GRU layers, for one test of both: the layer, its one-shot ops (sequence_case.h's
+// variant: typed calls, outputs and gradients in OpDef order) and the layer's per-call structs,
+// whose fields are in the same order (outputs; grad inputs: seq_len_max, x, h_prev, the forward's
+// outputs, h_grad, seq_lengths).
+template <typename V, typename L, typename Out, typename GradIn, typename OpGradIn,
+          typename GradOut, std::size_t kOutputs>
+struct GRUKind {
+  using Variant = V;
+  using Layer = L;
+  using Outputs = Out;
+  using GradInputs = GradIn;
+  using OpGradInputs = OpGradIn;
+  using GradOutputs = GradOut;
+  static constexpr std::size_t kNumOutputs = kOutputs;
+};
+using GRUPlain = GRUKind<BlockGRUVariant, GRULayer, BlockGRUOutputs, GRULayerGradInputs,
+                         BlockGRUGradInputs, BlockGRUGradOutputs, 4>;
+using GRUResetAfter = GRUKind<BlockGRUResetAfterVariant, GRUResetAfterLayer,
+                              BlockGRUResetAfterOutputs, GRUResetAfterLayerGradInputs,
+                              BlockGRUResetAfterGradInputs, BlockGRUResetAfterGradOutputs, 5>;
+
+// A struct of mutable views, in field order, onto t[K]...
+template <typename S, std::size_t... K>
+S views_of(std::vector<Tensor>& t, std::index_sequence<K...>) {
+  return S{t[K].mutable_view()...};
+}
+
+// The layer's backward inputs: `in`, the forward's outputs f[K]... and h_grad.
+template <typename S, std::size_t... K>
+S grad_inputs_of(const GRULayerInputs& in, const std::vector<const Tensor*>& f,
+                 const Tensor& h_grad, std::index_sequence<K...>) {
+  return S{in.seq_len_max, in.x, in.h_prev, *f[K]..., h_grad, in.seq_lengths};
+}
+
+// Poisoned tensors shaped like `like`, and the views a call writes them through.
+std::vector<Tensor> poisoned_like(DType dt, const std::vector<const Tensor*>& like) {
+  std::vector<Tensor> out;
+  for (const Tensor* t : like) out.push_back(poisoned(dt, t->shape()));
+  return out;
+}
+
+void expect_bitwise(const std::vector<Tensor>& got, const std::vector<const Tensor*>& want,
+                    const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    EXPECT_TRUE(bitwise(got[k], *want[k])) << what << " " << k;
   }
 }
 
-TEST_P(LayerTest, GRUResetAfterEqualsOneShotOpsBitwise) {
-  const DType dt = GetParam();
-  std::mt19937_64 rng(31);
-  GRUResetAfterLayer layer(
+// A GRU layer's forward and backward equal its one-shot ops, bit for bit, on every case.
+template <typename Kind>
+void expect_gru_layer_equals_ops(DType dt, std::uint64_t seed) {
+  using V = typename Kind::Variant;
+  std::mt19937_64 rng(seed);
+  typename Kind::Layer layer(
       {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = 6, .max_batch = 4});
-  const Tensor w_i = random_tensor(dt, {kI, 3 * kH}, rng),
-               w_h = random_tensor(dt, {kH, 3 * kH}, rng), b_i = random_tensor(dt, {3 * kH}, rng),
-               b_h = random_tensor(dt, {3 * kH}, rng);
-  layer.set_weights(w_i, w_h, b_i, b_h);
+  // The weights of one case drawn for the largest call; each case draws its own x and h_prev.
+  const typename V::Case weights(dt, 6, 4, kI, kH, rng);
+  auto op_in = weights.inputs(0);
+  const std::vector<TensorView*> w = V::inputs(op_in);  // x, h_prev, then the four weights
+  layer.set_weights(*w[2], *w[3], *w[4], *w[5]);
   for (const Case& c : kCases) {
     const Tensor x = random_tensor(dt, {c.T, c.B, kI}, rng), h0 = random_tensor(dt, {c.B, kH}, rng);
     const Tensor lens = lengths_tensor(c.lengths);
     const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
-    const std::int64_t S = c.S.value_or(c.T);
-    BlockGRUResetAfterResult want = block_gru_reset_after({.seq_len_max = S,
-                                                           .x = x,
-                                                           .h_prev = h0,
-                                                           .w_i = w_i,
-                                                           .w_h = w_h,
-                                                           .b_i = b_i,
-                                                           .b_h = b_h,
-                                                           .seq_lengths = lv});
-    const Shape tbh{c.T, c.B, kH};
-    Tensor o[5];
-    for (auto& t : o) t = poisoned(dt, tbh);
-    layer.forward({.seq_len_max = c.S, .x = x, .h_prev = h0, .seq_lengths = lv},
-                  {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
-                   o[3].mutable_view(), o[4].mutable_view()});
-    const Tensor* w5[5] = {&want.r, &want.u, &want.n, &want.hn, &want.h};
-    for (int k = 0; k < 5; ++k) EXPECT_TRUE(bitwise(o[k], *w5[k])) << k;
-    const Tensor hg = random_tensor(dt, tbh, rng);
-    BlockGRUResetAfterGradResult gw = block_gru_reset_after_grad({.seq_len_max = S,
-                                                                  .x = x,
-                                                                  .h_prev = h0,
-                                                                  .w_i = w_i,
-                                                                  .w_h = w_h,
-                                                                  .b_i = b_i,
-                                                                  .b_h = b_h,
-                                                                  .r = want.r,
-                                                                  .u = want.u,
-                                                                  .n = want.n,
-                                                                  .hn = want.hn,
-                                                                  .h = want.h,
-                                                                  .h_grad = hg,
-                                                                  .seq_lengths = lv});
-    Tensor gx = poisoned(dt, x.shape()), gh = poisoned(dt, {c.B, kH}),
-           gwi = poisoned(dt, w_i.shape()), gwh = poisoned(dt, w_h.shape()),
-           gbi = poisoned(dt, b_i.shape()), gbh = poisoned(dt, b_h.shape());
-    layer.backward({.seq_len_max = c.S,
-                    .x = x,
-                    .h_prev = h0,
-                    .r = want.r,
-                    .u = want.u,
-                    .n = want.n,
-                    .hn = want.hn,
-                    .h = want.h,
-                    .h_grad = hg,
-                    .seq_lengths = lv},
-                   {gx.mutable_view(), gh.mutable_view(), gwi.mutable_view(), gwh.mutable_view(),
-                    gbi.mutable_view(), gbh.mutable_view()});
-    EXPECT_TRUE(bitwise(gx, gw.x_grad));
-    EXPECT_TRUE(bitwise(gh, gw.h_prev_grad));
-    EXPECT_TRUE(bitwise(gwi, gw.w_i_grad));
-    EXPECT_TRUE(bitwise(gwh, gw.w_h_grad));
-    EXPECT_TRUE(bitwise(gbi, gw.b_i_grad));
-    EXPECT_TRUE(bitwise(gbh, gw.b_h_grad));
+    op_in.seq_len_max = c.S.value_or(c.T);
+    op_in.x = x;
+    op_in.h_prev = h0;
+    op_in.seq_lengths = lv;
+    const auto want = V::forward(op_in);
+    const GRULayerInputs in{.seq_len_max = c.S, .x = x, .h_prev = h0, .seq_lengths = lv};
+    std::vector<Tensor> got = poisoned_like(dt, V::outputs(want));
+    constexpr auto kOut = std::make_index_sequence<Kind::kNumOutputs>();
+    layer.forward(in, views_of<typename Kind::Outputs>(got, kOut));
+    expect_bitwise(got, V::outputs(want), "output");
+
+    const Tensor hg = random_tensor(dt, {c.T, c.B, kH}, rng);
+    // The grad's inputs: the forward's, then its outputs, then h_grad (OpDef order).
+    typename Kind::OpGradInputs gin{};
+    gin.seq_len_max = op_in.seq_len_max;
+    gin.seq_lengths = lv;
+    const std::vector<TensorView*> gv = V::inputs(gin), fv = V::inputs(op_in);
+    const std::vector<const Tensor*> fo = V::outputs(want);
+    ASSERT_EQ(gv.size(), fv.size() + fo.size() + 1);
+    for (std::size_t k = 0; k < fv.size(); ++k) *gv[k] = *fv[k];
+    for (std::size_t k = 0; k < fo.size(); ++k) *gv[fv.size() + k] = *fo[k];
+    *gv.back() = hg;
+    const auto gw = V::backward(gin);
+    std::vector<Tensor> g = poisoned_like(dt, V::grads(gw));
+    layer.backward(grad_inputs_of<typename Kind::GradInputs>(in, fo, hg, kOut),
+                   views_of<typename Kind::GradOutputs>(g, std::make_index_sequence<6>()));
+    expect_bitwise(g, V::grads(gw), "gradient");
   }
+}
+
+TEST_P(LayerTest, GRUEqualsOneShotOpsBitwise) {
+  expect_gru_layer_equals_ops<GRUPlain>(GetParam(), 21);
+}
+
+TEST_P(LayerTest, GRUResetAfterEqualsOneShotOpsBitwise) {
+  expect_gru_layer_equals_ops<GRUResetAfter>(GetParam(), 31);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LayerTest, ::testing::Values(DType::kFloat32, DType::kFloat64));
