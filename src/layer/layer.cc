@@ -15,7 +15,7 @@
 #include "kernel/block_gru_reset_after.h"
 #include "kernel/block_lstm.h"
 #include "layer/layer_common.h"
-#include "ops/lstm_attrs.h"
+#include "ops/kernel_args.h"
 
 namespace blockrnn {
 
@@ -121,8 +121,8 @@ Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, con
 
 }  // namespace layer
 
+using core::data;
 using layer::Check;
-using layer::ptr;
 
 // ---- SequenceLayer ----------------------------------------------------------------------------
 
@@ -243,15 +243,17 @@ void LSTMLayer::forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
   Impl& m = *impl_;
   const BlockLSTMDims d{c.T, c.B, shape_.input_size, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
-    BlockLSTMFwdArgs<T> a{ptr<T>(in.x),       ptr<T>(in.cs_prev), ptr<T>(in.h_prev),
-                          m.w.data_as<T>(),   m.wci.data_as<T>(), m.wcf.data_as<T>(),
-                          m.wco.data_as<T>(), m.b.data_as<T>(),   ptr<T>(out.i),
-                          ptr<T>(out.cs),     ptr<T>(out.f),      ptr<T>(out.o),
-                          ptr<T>(out.ci),     ptr<T>(out.co),     ptr<T>(out.h)};
-    a.forget_bias = ops::attr_in_dtype<T>(m.forget_bias, dt);
-    a.cell_clip = ops::clip_in_dtype<T>(m.cell_clip, dt);
-    a.use_peephole = attrs_.use_peephole;
-    a.layout = attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
+    BlockLSTMFwdArgs<T> a = ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(
+        BlockLSTMInputs{.x = in.x,
+                        .cs_prev = in.cs_prev,
+                        .h_prev = in.h_prev,
+                        .w = m.w.view(),
+                        .wci = m.wci.view(),
+                        .wcf = m.wcf.view(),
+                        .wco = m.wco.view(),
+                        .b = m.b.view()},
+        out, m.forget_bias, m.cell_clip, attrs_.use_peephole,
+        attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO, dt);
     layer::run_kernel<T>(ref::block_lstm_fwd<T>, cpu::block_lstm_fwd<T>, d, a, m, shape_,
                          c.workspace);
   });
@@ -286,32 +288,24 @@ void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutpu
   Impl& m = *impl_;
   const BlockLSTMDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
-    BlockLSTMBwdArgs<T> a{ptr<T>(in.x),
-                          ptr<T>(in.cs_prev),
-                          ptr<T>(in.h_prev),
-                          m.w.data_as<T>(),
-                          m.wci.data_as<T>(),
-                          m.wcf.data_as<T>(),
-                          m.wco.data_as<T>(),
-                          ptr<T>(in.i),
-                          ptr<T>(in.cs),
-                          ptr<T>(in.f),
-                          ptr<T>(in.o),
-                          ptr<T>(in.ci),
-                          ptr<T>(in.co),
-                          ptr<T>(in.h),
-                          ptr<T>(in.cs_grad),
-                          ptr<T>(in.h_grad),
-                          ptr<T>(out.x_grad),
-                          ptr<T>(out.cs_prev_grad),
-                          ptr<T>(out.h_prev_grad),
-                          ptr<T>(out.w_grad),
-                          ptr<T>(out.wci_grad),
-                          ptr<T>(out.wcf_grad),
-                          ptr<T>(out.wco_grad),
-                          ptr<T>(out.b_grad)};
-    a.use_peephole = attrs_.use_peephole;
-    a.layout = attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
+    BlockLSTMBwdArgs<T> a = ops::block_lstm_bwd_args<T>(
+        BlockLSTMGradInputs{.x = in.x,
+                            .cs_prev = in.cs_prev,
+                            .h_prev = in.h_prev,
+                            .w = m.w.view(),
+                            .wci = m.wci.view(),
+                            .wcf = m.wcf.view(),
+                            .wco = m.wco.view(),
+                            .i = in.i,
+                            .cs = in.cs,
+                            .f = in.f,
+                            .o = in.o,
+                            .ci = in.ci,
+                            .co = in.co,
+                            .h = in.h,
+                            .cs_grad = in.cs_grad,
+                            .h_grad = in.h_grad},
+        out, attrs_.use_peephole, attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO);
     layer::run_kernel<T>(ref::block_lstm_bwd<T>, cpu::block_lstm_bwd<T>, d, a, m, shape_,
                          c.workspace);
   });
@@ -361,10 +355,14 @@ void GRULayer::forward(const GRULayerInputs& in, const BlockGRUOutputs& out,
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUFwdArgs<T> a{ptr<T>(in.x),       ptr<T>(in.h_prev),   m.w_ru.data_as<T>(),
-                         m.w_c.data_as<T>(), m.b_ru.data_as<T>(), m.b_c.data_as<T>(),
-                         ptr<T>(out.r),      ptr<T>(out.u),       ptr<T>(out.c),
-                         ptr<T>(out.h)};
+    BlockGRUFwdArgs<T> a =
+        ops::gru_fwd_args<BlockGRUFwdArgs, T>(BlockGRUInputs{.x = in.x,
+                                                             .h_prev = in.h_prev,
+                                                             .w_ru = m.w_ru.view(),
+                                                             .w_c = m.w_c.view(),
+                                                             .b_ru = m.b_ru.view(),
+                                                             .b_c = m.b_c.view()},
+                                              out);
     layer::run_kernel<T>(ref::block_gru_fwd<T>, cpu::block_gru_fwd<T>, d, a, m, shape_,
                          c.workspace);
   });
@@ -389,21 +387,16 @@ void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs&
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUBwdArgs<T> a{ptr<T>(in.x),
-                         ptr<T>(in.h_prev),
-                         m.w_ru.data_as<T>(),
-                         m.w_c.data_as<T>(),
-                         ptr<T>(in.r),
-                         ptr<T>(in.u),
-                         ptr<T>(in.c),
-                         ptr<T>(in.h),
-                         ptr<T>(in.h_grad),
-                         ptr<T>(out.x_grad),
-                         ptr<T>(out.h_prev_grad),
-                         ptr<T>(out.w_ru_grad),
-                         ptr<T>(out.w_c_grad),
-                         ptr<T>(out.b_ru_grad),
-                         ptr<T>(out.b_c_grad)};
+    BlockGRUBwdArgs<T> a = ops::block_gru_bwd_args<T>(BlockGRUGradInputs{.x = in.x,
+                                                                         .h_prev = in.h_prev,
+                                                                         .w_ru = m.w_ru.view(),
+                                                                         .w_c = m.w_c.view(),
+                                                                         .r = in.r,
+                                                                         .u = in.u,
+                                                                         .c = in.c,
+                                                                         .h = in.h,
+                                                                         .h_grad = in.h_grad},
+                                                      out);
     layer::run_kernel<T>(ref::block_gru_bwd<T>, cpu::block_gru_bwd<T>, d, a, m, shape_,
                          c.workspace);
   });
@@ -453,10 +446,14 @@ void GRUResetAfterLayer::forward(const GRULayerInputs& in, const BlockGRUResetAf
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUResetAfterFwdArgs<T> a{ptr<T>(in.x),       ptr<T>(in.h_prev),  m.w_i.data_as<T>(),
-                                   m.w_h.data_as<T>(), m.b_i.data_as<T>(), m.b_h.data_as<T>(),
-                                   ptr<T>(out.r),      ptr<T>(out.u),      ptr<T>(out.n),
-                                   ptr<T>(out.hn),     ptr<T>(out.h)};
+    BlockGRUResetAfterFwdArgs<T> a =
+        ops::gru_reset_after_fwd_args<T>(BlockGRUResetAfterInputs{.x = in.x,
+                                                                  .h_prev = in.h_prev,
+                                                                  .w_i = m.w_i.view(),
+                                                                  .w_h = m.w_h.view(),
+                                                                  .b_i = m.b_i.view(),
+                                                                  .b_h = m.b_h.view()},
+                                         out);
     layer::run_kernel<T>(ref::block_gru_reset_after_fwd<T>, cpu::block_gru_reset_after_fwd<T>, d, a,
                          m, shape_, c.workspace);
   });
@@ -483,11 +480,18 @@ void GRUResetAfterLayer::backward(const GRUResetAfterLayerGradInputs& in,
   Impl& m = *impl_;
   const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
   layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUResetAfterBwdArgs<T> a{
-        ptr<T>(in.x),         ptr<T>(in.h_prev),    m.w_i.data_as<T>(),   m.w_h.data_as<T>(),
-        ptr<T>(in.r),         ptr<T>(in.u),         ptr<T>(in.n),         ptr<T>(in.hn),
-        ptr<T>(in.h),         ptr<T>(in.h_grad),    ptr<T>(out.x_grad),   ptr<T>(out.h_prev_grad),
-        ptr<T>(out.w_i_grad), ptr<T>(out.w_h_grad), ptr<T>(out.b_i_grad), ptr<T>(out.b_h_grad)};
+    BlockGRUResetAfterBwdArgs<T> a =
+        ops::gru_reset_after_bwd_args<T>(BlockGRUResetAfterGradInputs{.x = in.x,
+                                                                      .h_prev = in.h_prev,
+                                                                      .w_i = m.w_i.view(),
+                                                                      .w_h = m.w_h.view(),
+                                                                      .r = in.r,
+                                                                      .u = in.u,
+                                                                      .n = in.n,
+                                                                      .hn = in.hn,
+                                                                      .h = in.h,
+                                                                      .h_grad = in.h_grad},
+                                         out);
     layer::run_kernel<T>(ref::block_gru_reset_after_bwd<T>, cpu::block_gru_reset_after_bwd<T>, d, a,
                          m, shape_, c.workspace);
   });

@@ -12,6 +12,7 @@
 #include "blockrnn/layer.h"
 #include "blockrnn/ops.h"
 #include "core/isa.h"
+#include "core/op_impl.h"
 
 namespace blockrnn::layer {
 
@@ -116,13 +117,7 @@ void pack_plan(Impl& impl, const LayerShape& shape) {
   with_dtype(shape.dtype, [&]<typename T>() { impl.pack(impl.plans.template get<T>(), shape); });
 }
 
-template <typename T>
-const T* ptr(const TensorView& t) {
-  return static_cast<const T*>(t.data);
-}
-template <typename T>
-T* ptr(const MutableTensorView& t) {
-  return static_cast<T*>(t.data);
-}
+// Typed data of a view: the ops' own accessor.
+using core::data;
 
 }  // namespace blockrnn::layer

@@ -339,7 +339,7 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
       const bool dropout = !is_absent_input(x.dropout_mask);
       if (dropout) {
         const T* yl = res + lay.out + (l - 1) * lay.TB * DH;
-        const T* mask = layer::ptr<T>(x.dropout_mask) + (l - 1) * T_ * B * DH;
+        const T* mask = layer::data<T>(x.dropout_mask) + (l - 1) * T_ * B * DH;
         T* dst = res + lay.in + (l - 1) * lay.TB * DH;
         for (std::int64_t e = 0; e < T_ * B * DH; ++e) dst[e] = yl[e] * mask[e];
         in_l = TensorView(dst, o.dtype, Shape{T_, B, DH});
@@ -347,35 +347,35 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
         in_l = TensorView(res + lay.out + (l - 1) * lay.TB * DH, o.dtype, Shape{T_, B, DH});
       }
     }
-    T* y_l = l + 1 < L ? res + lay.out + l * lay.TB * DH : layer::ptr<T>(y.y);
+    T* y_l = l + 1 < L ? res + lay.out + l * lay.TB * DH : layer::data<T>(y.y);
     for (std::int64_t d = 0; d < D; ++d) {
       const std::int64_t ld = l * D + d;
       TensorView src = in_l;
       if (d == 1) {
         T* r = res + rev_offset(lay, l);
-        copy_steps(layer::ptr<T>(in_l), I_l, 0, r, I_l, 0, I_l, T_, B, lens.data(), true);
+        copy_steps(layer::data<T>(in_l), I_l, 0, r, I_l, 0, I_l, T_, B, lens.data(), true);
         src = TensorView(r, o.dtype, Shape{T_, B, I_l});
       }
       const TensorView h0 = is_absent_input(x.h0)
                                 ? zero_state
-                                : TensorView(layer::ptr<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
+                                : TensorView(layer::data<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
       const TensorView c0 = !lstm || is_absent_input(x.c0)
                                 ? zero_state
-                                : TensorView(layer::ptr<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
+                                : TensorView(layer::data<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
       T* const a = res + ld * A * lay.TBH;  // the A activations of (l, d)
       layer_forward(ld, src, h0, c0, x.seq_lengths, tbh, a);
       const T* h = a + h_index(o.mode) * lay.TBH;
       copy_steps(h, H, 0, y_l, DH, d * H, H, T_, B, lens.data(), d == 1);
       // The final states: each example's last step (its initial state when L_b = 0).
-      T* hn = layer::ptr<T>(y.h_n) + ld * BH;
-      T* cn = lstm ? layer::ptr<T>(y.c_n) + ld * BH : nullptr;
+      T* hn = layer::data<T>(y.h_n) + ld * BH;
+      T* cn = lstm ? layer::data<T>(y.c_n) + ld * BH : nullptr;
       const T* cs = lstm ? a + kCsIndex * lay.TBH : nullptr;
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int64_t t = lens[static_cast<std::size_t>(b)] - 1;
-        const T* hs = t >= 0 ? h + (t * B + b) * H : layer::ptr<T>(h0) + b * H;
+        const T* hs = t >= 0 ? h + (t * B + b) * H : layer::data<T>(h0) + b * H;
         std::copy(hs, hs + H, hn + b * H);
         if (lstm) {
-          const T* css = t >= 0 ? cs + (t * B + b) * H : layer::ptr<T>(c0) + b * H;
+          const T* css = t >= 0 ? cs + (t * B + b) * H : layer::data<T>(c0) + b * H;
           std::copy(css, css + H, cn + b * H);
         }
       }
@@ -394,10 +394,10 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
   T* const hgp = hg.data_as<T>();
   T* const cgp = cg.data_as<T>();
   // dy of the current layer: the caller's y_grad for the top layer, then the dy buffer.
-  const T* dy_l = layer::ptr<T>(g.y_grad);
+  const T* dy_l = layer::data<T>(g.y_grad);
   for (std::int64_t l = L - 1; l >= 0; --l) {
     const std::int64_t I_l = in_size(l);
-    T* const dx_l = l == 0 ? layer::ptr<T>(go.x_grad) : dx.data_as<T>();
+    T* const dx_l = l == 0 ? layer::data<T>(go.x_grad) : dx.data_as<T>();
     TensorView in_l = x.x;
     if (l > 0) {
       const std::int64_t off = is_absent_input(x.dropout_mask) ? lay.out : lay.in;
@@ -410,9 +410,9 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       // h_grad and cs_grad of this direction, in its own time order.
       copy_steps(dy_l, DH, d * H, hgp, H, 0, H, T_, B, lens.data(), d == 1);
       std::fill_n(cgp, T_ * BH, T(0));
-      const T* hng = is_absent_input(g.h_n_grad) ? nullptr : layer::ptr<T>(g.h_n_grad) + ld * BH;
+      const T* hng = is_absent_input(g.h_n_grad) ? nullptr : layer::data<T>(g.h_n_grad) + ld * BH;
       const T* cng =
-          !lstm || is_absent_input(g.c_n_grad) ? nullptr : layer::ptr<T>(g.c_n_grad) + ld * BH;
+          !lstm || is_absent_input(g.c_n_grad) ? nullptr : layer::data<T>(g.c_n_grad) + ld * BH;
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int64_t t = lens[static_cast<std::size_t>(b)] - 1;
         if (t < 0) continue;
@@ -423,13 +423,13 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       }
       const TensorView h0 = is_absent_input(x.h0)
                                 ? zero_state
-                                : TensorView(layer::ptr<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
+                                : TensorView(layer::data<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
       const TensorView c0 = !lstm || is_absent_input(x.c0)
                                 ? zero_state
-                                : TensorView(layer::ptr<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
+                                : TensorView(layer::data<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
       T* const xg = d == 0 ? dx_l : xg_rev.data_as<T>();
-      T* const h0g = layer::ptr<T>(go.h0_grad) + ld * BH;
-      T* const c0g = lstm ? layer::ptr<T>(go.c0_grad) + ld * BH : hpg_scratch.data_as<T>();
+      T* const h0g = layer::data<T>(go.h0_grad) + ld * BH;
+      T* const c0g = lstm ? layer::data<T>(go.c0_grad) + ld * BH : hpg_scratch.data_as<T>();
       layer_backward(
           ld, src, h0, c0, x.seq_lengths, tbh, res + ld * A * lay.TBH,
           MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}),
@@ -462,7 +462,7 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       if (is_absent_input(x.dropout_mask)) {
         std::copy(dx_l, dx_l + n, next);
       } else {
-        const T* mask = layer::ptr<T>(x.dropout_mask) + (l - 1) * n;
+        const T* mask = layer::data<T>(x.dropout_mask) + (l - 1) * n;
         for (std::int64_t e = 0; e < n; ++e) next[e] = dx_l[e] * mask[e];
       }
       dy_l = next;
