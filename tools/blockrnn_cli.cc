@@ -17,6 +17,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
@@ -157,6 +158,13 @@ constexpr const char* kModelThreadsHelp =
     "threads for the ops and GEMMs (default 1: at these batch sizes a second thread gains "
     "little and, on a busy machine, costs a lot; docs/training.md)";
 
+// An option in [lo, hi] whose default shows in --help.
+template <class V>
+CLI::Option* ranged(CLI::App* app, const char* name, V& value, const char* help,
+                    std::type_identity_t<V> lo, std::type_identity_t<V> hi) {
+  return app->add_option(name, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
+}
+
 CLI::App* add_demo(CLI::App& app, Args& a) {
   CLI::App* demo = app.add_subcommand("demo", "GRU cell forward + backward with a gradient check");
   demo->add_option("--batch", a.B, "batch size")->check(CLI::Range(1, 64));
@@ -176,30 +184,15 @@ CLI::App* add_train(CLI::App& app, Args& a) {
   a.cell_opt = train->add_option("--cell", a.cell, "recurrent cell: lstm or gru")
                    ->check(CLI::IsMember({"lstm", "gru"}))
                    ->capture_default_str();
-  a.hidden_opt = train->add_option("--hidden", a.hidden, "hidden units per layer (H)")
-                     ->check(CLI::Range(std::int64_t{1}, tr::kMaxHidden))
-                     ->capture_default_str();
-  a.layers_opt = train->add_option("--layers", a.layers, "recurrent layers")
-                     ->check(CLI::Range(std::int64_t{1}, tr::kMaxLayers))
-                     ->capture_default_str();
-  a.embed_opt = train->add_option("--embed", a.embed, "embedding size (D)")
-                    ->check(CLI::Range(std::int64_t{1}, tr::kMaxEmbed))
-                    ->capture_default_str();
-  train->add_option("--steps", t.steps, "training steps (batches)")
-      ->check(CLI::Range(std::int64_t{1}, tr::kMaxSteps))
-      ->capture_default_str();
-  train->add_option("--batch", t.batch, "parallel streams per batch (B)")
-      ->check(CLI::Range(std::int64_t{1}, tr::kMaxBatch))
-      ->capture_default_str();
-  train->add_option("--seq-len", t.seq_len, "characters per stream per batch (T)")
-      ->check(CLI::Range(std::int64_t{1}, tr::kMaxSeqLen))
-      ->capture_default_str();
-  train->add_option("--lr", t.lr, "Adam learning rate")
-      ->check(CLI::Range(1e-9, 1.0))
-      ->capture_default_str();
-  train->add_option("--clip", t.clip, "global gradient-norm limit")
-      ->check(CLI::Range(1e-6, 1e6))
-      ->capture_default_str();
+  a.hidden_opt =
+      ranged(train, "--hidden", a.hidden, "hidden units per layer (H)", 1, tr::kMaxHidden);
+  a.layers_opt = ranged(train, "--layers", a.layers, "recurrent layers", 1, tr::kMaxLayers);
+  a.embed_opt = ranged(train, "--embed", a.embed, "embedding size (D)", 1, tr::kMaxEmbed);
+  ranged(train, "--steps", t.steps, "training steps (batches)", 1, tr::kMaxSteps);
+  ranged(train, "--batch", t.batch, "parallel streams per batch (B)", 1, tr::kMaxBatch);
+  ranged(train, "--seq-len", t.seq_len, "characters per stream per batch (T)", 1, tr::kMaxSeqLen);
+  ranged(train, "--lr", t.lr, "Adam learning rate", 1e-9, 1.0);
+  ranged(train, "--clip", t.clip, "global gradient-norm limit", 1e-6, 1e6);
   train->add_option("--seed", t.seed, "random seed of the initial weights")
       ->check(kSeed)
       ->capture_default_str();
@@ -209,11 +202,8 @@ CLI::App* add_train(CLI::App& app, Args& a) {
   train->add_option("--out", t.out_dir, "output directory")->capture_default_str();
   train->add_option("--resume", t.resume_path,
                     "continue training from this checkpoint (weights, Adam state, step count)");
-  train
-      ->add_option("--max-time", t.max_seconds,
-                   "stop early (saving everything) after this many seconds; 0: no limit")
-      ->check(CLI::Range(0.0, 1e9))
-      ->capture_default_str();
+  ranged(train, "--max-time", t.max_seconds,
+         "stop early (saving everything) after this many seconds; 0: no limit", 0.0, 1e9);
   return train;
 }
 
@@ -222,15 +212,10 @@ CLI::App* add_sample(CLI::App& app, Args& a) {
   tr::SampleOptions& s = a.sample;
   sample->add_option("--checkpoint", a.checkpoint, "checkpoint written by `blockrnn train`")
       ->required();
-  sample->add_option("--length", s.length, "characters to generate")
-      ->check(CLI::Range(std::int64_t{0}, tr::kMaxSampleLength))
-      ->capture_default_str();
+  ranged(sample, "--length", s.length, "characters to generate", 0, tr::kMaxSampleLength);
   sample->add_option("--seed", s.seed, "random seed")->check(kSeed)->capture_default_str();
-  sample
-      ->add_option("--temperature", s.temperature,
-                   "sampling temperature (lower: safer; 0: always the likeliest character)")
-      ->check(CLI::Range(0.0, 100.0))
-      ->capture_default_str();
+  ranged(sample, "--temperature", s.temperature,
+         "sampling temperature (lower: safer; 0: always the likeliest character)", 0.0, 100.0);
   sample->add_option("--prime", s.prime, "text to start from (printed first)");
   sample->add_option("--threads", a.model_threads, kModelThreadsHelp)->check(CLI::Range(1, 1024));
   return sample;

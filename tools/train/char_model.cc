@@ -242,13 +242,7 @@ void CharModel<T>::forward(std::span<const int32_t> inputs, int64_t steps, int64
     if (config_.cell == CellKind::kLstm) {
       cs0_[l] = state.cs[l];
       BlockLSTMInputs in;
-      in.seq_len_max = Tn;
-      in.x = xv;
-      in.cs_prev = TensorView(cs0_[l].data(), dt, bh);
-      in.h_prev = TensorView(h0_[l].data(), dt, bh);
-      in.w = TensorView(params_[k].data(), dt, Shape{I + H, 4 * H});
-      in.wci = in.wcf = in.wco = TensorView(zeros_h_.data(), dt, Shape{H});
-      in.b = TensorView(params_[k + 1].data(), dt, Shape{4 * H});
+      layer_inputs(in, l, k, xv);
       BlockLSTMOutputs out;
       MutableTensorView* outs[] = {&out.i, &out.cs, &out.f, &out.o, &out.ci, &out.co, &out.h};
       for (int j = 0; j < 7; ++j) *outs[j] = MutableTensorView(f + j * TBH, dt, tbh);
@@ -270,15 +264,8 @@ void CharModel<T>::forward(std::span<const int32_t> inputs, int64_t steps, int64
       std::copy_n(f + kCsIndex * TBH + (Tn - 1) * B * H, B * H, state.cs[l].data());
       k += 2;
     } else {
-      const GRUWeights wv = gru_weights(k, I);
-      BlockGRUInputs in{.seq_len_max = Tn,
-                        .x = xv,
-                        .h_prev = TensorView(h0_[l].data(), dt, bh),
-                        .w_ru = wv.w_ru,
-                        .w_c = wv.w_c,
-                        .b_ru = wv.b_ru,
-                        .b_c = wv.b_c,
-                        .seq_lengths = {}};
+      BlockGRUInputs in;
+      layer_inputs(in, l, k, xv);
       BlockGRUOutputs out;
       MutableTensorView* outs[] = {&out.r, &out.u, &out.c, &out.h};
       for (int j = 0; j < 4; ++j) *outs[j] = MutableTensorView(f + j * TBH, dt, tbh);
@@ -336,13 +323,7 @@ void CharModel<T>::backward(std::span<const int32_t> inputs, int64_t steps, int6
     const MutableTensorView dh_prev(scratch_bh_.data(), dt, bh);
     if (config_.cell == CellKind::kLstm) {
       BlockLSTMGradInputs in;
-      in.seq_len_max = Tn;
-      in.x = xv;
-      in.cs_prev = TensorView(cs0_[l].data(), dt, bh);
-      in.h_prev = TensorView(h0_[l].data(), dt, bh);
-      in.w = TensorView(params_[k].data(), dt, Shape{I + H, 4 * H});
-      in.wci = in.wcf = in.wco = TensorView(zeros_h_.data(), dt, sh);
-      in.b = TensorView(params_[k + 1].data(), dt, Shape{4 * H});
+      layer_inputs(in, l, k, xv);
       TensorView* fwd[] = {&in.i, &in.cs, &in.f, &in.o, &in.ci, &in.co, &in.h};
       for (int j = 0; j < 7; ++j) *fwd[j] = TensorView(f + j * TBH, dt, tbh);
       in.cs_grad = TensorView(zeros_tbh_.data(), dt, tbh);
@@ -358,15 +339,8 @@ void CharModel<T>::backward(std::span<const int32_t> inputs, int64_t steps, int6
       out.b_grad = MutableTensorView(grads_[k + 1].data(), dt, Shape{4 * H});
       block_lstm_grad(in, out, /*use_peephole=*/false);
     } else {
-      const GRUWeights wv = gru_weights(k, I);
       BlockGRUGradInputs in;
-      in.seq_len_max = Tn;
-      in.x = xv;
-      in.h_prev = TensorView(h0_[l].data(), dt, bh);
-      in.w_ru = wv.w_ru;
-      in.w_c = wv.w_c;
-      in.b_ru = wv.b_ru;
-      in.b_c = wv.b_c;
+      layer_inputs(in, l, k, xv);
       TensorView* fwd[] = {&in.r, &in.u, &in.c, &in.h};
       for (int j = 0; j < 4; ++j) *fwd[j] = TensorView(f + j * TBH, dt, tbh);
       in.h_grad = TensorView(dh, dt, tbh);
@@ -424,13 +398,35 @@ std::vector<T> CharModel<T>::last_logits(std::span<const int32_t> inputs, int64_
 }
 
 template <typename T>
-typename CharModel<T>::GRUWeights CharModel<T>::gru_weights(size_t k, int64_t I) const {
+template <class In>
+void CharModel<T>::layer_weights(In& in, size_t k, int64_t I) const {
   const int64_t H = config_.hidden;
   const DType dt = dtype_of<T>();
-  return {TensorView(params_[k].data(), dt, Shape{I + H, 2 * H}),
-          TensorView(params_[k + 1].data(), dt, Shape{I + H, H}),
-          TensorView(params_[k + 2].data(), dt, Shape{2 * H}),
-          TensorView(params_[k + 3].data(), dt, Shape{H})};
+  const auto param = [&](size_t j, Shape shape) {
+    return TensorView(params_[k + j].data(), dt, std::move(shape));
+  };
+  if constexpr (requires { in.w; }) {  // LSTM: w, b; no peepholes
+    in.w = param(0, Shape{I + H, 4 * H});
+    in.wci = in.wcf = in.wco = TensorView(zeros_h_.data(), dt, Shape{H});
+    in.b = param(1, Shape{4 * H});
+  } else {  // GRU: w_ru, w_c, b_ru, b_c
+    in.w_ru = param(0, Shape{I + H, 2 * H});
+    in.w_c = param(1, Shape{I + H, H});
+    in.b_ru = param(2, Shape{2 * H});
+    in.b_c = param(3, Shape{H});
+  }
+}
+
+template <typename T>
+template <class In>
+void CharModel<T>::layer_inputs(In& in, int64_t l, size_t k, const TensorView& x) const {
+  const DType dt = dtype_of<T>();
+  const Shape bh{x.shape[1], config_.hidden};
+  in.seq_len_max = x.shape[0];
+  in.x = x;
+  in.h_prev = TensorView(h0_[l].data(), dt, bh);
+  if constexpr (requires { in.cs_prev; }) in.cs_prev = TensorView(cs0_[l].data(), dt, bh);
+  layer_weights(in, k, x.shape[2]);
 }
 
 template <typename T>
@@ -450,13 +446,15 @@ void CharModel<T>::plan_inference(int64_t max_steps, int64_t max_batch) {
     if (lstm) {
       auto layer = std::make_unique<LSTMLayer>(
           shape, LSTMLayerAttrs{.forget_bias = kForgetBias, .cell_clip = -1.0});
-      layer->set_weights(TensorView(params_[k].data(), dt, Shape{I + H, 4 * H}),
-                         TensorView(params_[k + 1].data(), dt, Shape{4 * H}));
+      BlockLSTMInputs w;
+      layer_weights(w, k, I);
+      layer->set_weights(w.w, w.b);
       planned_.push_back(std::move(layer));
     } else {
       auto layer = std::make_unique<GRULayer>(shape);
-      const GRUWeights wv = gru_weights(k, I);
-      layer->set_weights(wv.w_ru, wv.w_c, wv.b_ru, wv.b_c);
+      BlockGRUInputs w;
+      layer_weights(w, k, I);
+      layer->set_weights(w.w_ru, w.w_c, w.b_ru, w.b_c);
       planned_.push_back(std::move(layer));
     }
   }

@@ -137,11 +137,14 @@ class CharModel {
                bool planned = false);
   void backward(std::span<const int32_t> inputs, int64_t steps, int64_t batch);
   size_t index_of(std::string_view name) const;
-  // The views of a GRU layer's weights, its first tensor at parameter index k, input size I.
-  struct GRUWeights {
-    TensorView w_ru, w_c, b_ru, b_c;
-  };
-  GRUWeights gru_weights(size_t k, int64_t I) const;
+  // Fills what layer l's forward and backward share: seq_len_max and x (from x's shape
+  // [T, B, I]), the state the batch started from, and the weights, whose first tensor is at
+  // parameter index k. `In` is BlockLSTM(Grad)Inputs or BlockGRU(Grad)Inputs.
+  template <class In>
+  void layer_inputs(In& in, int64_t l, size_t k, const TensorView& x) const;
+  // The weights of that layer alone, for input size I.
+  template <class In>
+  void layer_weights(In& in, size_t k, int64_t I) const;
 
   ModelConfig config_;
   std::vector<ParamSpec> specs_;
