@@ -181,27 +181,21 @@ class _RNNBase(nn.Module):
                 raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
                                 f"{type(input).__name__}")
             self._check_device(input)
-            if input.dim() == 2:
-                unbatched = True
-                x = input.unsqueeze(1)
-                if hx_list is not None:
-                    for h in hx_list:
-                        if h.dim() != 2:
-                            raise RuntimeError(
-                                f"{name}: For unbatched 2-D input, hx should also be 2-D but "
-                                f"got {h.dim()}-D tensor")
-                    hx_list = [h.unsqueeze(1) for h in hx_list]
-            elif input.dim() == 3:
-                x = input.transpose(0, 1) if self.batch_first else input
-                if hx_list is not None:
-                    for h in hx_list:
-                        if h.dim() != 3:
-                            raise RuntimeError(
-                                f"{name}: For batched 3-D input, hx should also be 3-D but got "
-                                f"{h.dim()}-D tensor")
-            else:
+            if input.dim() not in (2, 3):
                 raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                                  f"tensor instead")
+            unbatched = input.dim() == 2
+            kind = "unbatched 2-D" if unbatched else "batched 3-D"
+            for h in hx_list or ():
+                if h.dim() != input.dim():
+                    raise RuntimeError(f"{name}: For {kind} input, hx should also be "
+                                       f"{input.dim()}-D but got {h.dim()}-D tensor")
+            if unbatched:
+                x = input.unsqueeze(1)
+                if hx_list is not None:
+                    hx_list = [h.unsqueeze(1) for h in hx_list]
+            else:
+                x = input.transpose(0, 1) if self.batch_first else input
         w0 = self.weight_ih_l0
         if x.dtype != w0.dtype:
             raise RuntimeError(f"{name}: input must have the type {w0.dtype}, got type "

@@ -152,12 +152,6 @@ def gru_reset_after(x: Tensor, h_prev: Tensor, w_i: Tensor, w_h: Tensor, b_i: Te
                  dict(x=x, h_prev=h_prev, w_i=w_i, w_h=w_h, b_i=b_i, b_h=b_h), seq_lengths)
 
 
-@gru_reset_after.register_fake
-def _(x, h_prev, w_i, w_h, b_i, b_h, seq_lengths=None):
-    shape = (x.shape[0], x.shape[1], h_prev.shape[1])
-    return tuple(x.new_empty(shape) for _ in range(5))
-
-
 @torch.library.custom_op("blockrnn::gru_reset_after_grad", mutates_args=())
 def gru_reset_after_grad(x: Tensor, h_prev: Tensor, w_i: Tensor, w_h: Tensor, b_i: Tensor,
                          b_h: Tensor, r: Tensor, u: Tensor, n: Tensor, hn: Tensor, h: Tensor,
@@ -169,19 +163,24 @@ def gru_reset_after_grad(x: Tensor, h_prev: Tensor, w_i: Tensor, w_h: Tensor, b_
                       hn=hn, h=h, h_grad=h_grad), seq_lengths)
 
 
-@gru_reset_after_grad.register_fake
-def _(x, h_prev, w_i, w_h, b_i, b_h, r, u, n, hn, h, h_grad, seq_lengths=None):
-    return tuple(x.new_empty(t.shape) for t in (x, h_prev, w_i, w_h, b_i, b_h))
-
-
 def _gru_setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs[:6], *output)
     ctx.lens = inputs[6]
 
 
-def _gru_autograd(fwd, grad):
-    """Wires a GRU op's backward (both variants: six inputs, then seq_lengths; h the last
-    output, the only differentiable one)."""
+def _gru_autograd(fwd, grad, n_outputs):
+    """Wires a GRU op pair's fakes and backward (both variants: x, h_prev and four weights,
+    then seq_lengths; `n_outputs` [T,B,H] outputs, h the last and the only differentiable
+    one; the grad returns one gradient per tensor input)."""
+    @fwd.register_fake
+    def _(x, h_prev, *weights, **lengths):
+        shape = (x.shape[0], x.shape[1], h_prev.shape[1])
+        return tuple(x.new_empty(shape) for _ in range(n_outputs))
+
+    @grad.register_fake
+    def _(*tensors, **lengths):
+        return tuple(t.new_empty(t.shape) for t in tensors[:6])
+
     def backward(ctx, *grads):
         saved = ctx.saved_tensors
         gh = torch.zeros_like(saved[-1]) if grads[-1] is None else grads[-1]
@@ -190,7 +189,7 @@ def _gru_autograd(fwd, grad):
     fwd.register_autograd(backward, setup_context=_gru_setup)
 
 
-_gru_autograd(gru_reset_after, gru_reset_after_grad)
+_gru_autograd(gru_reset_after, gru_reset_after_grad, 5)
 
 
 # ------------------------------------------- GRU (reset before: TensorFlow's GRUBlockCell)
@@ -204,12 +203,6 @@ def gru_reset_before(x: Tensor, h_prev: Tensor, w_ru: Tensor, w_c: Tensor, b_ru:
                  dict(x=x, h_prev=h_prev, w_ru=w_ru, w_c=w_c, b_ru=b_ru, b_c=b_c), seq_lengths)
 
 
-@gru_reset_before.register_fake
-def _(x, h_prev, w_ru, w_c, b_ru, b_c, seq_lengths=None):
-    shape = (x.shape[0], x.shape[1], h_prev.shape[1])
-    return tuple(x.new_empty(shape) for _ in range(4))
-
-
 @torch.library.custom_op("blockrnn::gru_reset_before_grad", mutates_args=())
 def gru_reset_before_grad(x: Tensor, h_prev: Tensor, w_ru: Tensor, w_c: Tensor, b_ru: Tensor,
                           b_c: Tensor, r: Tensor, u: Tensor, c: Tensor, h: Tensor,
@@ -221,12 +214,7 @@ def gru_reset_before_grad(x: Tensor, h_prev: Tensor, w_ru: Tensor, w_c: Tensor, 
                       h=h, h_grad=h_grad), seq_lengths)
 
 
-@gru_reset_before_grad.register_fake
-def _(x, h_prev, w_ru, w_c, b_ru, b_c, r, u, c, h, h_grad, seq_lengths=None):
-    return tuple(x.new_empty(t.shape) for t in (x, h_prev, w_ru, w_c, b_ru, b_c))
-
-
-_gru_autograd(gru_reset_before, gru_reset_before_grad)
+_gru_autograd(gru_reset_before, gru_reset_before_grad, 4)
 
 
 # ------------------------------------------------- the whole stack: blockrnn::rnn (one call)
