@@ -84,14 +84,9 @@ def test_outputs_fields_and_empty_shapes():
 
 Z = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
 
-# (argument, bad value, message without the op prefix); T=5, B=4, I=3, H=16.
+# (argument, bad value, message without the op prefix); T=5, B=4, I=3, H=16. Every input's
+# rank: test_ops.py's generic tester.
 VALIDATION = seq_len_max_validation(5) + [
-    ("x", Z(4, 3), "x must be rank 3, got rank 2 (shape [4, 3])"),
-    ("h_prev", Z(4, 16, 1), "h_prev must be rank 2"),
-    ("w_ru", Z(19), "w_ru must be rank 2"),
-    ("w_c", Z(19), "w_c must be rank 2"),
-    ("b_ru", Z(32, 1), "b_ru must be rank 1"),
-    ("b_c", Z(), "b_c must be rank 1"),
     ("h_prev", Z(5, 16), "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
     ("w_ru", Z(18, 32), "w_ru must have shape [19, 32] (input_size + cell_size, 2 * cell_size)"),
     ("w_ru", Z(19, 31), "w_ru must have shape [19, 32]"),

@@ -239,16 +239,9 @@ def valid_grad_kwargs(rng, T=5, B=4, I=3, H=16):
 
 Z = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
 
-# (argument, bad value, expected message without the op prefix); T=5, B=4, I=3, H=16.
+# (argument, bad value, expected message without the op prefix); T=5, B=4, I=3, H=16. Every
+# input's rank: test_ops.py's generic tester.
 FWD_VALIDATION = seq_len_max_validation(5) + [
-    ("x", Z(4, 3), "x must be rank 3, got rank 2 (shape [4, 3])"),
-    ("cs_prev", Z(4), "cs_prev must be rank 2"),
-    ("h_prev", Z(4, 16, 1), "h_prev must be rank 2"),
-    ("w", Z(19), "w must be rank 2"),
-    ("wci", Z(1, 16), "wci must be rank 1"),
-    ("wcf", Z(), "wcf must be rank 1"),
-    ("wco", Z(16, 1), "wco must be rank 1"),
-    ("b", Z(64, 1), "b must be rank 1"),
     ("cs_prev", Z(5, 16), "cs_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
     ("h_prev", Z(4, 15), "h_prev must have shape [4, 16] (batch_size, cell_size), got [4, 15]"),
     # Only w's rows off: x or w may be wrong (input_size comes from x), so both are named.

@@ -295,24 +295,9 @@ def test_nan_propagates_through_the_clip(tf):
         assert np.isnan(got.cs[0, 0]) and np.isnan(got.cs[3, 5])
 
 
-def test_dtypes_and_layouts():
-    rng = np.random.default_rng(3)
-    for dt in (np.float16, np.float32, np.float64):
-        inp = lstm_inputs(rng, 2, 3, 4, dtype=dt)
-        out = blockrnn.raw_ops.LSTMBlockCell(**inp)
-        assert all(a.dtype == dt for a in out)
-    inp = lstm_inputs(rng, 5, 6, 7)
-    want = blockrnn.raw_ops.LSTMBlockCell(**inp, use_peephole=True)
-    fortran = {k: np.asfortranarray(v) for k, v in inp.items()}
-    np.testing.assert_array_equal(
-        blockrnn.raw_ops.LSTMBlockCell(**fortran, use_peephole=True).h, want.h)
-    strided = {}
-    for k, v in inp.items():
-        big = np.zeros(tuple(2 * d for d in v.shape), dtype=v.dtype)
-        big[tuple(slice(None, None, 2) for _ in v.shape)] = v
-        strided[k] = big[tuple(slice(None, None, 2) for _ in v.shape)]
-    np.testing.assert_array_equal(
-        blockrnn.raw_ops.LSTMBlockCell(**strided, use_peephole=True).h, want.h)
+def test_dtype_errors():
+    """(Memory layouts and dtypes of every op: test_ops.py's generic tester.)"""
+    inp = lstm_inputs(np.random.default_rng(3), 5, 6, 7)
     with pytest.raises(blockrnn.InvalidArgumentError, match="wco must have the dtype of x"):
         blockrnn.raw_ops.LSTMBlockCell(**dict(inp, wco=inp["wco"].astype(np.float64)))
     with pytest.raises(blockrnn.InvalidArgumentError,
@@ -321,16 +306,8 @@ def test_dtypes_and_layouts():
 
 
 VALIDATION = [
-    # (argument, bad shape, expected message); B=4, I=3, H=16. Ranks first.
-    ("x", (4,), "LSTMBlockCell: x must be rank 2, got rank 1 (shape [4])"),
-    ("cs_prev", (4, 16, 1), "cs_prev must be rank 2, got rank 3"),
-    ("h_prev", (16,), "h_prev must be rank 2"),
-    ("w", (19,), "w must be rank 2"),
-    ("wci", (1, 2), "wci must be rank 1, got rank 2 (shape [1, 2])"),
-    ("wcf", (), "wcf must be rank 1, got rank 0"),
-    ("wco", (28, 17), "wco must be rank 1"),
-    ("b", (64, 1), "b must be rank 1"),
-    # Dimensions.
+    # (argument, bad shape, expected message); B=4, I=3, H=16. Dimensions (every input's rank:
+    # test_ops.py's generic tester).
     ("cs_prev", (5, 16), "cs_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
     ("h_prev", (5, 16), "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"),
     ("h_prev", (4, 15), "h_prev must have shape [4, 16]"),

@@ -78,19 +78,67 @@ def test_finite_differences_float64(path, op):
             assert np.max(np.abs(g - num), initial=0) <= 1e-6 * scale, (op, name, dims)
 
 
+def _rank_message(op, name, rank, bad):
+    """The core's message for an input of the wrong rank (src/core/validate.h)."""
+    shape = "[" + ", ".join(str(n) for n in bad.shape) + "]"
+    if name == "seq_len_max":
+        return f"{op}: seq_len_max must be a scalar (rank 0), got shape {shape}"
+    return f"{op}: {name} must be rank {rank}, got rank {bad.ndim} (shape {shape})"
+
+
 @pytest.mark.parametrize("op", [r.op for r in OPS])
 def test_validation_names_op_and_argument(op):
-    """One more dimension, or another dtype, on any input: InvalidArgumentError (a ValueError)
-    whose message starts with the op and names the argument."""
+    """One more or one fewer dimension on any input: InvalidArgumentError (a ValueError) with
+    the core's rank message for the op and the argument, whichever input it is (ranks are
+    checked before anything else); another dtype: a message that starts with the op and names
+    the argument."""
     row = ROWS[op]
     rng = np.random.default_rng(5)
     kw, attrs, _ = make_call(row, (3, 2, 3, 4, 2), np.float32, rng)
     op_function(op)(**kw, **attrs)
+
+    def error(name, bad):
+        with pytest.raises(blockrnn.InvalidArgumentError) as e:
+            op_function(op)(**dict(kw, **{name: bad}), **attrs)
+        return str(e.value)
+
     for name, v in kw.items():
-        bad_values = [np.asarray(v)[..., None],
-                      np.asarray(v).astype(np.float32 if name == "seq_len_max" else np.float64)]
-        for bad in bad_values:
-            with pytest.raises(blockrnn.InvalidArgumentError) as e:
-                op_function(op)(**dict(kw, **{name: bad}), **attrs)
-            message = str(e.value)
-            assert message.startswith(op + ": ") and name in message, (name, message)
+        a = np.asarray(v)
+        for bad in [a[..., None]] + ([a[0]] if a.ndim else []):
+            assert error(name, bad) == _rank_message(op, name, a.ndim, bad)
+        message = error(name, a.astype(np.float32 if name == "seq_len_max" else np.float64))
+        assert message.startswith(op + ": ") and name in message, (name, message)
+
+
+def _every_other(v):
+    """v as a non-contiguous view: every other element of every axis of a larger array."""
+    v = np.asarray(v)
+    big = np.zeros(tuple(2 * d for d in v.shape), dtype=v.dtype)
+    every_other = tuple(slice(None, None, 2) for _ in v.shape)
+    big[every_other] = v
+    return big[every_other]
+
+
+@pytest.mark.parametrize("op", [r.op for r in OPS])
+def test_any_memory_layout_and_every_float_dtype(op):
+    """Fortran-order, non-contiguous (strided) and transposed-view inputs give bit for bit the
+    outputs of C-contiguous ones (the core gathers strided inputs itself); float16, float32 and
+    float64 inputs give outputs of that dtype."""
+    row = ROWS[op]
+    dims = (3, 5, 6, 7, 2)
+    kw, attrs, _ = make_call(row, dims, np.float32, np.random.default_rng(2))
+    if "use_peephole" in attrs:
+        attrs["use_peephole"] = True  # the peephole vectors are read too
+    want = op_function(op)(**kw, **attrs)
+    layouts = {"fortran": np.asfortranarray, "strided": _every_other,
+               "transposed": lambda v: np.ascontiguousarray(np.asarray(v).T).T}
+    for layout, relayout in layouts.items():
+        # (seq_len_max stays a scalar: np.asfortranarray would make it [1])
+        args = {k: relayout(v) if np.ndim(v) else v for k, v in kw.items()}
+        got = op_function(op)(**args, **attrs)
+        for name, g, w in zip(want._fields, got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{op} {layout}: {name}")
+    for dt in (np.float16, np.float32, np.float64):
+        kw, attrs, _ = make_call(row, dims, dt, np.random.default_rng(3))
+        out = op_function(op)(**kw, **attrs)
+        assert all(a.dtype == dt for a in out), (dt, [a.dtype for a in out])
