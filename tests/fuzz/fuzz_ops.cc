@@ -17,7 +17,7 @@
 //             INT64_MAX - H so that I + H and 4H stay in int64); bit6 seq_len_max = T (the
 //             i64 below is then ignored); bit7 reference mode (set_force_reference)
 //   u8 T, u8 B, u8 I, u8 H      (consistent mode: small sizes, each mod 12; bit5: kDims[v % 16])
-//   18 x (u8 mutation, u8 argument), for the op's inputs in order (the rest unused):
+//   19 x (u8 mutation, u8 argument), for the op's inputs in order (the rest unused):
 //              mutation 0-191 none; 192-207 rank change; 208-223 one dim changed;
 //              224-239 dtype changed; 240-247 huge dim; 248-255 negative dim
 //   i64 seq_len_max (little-endian)
@@ -100,7 +100,8 @@ bool verbose() {
   return on;
 }
 
-constexpr std::size_t kMaxInputs = 18, kMaxAttrs = 3;  // the most any op has (BlockLSTMGrad)
+// The most any op has: BlockLSTMGrad(V2)'s 18 and the optional seq_lengths.
+constexpr std::size_t kMaxInputs = 19, kMaxAttrs = 3;
 constexpr std::int64_t kMaxBacked = 1 << 16;           // elements we actually allocate per tensor
 // Multiply-adds (T·B·H·(I+H)) beyond which a valid call is only checked (prepare_call), not
 // computed: keeps every run well under the 10 s timeout even on the reference path.

@@ -8,7 +8,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAX_INPUTS, MAX_ATTRS = 18, 3
+MAX_INPUTS, MAX_ATTRS = 19, 3  # fuzz_ops.cc kMaxInputs, kMaxAttrs
 
 # flags bits
 CONSISTENT, OWNED_OUTPUTS, TABLE_DIMS, SEQ_LEN_IS_T, REFERENCE = 1, 2, 32, 64, 128
