@@ -11,8 +11,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
@@ -99,6 +101,83 @@ blockrnn::RNNMode parse_mode(const std::string& s) {
       "mode must be 'lstm', 'lstm_v2', 'gru' or 'gru_reset_after', got '" + s + "'");
 }
 
+// Throws unless the list `what` holds one array per name of `names` (", "-separated).
+template <typename A>
+void check_count(const std::vector<A>& list, std::size_t n, const char* what,
+                 const std::string& names) {
+  if (list.size() != n) throw nb::value_error((std::string(what) + ": " + names).c_str());
+}
+
+template <std::size_t>
+using InArg = In;  // one In parameter per index of a pack
+
+// The struct S of mutable views of a[K]..., in field order.
+template <typename S, std::size_t... K>
+S mviews(const std::vector<Out>& a, std::index_sequence<K...>) {
+  return S{mview(a[K])...};
+}
+
+// Defines forward and backward of the layer class L, whose structs hold after x its initial
+// states `states` (LSTM: cs_prev, h_prev; GRU: h_prev), in the backward the forward's kOutputs
+// outputs `outputs` and the gradients `grads` of the outputs that continue the states (cs_grad,
+// h_grad), and whose gradients are the kGrads `grads_out`. Python:
+//   forward(x, *states, out, seq_lengths=None)                 out: the outputs
+//   backward(x, *states, acts, *grads, out, seq_lengths=None)  acts: the outputs, out: grads_out
+template <class L, std::size_t kOutputs, std::size_t kGrads, std::size_t... S>
+void def_calls(nb::class_<L>& c, std::index_sequence<S...>,
+               std::array<const char*, sizeof...(S)> states,
+               std::array<const char*, sizeof...(S)> grads, const std::string& outputs,
+               const std::string& grads_out) {
+  c.def(
+      "forward",
+      [outputs](L& l, In x, InArg<S>... s, std::vector<Out> out, OptIn lengths) {
+        check_count(out, kOutputs, "out", outputs);
+        const typename L::Inputs in{std::nullopt, view(x), view(s)..., view(lengths)};
+        const auto o = mviews<typename L::Outputs>(out, std::make_index_sequence<kOutputs>());
+        compute([&] { l.forward(in, o); });
+      },
+      nb::arg("x"), nb::arg(states[S])..., nb::arg("out"), nb::arg("seq_lengths") = nb::none(),
+      ("Fills out = [" + outputs + "] (each [T, B, H]).").c_str());
+  c.def(
+      "backward",
+      [outputs, grads_out](L& l, In x, InArg<S>... s, std::vector<In> acts, InArg<S>... g,
+                           std::vector<Out> out, OptIn lengths) {
+        check_count(acts, kOutputs, "acts", outputs);
+        check_count(out, kGrads, "out", grads_out);
+        auto grad_inputs = [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return typename L::GradInputs{std::nullopt,     view(x),    view(s)...,
+                                        view(acts[K])..., view(g)..., view(lengths)};
+        };
+        const auto in = grad_inputs(std::make_index_sequence<kOutputs>());
+        const auto o = mviews<typename L::GradOutputs>(out, std::make_index_sequence<kGrads>());
+        compute([&] { l.backward(in, o); });
+      },
+      nb::arg("x"), nb::arg(states[S])..., nb::arg("acts"), nb::arg(grads[S])..., nb::arg("out"),
+      nb::arg("seq_lengths") = nb::none());
+}
+
+// A GRU layer class: created from sizes, its weights named `weights` (set_weights' order), one
+// state h, kOutputs outputs.
+template <class L, std::size_t kOutputs>
+void def_gru_layer(nb::module_& m, const char* name, std::array<const char*, 4> weights,
+                   const std::string& outputs, const std::string& grads_out) {
+  nb::class_<L> c(m, name);
+  c.def(
+       "__init__",
+       [](L* self, int64_t I, int64_t H, const std::string& dtype, int64_t max_time,
+          int64_t max_batch) { new (self) L(layer_shape(I, H, dtype, max_time, max_batch)); },
+       nb::arg("input_size"), nb::arg("hidden_size"), nb::arg("dtype"), nb::arg("max_time"),
+       nb::arg("max_batch"))
+      .def(
+          "set_weights",
+          [](L& l, In w0, In w1, In b0, In b1) {
+            l.set_weights(view(w0), view(w1), view(b0), view(b1));
+          },
+          nb::arg(weights[0]), nb::arg(weights[1]), nb::arg(weights[2]), nb::arg(weights[3]));
+  def_calls<L, kOutputs, 6>(c, std::index_sequence<0>(), {"h_prev"}, {"h_grad"}, outputs,
+                            grads_out);
+}
+
 }  // namespace
 
 void register_layers(nb::module_& m) {
@@ -107,8 +186,8 @@ void register_layers(nb::module_& m) {
   using blockrnn::LSTMLayer;
   using blockrnn::RNN;
 
-  nb::class_<LSTMLayer>(m, "LSTMLayer")
-      .def(
+  nb::class_<LSTMLayer> lstm(m, "LSTMLayer");
+  lstm.def(
           "__init__",
           [](LSTMLayer* self, int64_t I, int64_t H, const std::string& dtype, int64_t max_time,
              int64_t max_batch, bool v2, std::optional<double> forget_bias,
@@ -128,157 +207,16 @@ void register_layers(nb::module_& m) {
             l.set_weights(view(w), view(b), view(wci), view(wcf), view(wco));
           },
           nb::arg("w"), nb::arg("b"), nb::arg("wci") = nb::none(), nb::arg("wcf") = nb::none(),
-          nb::arg("wco") = nb::none())
-      .def(
-          "forward",
-          [](LSTMLayer& l, In x, In cs_prev, In h_prev, std::vector<Out> out, OptIn lengths) {
-            if (out.size() != 7) throw nb::value_error("out: i, cs, f, o, ci, co, h");
-            const blockrnn::LSTMLayerInputs in{.x = view(x),
-                                               .cs_prev = view(cs_prev),
-                                               .h_prev = view(h_prev),
-                                               .seq_lengths = view(lengths)};
-            const blockrnn::BlockLSTMOutputs o{mview(out[0]), mview(out[1]), mview(out[2]),
-                                               mview(out[3]), mview(out[4]), mview(out[5]),
-                                               mview(out[6])};
-            compute([&] { l.forward(in, o); });
-          },
-          nb::arg("x"), nb::arg("cs_prev"), nb::arg("h_prev"), nb::arg("out"),
-          nb::arg("seq_lengths") = nb::none(),
-          "Fills out = [i, cs, f, o, ci, co, h] (each [T, B, H]).")
-      .def(
-          "backward",
-          [](LSTMLayer& l, In x, In cs_prev, In h_prev, std::vector<In> acts, In cs_grad, In h_grad,
-             std::vector<Out> out, OptIn lengths) {
-            if (acts.size() != 7) throw nb::value_error("acts: i, cs, f, o, ci, co, h");
-            if (out.size() != 8) {
-              throw nb::value_error(
-                  "out: x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad, "
-                  "wco_grad, b_grad");
-            }
-            const blockrnn::LSTMLayerGradInputs in{.x = view(x),
-                                                   .cs_prev = view(cs_prev),
-                                                   .h_prev = view(h_prev),
-                                                   .i = view(acts[0]),
-                                                   .cs = view(acts[1]),
-                                                   .f = view(acts[2]),
-                                                   .o = view(acts[3]),
-                                                   .ci = view(acts[4]),
-                                                   .co = view(acts[5]),
-                                                   .h = view(acts[6]),
-                                                   .cs_grad = view(cs_grad),
-                                                   .h_grad = view(h_grad),
-                                                   .seq_lengths = view(lengths)};
-            const blockrnn::BlockLSTMGradOutputs o{mview(out[0]), mview(out[1]), mview(out[2]),
-                                                   mview(out[3]), mview(out[4]), mview(out[5]),
-                                                   mview(out[6]), mview(out[7])};
-            compute([&] { l.backward(in, o); });
-          },
-          nb::arg("x"), nb::arg("cs_prev"), nb::arg("h_prev"), nb::arg("acts"), nb::arg("cs_grad"),
-          nb::arg("h_grad"), nb::arg("out"), nb::arg("seq_lengths") = nb::none());
-
-  nb::class_<GRULayer>(m, "GRULayer")
-      .def(
-          "__init__",
-          [](GRULayer* self, int64_t I, int64_t H, const std::string& dtype, int64_t max_time,
-             int64_t max_batch) {
-            new (self) GRULayer(layer_shape(I, H, dtype, max_time, max_batch));
-          },
-          nb::arg("input_size"), nb::arg("hidden_size"), nb::arg("dtype"), nb::arg("max_time"),
-          nb::arg("max_batch"))
-      .def(
-          "set_weights",
-          [](GRULayer& l, In w_ru, In w_c, In b_ru, In b_c) {
-            l.set_weights(view(w_ru), view(w_c), view(b_ru), view(b_c));
-          },
-          nb::arg("w_ru"), nb::arg("w_c"), nb::arg("b_ru"), nb::arg("b_c"))
-      .def(
-          "forward",
-          [](GRULayer& l, In x, In h_prev, std::vector<Out> out, OptIn lengths) {
-            if (out.size() != 4) throw nb::value_error("out: r, u, c, h");
-            const blockrnn::GRULayerInputs in{
-                .x = view(x), .h_prev = view(h_prev), .seq_lengths = view(lengths)};
-            const blockrnn::BlockGRUOutputs o{mview(out[0]), mview(out[1]), mview(out[2]),
-                                              mview(out[3])};
-            compute([&] { l.forward(in, o); });
-          },
-          nb::arg("x"), nb::arg("h_prev"), nb::arg("out"), nb::arg("seq_lengths") = nb::none())
-      .def(
-          "backward",
-          [](GRULayer& l, In x, In h_prev, std::vector<In> acts, In h_grad, std::vector<Out> out,
-             OptIn lengths) {
-            if (acts.size() != 4) throw nb::value_error("acts: r, u, c, h");
-            if (out.size() != 6) {
-              throw nb::value_error(
-                  "out: x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, "
-                  "b_c_grad");
-            }
-            const blockrnn::GRULayerGradInputs in{.x = view(x),
-                                                  .h_prev = view(h_prev),
-                                                  .r = view(acts[0]),
-                                                  .u = view(acts[1]),
-                                                  .c = view(acts[2]),
-                                                  .h = view(acts[3]),
-                                                  .h_grad = view(h_grad),
-                                                  .seq_lengths = view(lengths)};
-            const blockrnn::BlockGRUGradOutputs o{mview(out[0]), mview(out[1]), mview(out[2]),
-                                                  mview(out[3]), mview(out[4]), mview(out[5])};
-            compute([&] { l.backward(in, o); });
-          },
-          nb::arg("x"), nb::arg("h_prev"), nb::arg("acts"), nb::arg("h_grad"), nb::arg("out"),
-          nb::arg("seq_lengths") = nb::none());
-
-  nb::class_<GRUResetAfterLayer>(m, "GRUResetAfterLayer")
-      .def(
-          "__init__",
-          [](GRUResetAfterLayer* self, int64_t I, int64_t H, const std::string& dtype,
-             int64_t max_time, int64_t max_batch) {
-            new (self) GRUResetAfterLayer(layer_shape(I, H, dtype, max_time, max_batch));
-          },
-          nb::arg("input_size"), nb::arg("hidden_size"), nb::arg("dtype"), nb::arg("max_time"),
-          nb::arg("max_batch"))
-      .def(
-          "set_weights",
-          [](GRUResetAfterLayer& l, In w_i, In w_h, In b_i, In b_h) {
-            l.set_weights(view(w_i), view(w_h), view(b_i), view(b_h));
-          },
-          nb::arg("w_i"), nb::arg("w_h"), nb::arg("b_i"), nb::arg("b_h"))
-      .def(
-          "forward",
-          [](GRUResetAfterLayer& l, In x, In h_prev, std::vector<Out> out, OptIn lengths) {
-            if (out.size() != 5) throw nb::value_error("out: r, u, n, hn, h");
-            const blockrnn::GRULayerInputs in{
-                .x = view(x), .h_prev = view(h_prev), .seq_lengths = view(lengths)};
-            const blockrnn::BlockGRUResetAfterOutputs o{mview(out[0]), mview(out[1]), mview(out[2]),
-                                                        mview(out[3]), mview(out[4])};
-            compute([&] { l.forward(in, o); });
-          },
-          nb::arg("x"), nb::arg("h_prev"), nb::arg("out"), nb::arg("seq_lengths") = nb::none())
-      .def(
-          "backward",
-          [](GRUResetAfterLayer& l, In x, In h_prev, std::vector<In> acts, In h_grad,
-             std::vector<Out> out, OptIn lengths) {
-            if (acts.size() != 5) throw nb::value_error("acts: r, u, n, hn, h");
-            if (out.size() != 6) {
-              throw nb::value_error(
-                  "out: x_grad, h_prev_grad, w_i_grad, w_h_grad, b_i_grad, "
-                  "b_h_grad");
-            }
-            const blockrnn::GRUResetAfterLayerGradInputs in{.x = view(x),
-                                                            .h_prev = view(h_prev),
-                                                            .r = view(acts[0]),
-                                                            .u = view(acts[1]),
-                                                            .n = view(acts[2]),
-                                                            .hn = view(acts[3]),
-                                                            .h = view(acts[4]),
-                                                            .h_grad = view(h_grad),
-                                                            .seq_lengths = view(lengths)};
-            const blockrnn::BlockGRUResetAfterGradOutputs o{mview(out[0]), mview(out[1]),
-                                                            mview(out[2]), mview(out[3]),
-                                                            mview(out[4]), mview(out[5])};
-            compute([&] { l.backward(in, o); });
-          },
-          nb::arg("x"), nb::arg("h_prev"), nb::arg("acts"), nb::arg("h_grad"), nb::arg("out"),
-          nb::arg("seq_lengths") = nb::none());
+          nb::arg("wco") = nb::none());
+  def_calls<LSTMLayer, 7, 8>(
+      lstm, std::index_sequence<0, 1>(), {"cs_prev", "h_prev"}, {"cs_grad", "h_grad"},
+      "i, cs, f, o, ci, co, h",
+      "x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad, wco_grad, b_grad");
+  def_gru_layer<GRULayer, 4>(m, "GRULayer", {"w_ru", "w_c", "b_ru", "b_c"}, "r, u, c, h",
+                             "x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad");
+  def_gru_layer<GRUResetAfterLayer, 5>(
+      m, "GRUResetAfterLayer", {"w_i", "w_h", "b_i", "b_h"}, "r, u, n, hn, h",
+      "x_grad, h_prev_grad, w_i_grad, w_h_grad, b_i_grad, b_h_grad");
 
   nb::class_<RNN>(m, "RNN")
       .def(

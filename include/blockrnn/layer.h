@@ -74,7 +74,7 @@ class BLOCKRNN_API SequenceLayer {
   Tensor own_workspace_;
 };
 
-// ---- BlockLSTM / BlockLSTMV2 ----------------------------------------------------------------
+// ---- The per-call structs of each layer -----------------------------------------------------
 
 struct LSTMLayerAttrs {
   bool v2 = false;  // false: BlockLSTM (gates ICFO); true: BlockLSTMV2 (IFCO, PyTorch's)
@@ -100,29 +100,7 @@ struct LSTMLayerGradInputs {
   TensorView seq_lengths;
 };
 
-class BLOCKRNN_API LSTMLayer : public SequenceLayer {
- public:
-  LSTMLayer(const LayerShape& shape, const LSTMLayerAttrs& attrs = {});
-  ~LSTMLayer() override;
-  // w [I+H, 4H], b [4H] (the op's layout); wci, wcf, wco [H] with use_peephole (else omitted).
-  void set_weights(TensorView w, TensorView b, TensorView wci = {}, TensorView wcf = {},
-                   TensorView wco = {});
-  // BlockLSTM(V2): fills out (i, cs, f, o, ci, co, h, each [T, B, H]).
-  void forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
-               LayerWorkspace workspace = {});
-  // BlockLSTMGrad(V2): every gradient of out (w_grad, b_grad in the op's layout).
-  void backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutputs& out,
-                LayerWorkspace workspace = {});
-  const LSTMLayerAttrs& attrs() const noexcept { return attrs_; }
-
- private:
-  struct Impl;
-  LSTMLayerAttrs attrs_;
-  std::unique_ptr<Impl> impl_;
-};
-
-// ---- BlockGRU ---------------------------------------------------------------------------------
-
+// GRULayer and GRUResetAfterLayer (the same forward inputs).
 struct GRULayerInputs {
   std::optional<std::int64_t> seq_len_max;
   TensorView x;            // [T, B, I]
@@ -136,24 +114,6 @@ struct GRULayerGradInputs {
   TensorView h_grad;      // [T, B, H]
   TensorView seq_lengths;
 };
-
-class BLOCKRNN_API GRULayer : public SequenceLayer {
- public:
-  explicit GRULayer(const LayerShape& shape);
-  ~GRULayer() override;
-  // w_ru [I+H, 2H], w_c [I+H, H], b_ru [2H], b_c [H].
-  void set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru, TensorView b_c);
-  void forward(const GRULayerInputs& in, const BlockGRUOutputs& out, LayerWorkspace workspace = {});
-  void backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs& out,
-                LayerWorkspace workspace = {});
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-// ---- BlockGRUResetAfter (PyTorch's GRU) -------------------------------------------------------
-
 struct GRUResetAfterLayerGradInputs {
   std::optional<std::int64_t> seq_len_max;
   TensorView x, h_prev;
@@ -162,20 +122,72 @@ struct GRUResetAfterLayerGradInputs {
   TensorView seq_lengths;
 };
 
-class BLOCKRNN_API GRUResetAfterLayer : public SequenceLayer {
+// ---- The layer objects ------------------------------------------------------------------------
+//
+// What every layer object does, for the per-call structs of its op (the classes below set it up
+// with their attrs and weights; src/layer/layer.cc has each op's kernels and weight shapes).
+template <class In, class Out, class GradIn, class GradOut>
+class BLOCKRNN_API BlockLayer : public SequenceLayer {
  public:
-  explicit GRUResetAfterLayer(const LayerShape& shape);
-  ~GRUResetAfterLayer() override;
-  // w_i [I, 3H], w_h [H, 3H], b_i [3H], b_h [3H] (gate blocks [r | z | n]).
-  void set_weights(TensorView w_i, TensorView w_h, TensorView b_i, TensorView b_h);
-  void forward(const GRULayerInputs& in, const BlockGRUResetAfterOutputs& out,
-               LayerWorkspace workspace = {});
-  void backward(const GRUResetAfterLayerGradInputs& in, const BlockGRUResetAfterGradOutputs& out,
-                LayerWorkspace workspace = {});
+  using Inputs = In;
+  using Outputs = Out;
+  using GradInputs = GradIn;
+  using GradOutputs = GradOut;
+  ~BlockLayer() override;
+  // The op (BlockLSTM(V2), BlockGRU, BlockGRUResetAfter): fills out, each [T, B, H].
+  void forward(const Inputs& in, const Outputs& out, LayerWorkspace workspace = {});
+  // The op's grad: every gradient of out (the weights' in the op's layout).
+  void backward(const GradInputs& in, const GradOutputs& out, LayerWorkspace workspace = {});
+
+ protected:
+  struct Impl;
+  BlockLayer(const char* name, const LayerShape& shape);
+  // Copies, checks and packs the weights in set_weights' order; those past weights.size() (an
+  // LSTM's peepholes without use_peephole) are zeros, as the ops use for omitted peepholes.
+  void set_weight_views(std::span<const TensorView> weights);
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template class BLOCKRNN_API
+    BlockLayer<LSTMLayerInputs, BlockLSTMOutputs, LSTMLayerGradInputs, BlockLSTMGradOutputs>;
+extern template class BLOCKRNN_API
+    BlockLayer<GRULayerInputs, BlockGRUOutputs, GRULayerGradInputs, BlockGRUGradOutputs>;
+extern template class BLOCKRNN_API
+    BlockLayer<GRULayerInputs, BlockGRUResetAfterOutputs, GRUResetAfterLayerGradInputs,
+               BlockGRUResetAfterGradOutputs>;
+
+// BlockLSTM / BlockLSTMV2: forward fills BlockLSTMOutputs (i, cs, f, o, ci, co, h), backward
+// BlockLSTMGradOutputs (w_grad, b_grad in the op's layout).
+class BLOCKRNN_API LSTMLayer : public BlockLayer<LSTMLayerInputs, BlockLSTMOutputs,
+                                                 LSTMLayerGradInputs, BlockLSTMGradOutputs> {
+ public:
+  LSTMLayer(const LayerShape& shape, const LSTMLayerAttrs& attrs = {});
+  // w [I+H, 4H], b [4H] (the op's layout); wci, wcf, wco [H] with use_peephole (else omitted).
+  void set_weights(TensorView w, TensorView b, TensorView wci = {}, TensorView wcf = {},
+                   TensorView wco = {});
+  const LSTMLayerAttrs& attrs() const noexcept { return attrs_; }
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  LSTMLayerAttrs attrs_;
+};
+
+// BlockGRU.
+class BLOCKRNN_API GRULayer
+    : public BlockLayer<GRULayerInputs, BlockGRUOutputs, GRULayerGradInputs, BlockGRUGradOutputs> {
+ public:
+  explicit GRULayer(const LayerShape& shape);
+  // w_ru [I+H, 2H], w_c [I+H, H], b_ru [2H], b_c [H].
+  void set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru, TensorView b_c);
+};
+
+// BlockGRUResetAfter (PyTorch's GRU).
+class BLOCKRNN_API GRUResetAfterLayer
+    : public BlockLayer<GRULayerInputs, BlockGRUResetAfterOutputs, GRUResetAfterLayerGradInputs,
+                        BlockGRUResetAfterGradOutputs> {
+ public:
+  explicit GRUResetAfterLayer(const LayerShape& shape);
+  // w_i [I, 3H], w_h [H, 3H], b_i [3H], b_h [3H] (gate blocks [r | z | n]).
+  void set_weights(TensorView w_i, TensorView w_h, TensorView b_i, TensorView b_h);
 };
 
 // ---- RNN: a stack of layer objects ----------------------------------------------------------

@@ -68,22 +68,21 @@ struct BlockLSTMOutputs {
 struct BlockLSTMResult {
   Tensor i, cs, f, o, ci, co, h;
 };
-// BlockLSTM (ICFO). Defaults are the op definition's, not TF's Python wrappers' (SPEC §1.2).
+// BlockLSTM (ICFO) and BlockLSTMV2 (IFCO, no forget bias) take the same inputs and outputs; their
+// attrs differ. Defaults are the op definition's, not TF's Python wrappers' (SPEC §1.2).
 struct BlockLSTMAttrs {
   double forget_bias = 1.0;  // added to the forget gate's pre-activation after b
   double cell_clip = 3.0;    // clip cs only when > 0 (0, negative and NaN disable it)
+  bool use_peephole = false;
+};
+struct BlockLSTMV2Attrs {
+  double cell_clip = 0.0;
   bool use_peephole = false;
 };
 BLOCKRNN_API void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                              const BlockLSTMAttrs& attrs = {});
 BLOCKRNN_API BlockLSTMResult block_lstm(const BlockLSTMInputs& in,
                                         const BlockLSTMAttrs& attrs = {});
-
-// BlockLSTMV2 (IFCO, no forget bias).
-struct BlockLSTMV2Attrs {
-  double cell_clip = 0.0;
-  bool use_peephole = false;
-};
 BLOCKRNN_API void block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                                 const BlockLSTMV2Attrs& attrs = {});
 BLOCKRNN_API BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in,

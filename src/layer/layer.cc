@@ -3,8 +3,11 @@
 // the largest call) and run many times on the kernels of src/cpu (src/ref in reference mode),
 // exactly as the one-shot ops of src/ops run them.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "blockrnn/context.h"
 #include "blockrnn/layer.h"
@@ -165,17 +168,321 @@ std::size_t SequenceLayer::workspace_bytes(std::int64_t T, std::int64_t B) const
          dtype_size(shape_.dtype);
 }
 
-// ---- LSTMLayer --------------------------------------------------------------------------------
+// ---- Each op's part --------------------------------------------------------------------------
 
-struct LSTMLayer::Impl {
-  Tensor w, b, wci, wcf, wco;
-  layer::Plans<cpu::LSTMPlan> plans;
-  double forget_bias = 0, cell_clip = 0;
-  template <typename T>
-  void pack(cpu::LSTMPlan<T>& p, const LayerShape& s) {
-    p.pack(s.input_size, s.hidden_size, w.data_as<T>());
+namespace layer {
+
+// One weight of a layer: set_weights' argument `name`, of shape [in_rows·I + h_rows·H, cols·H]
+// ([cols·H] when both row counts are 0), and the gradient `grad` the backward writes.
+struct WeightSpec {
+  const char* name;
+  const char* grad;
+  int in_rows, h_rows, cols;
+  const char* dims;                 // the shape in words, for errors
+  const char* grad_dims = nullptr;  // the gradient's, where worded otherwise
+  Shape shape(std::int64_t I, std::int64_t H) const {
+    if (in_rows == 0 && h_rows == 0) return Shape{cols * H};
+    return Shape{in_rows * I + h_rows * H, cols * H};
   }
 };
+
+// A kernel call: its arguments and the two kernels that can run it.
+template <typename Dims, typename Args>
+struct KernelCall {
+  Args args;
+  void (*ref)(const Dims&, const Args&);
+  void (*fast)(const Dims&, const Args&);
+};
+template <typename Dims, typename Args>
+KernelCall<Dims, Args> kernel_call(const Args& args, void (*ref)(const Dims&, const Args&),
+                                   void (*fast)(const Dims&, const Args&)) {
+  return {args, ref, fast};
+}
+
+// The ops' argument builders read the inputs by name: a layer's per-call inputs and its weights.
+template <typename In, typename Weights>
+struct WithWeights : In, Weights {};
+
+// The named views of a call's struct, for the checks.
+template <std::size_t N>
+using Named = std::array<Check::Arg, N>;
+
+// An op's plan (Plan<T>, packing its first kPacked weights) and workspace bound (elements of T).
+template <template <typename> class P, std::size_t kPackedWeights, auto kWorkspaceElems>
+struct PlannedOp {
+  template <typename T>
+  using Plan = P<T>;
+  static constexpr std::size_t kPacked = kPackedWeights;
+  static constexpr auto workspace_elems = kWorkspaceElems;
+};
+
+// What differs between the layers, by the op's outputs: the plan and workspace (PlannedOp), the
+// weights (set_weights' order), the per-call views, and the kernel calls. The plan packs w (LSTM),
+// w_ru and w_c (GRU), w_i and w_h (GRU reset-after).
+template <typename Outputs>
+struct Op;
+
+template <>
+struct Op<BlockLSTMOutputs> : PlannedOp<cpu::LSTMPlan, 1, cpu::block_lstm_workspace_elems> {
+  // The attrs, resolved at creation.
+  struct Config {
+    double forget_bias = 0, cell_clip = 0;
+    bool use_peephole = false;
+    LSTMLayout layout = LSTMLayout::kICFO;
+  };
+  struct Weights {
+    TensorView w, b, wci, wcf, wco;
+  };
+  static constexpr WeightSpec kWeights[] = {
+      {"w", "w_grad", 1, 1, 4, "input_size + hidden_size, 4 * hidden"},
+      {"b", "b_grad", 0, 0, 4, "4 * hidden_size"},
+      {"wci", "wci_grad", 0, 0, 1, "hidden_size"},
+      {"wcf", "wcf_grad", 0, 0, 1, "hidden_size"},
+      {"wco", "wco_grad", 0, 0, 1, "hidden_size"}};
+
+  template <typename In>
+  static Named<2> states(const In& in) {
+    return {{{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}};
+  }
+  static Named<7> outputs(const BlockLSTMOutputs& o) {
+    return {
+        {{"i", o.i}, {"cs", o.cs}, {"f", o.f}, {"o", o.o}, {"ci", o.ci}, {"co", o.co}, {"h", o.h}}};
+  }
+  static Named<9> steps(const LSTMLayerGradInputs& in) {
+    return {{{"i", in.i},
+             {"cs", in.cs},
+             {"f", in.f},
+             {"o", in.o},
+             {"ci", in.ci},
+             {"co", in.co},
+             {"h", in.h},
+             {"cs_grad", in.cs_grad},
+             {"h_grad", in.h_grad}}};
+  }
+  static Named<2> state_grads(const BlockLSTMGradOutputs& o) {
+    return {{{"cs_prev_grad", o.cs_prev_grad}, {"h_prev_grad", o.h_prev_grad}}};
+  }
+  static std::array<TensorView, 5> weight_grads(const BlockLSTMGradOutputs& o) {
+    return {o.w_grad, o.b_grad, o.wci_grad, o.wcf_grad, o.wco_grad};
+  }
+
+  template <typename T>
+  static auto kernel(const auto& in, const BlockLSTMOutputs& out, const Config& c, DType dt) {
+    return kernel_call(ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(in, out, c.forget_bias, c.cell_clip,
+                                                               c.use_peephole, c.layout, dt),
+                       ref::block_lstm_fwd<T>, cpu::block_lstm_fwd<T>);
+  }
+  template <typename T>
+  static auto kernel(const auto& in, const BlockLSTMGradOutputs& out, const Config& c, DType) {
+    return kernel_call(ops::block_lstm_bwd_args<T>(in, out, c.use_peephole, c.layout),
+                       ref::block_lstm_bwd<T>, cpu::block_lstm_bwd<T>);
+  }
+};
+
+// The GRU layers' common part: no attrs, the initial state h_prev.
+struct GRUOp {
+  struct Config {};
+  template <typename In>
+  static Named<1> states(const In& in) {
+    return {{{"h_prev", in.h_prev}}};
+  }
+  template <typename GradOut>
+  static Named<1> state_grads(const GradOut& o) {
+    return {{{"h_prev_grad", o.h_prev_grad}}};
+  }
+};
+
+template <>
+struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<cpu::GRUPlan, 2, cpu::block_gru_workspace_elems> {
+  struct Weights {
+    TensorView w_ru, w_c, b_ru, b_c;
+  };
+  static constexpr WeightSpec kWeights[] = {
+      {"w_ru", "w_ru_grad", 1, 1, 2, "input_size + hidden_size, 2 * hidden_size",
+       "input_size + hidden, 2 * hidden"},
+      {"w_c", "w_c_grad", 1, 1, 1, "input_size + hidden_size, hidden",
+       "input_size + hidden, hidden"},
+      {"b_ru", "b_ru_grad", 0, 0, 2, "2 * hidden_size"},
+      {"b_c", "b_c_grad", 0, 0, 1, "hidden_size"}};
+
+  static Named<4> outputs(const BlockGRUOutputs& o) {
+    return {{{"r", o.r}, {"u", o.u}, {"c", o.c}, {"h", o.h}}};
+  }
+  static Named<5> steps(const GRULayerGradInputs& in) {
+    return {{{"r", in.r}, {"u", in.u}, {"c", in.c}, {"h", in.h}, {"h_grad", in.h_grad}}};
+  }
+  static std::array<TensorView, 4> weight_grads(const BlockGRUGradOutputs& o) {
+    return {o.w_ru_grad, o.w_c_grad, o.b_ru_grad, o.b_c_grad};
+  }
+
+  template <typename T>
+  static auto kernel(const auto& in, const BlockGRUOutputs& out, const Config&, DType) {
+    return kernel_call(ops::gru_fwd_args<BlockGRUFwdArgs, T>(in, out), ref::block_gru_fwd<T>,
+                       cpu::block_gru_fwd<T>);
+  }
+  template <typename T>
+  static auto kernel(const auto& in, const BlockGRUGradOutputs& out, const Config&, DType) {
+    return kernel_call(ops::block_gru_bwd_args<T>(in, out), ref::block_gru_bwd<T>,
+                       cpu::block_gru_bwd<T>);
+  }
+};
+
+template <>
+struct Op<BlockGRUResetAfterOutputs>
+    : GRUOp, PlannedOp<cpu::GRUResetAfterPlan, 2, cpu::block_gru_reset_after_workspace_elems> {
+  struct Weights {
+    TensorView w_i, w_h, b_i, b_h;
+  };
+  static constexpr WeightSpec kWeights[] = {
+      {"w_i", "w_i_grad", 1, 0, 3, "input_size, 3 * hidden_size"},
+      {"w_h", "w_h_grad", 0, 1, 3, "hidden_size, 3 * hidden_size"},
+      {"b_i", "b_i_grad", 0, 0, 3, "3 * hidden_size"},
+      {"b_h", "b_h_grad", 0, 0, 3, "3 * hidden_size"}};
+
+  static Named<5> outputs(const BlockGRUResetAfterOutputs& o) {
+    return {{{"r", o.r}, {"u", o.u}, {"n", o.n}, {"hn", o.hn}, {"h", o.h}}};
+  }
+  static Named<6> steps(const GRUResetAfterLayerGradInputs& in) {
+    return {
+        {{"r", in.r}, {"u", in.u}, {"n", in.n}, {"hn", in.hn}, {"h", in.h}, {"h_grad", in.h_grad}}};
+  }
+  static std::array<TensorView, 4> weight_grads(const BlockGRUResetAfterGradOutputs& o) {
+    return {o.w_i_grad, o.w_h_grad, o.b_i_grad, o.b_h_grad};
+  }
+
+  template <typename T>
+  static auto kernel(const auto& in, const BlockGRUResetAfterOutputs& out, const Config&, DType) {
+    return kernel_call(ops::gru_reset_after_fwd_args<T>(in, out), ref::block_gru_reset_after_fwd<T>,
+                       cpu::block_gru_reset_after_fwd<T>);
+  }
+  template <typename T>
+  static auto kernel(const auto& in, const BlockGRUResetAfterGradOutputs& out, const Config&,
+                     DType) {
+    return kernel_call(ops::gru_reset_after_bwd_args<T>(in, out), ref::block_gru_reset_after_bwd<T>,
+                       cpu::block_gru_reset_after_bwd<T>);
+  }
+};
+
+// Runs a kernel call of a layer whose Impl holds `plans` (Plans) and packs a plan with
+// pack(plan, shape): the reference kernel in reference mode (plan and workspace unused), else
+// the fast one on the plan (repacked when the ISA path changed since it was packed) and the
+// call's workspace.
+template <typename T, typename Dims, typename Args, typename Impl>
+void run(KernelCall<Dims, Args>& k, const CallDims& c, Impl& impl, const LayerShape& shape) {
+  const Dims d{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths};
+  if (force_reference()) return k.ref(d, k.args);
+  auto& plan = impl.plans.template get<T>();
+  if (plan.isa != core::active_isa()) impl.pack(plan, shape);
+  k.args.plan = &plan;
+  k.args.workspace = static_cast<T*>(c.workspace);
+  k.fast(d, k.args);
+}
+
+}  // namespace layer
+
+// ---- BlockLayer -------------------------------------------------------------------------------
+
+template <class In, class Out, class GradIn, class GradOut>
+struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
+  using Op = layer::Op<Out>;
+  std::array<Tensor, std::size(Op::kWeights)> own;
+  typename Op::Weights weights;  // views of `own`
+  layer::Plans<Op::template Plan> plans;
+  typename Op::Config config;
+
+  template <typename T>
+  void pack(typename Op::template Plan<T>& p, const LayerShape& s) {
+    pack(p, s, std::make_index_sequence<Op::kPacked>());
+  }
+  template <typename T, std::size_t... K>
+  void pack(typename Op::template Plan<T>& p, const LayerShape& s, std::index_sequence<K...>) {
+    p.pack(s.input_size, s.hidden_size, own[K].template data_as<T>()...);
+  }
+  template <std::size_t... K>
+  void view_weights(std::index_sequence<K...>) {
+    weights = {own[K].view()...};
+  }
+
+  // The checks every call starts with: begin_call's, then the initial states.
+  template <typename CallIn>
+  layer::CallDims begin(const Check& check, const SequenceLayer& l, const CallIn& in,
+                        LayerWorkspace given, Tensor& own_workspace) const {
+    const layer::CallDims c = layer::begin_call(check, l, in, given, own_workspace);
+    check.tensors(Op::states(in), Shape{c.B, l.shape().hidden_size}, "batch, hidden_size",
+                  l.shape().dtype);
+    return c;
+  }
+  // Runs the kernel of a call (Op::kernel: the forward's or the backward's, by out's type) on
+  // its inputs and the weights.
+  template <typename CallIn, typename CallOut>
+  void run(const CallIn& in, const CallOut& out, const layer::CallDims& c, const LayerShape& s) {
+    layer::with_dtype(s.dtype, [&]<typename T>() {
+      auto k = Op::template kernel<T>(layer::WithWeights<CallIn, typename Op::Weights>{in, weights},
+                                      out, config, s.dtype);
+      layer::run<T>(k, c, *this, s);
+    });
+  }
+};
+
+template <class In, class Out, class GradIn, class GradOut>
+BlockLayer<In, Out, GradIn, GradOut>::BlockLayer(const char* name, const LayerShape& shape)
+    : SequenceLayer(name, shape, Impl::Op::workspace_elems), impl_(std::make_unique<Impl>()) {}
+
+template <class In, class Out, class GradIn, class GradOut>
+BlockLayer<In, Out, GradIn, GradOut>::~BlockLayer() = default;
+
+template <class In, class Out, class GradIn, class GradOut>
+void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const TensorView> weights) {
+  const Check check{name_, "set_weights"};
+  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
+  Impl& m = *impl_;
+  for (std::size_t k = 0; k < m.own.size(); ++k) {
+    const layer::WeightSpec& w = Impl::Op::kWeights[k];
+    m.own[k] = k < weights.size() ? layer::copy_weight(check, w.name, weights[k], w.shape(I, H),
+                                                       w.dims, shape_.dtype)
+                                  : Tensor(shape_.dtype, w.shape(I, H));
+  }
+  m.view_weights(std::make_index_sequence<std::size(Impl::Op::kWeights)>());
+  layer::pack_plan(m, shape_);
+  has_weights_ = true;
+}
+
+template <class In, class Out, class GradIn, class GradOut>
+void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
+                                                   LayerWorkspace workspace) {
+  const Check check{name_, "forward"};
+  const layer::CallDims c = impl_->begin(check, *this, in, workspace, own_workspace_);
+  check.tensors(Impl::Op::outputs(out), Shape{c.T, c.B, shape_.hidden_size}, "time, batch, hidden",
+                shape_.dtype);
+  impl_->run(in, out, c, shape_);
+}
+
+template <class In, class Out, class GradIn, class GradOut>
+void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const GradOut& out,
+                                                    LayerWorkspace workspace) {
+  using Op = typename Impl::Op;
+  const Check check{name_, "backward"};
+  const layer::CallDims c = impl_->begin(check, *this, in, workspace, own_workspace_);
+  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
+  const DType dt = shape_.dtype;
+  check.tensors(Op::steps(in), Shape{c.T, c.B, H}, "time, batch, hidden", dt);
+  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
+  check.tensors(Op::state_grads(out), Shape{c.B, H}, "batch, hidden_size", dt);
+  const auto grads = Op::weight_grads(out);
+  for (std::size_t k = 0; k < grads.size(); ++k) {
+    const layer::WeightSpec& w = Op::kWeights[k];
+    check.tensor(w.grad, grads[k], w.shape(I, H), w.grad_dims ? w.grad_dims : w.dims, dt);
+  }
+  impl_->run(in, out, c, shape_);
+}
+
+template class BlockLayer<LSTMLayerInputs, BlockLSTMOutputs, LSTMLayerGradInputs,
+                          BlockLSTMGradOutputs>;
+template class BlockLayer<GRULayerInputs, BlockGRUOutputs, GRULayerGradInputs, BlockGRUGradOutputs>;
+template class BlockLayer<GRULayerInputs, BlockGRUResetAfterOutputs, GRUResetAfterLayerGradInputs,
+                          BlockGRUResetAfterGradOutputs>;
+
+// ---- The layer classes: attrs and set_weights ---------------------------------------------------
 
 namespace {
 const char* lstm_name(const LSTMLayerAttrs& a) {
@@ -184,317 +491,42 @@ const char* lstm_name(const LSTMLayerAttrs& a) {
 }  // namespace
 
 LSTMLayer::LSTMLayer(const LayerShape& shape, const LSTMLayerAttrs& attrs)
-    : SequenceLayer(lstm_name(attrs), shape, cpu::block_lstm_workspace_elems),
-      attrs_(attrs),
-      impl_(std::make_unique<Impl>()) {
+    : BlockLayer(lstm_name(attrs), shape), attrs_(attrs) {
   const Check check{name_, "create"};
   if (attrs.v2 && attrs.forget_bias.has_value() && *attrs.forget_bias != 0.0) {
     check.fail("forget_bias must be unset or 0 for BlockLSTMV2 (it has no forget bias), got " +
                std::to_string(*attrs.forget_bias));
   }
-  impl_->forget_bias = attrs.v2 ? 0.0 : attrs.forget_bias.value_or(1.0);
-  impl_->cell_clip = attrs.cell_clip.value_or(attrs.v2 ? 0.0 : 3.0);
-  if (std::isnan(impl_->forget_bias) || std::isinf(impl_->forget_bias)) {
-    check.fail("forget_bias must be finite, got " + std::to_string(impl_->forget_bias));
+  Impl::Op::Config& c = impl_->config;
+  c.forget_bias = attrs.v2 ? 0.0 : attrs.forget_bias.value_or(1.0);
+  c.cell_clip = attrs.cell_clip.value_or(attrs.v2 ? 0.0 : 3.0);
+  c.use_peephole = attrs.use_peephole;
+  c.layout = attrs.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
+  if (std::isnan(c.forget_bias) || std::isinf(c.forget_bias)) {
+    check.fail("forget_bias must be finite, got " + std::to_string(c.forget_bias));
   }
 }
-
-LSTMLayer::~LSTMLayer() = default;
 
 void LSTMLayer::set_weights(TensorView w, TensorView b, TensorView wci, TensorView wcf,
                             TensorView wco) {
-  const Check check{name_, "set_weights"};
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  Impl& m = *impl_;
-  m.w =
-      layer::copy_weight(check, "w", w, {I + H, 4 * H}, "input_size + hidden_size, 4 * hidden", dt);
-  m.b = layer::copy_weight(check, "b", b, {4 * H}, "4 * hidden_size", dt);
-  const TensorView* peep[3] = {&wci, &wcf, &wco};
-  Tensor* own[3] = {&m.wci, &m.wcf, &m.wco};
-  const char* names[3] = {"wci", "wcf", "wco"};
-  for (int k = 0; k < 3; ++k) {
-    if (attrs_.use_peephole) {
-      *own[k] = layer::copy_weight(check, names[k], *peep[k], {H}, "hidden_size", dt);
-    } else {
-      *own[k] = Tensor(dt, {H});  // zeros, as the ops use for omitted peepholes
-    }
-  }
-  layer::pack_plan(m, shape_);
-  has_weights_ = true;
+  const TensorView weights[] = {w, b, wci, wcf, wco};
+  set_weight_views(std::span(weights).first(attrs_.use_peephole ? 5 : 2));
 }
 
-void LSTMLayer::forward(const LSTMLayerInputs& in, const BlockLSTMOutputs& out,
-                        LayerWorkspace workspace) {
-  const Check check{name_, "forward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
-  const std::int64_t H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  const Shape bh{c.B, H}, tbh{c.T, c.B, H};
-  check.tensors({{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}, bh, "batch, hidden_size", dt);
-  check.tensors({{"i", out.i},
-                 {"cs", out.cs},
-                 {"f", out.f},
-                 {"o", out.o},
-                 {"ci", out.ci},
-                 {"co", out.co},
-                 {"h", out.h}},
-                tbh, "time, batch, hidden", dt);
-  Impl& m = *impl_;
-  const BlockLSTMDims d{c.T, c.B, shape_.input_size, H, c.S, c.lengths};
-  layer::with_dtype(dt, [&]<typename T>() {
-    BlockLSTMFwdArgs<T> a = ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(
-        BlockLSTMInputs{.x = in.x,
-                        .cs_prev = in.cs_prev,
-                        .h_prev = in.h_prev,
-                        .w = m.w.view(),
-                        .wci = m.wci.view(),
-                        .wcf = m.wcf.view(),
-                        .wco = m.wco.view(),
-                        .b = m.b.view()},
-        out, m.forget_bias, m.cell_clip, attrs_.use_peephole,
-        attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO, dt);
-    layer::run_kernel<T>(ref::block_lstm_fwd<T>, cpu::block_lstm_fwd<T>, d, a, m, shape_,
-                         c.workspace);
-  });
-}
-
-void LSTMLayer::backward(const LSTMLayerGradInputs& in, const BlockLSTMGradOutputs& out,
-                         LayerWorkspace workspace) {
-  const Check check{name_, "backward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  const Shape bh{c.B, H}, tbh{c.T, c.B, H};
-  check.tensors({{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}, bh, "batch, hidden_size", dt);
-  check.tensors({{"i", in.i},
-                 {"cs", in.cs},
-                 {"f", in.f},
-                 {"o", in.o},
-                 {"ci", in.ci},
-                 {"co", in.co},
-                 {"h", in.h},
-                 {"cs_grad", in.cs_grad},
-                 {"h_grad", in.h_grad}},
-                tbh, "time, batch, hidden", dt);
-  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
-  check.tensor("cs_prev_grad", out.cs_prev_grad, bh, "batch, hidden_size", dt);
-  check.tensor("h_prev_grad", out.h_prev_grad, bh, "batch, hidden_size", dt);
-  check.tensor("w_grad", out.w_grad, {I + H, 4 * H}, "input_size + hidden_size, 4 * hidden", dt);
-  check.tensor("wci_grad", out.wci_grad, {H}, "hidden_size", dt);
-  check.tensor("wcf_grad", out.wcf_grad, {H}, "hidden_size", dt);
-  check.tensor("wco_grad", out.wco_grad, {H}, "hidden_size", dt);
-  check.tensor("b_grad", out.b_grad, {4 * H}, "4 * hidden_size", dt);
-  Impl& m = *impl_;
-  const BlockLSTMDims d{c.T, c.B, I, H, c.S, c.lengths};
-  layer::with_dtype(dt, [&]<typename T>() {
-    BlockLSTMBwdArgs<T> a = ops::block_lstm_bwd_args<T>(
-        BlockLSTMGradInputs{.x = in.x,
-                            .cs_prev = in.cs_prev,
-                            .h_prev = in.h_prev,
-                            .w = m.w.view(),
-                            .wci = m.wci.view(),
-                            .wcf = m.wcf.view(),
-                            .wco = m.wco.view(),
-                            .i = in.i,
-                            .cs = in.cs,
-                            .f = in.f,
-                            .o = in.o,
-                            .ci = in.ci,
-                            .co = in.co,
-                            .h = in.h,
-                            .cs_grad = in.cs_grad,
-                            .h_grad = in.h_grad},
-        out, attrs_.use_peephole, attrs_.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO);
-    layer::run_kernel<T>(ref::block_lstm_bwd<T>, cpu::block_lstm_bwd<T>, d, a, m, shape_,
-                         c.workspace);
-  });
-}
-
-// ---- GRULayer ---------------------------------------------------------------------------------
-
-struct GRULayer::Impl {
-  Tensor w_ru, w_c, b_ru, b_c;
-  layer::Plans<cpu::GRUPlan> plans;
-  template <typename T>
-  void pack(cpu::GRUPlan<T>& p, const LayerShape& s) {
-    p.pack(s.input_size, s.hidden_size, w_ru.data_as<T>(), w_c.data_as<T>());
-  }
-};
-
-GRULayer::GRULayer(const LayerShape& shape)
-    : SequenceLayer("GRULayer", shape, cpu::block_gru_workspace_elems),
-      impl_(std::make_unique<Impl>()) {}
-
-GRULayer::~GRULayer() = default;
+GRULayer::GRULayer(const LayerShape& shape) : BlockLayer("GRULayer", shape) {}
 
 void GRULayer::set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru, TensorView b_c) {
-  const Check check{name_, "set_weights"};
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  Impl& m = *impl_;
-  m.w_ru = layer::copy_weight(check, "w_ru", w_ru, {I + H, 2 * H},
-                              "input_size + hidden_size, 2 * hidden_size", dt);
-  m.w_c = layer::copy_weight(check, "w_c", w_c, {I + H, H}, "input_size + hidden_size, hidden", dt);
-  m.b_ru = layer::copy_weight(check, "b_ru", b_ru, {2 * H}, "2 * hidden_size", dt);
-  m.b_c = layer::copy_weight(check, "b_c", b_c, {H}, "hidden_size", dt);
-  layer::pack_plan(m, shape_);
-  has_weights_ = true;
+  const TensorView weights[] = {w_ru, w_c, b_ru, b_c};
+  set_weight_views(weights);
 }
-
-void GRULayer::forward(const GRULayerInputs& in, const BlockGRUOutputs& out,
-                       LayerWorkspace workspace) {
-  const Check check{name_, "forward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  const Shape tbh{c.T, c.B, H};
-  check.tensor("h_prev", in.h_prev, {c.B, H}, "batch, hidden_size", dt);
-  check.tensors({{"r", out.r}, {"u", out.u}, {"c", out.c}, {"h", out.h}}, tbh,
-                "time, batch, hidden", dt);
-  Impl& m = *impl_;
-  const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
-  layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUFwdArgs<T> a =
-        ops::gru_fwd_args<BlockGRUFwdArgs, T>(BlockGRUInputs{.x = in.x,
-                                                             .h_prev = in.h_prev,
-                                                             .w_ru = m.w_ru.view(),
-                                                             .w_c = m.w_c.view(),
-                                                             .b_ru = m.b_ru.view(),
-                                                             .b_c = m.b_c.view()},
-                                              out);
-    layer::run_kernel<T>(ref::block_gru_fwd<T>, cpu::block_gru_fwd<T>, d, a, m, shape_,
-                         c.workspace);
-  });
-}
-
-void GRULayer::backward(const GRULayerGradInputs& in, const BlockGRUGradOutputs& out,
-                        LayerWorkspace workspace) {
-  const Check check{name_, "backward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  const Shape bh{c.B, H}, tbh{c.T, c.B, H};
-  check.tensor("h_prev", in.h_prev, bh, "batch, hidden_size", dt);
-  check.tensors({{"r", in.r}, {"u", in.u}, {"c", in.c}, {"h", in.h}, {"h_grad", in.h_grad}}, tbh,
-                "time, batch, hidden", dt);
-  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
-  check.tensor("h_prev_grad", out.h_prev_grad, bh, "batch, hidden_size", dt);
-  check.tensor("w_ru_grad", out.w_ru_grad, {I + H, 2 * H}, "input_size + hidden, 2 * hidden", dt);
-  check.tensor("w_c_grad", out.w_c_grad, {I + H, H}, "input_size + hidden, hidden", dt);
-  check.tensor("b_ru_grad", out.b_ru_grad, {2 * H}, "2 * hidden_size", dt);
-  check.tensor("b_c_grad", out.b_c_grad, {H}, "hidden_size", dt);
-  Impl& m = *impl_;
-  const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
-  layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUBwdArgs<T> a = ops::block_gru_bwd_args<T>(BlockGRUGradInputs{.x = in.x,
-                                                                         .h_prev = in.h_prev,
-                                                                         .w_ru = m.w_ru.view(),
-                                                                         .w_c = m.w_c.view(),
-                                                                         .r = in.r,
-                                                                         .u = in.u,
-                                                                         .c = in.c,
-                                                                         .h = in.h,
-                                                                         .h_grad = in.h_grad},
-                                                      out);
-    layer::run_kernel<T>(ref::block_gru_bwd<T>, cpu::block_gru_bwd<T>, d, a, m, shape_,
-                         c.workspace);
-  });
-}
-
-// ---- GRUResetAfterLayer -----------------------------------------------------------------------
-
-struct GRUResetAfterLayer::Impl {
-  Tensor w_i, w_h, b_i, b_h;
-  layer::Plans<cpu::GRUResetAfterPlan> plans;
-  template <typename T>
-  void pack(cpu::GRUResetAfterPlan<T>& p, const LayerShape& s) {
-    p.pack(s.input_size, s.hidden_size, w_i.data_as<T>(), w_h.data_as<T>());
-  }
-};
 
 GRUResetAfterLayer::GRUResetAfterLayer(const LayerShape& shape)
-    : SequenceLayer("GRUResetAfterLayer", shape, cpu::block_gru_reset_after_workspace_elems),
-      impl_(std::make_unique<Impl>()) {}
-
-GRUResetAfterLayer::~GRUResetAfterLayer() = default;
+    : BlockLayer("GRUResetAfterLayer", shape) {}
 
 void GRUResetAfterLayer::set_weights(TensorView w_i, TensorView w_h, TensorView b_i,
                                      TensorView b_h) {
-  const Check check{name_, "set_weights"};
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  Impl& m = *impl_;
-  m.w_i = layer::copy_weight(check, "w_i", w_i, {I, 3 * H}, "input_size, 3 * hidden_size", dt);
-  m.w_h = layer::copy_weight(check, "w_h", w_h, {H, 3 * H}, "hidden_size, 3 * hidden_size", dt);
-  m.b_i = layer::copy_weight(check, "b_i", b_i, {3 * H}, "3 * hidden_size", dt);
-  m.b_h = layer::copy_weight(check, "b_h", b_h, {3 * H}, "3 * hidden_size", dt);
-  layer::pack_plan(m, shape_);
-  has_weights_ = true;
-}
-
-void GRUResetAfterLayer::forward(const GRULayerInputs& in, const BlockGRUResetAfterOutputs& out,
-                                 LayerWorkspace workspace) {
-  const Check check{name_, "forward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  const Shape tbh{c.T, c.B, H};
-  check.tensor("h_prev", in.h_prev, {c.B, H}, "batch, hidden_size", dt);
-  check.tensors({{"r", out.r}, {"u", out.u}, {"n", out.n}, {"hn", out.hn}, {"h", out.h}}, tbh,
-                "time, batch, hidden", dt);
-  Impl& m = *impl_;
-  const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
-  layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUResetAfterFwdArgs<T> a =
-        ops::gru_reset_after_fwd_args<T>(BlockGRUResetAfterInputs{.x = in.x,
-                                                                  .h_prev = in.h_prev,
-                                                                  .w_i = m.w_i.view(),
-                                                                  .w_h = m.w_h.view(),
-                                                                  .b_i = m.b_i.view(),
-                                                                  .b_h = m.b_h.view()},
-                                         out);
-    layer::run_kernel<T>(ref::block_gru_reset_after_fwd<T>, cpu::block_gru_reset_after_fwd<T>, d, a,
-                         m, shape_, c.workspace);
-  });
-}
-
-void GRUResetAfterLayer::backward(const GRUResetAfterLayerGradInputs& in,
-                                  const BlockGRUResetAfterGradOutputs& out,
-                                  LayerWorkspace workspace) {
-  const Check check{name_, "backward"};
-  const layer::CallDims c = layer::begin_call(check, *this, in, workspace, own_workspace_);
-  const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
-  const DType dt = shape_.dtype;
-  const Shape bh{c.B, H}, tbh{c.T, c.B, H};
-  check.tensor("h_prev", in.h_prev, bh, "batch, hidden_size", dt);
-  check.tensors(
-      {{"r", in.r}, {"u", in.u}, {"n", in.n}, {"hn", in.hn}, {"h", in.h}, {"h_grad", in.h_grad}},
-      tbh, "time, batch, hidden", dt);
-  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
-  check.tensor("h_prev_grad", out.h_prev_grad, bh, "batch, hidden_size", dt);
-  check.tensor("w_i_grad", out.w_i_grad, {I, 3 * H}, "input_size, 3 * hidden_size", dt);
-  check.tensor("w_h_grad", out.w_h_grad, {H, 3 * H}, "hidden_size, 3 * hidden_size", dt);
-  check.tensor("b_i_grad", out.b_i_grad, {3 * H}, "3 * hidden_size", dt);
-  check.tensor("b_h_grad", out.b_h_grad, {3 * H}, "3 * hidden_size", dt);
-  Impl& m = *impl_;
-  const BlockGRUDims d{c.T, c.B, I, H, c.S, c.lengths};
-  layer::with_dtype(dt, [&]<typename T>() {
-    BlockGRUResetAfterBwdArgs<T> a =
-        ops::gru_reset_after_bwd_args<T>(BlockGRUResetAfterGradInputs{.x = in.x,
-                                                                      .h_prev = in.h_prev,
-                                                                      .w_i = m.w_i.view(),
-                                                                      .w_h = m.w_h.view(),
-                                                                      .r = in.r,
-                                                                      .u = in.u,
-                                                                      .n = in.n,
-                                                                      .hn = in.hn,
-                                                                      .h = in.h,
-                                                                      .h_grad = in.h_grad},
-                                         out);
-    layer::run_kernel<T>(ref::block_gru_reset_after_bwd<T>, cpu::block_gru_reset_after_bwd<T>, d, a,
-                         m, shape_, c.workspace);
-  });
+  const TensorView weights[] = {w_i, w_h, b_i, b_h};
+  set_weight_views(weights);
 }
 
 }  // namespace blockrnn

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -11,7 +11,6 @@
 #include "blockrnn/error.h"
 #include "blockrnn/layer.h"
 #include "blockrnn/ops.h"
-#include "core/isa.h"
 #include "core/op_impl.h"
 
 namespace blockrnn::layer {
@@ -33,8 +32,7 @@ struct Check {
     const char* name;
     TensorView view;
   };
-  void tensors(std::initializer_list<Arg> args, const Shape& want, const char* dims,
-               DType dtype) const {
+  void tensors(std::span<const Arg> args, const Shape& want, const char* dims, DType dtype) const {
     for (const Arg& a : args) tensor(a.name, a.view, want, dims, dtype);
   }
 };
@@ -77,21 +75,6 @@ struct Plans {
     }
   }
 };
-
-// Runs a sequence kernel of a layer whose Impl holds `plans` (Plans) and packs a plan with
-// pack(plan, shape): the reference kernel in reference mode (plan and workspace unused), else
-// the fast one on the plan (repacked when the ISA path changed since it was packed) and the
-// workspace.
-template <typename T, typename Dims, typename Args, typename Impl>
-void run_kernel(void (*ref)(const Dims&, const Args&), void (*fast)(const Dims&, const Args&),
-                const Dims& d, Args& a, Impl& impl, const LayerShape& shape, void* workspace) {
-  if (force_reference()) return ref(d, a);
-  auto& plan = impl.plans.template get<T>();
-  if (plan.isa != core::active_isa()) impl.pack(plan, shape);
-  a.plan = &plan;
-  a.workspace = static_cast<T*>(workspace);
-  fast(d, a);
-}
 
 // The workspace of a call: the caller's (checked: at least `bytes`, aligned) or the layer's own.
 void* call_workspace(const Check& check, const LayerShape& shape, LayerWorkspace given,

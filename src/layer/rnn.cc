@@ -20,7 +20,9 @@
 //             dy_{l−1} = dx_l ⊙ mask_{l−1}
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "blockrnn/layer.h"
@@ -50,9 +52,97 @@ bool is_lstm(RNNMode m) {
   return m == RNNMode::kLSTM || m == RNNMode::kLSTMV2;
 }
 
+// How the stack creates, sets and calls the layer of each mode. A views of consecutive
+// [T, B, H] blocks hold the activations of a layer and direction (the op's outputs, in order);
+// params are in set_weights' order.
+template <class Layer>
+struct Stacked;
+
+// The views of one layer call: its input, initial states and lengths, and (backward) the
+// gradients that reach its outputs.
+struct LayerCall {
+  TensorView x, h0, c0, lengths;
+  TensorView h_grad = {}, cs_grad = {};
+};
+
+template <>
+struct Stacked<LSTMLayer> {
+  static constexpr int kActs = 7;  // i, cs, f, o, ci, co, h
+  static std::unique_ptr<SequenceLayer> make(const LayerShape& s, const LSTMLayerAttrs& attrs) {
+    return std::make_unique<LSTMLayer>(s, attrs);
+  }
+  static void set_weights(LSTMLayer& l, std::span<const TensorView> p) {
+    const TensorView none;
+    l.set_weights(p[0], p[1], p.size() > 2 ? p[2] : none, p.size() > 2 ? p[3] : none,
+                  p.size() > 2 ? p[4] : none);
+  }
+  static LSTMLayerInputs inputs(const LayerCall& c) {
+    return {.seq_len_max = std::nullopt,
+            .x = c.x,
+            .cs_prev = c.c0,
+            .h_prev = c.h0,
+            .seq_lengths = c.lengths};
+  }
+  template <typename... Acts>
+  static LSTMLayerGradInputs grad_inputs(const LayerCall& c, const Acts&... acts) {
+    return {std::nullopt, c.x, c.c0, c.h0, acts..., c.cs_grad, c.h_grad, c.lengths};
+  }
+  static BlockLSTMGradOutputs grad_outputs(const MutableTensorView& x_grad,
+                                           const MutableTensorView& h0_grad,
+                                           const MutableTensorView& c0_grad,
+                                           std::span<const MutableTensorView> p) {
+    return {x_grad, c0_grad, h0_grad, p[0], p[2], p[3], p[4], p[1]};  // w, wci, wcf, wco, b
+  }
+};
+
+// The GRU layers: A activations, four parameters, the state h.
+template <class Layer, int A>
+struct StackedGRU {
+  static constexpr int kActs = A;
+  static std::unique_ptr<SequenceLayer> make(const LayerShape& s, const LSTMLayerAttrs&) {
+    return std::make_unique<Layer>(s);
+  }
+  static void set_weights(Layer& l, std::span<const TensorView> p) {
+    l.set_weights(p[0], p[1], p[2], p[3]);
+  }
+  static GRULayerInputs inputs(const LayerCall& c) {
+    return {.seq_len_max = std::nullopt, .x = c.x, .h_prev = c.h0, .seq_lengths = c.lengths};
+  }
+  template <typename... Acts>
+  static typename Layer::GradInputs grad_inputs(const LayerCall& c, const Acts&... acts) {
+    return {std::nullopt, c.x, c.h0, acts..., c.h_grad, c.lengths};
+  }
+  static typename Layer::GradOutputs grad_outputs(const MutableTensorView& x_grad,
+                                                  const MutableTensorView& h0_grad,
+                                                  const MutableTensorView&,
+                                                  std::span<const MutableTensorView> p) {
+    return {x_grad, h0_grad, p[0], p[1], p[2], p[3]};
+  }
+};
+template <>
+struct Stacked<GRULayer> : StackedGRU<GRULayer, 4> {};  // r, u, c, h
+template <>
+struct Stacked<GRUResetAfterLayer> : StackedGRU<GRUResetAfterLayer, 5> {};  // r, u, n, hn, h
+
+// f.template operator()<L>() with L the layer class of the mode.
+template <typename F>
+void with_layer(RNNMode m, F&& f) {
+  switch (m) {
+    case RNNMode::kLSTM:
+    case RNNMode::kLSTMV2:
+      return f.template operator()<LSTMLayer>();
+    case RNNMode::kGRU:
+      return f.template operator()<GRULayer>();
+    case RNNMode::kGRUResetAfter:
+      return f.template operator()<GRUResetAfterLayer>();
+  }
+}
+
 // Activations (the op's outputs) per layer and direction, and which of them is h / cs.
 int num_acts(RNNMode m) {
-  return is_lstm(m) ? 7 : (m == RNNMode::kGRU ? 4 : 5);
+  int a = 0;
+  with_layer(m, [&]<class L>() { a = Stacked<L>::kActs; });
+  return a;
 }
 int h_index(RNNMode m) {
   return num_acts(m) - 1;
@@ -99,6 +189,13 @@ struct RNN::Impl {
     return off;
   }
 
+  // The initial state of (l, d) [B, H] in h0 or c0 [L·D, B, H]; zeros when absent.
+  template <typename T>
+  TensorView initial_state(const TensorView& s, std::int64_t ld, std::int64_t B) const {
+    if (is_absent_input(s)) return TensorView(zeros_bh.data(), o.dtype, Shape{B, H});
+    return TensorView(layer::data<T>(s) + ld * B * H, o.dtype, Shape{B, H});
+  }
+
   template <typename T>
   void forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t T_, std::int64_t B, T* res);
   template <typename T>
@@ -135,18 +232,8 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
       s.dtype = options.dtype;
       s.max_time = options.max_time;
       s.max_batch = options.max_batch;
-      switch (options.mode) {
-        case RNNMode::kLSTM:
-        case RNNMode::kLSTMV2:
-          m.layers.push_back(std::make_unique<LSTMLayer>(s, m.o.lstm));
-          break;
-        case RNNMode::kGRU:
-          m.layers.push_back(std::make_unique<GRULayer>(s));
-          break;
-        case RNNMode::kGRUResetAfter:
-          m.layers.push_back(std::make_unique<GRUResetAfterLayer>(s));
-          break;
-      }
+      with_layer(options.mode,
+                 [&]<class L>() { m.layers.push_back(Stacked<L>::make(s, m.o.lstm)); });
     }
   }
   // The layers validated the sizes; the buffers follow.
@@ -194,47 +281,25 @@ void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<cons
                " parameters" + (lstm ? " (or 2: w, b without peepholes)" : "") + ", got " +
                std::to_string(p.size()));
   }
-  SequenceLayer* s = m.layers[static_cast<std::size_t>(layer * m.D + direction)].get();
-  if (lstm) {
-    const TensorView none;
-    static_cast<LSTMLayer*>(s)->set_weights(p[0], p[1], p.size() > 2 ? p[2] : none,
-                                            p.size() > 2 ? p[3] : none, p.size() > 2 ? p[4] : none);
-  } else if (m.o.mode == RNNMode::kGRU) {
-    static_cast<GRULayer*>(s)->set_weights(p[0], p[1], p[2], p[3]);
-  } else {
-    static_cast<GRUResetAfterLayer*>(s)->set_weights(p[0], p[1], p[2], p[3]);
-  }
+  SequenceLayer& s = *m.layers[static_cast<std::size_t>(layer * m.D + direction)];
+  with_layer(m.o.mode, [&]<class L>() { Stacked<L>::set_weights(static_cast<L&>(s), p); });
 }
 
 void RNN::Impl::layer_forward(std::int64_t ld, const TensorView& x, const TensorView& h0,
                               const TensorView& c0, const TensorView& lengths, const Shape& tbh,
                               void* acts) {
   const std::size_t step = static_cast<std::size_t>(tbh.num_elements()) * dtype_size(o.dtype);
-  auto mv = [&](int k) {
+  auto mv = [&](std::size_t k) {
     return MutableTensorView(static_cast<char*>(acts) + k * step, o.dtype, tbh);
   };
-  SequenceLayer* s = layers[static_cast<std::size_t>(ld)].get();
-  switch (o.mode) {
-    case RNNMode::kLSTM:
-    case RNNMode::kLSTMV2:
-      static_cast<LSTMLayer*>(s)->forward({.seq_len_max = std::nullopt,
-                                           .x = x,
-                                           .cs_prev = c0,
-                                           .h_prev = h0,
-                                           .seq_lengths = lengths},
-                                          {mv(0), mv(1), mv(2), mv(3), mv(4), mv(5), mv(6)});
-      return;
-    case RNNMode::kGRU:
-      static_cast<GRULayer*>(s)->forward(
-          {.seq_len_max = std::nullopt, .x = x, .h_prev = h0, .seq_lengths = lengths},
-          {mv(0), mv(1), mv(2), mv(3)});
-      return;
-    case RNNMode::kGRUResetAfter:
-      static_cast<GRUResetAfterLayer*>(s)->forward(
-          {.seq_len_max = std::nullopt, .x = x, .h_prev = h0, .seq_lengths = lengths},
-          {mv(0), mv(1), mv(2), mv(3), mv(4)});
-      return;
-  }
+  SequenceLayer& s = *layers[static_cast<std::size_t>(ld)];
+  with_layer(o.mode, [&]<class L>() {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      static_cast<L&>(s).forward(Stacked<L>::inputs({x, h0, c0, lengths}),
+                                 typename L::Outputs{mv(K)...});
+    }
+    (std::make_index_sequence<Stacked<L>::kActs>());
+  });
 }
 
 void RNN::Impl::layer_backward(std::int64_t ld, const TensorView& x, const TensorView& h0,
@@ -243,57 +308,19 @@ void RNN::Impl::layer_backward(std::int64_t ld, const TensorView& x, const Tenso
                                const MutableTensorView& h0_grad, const MutableTensorView& c0_grad,
                                std::span<const MutableTensorView> p) {
   const std::size_t step = static_cast<std::size_t>(tbh.num_elements()) * dtype_size(o.dtype);
-  auto v = [&](int k) {
+  auto v = [&](std::size_t k) {
     return TensorView(static_cast<const char*>(acts) + k * step, o.dtype, tbh);
   };
-  SequenceLayer* s = layers[static_cast<std::size_t>(ld)].get();
-  const TensorView hgv(hg.data(), o.dtype, tbh), cgv(cg.data(), o.dtype, tbh);
-  switch (o.mode) {
-    case RNNMode::kLSTM:
-    case RNNMode::kLSTMV2:
-      static_cast<LSTMLayer*>(s)->backward(
-          {.seq_len_max = std::nullopt,
-           .x = x,
-           .cs_prev = c0,
-           .h_prev = h0,
-           .i = v(0),
-           .cs = v(1),
-           .f = v(2),
-           .o = v(3),
-           .ci = v(4),
-           .co = v(5),
-           .h = v(6),
-           .cs_grad = cgv,
-           .h_grad = hgv,
-           .seq_lengths = lengths},
-          {x_grad, c0_grad, h0_grad, p[0], p[2], p[3], p[4], p[1]});
-      return;
-    case RNNMode::kGRU:
-      static_cast<GRULayer*>(s)->backward({.seq_len_max = std::nullopt,
-                                           .x = x,
-                                           .h_prev = h0,
-                                           .r = v(0),
-                                           .u = v(1),
-                                           .c = v(2),
-                                           .h = v(3),
-                                           .h_grad = hgv,
-                                           .seq_lengths = lengths},
-                                          {x_grad, h0_grad, p[0], p[1], p[2], p[3]});
-      return;
-    case RNNMode::kGRUResetAfter:
-      static_cast<GRUResetAfterLayer*>(s)->backward({.seq_len_max = std::nullopt,
-                                                     .x = x,
-                                                     .h_prev = h0,
-                                                     .r = v(0),
-                                                     .u = v(1),
-                                                     .n = v(2),
-                                                     .hn = v(3),
-                                                     .h = v(4),
-                                                     .h_grad = hgv,
-                                                     .seq_lengths = lengths},
-                                                    {x_grad, h0_grad, p[0], p[1], p[2], p[3]});
-      return;
-  }
+  SequenceLayer& s = *layers[static_cast<std::size_t>(ld)];
+  const LayerCall call{
+      x, h0, c0, lengths, TensorView(hg.data(), o.dtype, tbh), TensorView(cg.data(), o.dtype, tbh)};
+  with_layer(o.mode, [&]<class L>() {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      static_cast<L&>(s).backward(Stacked<L>::grad_inputs(call, v(K)...),
+                                  Stacked<L>::grad_outputs(x_grad, h0_grad, c0_grad, p));
+    }
+    (std::make_index_sequence<Stacked<L>::kActs>());
+  });
 }
 
 namespace {
@@ -331,7 +358,6 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
   // Without dropout the masked inputs are the layer outputs themselves: their part of the
   // reserve is unused, zeroed so that every element of a caller's reserve is defined.
   if (is_absent_input(x.dropout_mask)) std::fill(res + lay.in, res + lay.total, T(0));
-  const TensorView zero_state(zeros_bh.data(), o.dtype, Shape{B, H});
   for (std::int64_t l = 0; l < L; ++l) {
     const std::int64_t I_l = in_size(l);
     TensorView in_l = x.x;
@@ -356,12 +382,8 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
         copy_steps(layer::data<T>(in_l), I_l, 0, r, I_l, 0, I_l, T_, B, lens.data(), true);
         src = TensorView(r, o.dtype, Shape{T_, B, I_l});
       }
-      const TensorView h0 = is_absent_input(x.h0)
-                                ? zero_state
-                                : TensorView(layer::data<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
-      const TensorView c0 = !lstm || is_absent_input(x.c0)
-                                ? zero_state
-                                : TensorView(layer::data<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
+      const TensorView h0 = initial_state<T>(x.h0, ld, B);
+      const TensorView c0 = initial_state<T>(lstm ? x.c0 : TensorView(), ld, B);
       T* const a = res + ld * A * lay.TBH;  // the A activations of (l, d)
       layer_forward(ld, src, h0, c0, x.seq_lengths, tbh, a);
       const T* h = a + h_index(o.mode) * lay.TBH;
@@ -390,7 +412,6 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
   const std::int64_t DH = D * H, BH = B * H;
   const Shape tbh{T_, B, H};
   const bool lstm = is_lstm(o.mode);
-  const TensorView zero_state(zeros_bh.data(), o.dtype, Shape{B, H});
   T* const hgp = hg.data_as<T>();
   T* const cgp = cg.data_as<T>();
   // dy of the current layer: the caller's y_grad for the top layer, then the dy buffer.
@@ -421,12 +442,8 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
           if (cng) cgp[(t * B + b) * H + j] = cng[b * H + j];
         }
       }
-      const TensorView h0 = is_absent_input(x.h0)
-                                ? zero_state
-                                : TensorView(layer::data<T>(x.h0) + ld * BH, o.dtype, Shape{B, H});
-      const TensorView c0 = !lstm || is_absent_input(x.c0)
-                                ? zero_state
-                                : TensorView(layer::data<T>(x.c0) + ld * BH, o.dtype, Shape{B, H});
+      const TensorView h0 = initial_state<T>(x.h0, ld, B);
+      const TensorView c0 = initial_state<T>(lstm ? x.c0 : TensorView(), ld, B);
       T* const xg = d == 0 ? dx_l : xg_rev.data_as<T>();
       T* const h0g = layer::data<T>(go.h0_grad) + ld * BH;
       T* const c0g = lstm ? layer::data<T>(go.c0_grad) + ld * BH : hpg_scratch.data_as<T>();

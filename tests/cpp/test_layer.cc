@@ -49,6 +49,44 @@ const Case kCases[] = {{5, 3, std::nullopt, {}},
 
 constexpr std::int64_t kI = 5, kH = 7;
 
+// A struct of mutable views, in field order, onto t[K]...
+template <typename S, std::size_t... K>
+S views_of(std::vector<Tensor>& t, std::index_sequence<K...>) {
+  return S{t[K].mutable_view()...};
+}
+
+// Poisoned tensors shaped like `like`, and the views a call writes them through.
+std::vector<Tensor> poisoned_like(DType dt, const std::vector<const Tensor*>& like) {
+  std::vector<Tensor> out;
+  for (const Tensor* t : like) out.push_back(poisoned(dt, t->shape()));
+  return out;
+}
+
+void expect_bitwise(const std::vector<Tensor>& got, const std::vector<const Tensor*>& want,
+                    const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    EXPECT_TRUE(bitwise(got[k], *want[k])) << what << " " << k;
+  }
+}
+
+// The LSTM layer's per-call structs and the op's, whose fields are in the same order: the op's
+// inputs are the layer's with the weights (w, wci, wcf, wco, b) after h_prev; the grad's inputs
+// are the forward's, then its outputs, then cs_grad and h_grad.
+BlockLSTMInputs op_inputs(const LSTMLayerInputs& l, const BlockLSTMInputs& w) {
+  return {l.seq_len_max, l.x, l.cs_prev, l.h_prev, w.w, w.wci, w.wcf, w.wco, w.b, l.seq_lengths};
+}
+BlockLSTMGradInputs op_grad_inputs(const BlockLSTMInputs& in, const BlockLSTMResult& f,
+                                   const Tensor& cs_grad, const Tensor& h_grad) {
+  return {in.seq_len_max, in.x, in.cs_prev, in.h_prev, in.w,          in.wci, in.wcf,
+          in.wco,         in.b, f.i,        f.cs,      f.f,           f.o,    f.ci,
+          f.co,           f.h,  cs_grad,    h_grad,    in.seq_lengths};
+}
+LSTMLayerGradInputs layer_grad_inputs(const BlockLSTMGradInputs& g) {
+  return {g.seq_len_max, g.x,  g.cs_prev, g.h_prev, g.i,       g.cs,     g.f,
+          g.o,           g.ci, g.co,      g.h,      g.cs_grad, g.h_grad, g.seq_lengths};
+}
+
 class LayerTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
@@ -68,90 +106,42 @@ TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
       const Tensor wci = random_tensor(dt, {kH}, rng), wcf = random_tensor(dt, {kH}, rng),
                    wco = random_tensor(dt, {kH}, rng);
       layer.set_weights(w, b, wci, wcf, wco);
+      const BlockLSTMInputs weights{.w = w, .wci = wci, .wcf = wcf, .wco = wco, .b = b};
       for (const Case& c : kCases) {
         const Tensor x = random_tensor(dt, {c.T, c.B, kI}, rng);
         const Tensor cs0 = random_tensor(dt, {c.B, kH}, rng),
                      h0 = random_tensor(dt, {c.B, kH}, rng);
         const Tensor lens = lengths_tensor(c.lengths);
-        const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
-        BlockLSTMInputs in{.seq_len_max = c.S,
-                           .x = x,
-                           .cs_prev = cs0,
-                           .h_prev = h0,
-                           .w = w,
-                           .wci = wci,
-                           .wcf = wcf,
-                           .wco = wco,
-                           .b = b,
-                           .seq_lengths = lv};
+        const LSTMLayerInputs lin{.seq_len_max = c.S,
+                                  .x = x,
+                                  .cs_prev = cs0,
+                                  .h_prev = h0,
+                                  .seq_lengths = c.lengths.empty() ? TensorView() : lens.view()};
+        const BlockLSTMInputs in = op_inputs(lin, weights);
         BlockLSTMResult want =
             v2 ? block_lstm_v2(in, {.cell_clip = 0.0, .use_peephole = false})
                : block_lstm(in, {.forget_bias = 0.7, .cell_clip = 0.8, .use_peephole = true});
-        const Shape tbh{c.T, c.B, kH};
-        Tensor got[7];
-        for (auto& g : got) g = poisoned(dt, tbh);
-        layer.forward({.seq_len_max = c.S, .x = x, .cs_prev = cs0, .h_prev = h0, .seq_lengths = lv},
-                      {got[0].mutable_view(), got[1].mutable_view(), got[2].mutable_view(),
-                       got[3].mutable_view(), got[4].mutable_view(), got[5].mutable_view(),
-                       got[6].mutable_view()});
-        const Tensor* w7[7] = {&want.i, &want.cs, &want.f, &want.o, &want.ci, &want.co, &want.h};
-        for (int k = 0; k < 7; ++k) EXPECT_TRUE(bitwise(got[k], *w7[k])) << k << " T=" << c.T;
+        const std::vector<const Tensor*> fo = {&want.i,  &want.cs, &want.f, &want.o,
+                                               &want.ci, &want.co, &want.h};
+        std::vector<Tensor> got = poisoned_like(dt, fo);
+        layer.forward(lin, views_of<BlockLSTMOutputs>(got, std::make_index_sequence<7>()));
+        expect_bitwise(got, fo, "output");
 
+        const Shape tbh{c.T, c.B, kH};
         const Tensor csg = random_tensor(dt, tbh, rng), hg = random_tensor(dt, tbh, rng);
-        BlockLSTMGradInputs gin{.seq_len_max = c.S,
-                                .x = x,
-                                .cs_prev = cs0,
-                                .h_prev = h0,
-                                .w = w,
-                                .wci = wci,
-                                .wcf = wcf,
-                                .wco = wco,
-                                .b = b,
-                                .i = want.i,
-                                .cs = want.cs,
-                                .f = want.f,
-                                .o = want.o,
-                                .ci = want.ci,
-                                .co = want.co,
-                                .h = want.h,
-                                .cs_grad = csg,
-                                .h_grad = hg,
-                                .seq_lengths = lv};
+        const BlockLSTMGradInputs gin = op_grad_inputs(in, want, csg, hg);
         BlockLSTMGradResult gw = v2 ? block_lstm_grad_v2(gin, false) : block_lstm_grad(gin, true);
-        Tensor gx = poisoned(dt, x.shape()), gcs = poisoned(dt, {c.B, kH}),
-               gh = poisoned(dt, {c.B, kH}), gwt = poisoned(dt, w.shape()),
-               gci = poisoned(dt, {kH}), gcf = poisoned(dt, {kH}), gco = poisoned(dt, {kH}),
-               gb = poisoned(dt, b.shape());
+        const std::vector<const Tensor*> go = {&gw.x_grad,   &gw.cs_prev_grad, &gw.h_prev_grad,
+                                               &gw.w_grad,   &gw.wci_grad,     &gw.wcf_grad,
+                                               &gw.wco_grad, &gw.b_grad};
+        std::vector<Tensor> g = poisoned_like(dt, go);
         // Half the calls on a caller's workspace.
         std::vector<double> ws((layer.workspace_bytes(c.T, c.B) + 7) / 8 + 1);
         const LayerWorkspace lw =
             round == 1 ? LayerWorkspace{ws.data(), ws.size() * 8} : LayerWorkspace{};
-        layer.backward(
-            {.seq_len_max = c.S,
-             .x = x,
-             .cs_prev = cs0,
-             .h_prev = h0,
-             .i = want.i,
-             .cs = want.cs,
-             .f = want.f,
-             .o = want.o,
-             .ci = want.ci,
-             .co = want.co,
-             .h = want.h,
-             .cs_grad = csg,
-             .h_grad = hg,
-             .seq_lengths = lv},
-            {gx.mutable_view(), gcs.mutable_view(), gh.mutable_view(), gwt.mutable_view(),
-             gci.mutable_view(), gcf.mutable_view(), gco.mutable_view(), gb.mutable_view()},
-            lw);
-        EXPECT_TRUE(bitwise(gx, gw.x_grad));
-        EXPECT_TRUE(bitwise(gcs, gw.cs_prev_grad));
-        EXPECT_TRUE(bitwise(gh, gw.h_prev_grad));
-        EXPECT_TRUE(bitwise(gwt, gw.w_grad));
-        EXPECT_TRUE(bitwise(gci, gw.wci_grad));
-        EXPECT_TRUE(bitwise(gcf, gw.wcf_grad));
-        EXPECT_TRUE(bitwise(gco, gw.wco_grad));
-        EXPECT_TRUE(bitwise(gb, gw.b_grad));
+        layer.backward(layer_grad_inputs(gin),
+                       views_of<BlockLSTMGradOutputs>(g, std::make_index_sequence<8>()), lw);
+        expect_bitwise(g, go, "gradient");
       }
     }
   }
@@ -178,32 +168,11 @@ using GRUResetAfter = GRUKind<BlockGRUResetAfterVariant, GRUResetAfterLayer,
                               BlockGRUResetAfterOutputs, GRUResetAfterLayerGradInputs,
                               BlockGRUResetAfterGradInputs, BlockGRUResetAfterGradOutputs, 5>;
 
-// A struct of mutable views, in field order, onto t[K]...
-template <typename S, std::size_t... K>
-S views_of(std::vector<Tensor>& t, std::index_sequence<K...>) {
-  return S{t[K].mutable_view()...};
-}
-
 // The layer's backward inputs: `in`, the forward's outputs f[K]... and h_grad.
 template <typename S, std::size_t... K>
 S grad_inputs_of(const GRULayerInputs& in, const std::vector<const Tensor*>& f,
                  const Tensor& h_grad, std::index_sequence<K...>) {
   return S{in.seq_len_max, in.x, in.h_prev, *f[K]..., h_grad, in.seq_lengths};
-}
-
-// Poisoned tensors shaped like `like`, and the views a call writes them through.
-std::vector<Tensor> poisoned_like(DType dt, const std::vector<const Tensor*>& like) {
-  std::vector<Tensor> out;
-  for (const Tensor* t : like) out.push_back(poisoned(dt, t->shape()));
-  return out;
-}
-
-void expect_bitwise(const std::vector<Tensor>& got, const std::vector<const Tensor*>& want,
-                    const char* what) {
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t k = 0; k < got.size(); ++k) {
-    EXPECT_TRUE(bitwise(got[k], *want[k])) << what << " " << k;
-  }
 }
 
 // A GRU layer's forward and backward equal its one-shot ops, bit for bit, on every case.
