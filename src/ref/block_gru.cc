@@ -23,13 +23,11 @@ namespace blockrnn::ref {
 
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
+  using A = BlockGRUFwdArgs<T>;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    using A = BlockGRUFwdArgs<T>;
-    return each_example<T>(d, a, block_gru_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::c, &A::h}) e.*f = s.out(a.*f, H);
-    });
+    return each_example<T>(d, a, block_gru_fwd<T>, {&A::r, &A::u, &A::c, &A::h});
   }
+  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
   auto step = [&](std::int64_t t) {
     const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
     const GRUCellFwdArgs<T> cell{a.x + t * B * I, hp,          a.w_ru,       a.w_c,
@@ -44,15 +42,10 @@ template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.d_w_ru, K * 2 * H}, {a.d_w_c, K * H}, {a.d_b_ru, 2 * H}, {a.d_b_c, H}});
     using A = BlockGRUBwdArgs<T>;
-    return each_example<T>(d, a, block_gru_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::c, &A::h, &A::d_h}) e.*f = s.in(a.*f, H);
-      e.d_w_ru = s.summed(a.d_w_ru, K * 2 * H);
-      e.d_w_c = s.summed(a.d_w_c, K * H);
-      e.d_b_ru = s.summed(a.d_b_ru, 2 * H);
-      e.d_b_c = s.summed(a.d_b_c, H);
-    });
+    return each_example<T>(
+        d, a, block_gru_bwd<T>, {&A::r, &A::u, &A::c, &A::h, &A::d_h},
+        {{&A::d_w_ru, K * 2 * H}, {&A::d_w_c, K * H}, {&A::d_b_ru, 2 * H}, {&A::d_b_c, H}});
   }
   std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
   StepSum<T> d_w_ru(a.d_w_ru, K * 2 * H), d_w_c(a.d_w_c, K * H),

@@ -24,14 +24,12 @@ namespace blockrnn::ref {
 
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
+  using A = BlockLSTMFwdArgs<T>;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    using A = BlockLSTMFwdArgs<T>;
-    return each_example<T>(d, a, block_lstm_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.cs_prev = s.row(a.cs_prev, H);
-      for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h}) e.*f = s.out(a.*f, H);
-    });
+    return each_example<T>(d, a, block_lstm_fwd<T>,
+                           {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h});
   }
+  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
   auto step = [&](std::int64_t t) {
     const std::int64_t o = t * BH;
     LSTMCellFwdArgs<T> cell{a.x + t * B * I,
@@ -63,20 +61,11 @@ template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H, G = 4 * H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.d_w, K * G}, {a.d_b, G}, {a.d_wci, H}, {a.d_wcf, H}, {a.d_wco, H}});
     using A = BlockLSTMBwdArgs<T>;
-    return each_example<T>(d, a, block_lstm_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.cs_prev = s.row(a.cs_prev, H);
-      for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h, &A::d_cs, &A::d_h}) {
-        e.*f = s.in(a.*f, H);
-      }
-      e.d_cs_prev = s.row(a.d_cs_prev, H);
-      e.d_w = s.summed(a.d_w, K * G);
-      e.d_b = s.summed(a.d_b, G);
-      e.d_wci = s.summed(a.d_wci, H);
-      e.d_wcf = s.summed(a.d_wcf, H);
-      e.d_wco = s.summed(a.d_wco, H);
-    });
+    return each_example<T>(
+        d, a, block_lstm_bwd<T>,
+        {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h, &A::d_cs, &A::d_h},
+        {{&A::d_w, K * G}, {&A::d_b, G}, {&A::d_wci, H}, {&A::d_wcf, H}, {&A::d_wco, H}});
   }
   std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
   StepSum<T> d_w(a.d_w, K * G), d_b(a.d_b, G), d_wci(a.d_wci, H),
