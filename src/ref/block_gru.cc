@@ -48,8 +48,11 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
         {{&A::d_w_ru, K * 2 * H}, {&A::d_w_c, K * H}, {&A::d_b_ru, 2 * H}, {&A::d_b_c, H}});
   }
   std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
-  StepSum<T> d_w_ru(a.d_w_ru, K * 2 * H), d_w_c(a.d_w_c, K * H),
-      d_b_ru(a.d_b_ru, 2 * H), d_b_c(a.d_b_c, H);
+  using C = GRUCellBwdArgs<T>;
+  CellGradSums<T, C> grads{{&C::d_w_ru, a.d_w_ru, K * 2 * H},
+                           {&C::d_w_c, a.d_w_c, K * H},
+                           {&C::d_b_ru, a.d_b_ru, 2 * H},
+                           {&C::d_b_c, a.d_b_c, H}};
   std::vector<T> carry(BH, T(0)), d_h(BH), next(BH), d_c_bar(BH), d_ru(2 * BH);
   auto step = [&](std::int64_t t) {
     const std::int64_t o = t * BH;
@@ -67,12 +70,9 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
                            d_c_bar.data(),
                            d_ru.data()};
     cell.full = true;
-    cell.d_w_ru = d_w_ru.step();
-    cell.d_w_c = d_w_c.step();
-    cell.d_b_ru = d_b_ru.step();
-    cell.d_b_c = d_b_c.step();
+    grads.point(cell);
     gru_cell_bwd<T>({B, I, H}, cell);
-    for (StepSum<T>* g : {&d_w_ru, &d_w_c, &d_b_ru, &d_b_c}) g->add();
+    grads.add();
     carry.swap(next);
   };
   backward_steps("BlockGRUGrad", d.seq_len_max, step);

@@ -22,6 +22,36 @@
 
 namespace blockrnn::ref {
 
+namespace {
+
+// Step t's cell arguments, as far as both directions share them: x[t], the state the step starts
+// from ((cs_prev, h_prev) at t = 0, else (cs, h)[t−1]), the weights, row t of the gate
+// activations (written by the forward, read by the backward) and the flags. Cell is
+// LSTMCellFwdArgs or LSTMCellBwdArgs, Seq the sequence op's arguments.
+template <typename Cell, typename Seq>
+Cell cell_at_step(const BlockLSTMDims& d, const Seq& a, std::int64_t t) {
+  const std::int64_t BH = d.B * d.H, o = t * BH;
+  Cell cell{};
+  cell.x = a.x + t * d.B * d.I;
+  cell.cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH;
+  cell.h_prev = t == 0 ? a.h_prev : a.h + o - BH;
+  cell.w = a.w;
+  cell.wci = a.wci;
+  cell.wcf = a.wcf;
+  cell.wco = a.wco;
+  cell.i = a.i + o;
+  cell.cs = a.cs + o;
+  cell.f = a.f + o;
+  cell.o = a.o + o;
+  cell.ci = a.ci + o;
+  cell.co = a.co + o;
+  cell.use_peephole = a.use_peephole;
+  cell.layout = a.layout;
+  return cell;
+}
+
+}  // namespace
+
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   using A = BlockLSTMFwdArgs<T>;
@@ -31,26 +61,11 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   }
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
   auto step = [&](std::int64_t t) {
-    const std::int64_t o = t * BH;
-    LSTMCellFwdArgs<T> cell{a.x + t * B * I,
-                            t == 0 ? a.cs_prev : a.cs + o - BH,
-                            t == 0 ? a.h_prev : a.h + o - BH,
-                            a.w,
-                            a.wci,
-                            a.wcf,
-                            a.wco,
-                            a.b,
-                            a.i + o,
-                            a.cs + o,
-                            a.f + o,
-                            a.o + o,
-                            a.ci + o,
-                            a.co + o,
-                            a.h + o};
+    auto cell = cell_at_step<LSTMCellFwdArgs<T>>(d, a, t);
+    cell.b = a.b;
+    cell.h = a.h + t * BH;
     cell.forget_bias = a.forget_bias;
     cell.cell_clip = a.cell_clip;
-    cell.use_peephole = a.use_peephole;
-    cell.layout = a.layout;
     lstm_cell_fwd<T>({B, I, H}, cell);
   };
   forward_steps<T>(block_lstm_op_name(a.layout, false), d.T, d.seq_len_max, BH,
@@ -68,8 +83,12 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
         {{&A::d_w, K * G}, {&A::d_b, G}, {&A::d_wci, H}, {&A::d_wcf, H}, {&A::d_wco, H}});
   }
   std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
-  StepSum<T> d_w(a.d_w, K * G), d_b(a.d_b, G), d_wci(a.d_wci, H),
-      d_wcf(a.d_wcf, H), d_wco(a.d_wco, H);
+  using C = LSTMCellBwdArgs<T>;
+  CellGradSums<T, C> grads{{&C::d_w, a.d_w, K * G},
+                           {&C::d_b, a.d_b, G},
+                           {&C::d_wci, a.d_wci, H},
+                           {&C::d_wcf, a.d_wcf, H},
+                           {&C::d_wco, a.d_wco, H}};
   std::vector<T> carry_cs(BH, T(0)), carry_h(BH, T(0)), next_cs(BH), next_h(BH);
   std::vector<T> d_cs(BH), d_h(BH), d_gates(B * G);
   auto step = [&](std::int64_t t) {
@@ -78,35 +97,17 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
       d_cs[e] = carry_cs[e] + a.d_cs[o + e];
       d_h[e] = carry_h[e] + a.d_h[o + e];
     }
-    LSTMCellBwdArgs<T> cell{a.x + t * B * I,
-                            t == 0 ? a.cs_prev : a.cs + o - BH,
-                            t == 0 ? a.h_prev : a.h + o - BH,
-                            a.w,
-                            a.wci,
-                            a.wcf,
-                            a.wco,
-                            a.i + o,
-                            a.cs + o,
-                            a.f + o,
-                            a.o + o,
-                            a.ci + o,
-                            a.co + o,
-                            d_cs.data(),
-                            d_h.data(),
-                            next_cs.data(),
-                            d_gates.data(),
-                            d_wci.step(),
-                            d_wcf.step(),
-                            d_wco.step()};
-    cell.use_peephole = a.use_peephole;
-    cell.layout = a.layout;
+    auto cell = cell_at_step<C>(d, a, t);
+    cell.d_cs = d_cs.data();
+    cell.d_h = d_h.data();
     cell.full = true;
     cell.d_x = a.d_x + t * B * I;
+    cell.d_cs_prev = next_cs.data();
     cell.d_h_prev = next_h.data();
-    cell.d_w = d_w.step();
-    cell.d_b = d_b.step();
+    cell.d_gates = d_gates.data();
+    grads.point(cell);
     lstm_cell_bwd<T>({B, I, H}, cell);
-    for (StepSum<T>* g : {&d_w, &d_b, &d_wci, &d_wcf, &d_wco}) g->add();
+    grads.add();
     carry_cs.swap(next_cs);
     carry_h.swap(next_h);
   };
