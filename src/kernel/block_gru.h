@@ -9,9 +9,8 @@
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
-#include <cstdint>
-
 #include "kernel/declare.h"
+#include "kernel/dims.h"
 #include "kernel/seq_steps.h"
 
 namespace blockrnn {
@@ -23,56 +22,31 @@ template <typename T>
 struct GRUResetAfterPlan;
 }  // namespace cpu
 
-struct BlockGRUDims {
-  std::int64_t T, B, I, H;
-  std::int64_t seq_len_max;  // S, in [0, T]
-  // seq_lengths [B] (blockrnn's extension): example b runs steps t < min(L_b, S) only; its
-  // outputs past that are zero and its gradients there are ignored. nullptr: every example
-  // runs S steps (the ops pass nullptr whenever no L_b < S).
-  const std::int64_t* lengths = nullptr;
-};
+using BlockGRUDims = SequenceDims;
 
 template <typename T>
 struct BlockGRUFwdArgs {
-  const T* x;       // [T, B, I]
-  const T* h_prev;  // [B, H]
-  const T* w_ru;    // [I+H, 2H]
-  const T* w_c;     // [I+H, H]
-  const T* b_ru;    // [2H]
-  const T* b_c;     // [H]
-  T* r;             // [T, B, H]
-  T* u;             // [T, B, H]
-  T* c;             // [T, B, H]
-  T* h;             // [T, B, H]
-  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
-  // both): the weights packed beforehand (GRUPlan, whose matrices are used instead of packing
-  // the weight pointers' rows here) and a caller's workspace of block_gru_workspace_elems(S, B, I,
-  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  const T* x;           // [T, B, I]
+  const T* h_prev;      // [B, H]
+  const T *w_ru, *w_c;  // [I+H, 2H], [I+H, H]
+  const T *b_ru, *b_c;  // [2H], [H]
+  T *r, *u, *c, *h;     // [T, B, H] each
+  // Plan once, run many (kernel/declare.h): GRUPlan, block_gru_workspace_elems.
   const cpu::GRUPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
 template <typename T>
 struct BlockGRUBwdArgs {
-  const T* x;       // [T, B, I]
-  const T* h_prev;  // [B, H]
-  const T* w_ru;    // [I+H, 2H]
-  const T* w_c;     // [I+H, H]
-  const T* r;       // [T, B, H]  forward outputs
-  const T* u;       // [T, B, H]
-  const T* c;       // [T, B, H]
-  const T* h;       // [T, B, H]
-  const T* d_h;  // [T, B, H]  external ∂L/∂h[t]
-  T* d_x;        // [T, B, I]
-  T* d_h_prev;   // [B, H]
-  T* d_w_ru;     // [I+H, 2H]
-  T* d_w_c;      // [I+H, H]
-  T* d_b_ru;     // [2H]
-  T* d_b_c;      // [H]
-  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
-  // both): the weights packed beforehand (GRUPlan, whose matrices are used instead of packing
-  // the weight pointers' rows here) and a caller's workspace of block_gru_workspace_elems(S, B, I,
-  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  const T* x;                          // [T, B, I]
+  const T* h_prev;                     // [B, H]
+  const T *w_ru, *w_c;                 // [I+H, 2H], [I+H, H]
+  const T *r, *u, *c, *h;              // [T, B, H] each, forward outputs
+  const T* d_h;                        // [T, B, H]  external ∂L/∂h[t]
+  T* d_x;                              // [T, B, I]
+  T* d_h_prev;                         // [B, H]
+  T *d_w_ru, *d_w_c, *d_b_ru, *d_b_c;  // [I+H, 2H], [I+H, H], [2H], [H]
+  // Plan once, run many (kernel/declare.h): GRUPlan, block_gru_workspace_elems.
   const cpu::GRUPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };

@@ -21,59 +21,36 @@
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
-#include <cstdint>
-
+#include "kernel/block_gru.h"  // BlockGRUDims, cpu::GRUResetAfterPlan
 #include "kernel/declare.h"
-
-#include "kernel/block_gru.h"  // BlockGRUDims
 
 namespace blockrnn {
 
 template <typename T>
 struct BlockGRUResetAfterFwdArgs {
-  const T* x;       // [T, B, I]
-  const T* h_prev;  // [B, H]
-  const T* w_i;     // [I, 3H]  columns [r | z | n]
-  const T* w_h;     // [H, 3H]  columns [r | z | n]
-  const T* b_i;     // [3H]
-  const T* b_h;     // [3H]
-  T* r;             // [T, B, H]
-  T* u;             // [T, B, H]
-  T* n;             // [T, B, H]
-  T* hn;            // [T, B, H]  h[t−1]·w_h_n + b_h_n (read by the backward)
-  T* h;             // [T, B, H]
-  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
-  // both): the weights packed beforehand (GRUResetAfterPlan, whose matrices are used instead of
-  // packing the weight pointers' rows here) and a caller's workspace of
-  // block_gru_reset_after_workspace_elems(S, B, I, H) elements (src/cpu/sequence_plan.h). nullptr:
-  // this call packs and allocates its own.
+  const T* x;             // [T, B, I]
+  const T* h_prev;        // [B, H]
+  const T *w_i, *w_h;     // [I, 3H], [H, 3H]  columns [r | z | n] each
+  const T *b_i, *b_h;     // [3H] each
+  T *r, *u, *n, *hn, *h;  // [T, B, H] each; hn = h[t−1]·w_h_n + b_h_n (read by the backward)
+  // Plan once, run many (kernel/declare.h): GRUResetAfterPlan,
+  // block_gru_reset_after_workspace_elems.
   const cpu::GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
 template <typename T>
 struct BlockGRUResetAfterBwdArgs {
-  const T* x;       // [T, B, I]
-  const T* h_prev;  // [B, H]
-  const T* w_i;     // [I, 3H]
-  const T* w_h;     // [H, 3H]
-  const T* r;       // [T, B, H]  forward outputs
-  const T* u;       // [T, B, H]
-  const T* n;       // [T, B, H]
-  const T* hn;      // [T, B, H]
-  const T* h;       // [T, B, H]
-  const T* d_h;  // [T, B, H]  external ∂L/∂h[t]
-  T* d_x;        // [T, B, I]
-  T* d_h_prev;   // [B, H]
-  T* d_w_i;      // [I, 3H]
-  T* d_w_h;      // [H, 3H]
-  T* d_b_i;      // [3H]
-  T* d_b_h;      // [3H]
-  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
-  // both): the weights packed beforehand (GRUResetAfterPlan, whose matrices are used instead of
-  // packing the weight pointers' rows here) and a caller's workspace of
-  // block_gru_reset_after_workspace_elems(S, B, I, H) elements (src/cpu/sequence_plan.h). nullptr:
-  // this call packs and allocates its own.
+  const T* x;                        // [T, B, I]
+  const T* h_prev;                   // [B, H]
+  const T *w_i, *w_h;                // [I, 3H], [H, 3H]
+  const T *r, *u, *n, *hn, *h;       // [T, B, H] each, forward outputs
+  const T* d_h;                      // [T, B, H]  external ∂L/∂h[t]
+  T* d_x;                            // [T, B, I]
+  T* d_h_prev;                       // [B, H]
+  T *d_w_i, *d_w_h, *d_b_i, *d_b_h;  // [I, 3H], [H, 3H], [3H], [3H]
+  // Plan once, run many (kernel/declare.h): GRUResetAfterPlan,
+  // block_gru_reset_after_workspace_elems.
   const cpu::GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };

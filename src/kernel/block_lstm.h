@@ -14,9 +14,8 @@
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
-#include <cstdint>
-
 #include "kernel/declare.h"
+#include "kernel/dims.h"
 
 #include "kernel/lstm_cell.h"
 #include "kernel/seq_steps.h"
@@ -28,76 +27,41 @@ template <typename T>
 struct LSTMPlan;  // src/cpu/sequence_plan.h
 }  // namespace cpu
 
-struct BlockLSTMDims {
-  std::int64_t T, B, I, H;
-  std::int64_t seq_len_max;  // S, in [0, T]
-  // seq_lengths [B] (blockrnn's extension): example b runs steps t < min(L_b, S) only; its
-  // outputs past that are zero and its gradients there are ignored. nullptr: every example
-  // runs S steps (the ops pass nullptr whenever no L_b < S).
-  const std::int64_t* lengths = nullptr;
-};
+using BlockLSTMDims = SequenceDims;
 
 template <typename T>
 struct BlockLSTMFwdArgs {
-  const T* x;            // [T, B, I]
-  const T* cs_prev;      // [B, H]
-  const T* h_prev;       // [B, H]
-  const T* w;            // [I+H, 4H]  rows: x then h; column blocks per `layout`
-  const T* wci;          // [H]  (read only when use_peephole)
-  const T* wcf;          // [H]
-  const T* wco;          // [H]
-  const T* b;            // [4H]
-  T* i;                  // [T, B, H]
-  T* cs;                 // [T, B, H]
-  T* f;                  // [T, B, H]
-  T* o;                  // [T, B, H]
-  T* ci;                 // [T, B, H]
-  T* co;                 // [T, B, H]
-  T* h;                  // [T, B, H]
-  T forget_bias = T(0);  // BlockLSTM: the attr; BlockLSTMV2: 0
-  T cell_clip = T(0);    // clip only when > 0
+  const T* x;                       // [T, B, I]
+  const T *cs_prev, *h_prev;        // [B, H] each
+  const T* w;                       // [I+H, 4H]  rows: x then h; column blocks per `layout`
+  const T *wci, *wcf, *wco;         // [H] each (read only when use_peephole)
+  const T* b;                       // [4H]
+  T *i, *cs, *f, *o, *ci, *co, *h;  // [T, B, H] each
+  T forget_bias = T(0);             // BlockLSTM: the attr; BlockLSTMV2: 0
+  T cell_clip = T(0);               // clip only when > 0
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
-  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
-  // both): the weights packed beforehand (LSTMPlan, whose matrices are used instead of packing
-  // the weight pointers' rows here) and a caller's workspace of block_lstm_workspace_elems(S, B, I,
-  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  // Plan once, run many (kernel/declare.h): LSTMPlan, block_lstm_workspace_elems.
   const cpu::LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
 template <typename T>
 struct BlockLSTMBwdArgs {
-  const T* x;        // [T, B, I]
-  const T* cs_prev;  // [B, H]
-  const T* h_prev;   // [B, H]
-  const T* w;        // [I+H, 4H]
-  const T* wci;      // [H]  (read only when use_peephole)
-  const T* wcf;      // [H]
-  const T* wco;      // [H]
-  const T* i;        // [T, B, H]  forward outputs
-  const T* cs;       // [T, B, H]
-  const T* f;        // [T, B, H]
-  const T* o;        // [T, B, H]
-  const T* ci;       // [T, B, H]
-  const T* co;       // [T, B, H]
-  const T* h;        // [T, B, H]
-  const T* d_cs;  // [T, B, H]  external ∂L/∂cs[t]
-  const T* d_h;   // [T, B, H]  external ∂L/∂h[t]
-  T* d_x;         // [T, B, I]
-  T* d_cs_prev;   // [B, H]
-  T* d_h_prev;    // [B, H]
-  T* d_w;         // [I+H, 4H]  in `layout`
-  T* d_wci;       // [H]  (zeros without peepholes)
-  T* d_wcf;       // [H]
-  T* d_wco;       // [H]
-  T* d_b;         // [4H]  in `layout`
+  const T* x;                             // [T, B, I]
+  const T *cs_prev, *h_prev;              // [B, H] each
+  const T* w;                             // [I+H, 4H]
+  const T *wci, *wcf, *wco;               // [H] each (read only when use_peephole)
+  const T *i, *cs, *f, *o, *ci, *co, *h;  // [T, B, H] each, forward outputs
+  const T *d_cs, *d_h;                    // [T, B, H] each, external ∂L/∂cs[t], ∂L/∂h[t]
+  T* d_x;                                 // [T, B, I]
+  T *d_cs_prev, *d_h_prev;                // [B, H] each
+  T* d_w;                                 // [I+H, 4H]  in `layout`
+  T *d_wci, *d_wcf, *d_wco;               // [H] each (zeros without peepholes)
+  T* d_b;                                 // [4H]  in `layout`
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
-  // Plan once, run many (src/layer, blockrnn/layer.h; the fast path only, the reference ignores
-  // both): the weights packed beforehand (LSTMPlan, whose matrices are used instead of packing
-  // the weight pointers' rows here) and a caller's workspace of block_lstm_workspace_elems(S, B, I,
-  // H) elements (src/cpu/sequence_plan.h). nullptr: this call packs and allocates its own.
+  // Plan once, run many (kernel/declare.h): LSTMPlan, block_lstm_workspace_elems.
   const cpu::LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };

@@ -3,44 +3,32 @@
 // Pointers are dense row-major; shapes in the comments. Inputs are validated by the caller.
 #pragma once
 
-#include <cstdint>
-
 #include "kernel/declare.h"
+#include "kernel/dims.h"
 
 namespace blockrnn {
 
-struct GRUDims {
-  std::int64_t B, I, H;
-};
+using GRUDims = CellDims;
 
 template <typename T>
 struct GRUCellFwdArgs {
-  const T* x;       // [B, I]
-  const T* h_prev;  // [B, H]
-  const T* w_ru;    // [I+H, 2H]
-  const T* w_c;     // [I+H, H]
-  const T* b_ru;    // [2H]
-  const T* b_c;     // [H]
-  T* r;             // [B, H]
-  T* u;             // [B, H]
-  T* c;             // [B, H]
-  T* h;             // [B, H]
+  const T* x;           // [B, I]
+  const T* h_prev;      // [B, H]
+  const T *w_ru, *w_c;  // [I+H, 2H], [I+H, H]
+  const T *b_ru, *b_c;  // [2H], [H]
+  T *r, *u, *c, *h;     // [B, H] each
 };
 
 template <typename T>
 struct GRUCellBwdArgs {
-  const T* x;        // [B, I]   (only for the parameter gradients)
-  const T* h_prev;   // [B, H]
-  const T* w_ru;     // [I+H, 2H]
-  const T* w_c;      // [I+H, H]
-  const T* r;        // [B, H]
-  const T* u;        // [B, H]
-  const T* c;        // [B, H]
-  const T* d_h;      // [B, H]
-  T* d_x;            // [B, I]
-  T* d_h_prev;       // [B, H]
-  T* d_c_bar;        // [B, H]
-  T* d_r_bar_u_bar;  // [B, 2H]
+  const T* x;             // [B, I]   (only for the parameter gradients)
+  const T* h_prev;        // [B, H]
+  const T *w_ru, *w_c;    // [I+H, 2H], [I+H, H]
+  const T *r, *u, *c;     // [B, H] each
+  const T* d_h;           // [B, H]
+  T* d_x;                 // [B, I]
+  T *d_h_prev, *d_c_bar;  // [B, H] each
+  T* d_r_bar_u_bar;       // [B, 2H]
   // Optional parameter gradients (SPEC §3.4); all null for GRUBlockCellGrad. When set they
   // are overwritten (not accumulated).
   // `full` asks for them explicitly: a null pointer is also what an empty output looks like.

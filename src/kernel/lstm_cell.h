@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "kernel/declare.h"
+#include "kernel/dims.h"
 
 namespace blockrnn {
 
@@ -36,55 +37,35 @@ constexpr LSTMGateBlocks lstm_gate_blocks(LSTMLayout layout) {
   return layout == LSTMLayout::kICFO ? LSTMGateBlocks{0, 1, 2, 3} : LSTMGateBlocks{0, 2, 1, 3};
 }
 
-struct LSTMDims {
-  std::int64_t B, I, H;
-};
+using LSTMDims = CellDims;
 
 template <typename T>
 struct LSTMCellFwdArgs {
-  const T* x;            // [B, I]
-  const T* cs_prev;      // [B, H]
-  const T* h_prev;       // [B, H]
-  const T* w;            // [I+H, 4H]  rows: x then h_prev; column blocks per `layout`
-  const T* wci;          // [H]  (read only when use_peephole)
-  const T* wcf;          // [H]
-  const T* wco;          // [H]
-  const T* b;            // [4H]  column blocks per `layout`
-  T* i;                  // [B, H]
-  T* cs;                 // [B, H]
-  T* f;                  // [B, H]
-  T* o;                  // [B, H]
-  T* ci;                 // [B, H]
-  T* co;                 // [B, H]
-  T* h;                  // [B, H]
-  T forget_bias = T(1);  // added to f's pre-activation after b
-  T cell_clip = T(3);    // cs is clipped to [−cell_clip, cell_clip] only when cell_clip > 0
+  const T* x;                       // [B, I]
+  const T *cs_prev, *h_prev;        // [B, H] each
+  const T* w;                       // [I+H, 4H]  rows: x then h_prev; column blocks per `layout`
+  const T *wci, *wcf, *wco;         // [H] each (read only when use_peephole)
+  const T* b;                       // [4H]  column blocks per `layout`
+  T *i, *cs, *f, *o, *ci, *co, *h;  // [B, H] each
+  T forget_bias = T(1);             // added to f's pre-activation after b
+  T cell_clip = T(3);  // cs is clipped to [−cell_clip, cell_clip] only when cell_clip > 0
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
 };
 
 template <typename T>
 struct LSTMCellBwdArgs {
-  const T* x;        // [B, I]     (only for the parameter gradients)
-  const T* cs_prev;  // [B, H]
-  const T* h_prev;   // [B, H]     (only for the parameter gradients)
-  const T* w;        // [I+H, 4H]  (only for d_x / d_h_prev)
-  const T* wci;      // [H]  (read only when use_peephole)
-  const T* wcf;      // [H]
-  const T* wco;      // [H]
-  const T* i;        // [B, H], forward outputs
-  const T* cs;       // [B, H]
-  const T* f;        // [B, H]
-  const T* o;        // [B, H]
-  const T* ci;       // [B, H]
-  const T* co;       // [B, H]
-  const T* d_cs;  // [B, H], total ∂L/∂cs of this step
-  const T* d_h;   // [B, H], ∂L/∂h
-  T* d_cs_prev;   // [B, H]
-  T* d_gates;         // [B, 4H], ∂L/∂gates in `layout` (TensorFlow's `dicfo` for ICFO)
-  T* d_wci;       // [H]  (zeros without peepholes)
-  T* d_wcf;       // [H]
-  T* d_wco;       // [H]
+  const T* x;                         // [B, I]     (only for the parameter gradients)
+  const T* cs_prev;                   // [B, H]
+  const T* h_prev;                    // [B, H]     (only for the parameter gradients)
+  const T* w;                         // [I+H, 4H]  (only for d_x / d_h_prev)
+  const T *wci, *wcf, *wco;           // [H] each (read only when use_peephole)
+  const T *i, *cs, *f, *o, *ci, *co;  // [B, H] each, forward outputs
+  const T* d_cs;                      // [B, H], total ∂L/∂cs of this step
+  const T* d_h;                       // [B, H], ∂L/∂h
+  T* d_cs_prev;                       // [B, H]
+  T* d_gates;                // [B, 4H], ∂L/∂gates in `layout` (TensorFlow's `dicfo` for ICFO)
+  T *d_wci, *d_wcf, *d_wco;  // [H] each (zeros without peepholes)
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
   // The full backward (SPEC §6.4, gradients.LSTMBlockCell): when `full` is set, also the input

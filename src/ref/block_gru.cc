@@ -23,13 +23,11 @@ namespace blockrnn::ref {
 
 template <typename T>
 void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
+  using A = BlockGRUFwdArgs<T>;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    using A = BlockGRUFwdArgs<T>;
-    return each_example<T>(d, a, block_gru_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::c, &A::h}) e.*f = s.out(a.*f, H);
-    });
+    return each_example<T>(d, a, block_gru_fwd<T>, {&A::r, &A::u, &A::c, &A::h});
   }
+  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
   auto step = [&](std::int64_t t) {
     const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
     const GRUCellFwdArgs<T> cell{a.x + t * B * I, hp,          a.w_ru,       a.w_c,
@@ -44,19 +42,17 @@ template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.d_w_ru, K * 2 * H}, {a.d_w_c, K * H}, {a.d_b_ru, 2 * H}, {a.d_b_c, H}});
     using A = BlockGRUBwdArgs<T>;
-    return each_example<T>(d, a, block_gru_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::c, &A::h, &A::d_h}) e.*f = s.in(a.*f, H);
-      e.d_w_ru = s.summed(a.d_w_ru, K * 2 * H);
-      e.d_w_c = s.summed(a.d_w_c, K * H);
-      e.d_b_ru = s.summed(a.d_b_ru, 2 * H);
-      e.d_b_c = s.summed(a.d_b_c, H);
-    });
+    return each_example<T>(
+        d, a, block_gru_bwd<T>, {&A::r, &A::u, &A::c, &A::h, &A::d_h},
+        {{&A::d_w_ru, K * 2 * H}, {&A::d_w_c, K * H}, {&A::d_b_ru, 2 * H}, {&A::d_b_c, H}});
   }
   std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
-  StepSum<T> d_w_ru(a.d_w_ru, K * 2 * H), d_w_c(a.d_w_c, K * H),
-      d_b_ru(a.d_b_ru, 2 * H), d_b_c(a.d_b_c, H);
+  using C = GRUCellBwdArgs<T>;
+  CellGradSums<T, C> grads{{&C::d_w_ru, a.d_w_ru, K * 2 * H},
+                           {&C::d_w_c, a.d_w_c, K * H},
+                           {&C::d_b_ru, a.d_b_ru, 2 * H},
+                           {&C::d_b_c, a.d_b_c, H}};
   std::vector<T> carry(BH, T(0)), d_h(BH), next(BH), d_c_bar(BH), d_ru(2 * BH);
   auto step = [&](std::int64_t t) {
     const std::int64_t o = t * BH;
@@ -74,21 +70,16 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
                            d_c_bar.data(),
                            d_ru.data()};
     cell.full = true;
-    cell.d_w_ru = d_w_ru.step();
-    cell.d_w_c = d_w_c.step();
-    cell.d_b_ru = d_b_ru.step();
-    cell.d_b_c = d_b_c.step();
+    grads.point(cell);
     gru_cell_bwd<T>({B, I, H}, cell);
-    for (StepSum<T>* g : {&d_w_ru, &d_w_c, &d_b_ru, &d_b_c}) g->add();
+    grads.add();
     carry.swap(next);
   };
   backward_steps("BlockGRUGrad", d.seq_len_max, step);
   std::copy(carry.begin(), carry.end(), a.d_h_prev);
 }
 
-template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);
-template void block_gru_fwd<double>(const BlockGRUDims&, const BlockGRUFwdArgs<double>&);
-template void block_gru_bwd<float>(const BlockGRUDims&, const BlockGRUBwdArgs<float>&);
-template void block_gru_bwd<double>(const BlockGRUDims&, const BlockGRUBwdArgs<double>&);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs)
 
 }  // namespace blockrnn::ref

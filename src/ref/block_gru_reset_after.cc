@@ -22,13 +22,12 @@ namespace blockrnn::ref {
 
 template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, H3 = 3 * H;
+  using A = BlockGRUResetAfterFwdArgs<T>;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    using A = BlockGRUResetAfterFwdArgs<T>;
-    return each_example<T>(d, a, block_gru_reset_after_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::n, &A::hn, &A::h}) e.*f = s.out(a.*f, H);
-    });
+    return each_example<T>(d, a, block_gru_reset_after_fwd<T>,
+                           {&A::r, &A::u, &A::n, &A::hn, &A::h});
   }
+  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, H3 = 3 * H;
   std::vector<T> gi(B * H3), gh(B * H3);
   auto step = [&](std::int64_t t) {
     const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;  // [B, H]
@@ -58,19 +57,13 @@ template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, H3 = 3 * H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.d_w_i, I * H3}, {a.d_w_h, H * H3}, {a.d_b_i, H3}, {a.d_b_h, H3}});
     using A = BlockGRUResetAfterBwdArgs<T>;
-    return each_example<T>(d, a, block_gru_reset_after_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      for (auto f : {&A::r, &A::u, &A::n, &A::hn, &A::h, &A::d_h}) e.*f = s.in(a.*f, H);
-      e.d_w_i = s.summed(a.d_w_i, I * H3);
-      e.d_w_h = s.summed(a.d_w_h, H * H3);
-      e.d_b_i = s.summed(a.d_b_i, H3);
-      e.d_b_h = s.summed(a.d_b_h, H3);
-    });
+    return each_example<T>(
+        d, a, block_gru_reset_after_bwd<T>, {&A::r, &A::u, &A::n, &A::hn, &A::h, &A::d_h},
+        {{&A::d_w_i, I * H3}, {&A::d_w_h, H * H3}, {&A::d_b_i, H3}, {&A::d_b_h, H3}});
   }
   std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
-  StepSum<T> d_w_i(a.d_w_i, I * H3), d_w_h(a.d_w_h, H * H3), d_b_i(a.d_b_i, H3),
-      d_b_h(a.d_b_h, H3);
+  StepSum<T> d_w_i(a.d_w_i, I * H3), d_w_h(a.d_w_h, H * H3), d_b_i(a.d_b_i, H3), d_b_h(a.d_b_h, H3);
   std::vector<T> carry(BH, T(0)), d_h(BH), d_gi(B * H3), d_gh(B * H3), g(BH);
   auto step = [&](std::int64_t t) {
     const std::int64_t o = t * BH;
@@ -91,7 +84,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
       }
     }
     matmul_bt(B, I, H3, d_gi.data(), a.w_i, a.d_x + t * B * I);  // d_gi·w_iᵀ   [B, I]
-    matmul_bt(B, H, H3, d_gh.data(), a.w_h, g.data());              // d_gh·w_hᵀ   [B, H]
+    matmul_bt(B, H, H3, d_gh.data(), a.w_h, g.data());           // d_gh·w_hᵀ   [B, H]
     for (std::int64_t e = 0; e < BH; ++e) carry[e] = g[e] + d_h[e] * a.u[o + e];
     matmul_at(I, H3, B, a.x + t * B * I, d_gi.data(), d_w_i.step());  // x[t]ᵀ·d_gi  [I, 3H]
     matmul_at(H, H3, B, hp, d_gh.data(), d_w_h.step());               // hpᵀ·d_gh    [H, 3H]
@@ -103,13 +96,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   std::copy(carry.begin(), carry.end(), a.d_h_prev);
 }
 
-template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,
-                                               const BlockGRUResetAfterFwdArgs<float>&);
-template void block_gru_reset_after_fwd<double>(const BlockGRUDims&,
-                                                const BlockGRUResetAfterFwdArgs<double>&);
-template void block_gru_reset_after_bwd<float>(const BlockGRUDims&,
-                                               const BlockGRUResetAfterBwdArgs<float>&);
-template void block_gru_reset_after_bwd<double>(const BlockGRUDims&,
-                                                const BlockGRUResetAfterBwdArgs<double>&);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_fwd, BlockGRUDims, BlockGRUResetAfterFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_bwd, BlockGRUDims, BlockGRUResetAfterBwdArgs)
 
 }  // namespace blockrnn::ref

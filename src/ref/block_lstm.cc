@@ -22,37 +22,50 @@
 
 namespace blockrnn::ref {
 
+namespace {
+
+// Step t's cell arguments, as far as both directions share them: x[t], the state the step starts
+// from ((cs_prev, h_prev) at t = 0, else (cs, h)[t−1]), the weights, row t of the gate
+// activations (written by the forward, read by the backward) and the flags. Cell is
+// LSTMCellFwdArgs or LSTMCellBwdArgs, Seq the sequence op's arguments.
+template <typename Cell, typename Seq>
+Cell cell_at_step(const BlockLSTMDims& d, const Seq& a, std::int64_t t) {
+  const std::int64_t BH = d.B * d.H, o = t * BH;
+  Cell cell{};
+  cell.x = a.x + t * d.B * d.I;
+  cell.cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH;
+  cell.h_prev = t == 0 ? a.h_prev : a.h + o - BH;
+  cell.w = a.w;
+  cell.wci = a.wci;
+  cell.wcf = a.wcf;
+  cell.wco = a.wco;
+  cell.i = a.i + o;
+  cell.cs = a.cs + o;
+  cell.f = a.f + o;
+  cell.o = a.o + o;
+  cell.ci = a.ci + o;
+  cell.co = a.co + o;
+  cell.use_peephole = a.use_peephole;
+  cell.layout = a.layout;
+  return cell;
+}
+
+}  // namespace
+
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
+  using A = BlockLSTMFwdArgs<T>;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    using A = BlockLSTMFwdArgs<T>;
-    return each_example<T>(d, a, block_lstm_fwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.cs_prev = s.row(a.cs_prev, H);
-      for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h}) e.*f = s.out(a.*f, H);
-    });
+    return each_example<T>(d, a, block_lstm_fwd<T>,
+                           {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h});
   }
+  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
   auto step = [&](std::int64_t t) {
-    const std::int64_t o = t * BH;
-    LSTMCellFwdArgs<T> cell{a.x + t * B * I,
-                            t == 0 ? a.cs_prev : a.cs + o - BH,
-                            t == 0 ? a.h_prev : a.h + o - BH,
-                            a.w,
-                            a.wci,
-                            a.wcf,
-                            a.wco,
-                            a.b,
-                            a.i + o,
-                            a.cs + o,
-                            a.f + o,
-                            a.o + o,
-                            a.ci + o,
-                            a.co + o,
-                            a.h + o};
+    auto cell = cell_at_step<LSTMCellFwdArgs<T>>(d, a, t);
+    cell.b = a.b;
+    cell.h = a.h + t * BH;
     cell.forget_bias = a.forget_bias;
     cell.cell_clip = a.cell_clip;
-    cell.use_peephole = a.use_peephole;
-    cell.layout = a.layout;
     lstm_cell_fwd<T>({B, I, H}, cell);
   };
   forward_steps<T>(block_lstm_op_name(a.layout, false), d.T, d.seq_len_max, BH,
@@ -63,24 +76,19 @@ template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H, G = 4 * H;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
-    zero<T>({{a.d_w, K * G}, {a.d_b, G}, {a.d_wci, H}, {a.d_wcf, H}, {a.d_wco, H}});
     using A = BlockLSTMBwdArgs<T>;
-    return each_example<T>(d, a, block_lstm_bwd<T>, [&](ExampleSlices<T>& s, A& e) {
-      e.cs_prev = s.row(a.cs_prev, H);
-      for (auto f : {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h, &A::d_cs, &A::d_h}) {
-        e.*f = s.in(a.*f, H);
-      }
-      e.d_cs_prev = s.row(a.d_cs_prev, H);
-      e.d_w = s.summed(a.d_w, K * G);
-      e.d_b = s.summed(a.d_b, G);
-      e.d_wci = s.summed(a.d_wci, H);
-      e.d_wcf = s.summed(a.d_wcf, H);
-      e.d_wco = s.summed(a.d_wco, H);
-    });
+    return each_example<T>(
+        d, a, block_lstm_bwd<T>,
+        {&A::i, &A::cs, &A::f, &A::o, &A::ci, &A::co, &A::h, &A::d_cs, &A::d_h},
+        {{&A::d_w, K * G}, {&A::d_b, G}, {&A::d_wci, H}, {&A::d_wcf, H}, {&A::d_wco, H}});
   }
   std::fill(a.d_x, a.d_x + d.T * B * I, T(0));
-  StepSum<T> d_w(a.d_w, K * G), d_b(a.d_b, G), d_wci(a.d_wci, H),
-      d_wcf(a.d_wcf, H), d_wco(a.d_wco, H);
+  using C = LSTMCellBwdArgs<T>;
+  CellGradSums<T, C> grads{{&C::d_w, a.d_w, K * G},
+                           {&C::d_b, a.d_b, G},
+                           {&C::d_wci, a.d_wci, H},
+                           {&C::d_wcf, a.d_wcf, H},
+                           {&C::d_wco, a.d_wco, H}};
   std::vector<T> carry_cs(BH, T(0)), carry_h(BH, T(0)), next_cs(BH), next_h(BH);
   std::vector<T> d_cs(BH), d_h(BH), d_gates(B * G);
   auto step = [&](std::int64_t t) {
@@ -89,35 +97,17 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
       d_cs[e] = carry_cs[e] + a.d_cs[o + e];
       d_h[e] = carry_h[e] + a.d_h[o + e];
     }
-    LSTMCellBwdArgs<T> cell{a.x + t * B * I,
-                            t == 0 ? a.cs_prev : a.cs + o - BH,
-                            t == 0 ? a.h_prev : a.h + o - BH,
-                            a.w,
-                            a.wci,
-                            a.wcf,
-                            a.wco,
-                            a.i + o,
-                            a.cs + o,
-                            a.f + o,
-                            a.o + o,
-                            a.ci + o,
-                            a.co + o,
-                            d_cs.data(),
-                            d_h.data(),
-                            next_cs.data(),
-                            d_gates.data(),
-                            d_wci.step(),
-                            d_wcf.step(),
-                            d_wco.step()};
-    cell.use_peephole = a.use_peephole;
-    cell.layout = a.layout;
+    auto cell = cell_at_step<C>(d, a, t);
+    cell.d_cs = d_cs.data();
+    cell.d_h = d_h.data();
     cell.full = true;
     cell.d_x = a.d_x + t * B * I;
+    cell.d_cs_prev = next_cs.data();
     cell.d_h_prev = next_h.data();
-    cell.d_w = d_w.step();
-    cell.d_b = d_b.step();
+    cell.d_gates = d_gates.data();
+    grads.point(cell);
     lstm_cell_bwd<T>({B, I, H}, cell);
-    for (StepSum<T>* g : {&d_w, &d_b, &d_wci, &d_wcf, &d_wco}) g->add();
+    grads.add();
     carry_cs.swap(next_cs);
     carry_h.swap(next_h);
   };
@@ -126,9 +116,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   std::copy(carry_h.begin(), carry_h.end(), a.d_h_prev);
 }
 
-template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);
-template void block_lstm_fwd<double>(const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&);
-template void block_lstm_bwd<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<float>&);
-template void block_lstm_bwd<double>(const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&);
+BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs)
 
 }  // namespace blockrnn::ref

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "kernel/seq_steps.h"
@@ -71,24 +73,44 @@ class ExampleSlices {
   std::vector<Out> outs_, sums_;
 };
 
-// The op `run` on each example alone, in example order: the copy e of the arguments gets
-// example b's x and h_prev (and a grad's d_x and d_h_prev), bind(s, e) points the op's
-// other arrays at example b's slices s, and `run` is called with B = 1 and seq_len_max = its
-// steps. Gradients handed out by s.summed() are summed into arrays the caller zeroed beforehand.
-template <typename T, typename Dims, typename Args, typename Run, typename Bind>
-void each_example(const Dims& d, const Args& a, Run run, Bind bind) {
+// A parameter gradient of a grad op's arguments Args (e.g. &A::d_w) and its size.
+template <typename T, typename Args>
+struct SummedGrad {
+  T* Args::*grad;
+  std::int64_t n;
+};
+
+// The op `run` on each example alone, in example order: the copy e of the arguments gets example
+// b's x, its rows of the [B, H] states h_prev and cs_prev (and of a grad's d_x, d_h_prev and
+// d_cs_prev), its rows of the op's other [T, B, H] arrays `steps` (a forward's outputs, T*
+// members; a grad's inputs, const T* members), and private buffers for the parameter gradients
+// `summed`, which are zeroed first and then get the sum over the examples; `run` is called with
+// B = 1 and seq_len_max = the example's steps.
+template <typename T, typename Dims, typename Args, typename Run, typename Step>
+void each_example(const Dims& d, const Args& a, Run run, std::initializer_list<Step Args::*> steps,
+                  std::initializer_list<SummedGrad<T, Args>> summed = {}) {
+  for (const SummedGrad<T, Args>& g : summed) std::fill(a.*g.grad, a.*g.grad + g.n, T(0));
   for (std::int64_t b = 0; b < d.B; ++b) {
-    const std::int64_t steps = steps_of(d.lengths, d.seq_len_max, b);
-    ExampleSlices<T> s(d.T, d.B, b, steps);
+    const std::int64_t steps_b = steps_of(d.lengths, d.seq_len_max, b);
+    ExampleSlices<T> s(d.T, d.B, b, steps_b);
     Args e = a;
     e.x = s.in(a.x, d.I);
     e.h_prev = s.row(a.h_prev, d.H);
+    if constexpr (requires { a.cs_prev; }) e.cs_prev = s.row(a.cs_prev, d.H);
     if constexpr (requires { a.d_x; }) {
       e.d_x = s.out(a.d_x, d.I);
       e.d_h_prev = s.row(a.d_h_prev, d.H);
     }
-    bind(s, e);
-    run(Dims{d.T, 1, d.I, d.H, steps}, e);
+    if constexpr (requires { a.d_cs_prev; }) e.d_cs_prev = s.row(a.d_cs_prev, d.H);
+    for (Step Args::*m : steps) {
+      if constexpr (std::is_const_v<std::remove_pointer_t<Step>>) {
+        e.*m = s.in(a.*m, d.H);
+      } else {
+        e.*m = s.out(a.*m, d.H);
+      }
+    }
+    for (const SummedGrad<T, Args>& g : summed) e.*g.grad = s.summed(a.*g.grad, g.n);
+    run(Dims{d.T, 1, d.I, d.H, steps_b}, e);
     s.finish();
   }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "core/cancel.h"
@@ -52,10 +53,29 @@ class StepSum {
   std::vector<T> step_;
 };
 
-// dst[0 … n) = 0 for each (dst, n).
-template <typename T>
-void zero(std::initializer_list<std::pair<T*, std::int64_t>> arrays) {
-  for (auto [p, n] : arrays) std::fill(p, p + n, T(0));
-}
+// A grad op's parameter gradients that are sums over the steps of its cell's (a StepSum each),
+// each named by its member of the cell's arguments Cell: point(cell) points the cell at this
+// step's buffers, add() sums them into the op's.
+template <typename T, typename Cell>
+class CellGradSums {
+ public:
+  struct Grad {
+    T* Cell::*member;  // e.g. &LSTMCellBwdArgs<T>::d_w
+    T* dst;            // the op's gradient, [n]
+    std::int64_t n;
+  };
+  explicit CellGradSums(std::initializer_list<Grad> grads) {
+    for (const Grad& g : grads) sums_.emplace_back(g.member, StepSum<T>(g.dst, g.n));
+  }
+  void point(Cell& cell) {
+    for (auto& [member, sum] : sums_) cell.*member = sum.step();
+  }
+  void add() {
+    for (auto& [member, sum] : sums_) sum.add();
+  }
+
+ private:
+  std::vector<std::pair<T * Cell::*, StepSum<T>>> sums_;
+};
 
 }  // namespace blockrnn::ref
