@@ -10,7 +10,7 @@
 //   ru_x = x·w_ru_x  → workspace [S·B, 2H];   c_x = x·w_c_x → straight into the output c
 // Per step (the GRU has two dependent recurrent products, hence two GEMMs and two passes):
 //   ru[t] += h[t−1]·w_ru_h;  pass: r, u, hr = h[t−1]⊙r;  c[t] += hr·w_c_h;  pass: c, h
-// The time loops are one parallel region each (sequence_common.h, run_team): a thread owns the
+// The time loops are one parallel region each (sequence_common.h, TimeLoop): a thread owns the
 // same hidden-unit columns of r, u and c for the whole sequence, runs its columns of each
 // product and pass, and meets the others at a barrier after each pass that the next product
 // reads whole (two per step, forward and backward).
@@ -26,9 +26,9 @@
 //   d_w_c = [x, hr]ᵀ·d_c_bar;  d_b_ru, d_b_c = column sums.
 // TensorFlow's cell groups d_h_prev as (g + d_hr⊙r) + d_h⊙u; here the recurrent GEMM adds g
 // last (beta = 1), a rounding-level difference (SPEC A7).
+#include <array>
 #include <vector>
 
-#include "core/cancel.h"
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
@@ -57,11 +57,13 @@ void input_products(const BlockGRUFwdArgs<T>& a, std::int64_t m, const T* x, std
   }
 }
 
+}  // namespace
+
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
 // row is active): each step's products over its active prefix (or all rows) and its passes on
 // the active rows only; the inactive rows of r, u, c, h are zero.
 template <typename T>
-void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -70,10 +72,11 @@ void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   Workspace<T> ws("BlockGRU", {S * B * R, BH}, a.workspace);
   T* const ru = ws.slice(0);
   T* const hr = ws.slice(1);
-  const Packed<T> w_r_h(a.plan ? &a.plan->w_r_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H,
-                        2 * H);
-  const Packed<T> w_u_h(a.plan ? &a.plan->w_u_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H + H,
-                        2 * H);
+  // w_ru[I:] by gate column block [H, H]: r, u.
+  const std::array<Packed<T>, 2> w_ru_h = {
+      Packed<T>(a.plan ? &a.plan->w_r_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H, 2 * H),
+      Packed<T>(a.plan ? &a.plan->w_u_h : nullptr, Trans::kNo, H, H, a.w_ru + I * 2 * H + H,
+                2 * H)};
   const Packed<T> w_c_h(a.plan ? &a.plan->w_c_h : nullptr, Trans::kNo, H, H, a.w_c + I * H, H);
   const std::int64_t panels = w_c_h->panels(), nr = w_c_h->panel_width();
   // The input projections: per step over the active prefix, or over all rows.
@@ -84,9 +87,8 @@ void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   } else {
     input_products(a, S * B, a.x, I, H, ru, R, a.c);
   }
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+  const TimeLoop loop{"BlockGRU", S, panels, nr, H, 3.0 * double(B) * H * H};
+  loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
     for (std::int64_t t = 0; t < S; ++t) {
       const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
@@ -96,8 +98,9 @@ void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
       T* const c_t = a.c + t * BH;
       T* const h_t = a.h + t * BH;
       const std::int64_t m = act.gemm_rows(t);
-      gemm::gemm_panels(m, hp, H, *w_r_h, own.p0, own.p1, T(1), ru_t, R);
-      gemm::gemm_panels(m, hp, H, *w_u_h, own.p0, own.p1, T(1), ru_t + H, R);
+      for (std::int64_t q = 0; q < 2; ++q) {
+        gemm::gemm_panels(m, hp, H, *w_ru_h[q], own.p0, own.p1, T(1), ru_t + q * H, R);
+      }
       act.for_rows(
           t,
           [&](std::int64_t n0, std::int64_t n1) {
@@ -123,12 +126,9 @@ void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
           [&](std::int64_t n) {
             for (T* p : {c_t, h_t}) zero(p + n * H + j0, w);
           });
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
+      if (end_step(t)) break;
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockGRU", stop.steps_done(), S);
 }
 
 // The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
@@ -136,7 +136,7 @@ void gru_forward(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
 // the products over the step's prefix (or all rows); the parameter gradients and d_x as
 // products over all S·B rows in place, or, with lengths, over the N active rows compacted.
 template <typename T>
-void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   zero(a.d_x, d.T * B * I);
   zero(a.d_h_prev, BH);
@@ -144,12 +144,10 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   zero(a.d_w_c, K * H);
   zero(a.d_b_ru, 2 * H);
   zero(a.d_b_c, H);
-  if (S == 0) return;
   const ActiveRows act(d.lengths, S, B);
-  const std::int64_t N = act.total();
-  if (N == 0) return;
+  const std::int64_t N = act.total(), Nc = act.compacted();
+  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(2 * H);
-  const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
   Workspace<T> ws("BlockGRUGrad",
                   {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H},
                   a.workspace);
@@ -162,9 +160,8 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   T* const d_hr = ws.slice(3);
   T* const carry = a.d_h_prev;
   const std::int64_t panels = w_c_h_t->panels(), nr = w_c_h_t->panel_width();
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+  const TimeLoop loop{"BlockGRUGrad", S, panels, nr, H, 3.0 * double(B) * H * H};
+  loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, j1 = own.j1, w = j1 - j0;
     for (std::int64_t t = S - 1; t >= 0; --t) {
       const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
@@ -211,13 +208,10 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
             }
           },
           [](std::int64_t) {});
-      stop.poll(id, S - 1 - t);
-#pragma omp barrier
-      if (stop.stop_after(S - 1 - t)) break;
+      if (end_step(S - 1 - t)) break;
       gemm::gemm_panels(m, d_ru_t, R, *w_ru_h_t, own.p0, own.p1, T(1), carry, H);
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUGrad", stop.steps_done(), S);
 
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
@@ -255,15 +249,8 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   T* const hrc = ws.slice(8);    // [N, H]  h[t−1]⊙r[t]
   gather_rows(act.rows, d_ru, R, 2 * H, d_ruc, R);
   gather_rows(act.rows, d_c, H, H, d_cc, H);
-  gather_rows(act.rows, a.x, I, I, xc, I);
   gather_rows(act.rows, hr, H, H, hrc, H);
-  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t row = act.rows[r];
-      const T* src = row < B ? a.h_prev + row * H : a.h + (row - B) * H;
-      std::copy(src, src + H, hc + r * H);
-    }
-  });
+  gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
   gemm::PackedB<T> d_ru_packed, d_c_packed;
   d_ru_packed.pack(Trans::kNo, N, 2 * H, d_ruc, R);
   d_c_packed.pack(Trans::kNo, N, H, d_cc, H);
@@ -276,28 +263,10 @@ void gru_backward(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   // d_x of the active rows, compact (into xc), then scattered.
   gemm<T>(Trans::kNo, Trans::kYes, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, T(0), xc, I);
   gemm<T>(Trans::kNo, Trans::kYes, N, I, H, d_cc, H, a.w_c, H, T(1), xc, I);
-  core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      std::copy(xc + r * I, xc + (r + 1) * I, a.d_x + act.rows[r] * I);
-    }
-  });
+  scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-}  // namespace
-
-template <typename T>
-void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
-  gru_forward(d, a);
-}
-
-template <typename T>
-void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
-  gru_backward(d, a);
-}
-
-template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);
-template void block_gru_fwd<double>(const BlockGRUDims&, const BlockGRUFwdArgs<double>&);
-template void block_gru_bwd<float>(const BlockGRUDims&, const BlockGRUBwdArgs<float>&);
-template void block_gru_bwd<double>(const BlockGRUDims&, const BlockGRUBwdArgs<double>&);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs);
 
 }  // namespace blockrnn::cpu

@@ -10,7 +10,7 @@
 // Per step, ONE recurrent product (the reset gate multiplies its result, not its input):
 //   gh = h[t−1]·w_h  (r, z blocks → a [B, 2H] scratch; n block → the output hn)
 //   pass: hn += b_h_n; r, u, n, h
-// The time loop is one parallel region (sequence_common.h, run_team): a thread owns the same
+// The time loop is one parallel region (sequence_common.h, TimeLoop): a thread owns the same
 // hidden-unit columns of r, z and n for the whole sequence, computes its columns of gh (reading
 // all of h[t−1]) and runs the pass on them; one barrier per step, before the next product reads
 // the whole new h.
@@ -26,7 +26,6 @@
 // (beta = 1), a rounding-level difference (SPEC A7).
 #include <algorithm>
 
-#include "core/cancel.h"
 #include "core/parallel.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
@@ -52,11 +51,13 @@ void input_product(const BlockGRUResetAfterFwdArgs<T>& a, std::int64_t m, const 
   }
 }
 
+}  // namespace
+
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
 // row is active): each step's product over its active prefix (or all rows) and its pass on the
 // active rows; inactive rows of the five outputs are zero.
 template <typename T>
-void forward(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
+void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -76,9 +77,8 @@ void forward(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
   } else {
     input_product(a, S * B, a.x, I, H3, gi, R);
   }
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+  const TimeLoop loop{"BlockGRUResetAfter", S, panels, nr, H, 3.0 * double(B) * H * H};
+  loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
     for (std::int64_t t = 0; t < S; ++t) {
       const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
@@ -105,12 +105,9 @@ void forward(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
           [&](std::int64_t n) {
             for (T* p : {r_t, u_t, n_t, hn_t, h_t}) zero(p + n * H + j0, w);
           });
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
+      if (end_step(t)) break;
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfter", stop.steps_done(), S);
 }
 
 // The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
@@ -118,7 +115,7 @@ void forward(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
 // product over the step's prefix (or all rows); the parameter gradients and d_x as products
 // over all S·B rows in place, or, with lengths, over the N active rows compacted.
 template <typename T>
-void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   zero(a.d_x, d.T * B * I);
   zero(a.d_h_prev, BH);
@@ -126,12 +123,10 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   zero(a.d_w_h, H * H3);
   zero(a.d_b_i, H3);
   zero(a.d_b_h, H3);
-  if (S == 0) return;
   const ActiveRows act(d.lengths, S, B);
-  const std::int64_t N = act.total();
-  if (N == 0) return;
+  const std::int64_t N = act.total(), Nc = act.compacted();
+  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(H3);
-  const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
   Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, Nc * R, Nc * H, Nc * I},
                   a.workspace);
   T* const d_g = ws.slice(0);
@@ -139,9 +134,8 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   T* const carry = a.d_h_prev;
   const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
   const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
-  core::TeamStop stop;
-  run_team(loop_threads(panels, 3.0 * double(B) * H * H), [&](int id, int nt) {
-    const UnitSplit own = unit_split(panels, nr, H, id, nt);
+  const TimeLoop loop{"BlockGRUResetAfterGrad", S, panels, nr, H, 3.0 * double(B) * H * H};
+  loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
     for (std::int64_t t = S - 1; t >= 0; --t) {
       const std::int64_t k = S - 1 - t;
@@ -164,13 +158,10 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
             zero(d_n + s + n * H + j0, w);
             zero(carry + n * H + j0, w);
           });
-      stop.poll(id, k);
-#pragma omp barrier
-      if (stop.stop_after(k)) break;
+      if (end_step(k)) break;
       gemm::gemm_panels(act.gemm_rows(t), d_g_t, R, *w_h_t, own.p0, own.p1, T(1), carry, H);
     }
   });
-  if (stop.stopped()) core::throw_cancelled("BlockGRUResetAfterGrad", stop.steps_done(), S);
 
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
@@ -208,14 +199,7 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   T* const hc = ws.slice(3);    // [N, H]  their h[t−1]
   T* const xc = ws.slice(4);    // [N, I]  their x, then their d_x
   gather_rows(act.rows, d_g, R, H3, d_gc, R);
-  gather_rows(act.rows, a.x, I, I, xc, I);
-  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t row = act.rows[r];
-      const T* src = row < B ? a.h_prev + row * H : a.h + (row - B) * H;
-      std::copy(src, src + H, hc + r * H);
-    }
-  });
+  gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
   {
     gemm::PackedB<T> d_gh_packed;
     d_gh_packed.pack(Trans::kNo, N, H3, d_gc, R);
@@ -223,12 +207,7 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   }
   column_sums(N, H3, d_gc, R, a.d_b_h);
   // d_gi = d_gh with its n block replaced by d_n_bar.
-  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const T* src = d_n + act.rows[r] * H;
-      std::copy(src, src + H, d_gc + r * R + 2 * H);
-    }
-  });
+  gather_rows(act.rows, d_n, H, H, d_gc + 2 * H, R);
   {
     gemm::PackedB<T> d_gi_packed;
     d_gi_packed.pack(Trans::kNo, N, H3, d_gc, R);
@@ -236,32 +215,10 @@ void backward(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   }
   column_sums(N, H3, d_gc, R, a.d_b_i);
   gemm<T>(Trans::kNo, Trans::kYes, N, I, H3, d_gc, R, a.w_i, H3, T(0), xc, I);
-  core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      std::copy(xc + r * I, xc + (r + 1) * I, a.d_x + act.rows[r] * I);
-    }
-  });
+  scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-}  // namespace
-
-template <typename T>
-void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a) {
-  forward(d, a);
-}
-
-template <typename T>
-void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
-  backward(d, a);
-}
-
-template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,
-                                               const BlockGRUResetAfterFwdArgs<float>&);
-template void block_gru_reset_after_fwd<double>(const BlockGRUDims&,
-                                                const BlockGRUResetAfterFwdArgs<double>&);
-template void block_gru_reset_after_bwd<float>(const BlockGRUDims&,
-                                               const BlockGRUResetAfterBwdArgs<float>&);
-template void block_gru_reset_after_bwd<double>(const BlockGRUDims&,
-                                                const BlockGRUResetAfterBwdArgs<double>&);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_fwd, BlockGRUDims, BlockGRUResetAfterFwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_bwd, BlockGRUDims, BlockGRUResetAfterBwdArgs);
 
 }  // namespace blockrnn::cpu

@@ -7,7 +7,7 @@
 // call into the GEMM engine's panel layout (w_h by gate column block for the forward, w_hᵀ for
 // the backward).
 //
-// The time loop is one parallel region (sequence_common.h, run_team): each thread owns the same
+// The time loop is one parallel region (sequence_common.h, TimeLoop): each thread owns the same
 // hidden-unit columns of all four gates for the whole sequence and meets the others at one
 // barrier per step.
 // Forward:
@@ -31,7 +31,6 @@
 #include <algorithm>
 #include <array>
 
-#include "core/cancel.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "cpu/sequence_plan.h"
@@ -108,12 +107,28 @@ void input_product(const BlockLSTMFwdArgs<T>& a, std::int64_t m, const T* x, std
   }
 }
 
+// The forward's tensors of step t in a pass's step struct (LSTMFwdStep or LSTMBwdStep, which
+// name them alike): the state entering it (cs[t−1], cs_prev at t = 0) and its gate outputs.
+template <typename Step, typename Args>
+void set_step_state(Step& s, const Args& a, std::int64_t t, std::int64_t BH) {
+  const std::int64_t o = t * BH;
+  s.cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH;
+  s.i = a.i + o;
+  s.cs = a.cs + o;
+  s.f = a.f + o;
+  s.o = a.o + o;
+  s.ci = a.ci + o;
+  s.co = a.co + o;
+}
+
+}  // namespace
+
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
 // row is active and this is the plain loop): each step's recurrent product over its active
 // prefix (or all rows) and its pass over the active rows only; inactive rows of the seven
 // outputs are zero.
 template <typename T>
-void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
+void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
@@ -131,19 +146,9 @@ void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   } else {
     input_product(a, S * B, a.x, I, G, gates, Gp);
   }
-  LSTMFwdParams<T> p;
-  p.H = H;
-  p.layout = a.layout;
-  p.forget_bias = a.forget_bias;
-  p.cell_clip = a.cell_clip;
-  p.use_peephole = a.use_peephole;
-  p.b = a.b;
-  p.wci = a.wci;
-  p.wcf = a.wcf;
-  p.wco = a.wco;
-  core::TeamStop stop;
-  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
-    const UnitSplit u = unit_split(panels, nr, H, id, nt);
+  const LSTMFwdParams<T> p = lstm_fwd_params(H, a);
+  const TimeLoop loop{block_lstm_op_name(a.layout, false), S, panels, nr, H, double(B) * G * H};
+  loop.run([&](const UnitSplit& u, const auto& end_step) {
     for (std::int64_t t = 0; t < S; ++t) {
       const std::int64_t o = t * BH;
       const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
@@ -152,16 +157,8 @@ void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
       for (std::int64_t q = 0; q < 4; ++q) {
         gemm::gemm_panels(m, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
       }
-      const LSTMFwdStep<T> step{.gates = gates_t,
-                                .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
-                                .i = a.i + o,
-                                .cs = a.cs + o,
-                                .f = a.f + o,
-                                .o = a.o + o,
-                                .ci = a.ci + o,
-                                .co = a.co + o,
-                                .h = a.h + o,
-                                .gates_ld = Gp};
+      LSTMFwdStep<T> step{.gates = gates_t, .h = a.h + o, .gates_ld = Gp};
+      set_step_state(step, a, t, BH);
       act.for_rows(
           t,
           [&](std::int64_t r0, std::int64_t r1) {
@@ -172,13 +169,9 @@ void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
               zero(out + o + n * H + u.j0, u.j1 - u.j0);
             }
           });
-      stop.poll(id, t);
-#pragma omp barrier
-      if (stop.stop_after(t)) break;
+      if (end_step(t)) break;
     }
   });
-  if (stop.stopped())
-    core::throw_cancelled(block_lstm_op_name(a.layout, false), stop.steps_done(), S);
 }
 
 // The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
@@ -186,7 +179,7 @@ void lstm_forward(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
 // after the loop the weight gradients as products over all S·B rows in place, or, with
 // lengths, over the N active rows compacted: d_gates, x and h[t−1] gathered by row.
 template <typename T>
-void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
   zero(a.d_x, d.T * B * I);
   zero(a.d_cs_prev, BH);
@@ -196,12 +189,10 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   zero(a.d_wco, H);
   zero(a.d_w, K * G);
   zero(a.d_b, G);
-  if (S == 0) return;
   const ActiveRows act(d.lengths, S, B);
-  const std::int64_t N = act.total();
-  if (N == 0) return;
+  const std::int64_t N = act.total(), Nc = act.compacted();
+  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t Gp = padded_ld(G);
-  const std::int64_t Nc = act.all ? 0 : N;  // rows of the compacted copies
   Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, Nc * Gp, Nc * I, Nc * H}, a.workspace);
   T* const d_gates = ws.slice(0);
   T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  d_gates of the active rows
@@ -211,27 +202,13 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   T* const carry_cs = a.d_cs_prev;
   T* const carry_h = a.d_h_prev;
-  LSTMBwdParams<T> p;
-  p.H = H;
-  p.layout = a.layout;
-  p.use_peephole = a.use_peephole;
-  p.wci = a.wci;
-  p.wcf = a.wcf;
-  p.wco = a.wco;
-  core::TeamStop stop;
-  run_team(loop_threads(panels, double(B) * G * H), [&](int id, int nt) {
-    const UnitSplit u = unit_split(panels, nr, H, id, nt);
+  const LSTMBwdParams<T> p = lstm_bwd_params(H, a);
+  const TimeLoop loop{block_lstm_op_name(a.layout, true), S, panels, nr, H, double(B) * G * H};
+  loop.run([&](const UnitSplit& u, const auto& end_step) {
     for (std::int64_t t = S - 1; t >= 0; --t) {
       const std::int64_t o = t * BH;
       T* const d_gates_t = d_gates + t * B * Gp;
-      const LSTMBwdStep<T> step{
-          .cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH,
-          .i = a.i + o,
-          .cs = a.cs + o,
-          .f = a.f + o,
-          .o = a.o + o,
-          .ci = a.ci + o,
-          .co = a.co + o,
+      LSTMBwdStep<T> step{
           .d_cs = a.d_cs + o,
           .d_h = a.d_h + o,
           .cs_grad_carry = carry_cs,
@@ -240,6 +217,7 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
           .d_cs_prev = carry_cs,
           .d_gates_ld = Gp,
       };
+      set_step_state(step, a, t, BH);
       act.for_rows(
           t,
           [&](std::int64_t r0, std::int64_t r1) {
@@ -251,16 +229,12 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
               zero(d_gates_t + n * Gp + q * H + u.j0, u.j1 - u.j0);
             zero(carry_cs + n * H + u.j0, u.j1 - u.j0);
           });
-      stop.poll(id, S - 1 - t);
-#pragma omp barrier
-      if (stop.stop_after(S - 1 - t)) break;
+      if (end_step(S - 1 - t)) break;
       // carry_h = d_gates[t]·w_hᵀ over the step's rows (prefix: rows past it stay zero, as no
       // later step had them active either)
       gemm::gemm_panels(act.gemm_rows(t), d_gates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
     }
   });
-  if (stop.stopped())
-    core::throw_cancelled(block_lstm_op_name(a.layout, true), stop.steps_done(), S);
 
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
@@ -286,14 +260,7 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
 
   // The active rows, compacted: d_gates, x, h[t−1].
   gather_rows(act.rows, d_gates, Gp, G, dgc, Gp);
-  gather_rows(act.rows, a.x, I, I, xc, I);
-  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t row = act.rows[r];  // t·B + b
-      const T* src = row < B ? a.h_prev + row * H : a.h + (row - B) * H;
-      std::copy(src, src + H, hc + r * H);
-    }
-  });
+  gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
   gemm::PackedB<T> d_gates_packed;
   d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
   // d_w = [x, h_{t−1}]ᵀ·d_gates over the active rows
@@ -301,32 +268,15 @@ void lstm_backward(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   gemm<T>(Trans::kYes, H, hc, H, d_gates_packed, T(0), a.d_w + I * G, G);
   column_sums(N, G, dgc, Gp, a.d_b);
   if (a.use_peephole) {
-    peephole_grads(d, lstm_gate_blocks(a.layout), d_gates, Gp, a.cs_prev, a.cs, a, act.steps.data());
+    peephole_grads(d, lstm_gate_blocks(a.layout), d_gates, Gp, a.cs_prev, a.cs, a,
+                   act.steps.data());
   }
   // d_x of the active rows = d_gates·w_xᵀ, computed compact (into xc) and scattered.
   gemm<T>(Trans::kNo, Trans::kYes, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
-  core::parallel_for(N, I, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      std::copy(xc + r * I, xc + (r + 1) * I, a.d_x + act.rows[r] * I);
-    }
-  });
+  scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-}  // namespace
-
-template <typename T>
-void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
-  lstm_forward(d, a);
-}
-
-template <typename T>
-void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
-  lstm_backward(d, a);
-}
-
-template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);
-template void block_lstm_fwd<double>(const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&);
-template void block_lstm_bwd<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<float>&);
-template void block_lstm_bwd<double>(const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&);
+BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs);
 
 }  // namespace blockrnn::cpu

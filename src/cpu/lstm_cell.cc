@@ -24,8 +24,7 @@ void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
   // gates = x·w_x + h_prev·w_h      [B,4H] = [B,I]·[I,4H] + [B,H]·[H,4H]   (bias: pointwise)
   gemm<T>(Trans::kNo, Trans::kNo, B, G, I, a.x, I, w_x, G, T(0), gates.data(), G);
   gemm<T>(Trans::kNo, Trans::kNo, B, G, H, a.h_prev, H, w_h, G, T(1), gates.data(), G);
-  const LSTMFwdParams<T> p{H,   a.layout, a.forget_bias, a.cell_clip, a.use_peephole,
-                           a.b, a.wci,    a.wcf,         a.wco};
+  const LSTMFwdParams<T> p = lstm_fwd_params(H, a);
   const LSTMFwdStep<T> s{gates.data(), a.cs_prev, a.i, a.cs, a.f, a.o, a.ci, a.co, a.h};
   lstm_fwd_pointwise(p, s, B);
 }
@@ -33,9 +32,9 @@ void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
 template <typename T>
 void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, G = 4 * H;
-  const LSTMBwdParams<T> p{H, a.layout, a.use_peephole, a.wci, a.wcf, a.wco};
-  LSTMBwdStep<T> s{a.cs_prev, a.i,      a.cs,    a.f,     a.o,      a.ci,          a.co,
-                   a.d_cs, a.d_h, nullptr, nullptr, a.d_gates, a.d_cs_prev};
+  const LSTMBwdParams<T> p = lstm_bwd_params(H, a);
+  LSTMBwdStep<T> s{a.cs_prev, a.i,   a.cs,    a.f,     a.o,       a.ci,       a.co,
+                   a.d_cs,    a.d_h, nullptr, nullptr, a.d_gates, a.d_cs_prev};
   lstm_bwd_pointwise(p, s, B);
   if (a.use_peephole) {
     // d_wci = Σ_b di⊙cs_prev;  d_wcf = Σ_b df⊙cs_prev;  d_wco = Σ_b do⊙cs      [H]
@@ -59,9 +58,7 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   column_sums<T, T>(B, G, a.d_gates, G, a.d_b);
 }
 
-template void lstm_cell_fwd<float>(const LSTMDims&, const LSTMCellFwdArgs<float>&);
-template void lstm_cell_fwd<double>(const LSTMDims&, const LSTMCellFwdArgs<double>&);
-template void lstm_cell_bwd<float>(const LSTMDims&, const LSTMCellBwdArgs<float>&);
-template void lstm_cell_bwd<double>(const LSTMDims&, const LSTMCellBwdArgs<double>&);
+BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_fwd, LSTMDims, LSTMCellFwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_bwd, LSTMDims, LSTMCellBwdArgs);
 
 }  // namespace blockrnn::cpu

@@ -41,6 +41,7 @@
 
 #include "core/fast_math.h"
 #include "core/parallel.h"
+#include "cpu/pointwise_dispatch.h"
 #include "kernel/lstm_cell.h"
 
 namespace blockrnn::cpu {
@@ -96,21 +97,33 @@ struct LSTMBwdStep {
   const T* ci = nullptr;       // [B, H]
   const T* co = nullptr;       // [B, H]
   // ∂L/∂cs and ∂L/∂h: the external parts, or the totals when no carries are given.
-  const T* d_cs = nullptr;        // [B, H]
-  const T* d_h = nullptr;         // [B, H]
+  const T* d_cs = nullptr;           // [B, H]
+  const T* d_h = nullptr;            // [B, H]
   const T* cs_grad_carry = nullptr;  // [B, H] optional, added to d_cs (recurrent carry)
   const T* h_grad_carry = nullptr;   // [B, H] optional, added to d_h
-  T* d_gates = nullptr;               // [B, 4H] ∂L/∂gates in the layout
+  T* d_gates = nullptr;              // [B, 4H] ∂L/∂gates in the layout
   // May alias cs_grad_carry (each element is read before it is written).
-  T* d_cs_prev = nullptr;   // [B, H]
+  T* d_cs_prev = nullptr;       // [B, H]
   std::int64_t d_gates_ld = 0;  // row stride of d_gates (0: dense, 4H)
 };
 
+// The pass constants of an op from its kernel arguments (LSTMCell*Args or BlockLSTM*Args, which
+// name them alike).
+template <typename T, template <typename> class Args>
+LSTMFwdParams<T> lstm_fwd_params(std::int64_t H, const Args<T>& a) {
+  return {H, a.layout, a.forget_bias, a.cell_clip, a.use_peephole, a.b, a.wci, a.wcf, a.wco};
+}
+template <typename T, template <typename> class Args>
+LSTMBwdParams<T> lstm_bwd_params(std::int64_t H, const Args<T>& a) {
+  return {H, a.layout, a.use_peephole, a.wci, a.wcf, a.wco};
+}
+
 namespace detail {
 
+// The forward pass over rows [n0, n1) and columns [j0, j1), peephole terms compiled in or out.
 template <typename T, bool kPeephole>
-inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t n0,
-                          std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+inline void lstm_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t n0,
+                      std::int64_t n1, std::int64_t j0, std::int64_t j1) {
   const std::int64_t H = p.H;
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   const T fb = p.forget_bias, clip = p.cell_clip;
@@ -158,9 +171,10 @@ inline void lstm_fwd_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, st
   }
 }
 
+// The backward pass likewise.
 template <typename T, bool kPeephole>
-inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t n0,
-                          std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+inline void lstm_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t n0,
+                      std::int64_t n1, std::int64_t j0, std::int64_t j1) {
   const std::int64_t H = p.H;
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
   for (std::int64_t n = n0; n < n1; ++n) {
@@ -191,15 +205,26 @@ inline void lstm_bwd_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, st
   }
 }
 
+// Either pass (by the type of p), with the peephole terms as p.use_peephole says.
+template <typename T, template <typename> class Params, template <typename> class Step>
+inline void lstm_rows_generic(const Params<T>& p, const Step<T>& s, std::int64_t n0,
+                              std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+  if (p.use_peephole) {
+    lstm_rows<T, true>(p, s, n0, n1, j0, j1);
+  } else {
+    lstm_rows<T, false>(p, s, n0, n1, j0, j1);
+  }
+}
+
 }  // namespace detail
 
-// float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (AVX-512, AVX2+FMA or
-// baseline, chosen at run time: core/isa.h); float64 rows run the generic code.
+// float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (pointwise_dispatch.h);
+// float64 rows run the generic code.
 namespace isa {
-void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1, std::int64_t j0, std::int64_t j1);
-void lstm_bwd_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1, std::int64_t j0, std::int64_t j1);
+void lstm_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
+                   std::int64_t n1, std::int64_t j0, std::int64_t j1);
+void lstm_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
+                   std::int64_t n1, std::int64_t j0, std::int64_t j1);
 }  // namespace isa
 
 // Forward element-wise pass over rows [n0, n1) and cell columns [j0, j1) of one step (all
@@ -210,22 +235,7 @@ template <typename T>
 inline void lstm_fwd_pointwise_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s,
                                     std::int64_t n0, std::int64_t n1, std::int64_t j0 = 0,
                                     std::int64_t j1 = -1) {
-  if (j1 < 0) j1 = p.H;
-  if constexpr (std::is_same_v<T, float>) {
-    isa::lstm_fwd_rows_f32(p, s, n0, n1, j0, j1);
-  } else if (p.use_peephole) {
-    detail::lstm_fwd_rows<T, true>(p, s, n0, n1, j0, j1);
-  } else {
-    detail::lstm_fwd_rows<T, false>(p, s, n0, n1, j0, j1);
-  }
-}
-
-// Forward element-wise pass over all B rows of one step, threaded over rows (core::parallel_for;
-// results do not depend on the thread count).
-template <typename T>
-inline void lstm_fwd_pointwise(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t B) {
-  core::parallel_for(
-      B, 8 * p.H, [&](std::int64_t n0, std::int64_t n1) { lstm_fwd_pointwise_rows(p, s, n0, n1); });
+  BLOCKRNN_POINTWISE_CALL(lstm_rows, p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
 }
 
 // Backward element-wise pass over rows [n0, n1) and cell columns [j0, j1) of one step (all
@@ -234,14 +244,15 @@ template <typename T>
 inline void lstm_bwd_pointwise_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s,
                                     std::int64_t n0, std::int64_t n1, std::int64_t j0 = 0,
                                     std::int64_t j1 = -1) {
-  if (j1 < 0) j1 = p.H;
-  if constexpr (std::is_same_v<T, float>) {
-    isa::lstm_bwd_rows_f32(p, s, n0, n1, j0, j1);
-  } else if (p.use_peephole) {
-    detail::lstm_bwd_rows<T, true>(p, s, n0, n1, j0, j1);
-  } else {
-    detail::lstm_bwd_rows<T, false>(p, s, n0, n1, j0, j1);
-  }
+  BLOCKRNN_POINTWISE_CALL(lstm_rows, p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
+}
+
+// Forward element-wise pass over all B rows of one step, threaded over rows (core::parallel_for;
+// results do not depend on the thread count).
+template <typename T>
+inline void lstm_fwd_pointwise(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t B) {
+  core::parallel_for(
+      B, 8 * p.H, [&](std::int64_t n0, std::int64_t n1) { lstm_fwd_pointwise_rows(p, s, n0, n1); });
 }
 
 // Backward element-wise pass over all B rows of one step, threaded over rows.

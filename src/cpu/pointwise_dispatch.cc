@@ -8,10 +8,10 @@ namespace blockrnn::cpu::isa {
 
 #define BLOCKRNN_DECLARE_POINTWISE_PATH(NS)                                                        \
   namespace NS {                                                                                   \
-  void lstm_fwd_rows_f32(const LSTMFwdParams<float>&, const LSTMFwdStep<float>&, std::int64_t,     \
-                         std::int64_t, std::int64_t, std::int64_t);                                \
-  void lstm_bwd_rows_f32(const LSTMBwdParams<float>&, const LSTMBwdStep<float>&, std::int64_t,     \
-                         std::int64_t, std::int64_t, std::int64_t);                                \
+  void lstm_rows_f32(const LSTMFwdParams<float>&, const LSTMFwdStep<float>&, std::int64_t,         \
+                     std::int64_t, std::int64_t, std::int64_t);                                    \
+  void lstm_rows_f32(const LSTMBwdParams<float>&, const LSTMBwdStep<float>&, std::int64_t,         \
+                     std::int64_t, std::int64_t, std::int64_t);                                    \
   void gru_fwd_gates_row_f32(std::int64_t, std::int64_t, const float*, const float*, const float*, \
                              float*, float*, float*);                                              \
   void gru_fwd_candidate_row_f32(std::int64_t, const float*, const float*, const float*, float*,   \
@@ -45,14 +45,14 @@ BLOCKRNN_DECLARE_POINTWISE_PATH(baseline)
   }                                   \
   return baseline::FN(__VA_ARGS__)
 
-void lstm_fwd_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1, std::int64_t j0, std::int64_t j1) {
-  BLOCKRNN_DISPATCH(lstm_fwd_rows_f32, p, s, n0, n1, j0, j1);
+void lstm_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
+                   std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+  BLOCKRNN_DISPATCH(lstm_rows_f32, p, s, n0, n1, j0, j1);
 }
 
-void lstm_bwd_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
-                       std::int64_t n1, std::int64_t j0, std::int64_t j1) {
-  BLOCKRNN_DISPATCH(lstm_bwd_rows_f32, p, s, n0, n1, j0, j1);
+void lstm_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
+                   std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+  BLOCKRNN_DISPATCH(lstm_rows_f32, p, s, n0, n1, j0, j1);
 }
 
 void gru_fwd_gates_row_f32(std::int64_t n, std::int64_t H, const float* ru_bar, const float* b_ru,

@@ -1,6 +1,7 @@
 // Helpers shared by the fast sequence drivers (src/cpu/block_gru.cc, src/cpu/block_lstm.cc):
 // the per-call workspace, zero fills and the column reductions that give bias and peephole
-// gradients over all T·B rows after the backward loop.
+// gradients over all T·B rows after the backward loop; and the explicit instantiations of every
+// fast kernel (the cells' too).
 #pragma once
 
 #include <algorithm>
@@ -15,8 +16,15 @@
 
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
+#include "core/cancel.h"
 #include "core/parallel.h"
 #include "gemm/gemm.h"
+
+// Instantiates kernel `fn` of src/kernel/*.h (BLOCKRNN_KERNEL(fn, Dims, Args) there) for float
+// and double, in the file that defines it.
+#define BLOCKRNN_INSTANTIATE_KERNEL(fn, Dims, Args)         \
+  template void fn<float>(const Dims&, const Args<float>&); \
+  template void fn<double>(const Dims&, const Args<double>&)
 
 namespace blockrnn::cpu {
 
@@ -145,6 +153,33 @@ void run_team(int threads, F&& body) {
   }
 }
 
+// The time loop of a sequence op as one team (run_team of loop_threads(panels, madds_per_step)).
+// run(body): every thread runs body(own, end_step), `own` its columns (unit_split), which loops
+// over the steps k = 0 … S−1 (in the op's order of t). end_step(k) closes step k: it polls for
+// cancellation (core::TeamStop, on thread 0), meets the team at a barrier (the next product reads
+// whole what the step wrote) and says whether to leave the loop, which every thread then does
+// after the same step. A cancelled loop throws op's error after the team.
+struct TimeLoop {
+  const char* op;              // the op's name, for the cancellation error
+  std::int64_t S;              // steps
+  std::int64_t panels, nr, H;  // the columns to split (unit_split)
+  double madds_per_step;       // recurrent product work (loop_threads)
+
+  template <typename F>
+  void run(F&& body) const {
+    core::TeamStop stop;
+    run_team(loop_threads(panels, madds_per_step), [&](int id, int nt) {
+      const auto end_step = [&](std::int64_t k) {
+        stop.poll(id, k);
+#pragma omp barrier
+        return stop.stop_after(k);
+      };
+      body(unit_split(panels, nr, H, id, nt), end_step);
+    });
+    if (stop.stopped()) core::throw_cancelled(op, stop.steps_done(), S);
+  }
+};
+
 template <typename T>
 inline void zero(T* p, std::int64_t n) {
   if (n > 0) std::fill(p, p + n, T(0));
@@ -217,6 +252,9 @@ struct ActiveRows {
     }
   }
   std::int64_t total() const { return all ? S * B : static_cast<std::int64_t>(rows.size()); }
+  // Rows of the compacted copies the weight gradients run over (none without lengths: those
+  // run over all S·B rows in place).
+  std::int64_t compacted() const { return all ? 0 : total(); }
   // Rows the recurrent products of step t run over.
   std::int64_t gemm_rows(std::int64_t t) const { return all ? B : prefix ? count[t] : B; }
   // Whether the input projection runs per step over each step's active prefix (else once over
@@ -251,6 +289,34 @@ void gather_rows(const std::vector<std::int64_t>& rows, const T* src, std::int64
   core::parallel_for(N, n, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       std::copy(src + rows[r] * lds, src + rows[r] * lds + n, dst + r * ldd);
+    }
+  });
+}
+
+// Copies the dense rows of src (n columns) to the given rows of dst (row stride n): the inverse
+// of gather_rows.
+template <typename T>
+void scatter_rows(const std::vector<std::int64_t>& rows, const T* src, std::int64_t n, T* dst) {
+  const std::int64_t N = static_cast<std::int64_t>(rows.size());
+  core::parallel_for(N, n, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      std::copy(src + r * n, src + (r + 1) * n, dst + rows[r] * n);
+    }
+  });
+}
+
+// The inputs of the given rows t·B + b, compacted for the weight gradients: their x rows into
+// xc [N, I] and their h[t−1] rows (h_prev [B, H] at t = 0, else h [T, B, H]) into hc [N, H].
+template <typename T>
+void gather_inputs(const std::vector<std::int64_t>& rows, std::int64_t B, std::int64_t I,
+                   std::int64_t H, const T* x, const T* h_prev, const T* h, T* xc, T* hc) {
+  gather_rows(rows, x, I, I, xc, I);
+  const std::int64_t N = static_cast<std::int64_t>(rows.size());
+  core::parallel_for(N, H, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t row = rows[r];  // t·B + b
+      const T* src = row < B ? h_prev + row * H : h + (row - B) * H;
+      std::copy(src, src + H, hc + r * H);
     }
   });
 }

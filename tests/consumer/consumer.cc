@@ -20,13 +20,10 @@ int main() {
   const int B = 2, I = 3, H = 4;
   std::vector<float> x(B * I, 0.5f), h_prev(B * H, -0.25f), w_ru((I + H) * 2 * H, 0.1f),
       w_c((I + H) * H, -0.1f), b_ru(2 * H, 0.f), b_c(H, 0.f), d_h(B * H, 1.f);
-  blockrnn::GRUBlockCellInputs in;
-  in.x = {x.data(), {B, I}};
-  in.h_prev = {h_prev.data(), {B, H}};
-  in.w_ru = {w_ru.data(), {I + H, 2 * H}};
-  in.w_c = {w_c.data(), {I + H, H}};
-  in.b_ru = {b_ru.data(), {2 * H}};
-  in.b_c = {b_c.data(), {H}};
+  // The inputs in declaration order: x, h_prev, w_ru, w_c, b_ru, b_c.
+  const blockrnn::GRUBlockCellInputs in{
+      {x.data(), {B, I}},       {h_prev.data(), {B, H}}, {w_ru.data(), {I + H, 2 * H}},
+      {w_c.data(), {I + H, H}}, {b_ru.data(), {2 * H}},  {b_c.data(), {H}}};
   const blockrnn::GRUBlockCellResult fwd = blockrnn::gru_block_cell(in);
   // h = u * (h_prev - c) + c, element by element.
   const float* r = fwd.r.data_as<float>();
@@ -39,17 +36,9 @@ int main() {
       return 1;
     }
   }
-  blockrnn::GRUBlockCellGradInputs g;
-  g.x = in.x;
-  g.h_prev = in.h_prev;
-  g.w_ru = in.w_ru;
-  g.w_c = in.w_c;
-  g.b_ru = in.b_ru;
-  g.b_c = in.b_c;
-  g.r = fwd.r;
-  g.u = fwd.u;
-  g.c = fwd.c;
-  g.d_h = {d_h.data(), {B, H}};
+  // The gradient's inputs: the forward's, its outputs r, u, c, and d_h.
+  blockrnn::GRUBlockCellGradInputs g{in.x,   in.h_prev, in.w_ru, in.w_c, in.b_ru,
+                                     in.b_c, fwd.r,     fwd.u,   fwd.c,  {d_h.data(), {B, H}}};
   const blockrnn::GRUBlockCellGradResult grad = blockrnn::gru_block_cell_grad(g);
   // d_h_prev = d_h * u + (terms through the gates): at least the shape and finiteness.
   if (grad.d_x.shape() != blockrnn::Shape{B, I} || !std::isfinite(grad.d_x.data_as<float>()[0])) {
