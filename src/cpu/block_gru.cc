@@ -266,7 +266,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs);
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs)
 
 }  // namespace blockrnn::cpu

@@ -218,7 +218,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_fwd, BlockGRUDims, BlockGRUResetAfterFwdArgs);
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_bwd, BlockGRUDims, BlockGRUResetAfterBwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_fwd, BlockGRUDims, BlockGRUResetAfterFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_bwd, BlockGRUDims, BlockGRUResetAfterBwdArgs)
 
 }  // namespace blockrnn::cpu

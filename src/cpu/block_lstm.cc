@@ -276,7 +276,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs);
-BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs)
 
 }  // namespace blockrnn::cpu

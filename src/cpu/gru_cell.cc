@@ -95,7 +95,7 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   column_sums<T, T>(B, H, a.d_c_bar, H, a.d_b_c);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(gru_cell_fwd, GRUDims, GRUCellFwdArgs);
-BLOCKRNN_INSTANTIATE_KERNEL(gru_cell_bwd, GRUDims, GRUCellBwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(gru_cell_fwd, GRUDims, GRUCellFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(gru_cell_bwd, GRUDims, GRUCellBwdArgs)
 
 }  // namespace blockrnn::cpu

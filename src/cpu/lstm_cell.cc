@@ -58,7 +58,7 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   column_sums<T, T>(B, G, a.d_gates, G, a.d_b);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_fwd, LSTMDims, LSTMCellFwdArgs);
-BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_bwd, LSTMDims, LSTMCellBwdArgs);
+BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_fwd, LSTMDims, LSTMCellFwdArgs)
+BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_bwd, LSTMDims, LSTMCellBwdArgs)
 
 }  // namespace blockrnn::cpu

@@ -20,12 +20,6 @@
 #include "core/parallel.h"
 #include "gemm/gemm.h"
 
-// Instantiates kernel `fn` of src/kernel/*.h (BLOCKRNN_KERNEL(fn, Dims, Args) there) for float
-// and double, in the file that defines it.
-#define BLOCKRNN_INSTANTIATE_KERNEL(fn, Dims, Args)         \
-  template void fn<float>(const Dims&, const Args<float>&); \
-  template void fn<double>(const Dims&, const Args<double>&)
-
 namespace blockrnn::cpu {
 
 // One allocation per call, carved into named slices before the time loop; nothing inside the
