@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,7 +54,10 @@ void run(benchmark::State& state, const std::string& op, const Dims& d, bool ref
   std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
   const blockrnn::OpDef& def = blockrnn::find_op(op);
   std::vector<Tensor> inputs;
-  for (const std::string& name : def.inputs) {
+  // TensorFlow's inputs; the optional trailing ones (seq_lengths) left out: every example runs T
+  // steps.
+  const std::size_t required = def.inputs.size() - std::size_t(def.num_optional_inputs);
+  for (const std::string& name : std::span(def.inputs).first(required)) {
     if (name == "seq_len_max") {
       Tensor t(DType::kInt64, Shape{});
       t.data_as<std::int64_t>()[0] = d.T;

@@ -107,20 +107,6 @@ void input_product(const BlockLSTMFwdArgs<T>& a, std::int64_t m, const T* x, std
   }
 }
 
-// The forward's tensors of step t in a pass's step struct (LSTMFwdStep or LSTMBwdStep, which
-// name them alike): the state entering it (cs[t−1], cs_prev at t = 0) and its gate outputs.
-template <typename Step, typename Args>
-void set_step_state(Step& s, const Args& a, std::int64_t t, std::int64_t BH) {
-  const std::int64_t o = t * BH;
-  s.cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH;
-  s.i = a.i + o;
-  s.cs = a.cs + o;
-  s.f = a.f + o;
-  s.o = a.o + o;
-  s.ci = a.ci + o;
-  s.co = a.co + o;
-}
-
 }  // namespace
 
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
@@ -158,7 +144,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
         gemm::gemm_panels(m, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
       }
       LSTMFwdStep<T> step{.gates = gates_t, .h = a.h + o, .gates_ld = Gp};
-      set_step_state(step, a, t, BH);
+      lstm_step_state(step, a, t, BH);
       act.for_rows(
           t,
           [&](std::int64_t r0, std::int64_t r1) {
@@ -217,7 +203,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
           .d_cs_prev = carry_cs,
           .d_gates_ld = Gp,
       };
-      set_step_state(step, a, t, BH);
+      lstm_step_state(step, a, t, BH);
       act.for_rows(
           t,
           [&](std::int64_t r0, std::int64_t r1) {

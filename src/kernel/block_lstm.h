@@ -66,6 +66,22 @@ struct BlockLSTMBwdArgs {
   T* workspace = nullptr;
 };
 
+// Step t's slices of the sequence's forward tensors (`a`: BlockLSTMFwdArgs or BlockLSTMBwdArgs)
+// in `s`, any struct that names them alike (the cell kernel's arguments, an engine's step
+// struct): the cell state entering the step (cs[t−1], cs_prev at t = 0) and the step's gates,
+// cs and co. BH = B·H, the size of one step of a [T, B, H] tensor.
+template <typename Step, typename Args>
+void lstm_step_state(Step& s, const Args& a, std::int64_t t, std::int64_t BH) {
+  const std::int64_t o = t * BH;
+  s.cs_prev = t == 0 ? a.cs_prev : a.cs + o - BH;
+  s.i = a.i + o;
+  s.cs = a.cs + o;
+  s.f = a.f + o;
+  s.o = a.o + o;
+  s.ci = a.ci + o;
+  s.co = a.co + o;
+}
+
 BLOCKRNN_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs)
 BLOCKRNN_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs)
 
