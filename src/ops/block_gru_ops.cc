@@ -38,13 +38,9 @@ constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
     BLOCKRNN_OUTPUT(GradOut, GradRes, w_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_c_grad),
     BLOCKRNN_OUTPUT(GradOut, GradRes, b_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, b_c_grad)};
 
-template <class Fields>
-ops::GRUState state_of(const Fields& in) {
-  return {in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
-}
-
 Plan validate_fwd(const In& in, const NoAttrs&) {
-  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRU"), kInputs, in, {}, state_of(in));
+  const ops::SeqDims d =
+      ops::check_sequence(Checker("BlockGRU"), kInputs, in, {}, ops::GRUState::of(in));
   const Shape tbh{d.T, d.B, d.H};
   Plan p(d.dtype, {tbh, tbh, tbh, tbh});
   p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
@@ -55,7 +51,7 @@ Plan validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::Named steps[] = {
       {"r", in.r}, {"u", in.u}, {"c", in.c}, {"h", in.h}, {"h_grad", in.h_grad}};
   const ops::SeqDims d =
-      ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in, steps, state_of(in));
+      ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in, steps, ops::GRUState::of(in));
   const std::int64_t K = d.I + d.H;
   Plan p(d.dtype, {Shape{d.T, d.B, d.I}, Shape{d.B, d.H}, Shape{K, 2 * d.H}, Shape{K, d.H},
                    Shape{2 * d.H}, Shape{d.H}});
@@ -64,22 +60,17 @@ Plan validate_grad(const GradIn& in, const NoAttrs&) {
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(
-      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const auto a = ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o);
-        ops::run_kernel([&] { ref::block_gru_fwd<T>(d, a); }, [&] { cpu::block_gru_fwd<T>(d, a); });
-      });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
+               []<typename T>(const In& i, const Out& o) {
+                 return ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o);
+               });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
-                       [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const auto a = ops::block_gru_bwd_args<T>(i, o);
-                         ops::run_kernel([&] { ref::block_gru_bwd<T>(d, a); },
-                                         [&] { cpu::block_gru_bwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
+               []<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::block_gru_bwd_args<T>(i, o);
+               });
 }
 
 }  // namespace

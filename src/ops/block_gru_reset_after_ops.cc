@@ -46,12 +46,13 @@ constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
 struct State {
   const TensorView &h_prev, &w_i, &w_h, &b_i, &b_h;
 
+  template <class Fields>
+  static State of(const Fields& in) {
+    return {in.h_prev, in.w_i, in.w_h, in.b_i, in.b_h};
+  }
   void ranks(const Checker& check) const {
-    check.rank("h_prev", h_prev, 2);
-    check.rank("w_i", w_i, 2);
-    check.rank("w_h", w_h, 2);
-    check.rank("b_i", b_i, 1);
-    check.rank("b_h", b_h, 1);
+    ops::check_ranks(check, 2, {{"h_prev", h_prev}, {"w_i", w_i}, {"w_h", w_h}});
+    ops::check_ranks(check, 1, {{"b_i", b_i}, {"b_h", b_h}});
   }
   std::int64_t cell_size(const Checker&) const { return h_prev.shape[1]; }
   void shapes(const Checker& check, const TensorView&, std::int64_t B, std::int64_t I,
@@ -66,14 +67,9 @@ struct State {
   }
 };
 
-template <class Fields>
-State state_of(const Fields& in) {
-  return {in.h_prev, in.w_i, in.w_h, in.b_i, in.b_h};
-}
-
 Plan validate_fwd(const In& in, const NoAttrs&) {
   const ops::SeqDims d =
-      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, {}, state_of(in));
+      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, {}, State::of(in));
   const Shape tbh{d.T, d.B, d.H};
   Plan p(d.dtype, {tbh, tbh, tbh, tbh, tbh});
   p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
@@ -84,7 +80,7 @@ Plan validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::Named steps[] = {{"r", in.r},   {"u", in.u}, {"n", in.n},
                               {"hn", in.hn}, {"h", in.h}, {"h_grad", in.h_grad}};
   const ops::SeqDims d =
-      ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in, steps, state_of(in));
+      ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in, steps, State::of(in));
   Plan p(d.dtype, {Shape{d.T, d.B, d.I}, Shape{d.B, d.H}, Shape{d.I, 3 * d.H}, Shape{d.H, 3 * d.H},
                    Shape{3 * d.H}, Shape{3 * d.H}});
   p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
@@ -92,23 +88,16 @@ Plan validate_grad(const GradIn& in, const NoAttrs&) {
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(dtype, kInputs, in, kOutputs, out,
-                       [&]<typename T>(const In& i, const Out& o) {
-                         const auto a = ops::gru_reset_after_fwd_args<T>(i, o);
-                         ops::run_kernel([&] { ref::block_gru_reset_after_fwd<T>(d, a); },
-                                         [&] { cpu::block_gru_reset_after_fwd<T>(d, a); });
-                       });
+  ops::compute(
+      ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
+      []<typename T>(const In& i, const Out& o) { return ops::gru_reset_after_fwd_args<T>(i, o); });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
-                       [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const auto a = ops::gru_reset_after_bwd_args<T>(i, o);
-                         ops::run_kernel([&] { ref::block_gru_reset_after_bwd<T>(d, a); },
-                                         [&] { cpu::block_gru_reset_after_bwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
+               []<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::gru_reset_after_bwd_args<T>(i, o);
+               });
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ constexpr core::AttrField<PeepholeAttr> kGradAttrs[] = {
 
 template <class Fields>
 ops::LSTMState state_of(const Fields& in, bool grad) {
-  return {in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b, grad, false};
+  return ops::LSTMState::of(in, grad, false);
 }
 
 template <LSTMLayout L, class A>
@@ -85,27 +85,21 @@ Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
 // BlockLSTMV2's kernel uses forget_bias 0.
 template <LSTMLayout L, class A>
 void compute_fwd(const In& in, const Out& out, const A& attrs, DType dtype) {
-  const BlockLSTMDims d = ops::seq_dims<BlockLSTMDims>(in);
   double forget_bias = 0.0;
   if constexpr (requires { attrs.forget_bias; }) forget_bias = attrs.forget_bias;
-  core::dispatch_float(dtype, kInputs, in, kOutputs, out,
-                       [&]<typename T>(const In& i, const Out& o) {
-                         const auto a = ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(
-                             i, o, forget_bias, attrs.cell_clip, attrs.use_peephole, L, dtype);
-                         ops::run_kernel([&] { ref::block_lstm_fwd<T>(d, a); },
-                                         [&] { cpu::block_lstm_fwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockLSTMDims>(in), dtype, kInputs, in, kOutputs, out,
+               [&]<typename T>(const In& i, const Out& o) {
+                 return ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(i, o, forget_bias, attrs.cell_clip,
+                                                                attrs.use_peephole, L, dtype);
+               });
 }
 
 template <LSTMLayout L>
 void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attrs, DType dtype) {
-  const BlockLSTMDims d = ops::seq_dims<BlockLSTMDims>(in);
-  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
-                       [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const auto a = ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
-                         ops::run_kernel([&] { ref::block_lstm_bwd<T>(d, a); },
-                                         [&] { cpu::block_lstm_bwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockLSTMDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
+               [&]<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
+               });
 }
 
 constexpr auto kICFO = LSTMLayout::kICFO;

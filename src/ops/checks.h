@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 
@@ -33,24 +34,41 @@ struct Named {
   const TensorView& view;
 };
 
+// Inputs checked by name that must all have rank `rank` (a state's matrices, then its vectors).
+inline void check_ranks(const Checker& check, int rank, std::initializer_list<Named> inputs) {
+  for (const Named& t : inputs) check.rank(t.name, t.view, rank);
+}
+
+// The dimensions of a weight of the gates' pre-activations, [input_size + cell_size, gates *
+// cell_size] (w_ru of the GRU ops, w of the LSTM ops), computed with overflow checks.
+struct FusedWeightDims {
+  std::int64_t rows, columns;
+};
+inline FusedWeightDims fused_weight_dims(const Checker& check, const std::string& w, int gates,
+                                         std::int64_t I, std::int64_t H) {
+  const std::string rows = "input_size + cell_size (rows of " + w + ")";
+  const std::string columns = std::to_string(gates) + " * cell_size (columns of " + w + ")";
+  return {core::checked_add(check.op(), rows.c_str(), I, H),
+          core::checked_mul(check.op(), columns.c_str(), gates, H)};
+}
+
 // The state and weights of the GRU ops (GRUBlockCell, BlockGRU): h_prev [B, H], w_ru [I+H, 2H],
 // w_c [I+H, H], b_ru [2H], b_c [H]. H is h_prev's.
 struct GRUState {
   const TensorView &h_prev, &w_ru, &w_c, &b_ru, &b_c;
 
+  template <class Fields>
+  static GRUState of(const Fields& in) {
+    return {in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+  }
   void ranks(const Checker& check) const {
-    check.rank("h_prev", h_prev, 2);
-    check.rank("w_ru", w_ru, 2);
-    check.rank("w_c", w_c, 2);
-    check.rank("b_ru", b_ru, 1);
-    check.rank("b_c", b_c, 1);
+    check_ranks(check, 2, {{"h_prev", h_prev}, {"w_ru", w_ru}, {"w_c", w_c}});
+    check_ranks(check, 1, {{"b_ru", b_ru}, {"b_c", b_c}});
   }
   std::int64_t cell_size(const Checker&) const { return h_prev.shape[1]; }
   void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
               std::int64_t H) const {
-    const std::int64_t K =
-        core::checked_add(check.op(), "input_size + cell_size (rows of w_ru)", I, H);
-    const std::int64_t H2 = core::checked_mul(check.op(), "2 * cell_size (columns of w_ru)", 2, H);
+    const auto [K, H2] = fused_weight_dims(check, "w_ru", 2, I, H);
     check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
     const Checker::OtherWeight other{"w_c", w_c, {K, H}};
     check.input_weight("w_ru", w_ru, {K, H2}, "input_size + cell_size, 2 * cell_size", x, H,
@@ -70,14 +88,14 @@ struct LSTMState {
   bool h_from_w = false;
   bool nonempty = false;
 
+  template <class Fields>
+  static LSTMState of(const Fields& in, bool h_from_w, bool nonempty) {
+    return {in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b, h_from_w, nonempty};
+  }
+
   void ranks(const Checker& check) const {
-    check.rank("cs_prev", cs_prev, 2);
-    check.rank("h_prev", h_prev, 2);
-    check.rank("w", w, 2);
-    check.rank("wci", wci, 1);
-    check.rank("wcf", wcf, 1);
-    check.rank("wco", wco, 1);
-    check.rank("b", b, 1);
+    check_ranks(check, 2, {{"cs_prev", cs_prev}, {"h_prev", h_prev}, {"w", w}});
+    check_ranks(check, 1, {{"wci", wci}, {"wcf", wcf}, {"wco", wco}, {"b", b}});
   }
   std::int64_t cell_size(const Checker& check) const {
     if (!h_from_w) return cs_prev.shape[1];
@@ -89,9 +107,7 @@ struct LSTMState {
   }
   void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
               std::int64_t H) const {
-    const std::int64_t K =
-        core::checked_add(check.op(), "input_size + cell_size (rows of w)", I, H);
-    const std::int64_t G = core::checked_mul(check.op(), "4 * cell_size (columns of w)", 4, H);
+    const auto [K, G] = fused_weight_dims(check, "w", 4, I, H);
     check.shape("cs_prev", cs_prev, {B, H}, "batch_size, cell_size");
     if (nonempty && (B == 0 || H == 0)) {
       check.fail("cs_prev is empty, got shape " + cs_prev.shape.to_string() +

@@ -5,6 +5,8 @@
 // Validation order: the ranks of every input, then dimensions, then dtypes.
 #include "blockrnn/gru.h"
 
+#include <vector>
+
 #include "core/op_impl.h"
 #include "kernel/gru_cell.h"
 #include "ops/checks.h"
@@ -42,13 +44,9 @@ constexpr core::OutputField<BackOut, BackRes> kBackwardOutputs[] = {
     BLOCKRNN_OUTPUT(BackOut, BackRes, w_ru), BLOCKRNN_OUTPUT(BackOut, BackRes, w_c),
     BLOCKRNN_OUTPUT(BackOut, BackRes, b_ru), BLOCKRNN_OUTPUT(BackOut, BackRes, b_c)};
 
-template <class Fields>
-ops::GRUState state_of(const Fields& in) {
-  return {in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
-}
-
 Plan validate_fwd(const In& in, const NoAttrs&) {
-  const ops::CellDims d = ops::check_cell(Checker("GRUBlockCell"), kInputs, in, {}, state_of(in));
+  const ops::CellDims d =
+      ops::check_cell(Checker("GRUBlockCell"), kInputs, in, {}, ops::GRUState::of(in));
   const Shape bh{d.B, d.H};
   return Plan(d.dtype, {bh, bh, bh, bh}).sizes(1, d.B, d.I, d.H);
 }
@@ -56,7 +54,7 @@ Plan validate_fwd(const In& in, const NoAttrs&) {
 // r, u, c, d_h [B, H] besides the forward inputs.
 ops::CellDims check_grad(const char* op, const GradIn& in) {
   const ops::Named steps[] = {{"r", in.r}, {"u", in.u}, {"c", in.c}, {"d_h", in.d_h}};
-  return ops::check_cell(Checker(op), kGradInputs, in, steps, state_of(in));
+  return ops::check_cell(Checker(op), kGradInputs, in, steps, ops::GRUState::of(in));
 }
 
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
@@ -73,51 +71,33 @@ Plan validate_backward(const GradIn& in, const NoAttrs&) {
       .sizes(1, d.B, d.I, d.H);
 }
 
-GRUDims dims_of(const GradIn& in) {
+template <class Fields>
+GRUDims dims_of(const Fields& in) {
   return {in.x.shape[0], in.x.shape[1], in.h_prev.shape[1]};
-}
-GRUDims dims_of(const In& in) {
-  return {in.x.shape[0], in.x.shape[1], in.h_prev.shape[1]};
-}
-
-template <typename T>
-void run_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
-  ops::run_kernel([&] { ref::gru_cell_bwd<T>(d, a); }, [&] { cpu::gru_cell_bwd<T>(d, a); });
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  const GRUDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const auto a = ops::gru_fwd_args<GRUCellFwdArgs, T>(i, o);
-        ops::run_kernel([&] { ref::gru_cell_fwd<T>(d, a); }, [&] { cpu::gru_cell_fwd<T>(d, a); });
-      });
+  ops::compute(dims_of(in), dtype, kInputs, in, kOutputs, out,
+               []<typename T>(const In& i, const Out& o) {
+                 return ops::gru_fwd_args<GRUCellFwdArgs, T>(i, o);
+               });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
-  const GRUDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kGradInputs, in, kGradOutputs, out,
-      [&]<typename T>(const GradIn& i, const GradOut& o) {
-        run_bwd<T>(d, ops::gru_cell_bwd_args<T>(i, data<T>(o.d_x), data<T>(o.d_h_prev),
-                                                data<T>(o.d_c_bar), data<T>(o.d_r_bar_u_bar)));
-      });
+  ops::compute(dims_of(in), dtype, kGradInputs, in, kGradOutputs, out,
+               []<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::gru_cell_grad_args<T>(i, o);
+               });
 }
 
-// d_c_bar and d_r_bar_u_bar are scratch.
+// The gate gradients d_c_bar and d_r_bar_u_bar are scratch.
 void compute_backward(const GradIn& in, const BackOut& out, const NoAttrs&, DType dtype) {
   const GRUDims d = dims_of(in);
   core::dispatch_float(dtype, kGradInputs, in, kBackwardOutputs, out,
                        [&]<typename T>(const GradIn& i, const BackOut& o) {
                          std::vector<T> d_c_bar(d.B * d.H), d_ru(d.B * 2 * d.H);
-                         GRUCellBwdArgs<T> a = ops::gru_cell_bwd_args<T>(
-                             i, data<T>(o.x), data<T>(o.h_prev), d_c_bar.data(), d_ru.data());
-                         a.full = true;
-                         a.d_w_ru = data<T>(o.w_ru);
-                         a.d_w_c = data<T>(o.w_c);
-                         a.d_b_ru = data<T>(o.b_ru);
-                         a.d_b_c = data<T>(o.b_c);
-                         run_bwd<T>(d, a);
+                         ops::run_kernel(
+                             d, ops::gru_cell_backward_args<T>(i, o, d_c_bar.data(), d_ru.data()));
                        });
 }
 
@@ -132,8 +112,6 @@ constexpr Op<GradIn, BackOut, BackRes, NoAttrs> kGRUBlockCellBackward{
     "gradients.GRUBlockCell", kGradInputs,     kBackwardOutputs, {},
     validate_backward,        compute_backward};
 }  // namespace ops
-
-namespace {}  // namespace
 
 namespace core {
 void register_gru_ops() {

@@ -64,9 +64,10 @@ using ops::PeepholeAttr;
 constexpr core::AttrField<PeepholeAttr> kGradAttrs[] = {
     core::attr<&PeepholeAttr::use_peephole>("use_peephole", true)};
 
+// H from cs_prev; B = 0 or H = 0 is refused.
 template <class Fields>
 ops::LSTMState state_of(const Fields& in) {
-  return {in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b, false, true};
+  return ops::LSTMState::of(in, false, true);
 }
 
 Plan validate_fwd(const In& in, const Attrs&) {
@@ -103,29 +104,18 @@ LSTMDims dims_of(const Fields& in) {
 }
 
 void compute_fwd(const In& in, const Out& out, const Attrs& attrs, DType dtype) {
-  const LSTMDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const auto a = ops::lstm_fwd_args<LSTMCellFwdArgs, T>(
-            i, o, attrs.forget_bias, attrs.cell_clip, attrs.use_peephole, LSTMLayout::kICFO, dtype);
-        ops::run_kernel([&] { ref::lstm_cell_fwd<T>(d, a); }, [&] { cpu::lstm_cell_fwd<T>(d, a); });
+  ops::compute(
+      dims_of(in), dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
+        return ops::lstm_fwd_args<LSTMCellFwdArgs, T>(i, o, attrs.forget_bias, attrs.cell_clip,
+                                                      attrs.use_peephole, LSTMLayout::kICFO, dtype);
       });
-}
-
-template <typename T>
-void run_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
-  ops::run_kernel([&] { ref::lstm_cell_bwd<T>(d, a); }, [&] { cpu::lstm_cell_bwd<T>(d, a); });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attrs, DType dtype) {
-  const LSTMDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kGradInputs, in, kGradOutputs, out,
-      [&]<typename T>(const GradIn& i, const GradOut& o) {
-        run_bwd<T>(d, ops::lstm_cell_bwd_args<T>(i, attrs.use_peephole, data<T>(o.cs_prev_grad),
-                                                 data<T>(o.dicfo), data<T>(o.wci_grad),
-                                                 data<T>(o.wcf_grad), data<T>(o.wco_grad)));
-      });
+  ops::compute(dims_of(in), dtype, kGradInputs, in, kGradOutputs, out,
+               [&]<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::lstm_cell_grad_args<T>(i, o, attrs.use_peephole);
+               });
 }
 
 // Only use_peephole matters; the gate gradient dicfo is scratch.
@@ -134,15 +124,8 @@ void compute_backward(const GradIn& in, const BackOut& out, const Attrs& attrs, 
   core::dispatch_float(dtype, kGradInputs, in, kBackwardOutputs, out,
                        [&]<typename T>(const GradIn& i, const BackOut& o) {
                          std::vector<T> d_gates(d.B * 4 * d.H);
-                         LSTMCellBwdArgs<T> a = ops::lstm_cell_bwd_args<T>(
-                             i, attrs.use_peephole, data<T>(o.cs_prev), d_gates.data(),
-                             data<T>(o.wci), data<T>(o.wcf), data<T>(o.wco));
-                         a.full = true;
-                         a.d_x = data<T>(o.x);
-                         a.d_h_prev = data<T>(o.h_prev);
-                         a.d_w = data<T>(o.w);
-                         a.d_b = data<T>(o.b);
-                         run_bwd<T>(d, a);
+                         ops::run_kernel(d, ops::lstm_cell_backward_args<T>(
+                                                i, o, attrs.use_peephole, d_gates.data()));
                        });
 }
 
