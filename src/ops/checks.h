@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "core/op_impl.h"
 
@@ -28,7 +29,7 @@ DType same_float_dtype(const Checker& check, const Fields& fields, const In& in)
   return check.same_float_dtype(std::span(names, n), std::span(views, n));
 }
 
-// An input checked by name: the per-step tensors of a grad.
+// An input checked by name.
 struct Named {
   const char* name;
   const TensorView& view;
@@ -122,23 +123,37 @@ struct LSTMState {
   }
 };
 
+// The per-step inputs of a grad (the forward outputs it takes back and the incoming gradients):
+// rows of its table, each [B, H] (a cell op's) or [T, B, H] (a sequence op's).
+template <class In>
+using Steps = std::type_identity_t<std::span<const core::InputField<In>>>;
+
 // The validation of the cell ops: the ranks of x [B, I] and the state, the ranks of the per-step
-// inputs `steps` (the grads' forward outputs and incoming gradients, checked first), then
-// dimensions, each step [B, H], then the one float dtype. Returns B, I, H and the dtype.
+// inputs `steps` (checked first), then dimensions, each step [B, H], then the one float dtype.
+// Returns B, I, H and the dtype.
 struct CellDims {
   std::int64_t B, I, H;
   DType dtype;
 };
 template <class Fields, class In, class State>
-CellDims check_cell(const Checker& check, const Fields& fields, const In& in,
-                    std::span<const Named> steps, const State& state) {
-  for (const Named& s : steps) check.rank(s.name, s.view, 2);
+CellDims check_cell(const Checker& check, const Fields& fields, const In& in, Steps<In> steps,
+                    const State& state) {
+  for (const auto& s : steps) check.rank(s.name, in.*s.view, 2);
   check.rank("x", in.x, 2);
   state.ranks(check);
   const std::int64_t B = in.x.shape[0], I = in.x.shape[1], H = state.cell_size(check);
   state.shapes(check, in.x, B, I, H);
-  for (const Named& s : steps) check.shape(s.name, s.view, {B, H}, "batch_size, cell_size");
+  for (const auto& s : steps) check.shape(s.name, in.*s.view, {B, H}, "batch_size, cell_size");
   return {B, I, H, same_float_dtype(check, fields, in)};
+}
+
+// A cell op's plan: its outputs' shapes (a forward op's `num_outputs`, each [B, H]) and the sizes
+// of its work.
+inline core::Plan cell_plan(const CellDims& d, std::initializer_list<Shape> outputs) {
+  return core::Plan(d.dtype, outputs).sizes(1, d.B, d.I, d.H);
+}
+inline core::Plan cell_plan(const CellDims& d, std::size_t num_outputs) {
+  return core::Plan(d.dtype, num_outputs, Shape{d.B, d.H}).sizes(1, d.B, d.I, d.H);
 }
 
 // The sizes a sequence op's validation found.
@@ -154,20 +169,20 @@ struct SeqDims {
 // B, H], seq_lengths [B]; then dtypes (seq_len_max and seq_lengths int64, every floating input one
 // dtype); then values (0 ≤ seq_len_max ≤ T, every seq_lengths in [0, T]).
 template <class Fields, class In, class State>
-SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in,
-                       std::span<const Named> steps, const State& state) {
+SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in, Steps<In> steps,
+                       const State& state) {
   const TensorView &seq_len_max = in.seq_len_max_tensor, &x = in.x;
   const core::SeqLengthsCheck lengths{check, in.seq_lengths};
   check.scalar("seq_len_max", seq_len_max);
   check.rank("x", x, 3);
   state.ranks(check);
-  for (const Named& s : steps) check.rank(s.name, s.view, 3);
+  for (const auto& s : steps) check.rank(s.name, in.*s.view, 3);
   lengths.rank();
   const std::int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2];
   const std::int64_t H = state.cell_size(check);
   state.shapes(check, x, B, I, H);
-  for (const Named& s : steps) {
-    check.shape(s.name, s.view, {T, B, H}, "time_len, batch_size, cell_size");
+  for (const auto& s : steps) {
+    check.shape(s.name, in.*s.view, {T, B, H}, "time_len, batch_size, cell_size");
   }
   lengths.shape(B);
   check.int64("seq_len_max", seq_len_max);
@@ -180,6 +195,21 @@ SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in,
   }
   lengths.values(T);
   return {T, B, I, H, S, dtype};
+}
+
+// A sequence op's plan: its outputs' shapes (a forward op's `num_outputs`, each [T, B, H]), the
+// sizes of its work and whether seq_lengths is given.
+inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths, core::Plan plan) {
+  plan.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(seq_lengths);
+  return plan;
+}
+inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths,
+                                std::initializer_list<Shape> outputs) {
+  return sequence_plan(d, seq_lengths, core::Plan(d.dtype, outputs));
+}
+inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths,
+                                std::size_t num_outputs) {
+  return sequence_plan(d, seq_lengths, core::Plan(d.dtype, num_outputs, Shape{d.T, d.B, d.H}));
 }
 
 // A sequence kernel's dims (BlockLSTMDims, BlockGRUDims) of validated inputs: the lengths are

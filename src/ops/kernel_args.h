@@ -11,6 +11,7 @@
 #include "kernel/block_lstm.h"
 #include "kernel/gru_cell.h"
 #include "kernel/lstm_cell.h"
+#include "ops/fields.h"
 #include "ops/lstm_attrs.h"
 
 namespace blockrnn::ops {
@@ -29,15 +30,13 @@ using core::data;
 // gradients.LSTMBlockCell's and gradients.GRUBlockCell's outputs are named as the inputs.
 #define BLOCKRNN_GRAD(field) .d_##field = data<T>(o.field)
 
-// The fields every LSTM kernel's arguments start with: the inputs but b (fields.h's kLSTMInputs).
+// The fields every LSTM kernel's arguments start with: the inputs but b.
 #define BLOCKRNN_LSTM_STATE                                                                    \
   BLOCKRNN_IN(x), BLOCKRNN_IN(cs_prev), BLOCKRNN_IN(h_prev), BLOCKRNN_IN(w), BLOCKRNN_IN(wci), \
       BLOCKRNN_IN(wcf), BLOCKRNN_IN(wco)
-// The LSTM gates, the forward kernels' outputs (from o) and the backward kernels' inputs (from
-// i; fields.h's kLSTMGates).
-#define BLOCKRNN_LSTM_GATES(from)                                             \
-  BLOCKRNN_FIELD(from, i), BLOCKRNN_FIELD(from, cs), BLOCKRNN_FIELD(from, f), \
-      BLOCKRNN_FIELD(from, o), BLOCKRNN_FIELD(from, ci), BLOCKRNN_FIELD(from, co)
+// The LSTM gates (fields.h's list), the forward kernels' outputs (from o) and the backward
+// kernels' inputs (from i).
+#define BLOCKRNN_LSTM_GATES_OF(from) BLOCKRNN_LSTM_GATES(BLOCKRNN_FIELD, from)
 // The fields every GRU kernel's arguments start with.
 #define BLOCKRNN_GRU_STATE BLOCKRNN_IN(x), BLOCKRNN_IN(h_prev), BLOCKRNN_IN(w_ru), BLOCKRNN_IN(w_c)
 
@@ -85,7 +84,7 @@ Args<T> lstm_fwd_args(const In& i, const Out& o, double forget_bias, double cell
                       bool use_peephole, LSTMLayout layout, DType dtype) {
   return {BLOCKRNN_LSTM_STATE,
           BLOCKRNN_IN(b),
-          BLOCKRNN_LSTM_GATES(o),
+          BLOCKRNN_LSTM_GATES_OF(o),
           BLOCKRNN_OUT(h),
           .forget_bias = attr_in_dtype<T>(forget_bias, dtype),
           .cell_clip = clip_in_dtype<T>(cell_clip, dtype),
@@ -97,7 +96,7 @@ Args<T> lstm_fwd_args(const In& i, const Out& o, double forget_bias, double cell
 template <class T, class In, class Out>
 BlockLSTMBwdArgs<T> block_lstm_bwd_args(const In& i, const Out& o, bool use_peephole,
                                         LSTMLayout layout) {
-  return {BLOCKRNN_LSTM_STATE,        BLOCKRNN_LSTM_GATES(i),       BLOCKRNN_IN(h),
+  return {BLOCKRNN_LSTM_STATE,        BLOCKRNN_LSTM_GATES_OF(i),    BLOCKRNN_IN(h),
           BLOCKRNN_GRAD_IN(cs),       BLOCKRNN_GRAD_IN(h),          BLOCKRNN_GRAD_OUT(x),
           BLOCKRNN_GRAD_OUT(cs_prev), BLOCKRNN_GRAD_OUT(h_prev),    BLOCKRNN_GRAD_OUT(w),
           BLOCKRNN_GRAD_OUT(wci),     BLOCKRNN_GRAD_OUT(wcf),       BLOCKRNN_GRAD_OUT(wco),
@@ -156,7 +155,7 @@ GRUCellBwdArgs<T> gru_cell_backward_args(const In& i, const Out& o, T* d_c_bar, 
 // LSTMBlockCellGrad's.
 template <class T, class In, class Out>
 LSTMCellBwdArgs<T> lstm_cell_grad_args(const In& i, const Out& o, bool use_peephole) {
-  return {BLOCKRNN_LSTM_STATE,         BLOCKRNN_LSTM_GATES(i),     BLOCKRNN_GRAD_IN(cs),
+  return {BLOCKRNN_LSTM_STATE,         BLOCKRNN_LSTM_GATES_OF(i),  BLOCKRNN_GRAD_IN(cs),
           BLOCKRNN_GRAD_IN(h),         BLOCKRNN_GRAD_OUT(cs_prev), .d_gates = data<T>(o.dicfo),
           BLOCKRNN_GRAD_OUT(wci),      BLOCKRNN_GRAD_OUT(wcf),     BLOCKRNN_GRAD_OUT(wco),
           .use_peephole = use_peephole};
@@ -167,11 +166,14 @@ LSTMCellBwdArgs<T> lstm_cell_grad_args(const In& i, const Out& o, bool use_peeph
 template <class T, class In, class Out>
 LSTMCellBwdArgs<T> lstm_cell_backward_args(const In& i, const Out& o, bool use_peephole,
                                            T* d_gates) {
-  return {BLOCKRNN_LSTM_STATE,          BLOCKRNN_LSTM_GATES(i), BLOCKRNN_GRAD_IN(cs),
-          BLOCKRNN_GRAD_IN(h),          BLOCKRNN_GRAD(cs_prev), .d_gates = d_gates,
-          BLOCKRNN_GRAD(wci),           BLOCKRNN_GRAD(wcf),     BLOCKRNN_GRAD(wco),
-          .use_peephole = use_peephole, .full = true,           BLOCKRNN_GRAD(x),
-          BLOCKRNN_GRAD(h_prev),        BLOCKRNN_GRAD(w),       BLOCKRNN_GRAD(b)};
+  return {BLOCKRNN_LSTM_STATE,    BLOCKRNN_LSTM_GATES_OF(i),
+          BLOCKRNN_GRAD_IN(cs),   BLOCKRNN_GRAD_IN(h),
+          BLOCKRNN_GRAD(cs_prev), .d_gates = d_gates,
+          BLOCKRNN_GRAD(wci),     BLOCKRNN_GRAD(wcf),
+          BLOCKRNN_GRAD(wco),     .use_peephole = use_peephole,
+          .full = true,           BLOCKRNN_GRAD(x),
+          BLOCKRNN_GRAD(h_prev),  BLOCKRNN_GRAD(w),
+          BLOCKRNN_GRAD(b)};
 }
 
 #undef BLOCKRNN_FIELD
@@ -181,7 +183,7 @@ LSTMCellBwdArgs<T> lstm_cell_backward_args(const In& i, const Out& o, bool use_p
 #undef BLOCKRNN_GRAD_OUT
 #undef BLOCKRNN_GRAD
 #undef BLOCKRNN_LSTM_STATE
-#undef BLOCKRNN_LSTM_GATES
+#undef BLOCKRNN_LSTM_GATES_OF
 #undef BLOCKRNN_GRU_STATE
 
 }  // namespace blockrnn::ops
