@@ -41,14 +41,14 @@ constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
   return ops::sequence_plan(
-      ops::check_sequence(Checker("BlockGRU"), kInputs, in, {}, ops::GRUState::of(in)),
-      in.seq_lengths, std::size(kOutputs));
+      ops::check_sequence(Checker("BlockGRU"), kInputs, in, ops::GRUState::of(in)), in.seq_lengths,
+      std::size(kOutputs));
 }
 
 // Each gradient has the shape of its input.
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
-  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in, kGradSteps,
-                                             ops::GRUState::of(in));
+  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in,
+                                             ops::GRUState::of(in), kGradSteps);
   return ops::sequence_plan(d, in.seq_lengths, {BLOCKRNN_GRU_INPUTS(BLOCKRNN_SHAPE, in)});
 }
 

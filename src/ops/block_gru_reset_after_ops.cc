@@ -66,14 +66,14 @@ struct State {
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
   return ops::sequence_plan(
-      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, {}, State::of(in)),
+      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in)),
       in.seq_lengths, std::size(kOutputs));
 }
 
 // Each gradient has the shape of its input.
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
-                                             kGradSteps, State::of(in));
+                                             State::of(in), kGradSteps);
   return ops::sequence_plan(d, in.seq_lengths,
                             {BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_SHAPE, in)});
 }

@@ -64,16 +64,16 @@ ops::LSTMState state_of(const Fields& in, bool grad) {
 
 template <LSTMLayout L, class A>
 Plan validate_fwd(const In& in, const A&) {
-  return ops::sequence_plan(ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in,
-                                                {}, state_of(in, false)),
-                            in.seq_lengths, std::size(kOutputs));
+  return ops::sequence_plan(
+      ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false)),
+      in.seq_lengths, std::size(kOutputs));
 }
 
 // Each gradient has the shape of its input.
 template <LSTMLayout L>
 Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
   const ops::SeqDims d = ops::check_sequence(Checker(block_lstm_op_name(L, true)), kGradInputs, in,
-                                             kGradSteps, state_of(in, true));
+                                             state_of(in, true), kGradSteps);
   return ops::sequence_plan(d, in.seq_lengths, {BLOCKRNN_LSTM_INPUTS(BLOCKRNN_SHAPE, in)});
 }
 

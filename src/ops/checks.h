@@ -129,15 +129,15 @@ template <class In>
 using Steps = std::type_identity_t<std::span<const core::InputField<In>>>;
 
 // The validation of the cell ops: the ranks of x [B, I] and the state, the ranks of the per-step
-// inputs `steps` (checked first), then dimensions, each step [B, H], then the one float dtype.
-// Returns B, I, H and the dtype.
+// inputs `steps` (a grad's; checked first), then dimensions, each step [B, H], then the one float
+// dtype. Returns B, I, H and the dtype.
 struct CellDims {
   std::int64_t B, I, H;
   DType dtype;
 };
 template <class Fields, class In, class State>
-CellDims check_cell(const Checker& check, const Fields& fields, const In& in, Steps<In> steps,
-                    const State& state) {
+CellDims check_cell(const Checker& check, const Fields& fields, const In& in, const State& state,
+                    Steps<In> steps = {}) {
   for (const auto& s : steps) check.rank(s.name, in.*s.view, 2);
   check.rank("x", in.x, 2);
   state.ranks(check);
@@ -169,8 +169,8 @@ struct SeqDims {
 // B, H], seq_lengths [B]; then dtypes (seq_len_max and seq_lengths int64, every floating input one
 // dtype); then values (0 ≤ seq_len_max ≤ T, every seq_lengths in [0, T]).
 template <class Fields, class In, class State>
-SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in, Steps<In> steps,
-                       const State& state) {
+SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in, const State& state,
+                       Steps<In> steps = {}) {
   const TensorView &seq_len_max = in.seq_len_max_tensor, &x = in.x;
   const core::SeqLengthsCheck lengths{check, in.seq_lengths};
   check.scalar("seq_len_max", seq_len_max);

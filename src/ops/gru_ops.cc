@@ -46,12 +46,12 @@ constexpr OutputField<BackOut, BackRes> kBackwardOutputs[] = {
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
   return ops::cell_plan(
-      ops::check_cell(Checker("GRUBlockCell"), kInputs, in, {}, ops::GRUState::of(in)),
+      ops::check_cell(Checker("GRUBlockCell"), kInputs, in, ops::GRUState::of(in)),
       std::size(kOutputs));
 }
 
 ops::CellDims check_grad(const char* op, const GradIn& in) {
-  return ops::check_cell(Checker(op), kGradInputs, in, kGradSteps, ops::GRUState::of(in));
+  return ops::check_cell(Checker(op), kGradInputs, in, ops::GRUState::of(in), kGradSteps);
 }
 
 Plan validate_grad(const GradIn& in, const NoAttrs&) {

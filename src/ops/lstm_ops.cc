@@ -72,12 +72,12 @@ ops::LSTMState state_of(const Fields& in) {
 }
 
 Plan validate_fwd(const In& in, const Attrs&) {
-  return ops::cell_plan(ops::check_cell(Checker("LSTMBlockCell"), kInputs, in, {}, state_of(in)),
+  return ops::cell_plan(ops::check_cell(Checker("LSTMBlockCell"), kInputs, in, state_of(in)),
                         std::size(kOutputs));
 }
 
 ops::CellDims check_grad(const char* op, const GradIn& in) {
-  return ops::check_cell(Checker(op), kGradInputs, in, kGradSteps, state_of(in));
+  return ops::check_cell(Checker(op), kGradInputs, in, state_of(in), kGradSteps);
 }
 
 Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
