@@ -108,6 +108,10 @@ struct Plan {
   Plan(DType d, std::initializer_list<Shape> outputs) : dtype(d) {
     for (const Shape& s : outputs) shapes[num_outputs++] = s;
   }
+  // `n` outputs of one shape (a forward op's).
+  Plan(DType d, std::size_t n, const Shape& each) : dtype(d) {
+    while (std::size_t(num_outputs) < n) shapes[num_outputs++] = each;
+  }
   Plan& sizes(std::int64_t t, std::int64_t b, std::int64_t i, std::int64_t h) {
     T = t, B = b, I = i, H = h;
     return *this;
@@ -328,8 +332,7 @@ class Adapter final : public OpAdapter {
   using A = typename Op::Attrs;
 
  public:
-  explicit Adapter(const Op& op, int num_optional_inputs = 0)
-      : OpAdapter(def_of(op, num_optional_inputs)), op_(op) {}
+  explicit Adapter(const Op& op) : OpAdapter(def_of(op)), op_(op) {}
 
   OutputSpec prepare(std::span<const TensorView> inputs, const AttrMap& attrs,
                      const Memory* memory) const override {
@@ -374,16 +377,19 @@ class Adapter final : public OpAdapter {
   }
 
  private:
-  static OpDef def_of(const Op& op, int num_optional_inputs) {
+  // The optional inputs (seq_lengths) are the trailing InputKind::kOptional rows.
+  static OpDef def_of(const Op& op) {
     OpDef def;
     def.name = op.name;
-    for (const auto& f : op.inputs) def.inputs.push_back(f.name);
+    for (const auto& f : op.inputs) {
+      def.inputs.push_back(f.name);
+      def.num_optional_inputs += f.kind == InputKind::kOptional;
+    }
     const A defaults{};
     for (const auto& f : op.attrs) {
       def.attrs.push_back({f.name, f.kind, !f.required, f.required ? 0.0 : f.get(defaults)});
     }
     for (const auto& f : op.outputs) def.outputs.push_back(f.name);
-    def.num_optional_inputs = num_optional_inputs;
     return def;
   }
   // Inputs by position (the count checked, then their storage), then attrs by name.
@@ -400,21 +406,19 @@ class Adapter final : public OpAdapter {
   const Op& op_;
 };
 
+// Adds an op to the name table (register_adapters: each of several, in order).
 template <class Op>
-void register_adapter(const Op& op, int num_optional_inputs = 0) {
+void register_adapter(const Op& op) {
   if (op.inputs.size() > kMaxInputs || op.outputs.size() > kMaxOutputs) {
     throw Error(ErrorCode::kInternal, std::string(op.name) + ": more inputs or outputs than " +
                                           "core::kMaxInputs / kMaxOutputs");
   }
-  register_op(std::make_unique<Adapter<Op>>(op, num_optional_inputs));
+  register_op(std::make_unique<Adapter<Op>>(op));
 }
-
-// Registration of each op family (called once, in order, by the registry).
-void register_gru_ops();
-void register_lstm_ops();
-void register_block_lstm_ops();
-void register_block_gru_ops();
-void register_block_gru_reset_after_ops();
+template <class... Op>
+void register_adapters(const Op&... op) {
+  (register_adapter(op), ...);
+}
 
 // Reads an int64 scalar (seq_len_max).
 inline std::int64_t read_int64_scalar(const TensorView& t) {

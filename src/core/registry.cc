@@ -13,6 +13,7 @@
 #include "blockrnn/ops.h"
 #include "core/op_impl.h"
 #include "core/parallel.h"
+#include "ops/typed_ops.h"
 
 namespace blockrnn {
 namespace core {
@@ -26,11 +27,12 @@ std::vector<std::unique_ptr<OpAdapter>>& table() {
 const std::vector<std::unique_ptr<OpAdapter>>& ops() {
   static std::once_flag once;
   std::call_once(once, [] {
-    register_gru_ops();
-    register_lstm_ops();
-    register_block_lstm_ops();
-    register_block_gru_ops();
-    register_block_gru_reset_after_ops();
+    // Every typed op of src/ops, by family.
+    register_adapters(ops::kGRUBlockCell, ops::kGRUBlockCellGrad, ops::kGRUBlockCellBackward,
+                      ops::kLSTMBlockCell, ops::kLSTMBlockCellGrad, ops::kLSTMBlockCellBackward,
+                      ops::kBlockLSTM, ops::kBlockLSTMGrad, ops::kBlockLSTMV2,
+                      ops::kBlockLSTMGradV2, ops::kBlockGRU, ops::kBlockGRUGrad,
+                      ops::kBlockGRUResetAfter, ops::kBlockGRUResetAfterGrad);
   });
   return table();
 }

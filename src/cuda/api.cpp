@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "blockrnn/context.h"
@@ -293,10 +294,28 @@ void gru_cell_bwd(const Ctx& ctx, const GRUBlockCellGradInputs& i, const Out& o)
   detail::gru_bwd<T>(ctx, {1, B, I, H, 1}, ops::block_gru_bwd_args<T>(step, grads), extra);
 }
 
-template <class In>
-BlockGRUDims gru_seq_dims(const In& i) {
-  return {i.x.shape[0], i.x.shape[1], i.x.shape[2], i.h_prev.shape[1],
-          core::read_int64_scalar(i.seq_len_max_tensor)};
+// BlockGRU(Grad) and BlockGRUResetAfter(Grad) on their typed call `in`: seq_lengths refused first,
+// then run() and the op's driver on the kernel arguments of its fields.
+template <class Op>
+void gru_seq(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs& out,
+             cudaStream_t stream) {
+  using In = typename Op::Inputs;
+  using Out = typename Op::Outputs;
+  refuse_seq_lengths(op.name, in.seq_lengths);
+  run(op, in, out, {}, {}, stream,
+      [&]<typename T>(const Ctx& ctx, const In& i, const Out& o, DType) {
+        const BlockGRUDims d{i.x.shape[0], i.x.shape[1], i.x.shape[2], i.h_prev.shape[1],
+                             core::read_int64_scalar(i.seq_len_max_tensor)};
+        if constexpr (std::is_same_v<Out, BlockGRUOutputs>) {
+          detail::gru_fwd<T>(ctx, d, ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o));
+        } else if constexpr (std::is_same_v<Out, BlockGRUGradOutputs>) {
+          detail::gru_bwd<T>(ctx, d, ops::block_gru_bwd_args<T>(i, o), {});
+        } else if constexpr (std::is_same_v<Out, BlockGRUResetAfterOutputs>) {
+          detail::gru_reset_after_fwd<T>(ctx, d, ops::gru_reset_after_fwd_args<T>(i, o));
+        } else {
+          detail::gru_reset_after_bwd<T>(ctx, d, ops::gru_reset_after_bwd_args<T>(i, o));
+        }
+      });
 }
 
 }  // namespace
@@ -401,44 +420,22 @@ void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutput
 }
 
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out, cudaStream_t stream) {
-  refuse_seq_lengths("BlockGRU", in.seq_lengths);
-  using In = ops::SeqInputs<BlockGRUInputs>;
-  run(ops::kBlockGRU, ops::SeqCall(in).in, out, {}, {}, stream,
-      [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUOutputs& o, DType) {
-        detail::gru_fwd<T>(ctx, gru_seq_dims(i), ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o));
-      });
+  gru_seq(ops::kBlockGRU, ops::SeqCall(in).in, out, stream);
 }
 
 void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out,
                     cudaStream_t stream) {
-  refuse_seq_lengths("BlockGRUGrad", in.seq_lengths);
-  using In = ops::SeqInputs<BlockGRUGradInputs>;
-  run(ops::kBlockGRUGrad, ops::SeqCall(in).in, out, {}, {}, stream,
-      [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUGradOutputs& o, DType) {
-        detail::gru_bwd<T>(ctx, gru_seq_dims(i), ops::block_gru_bwd_args<T>(i, o), {});
-      });
+  gru_seq(ops::kBlockGRUGrad, ops::SeqCall(in).in, out, stream);
 }
 
 void block_gru_reset_after(const BlockGRUResetAfterInputs& in, const BlockGRUResetAfterOutputs& out,
                            cudaStream_t stream) {
-  refuse_seq_lengths("BlockGRUResetAfter", in.seq_lengths);
-  using In = ops::SeqInputs<BlockGRUResetAfterInputs>;
-  run(ops::kBlockGRUResetAfter, ops::seq_inputs(in), out, {}, {}, stream,
-      [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUResetAfterOutputs& o, DType) {
-        detail::gru_reset_after_fwd<T>(ctx, gru_seq_dims(i),
-                                       ops::gru_reset_after_fwd_args<T>(i, o));
-      });
+  gru_seq(ops::kBlockGRUResetAfter, ops::seq_inputs(in), out, stream);
 }
 
 void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
                                 const BlockGRUResetAfterGradOutputs& out, cudaStream_t stream) {
-  refuse_seq_lengths("BlockGRUResetAfterGrad", in.seq_lengths);
-  using In = ops::SeqInputs<BlockGRUResetAfterGradInputs>;
-  run(ops::kBlockGRUResetAfterGrad, ops::seq_inputs(in), out, {}, {}, stream,
-      [&]<typename T>(const Ctx& ctx, const In& i, const BlockGRUResetAfterGradOutputs& o, DType) {
-        detail::gru_reset_after_bwd<T>(ctx, gru_seq_dims(i),
-                                       ops::gru_reset_after_bwd_args<T>(i, o));
-      });
+  gru_seq(ops::kBlockGRUResetAfterGrad, ops::seq_inputs(in), out, stream);
 }
 
 }  // namespace blockrnn::cuda

@@ -21,65 +21,49 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUInputs>;
-using GradIn = SeqInputs<BlockGRUGradInputs>;
-constexpr auto kInputs = ops::sequence_rows<In>(ops::kGRUInputs<In>);
-constexpr auto kGradInputs = ops::sequence_rows<GradIn>(
-    ops::kGRUInputs<GradIn>,
-    {BLOCKRNN_INPUT(GradIn, r), BLOCKRNN_INPUT(GradIn, u), BLOCKRNN_INPUT(GradIn, c),
-     BLOCKRNN_INPUT(GradIn, h), BLOCKRNN_INPUT(GradIn, h_grad)});
-
+constexpr auto kInputs = ops::sequence_rows<In>({BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, In)});
 using Out = BlockGRUOutputs;
 using Res = BlockGRUResult;
-constexpr auto& kOutputs = ops::kGRUOutputs<Out, Res>;
+constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_OUTPUT, Out, Res),
+                                              BLOCKRNN_OUTPUT(Out, Res, h)};
+
+// The grad takes the forward op's inputs, and per step [T, B, H] its outputs and h_grad.
+using GradIn = SeqInputs<BlockGRUGradInputs>;
+constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_INPUT, GradIn),
+                                             BLOCKRNN_INPUT(GradIn, h),
+                                             BLOCKRNN_INPUT(GradIn, h_grad)};
+constexpr auto kGradInputs =
+    ops::sequence_rows<GradIn>({BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
 using GradOut = BlockGRUGradOutputs;
 using GradRes = BlockGRUGradResult;
-constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_OUTPUT(GradOut, GradRes, x_grad),    BLOCKRNN_OUTPUT(GradOut, GradRes, h_prev_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, w_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_c_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, b_ru_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, b_c_grad)};
-
-template <class Fields>
-ops::GRUState state_of(const Fields& in) {
-  return {in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
-}
+constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
+    BLOCKRNN_GRU_INPUTS(BLOCKRNN_GRAD_OUTPUT, GradOut, GradRes)};
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
-  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRU"), kInputs, in, {}, state_of(in));
-  const Shape tbh{d.T, d.B, d.H};
-  Plan p(d.dtype, {tbh, tbh, tbh, tbh});
-  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
-  return p;
+  return ops::sequence_plan(
+      ops::check_sequence(Checker("BlockGRU"), kInputs, in, ops::GRUState::of(in)), in.seq_lengths,
+      std::size(kOutputs));
 }
 
+// Each gradient has the shape of its input.
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
-  const ops::Named steps[] = {
-      {"r", in.r}, {"u", in.u}, {"c", in.c}, {"h", in.h}, {"h_grad", in.h_grad}};
-  const ops::SeqDims d =
-      ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in, steps, state_of(in));
-  const std::int64_t K = d.I + d.H;
-  Plan p(d.dtype, {Shape{d.T, d.B, d.I}, Shape{d.B, d.H}, Shape{K, 2 * d.H}, Shape{K, d.H},
-                   Shape{2 * d.H}, Shape{d.H}});
-  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
-  return p;
+  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in,
+                                             ops::GRUState::of(in), kGradSteps);
+  return ops::sequence_plan(d, in.seq_lengths, {BLOCKRNN_GRU_INPUTS(BLOCKRNN_SHAPE, in)});
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(
-      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const auto a = ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o);
-        ops::run_kernel([&] { ref::block_gru_fwd<T>(d, a); }, [&] { cpu::block_gru_fwd<T>(d, a); });
-      });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
+               []<typename T>(const In& i, const Out& o) {
+                 return ops::gru_fwd_args<BlockGRUFwdArgs, T>(i, o);
+               });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
-                       [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const auto a = ops::block_gru_bwd_args<T>(i, o);
-                         ops::run_kernel([&] { ref::block_gru_bwd<T>(d, a); },
-                                         [&] { cpu::block_gru_bwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
+               []<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::block_gru_bwd_args<T>(i, o);
+               });
 }
 
 }  // namespace
@@ -90,13 +74,6 @@ constexpr Op<In, Out, Res, NoAttrs> kBlockGRU{"BlockGRU", kInputs,      kOutputs
 constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUGrad{
     "BlockGRUGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
 }  // namespace ops
-
-namespace core {
-void register_block_gru_ops() {
-  register_adapter(ops::kBlockGRU, 1);
-  register_adapter(ops::kBlockGRUGrad, 1);
-}
-}  // namespace core
 
 void block_gru(const BlockGRUInputs& in, const BlockGRUOutputs& out) {
   ops::kBlockGRU.run(ops::SeqCall(in).in, out, {});

@@ -20,38 +20,36 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUResetAfterInputs>;
-using GradIn = SeqInputs<BlockGRUResetAfterGradInputs>;
-constexpr auto kInputs = ops::sequence_rows<In>({BLOCKRNN_INPUT(In, x), BLOCKRNN_INPUT(In, h_prev),
-                                                 BLOCKRNN_INPUT(In, w_i), BLOCKRNN_INPUT(In, w_h),
-                                                 BLOCKRNN_INPUT(In, b_i), BLOCKRNN_INPUT(In, b_h)});
-constexpr auto kGradInputs = ops::sequence_rows<GradIn>(
-    {BLOCKRNN_INPUT(GradIn, x), BLOCKRNN_INPUT(GradIn, h_prev), BLOCKRNN_INPUT(GradIn, w_i),
-     BLOCKRNN_INPUT(GradIn, w_h), BLOCKRNN_INPUT(GradIn, b_i), BLOCKRNN_INPUT(GradIn, b_h),
-     BLOCKRNN_INPUT(GradIn, r), BLOCKRNN_INPUT(GradIn, u), BLOCKRNN_INPUT(GradIn, n),
-     BLOCKRNN_INPUT(GradIn, hn), BLOCKRNN_INPUT(GradIn, h), BLOCKRNN_INPUT(GradIn, h_grad)});
-
+constexpr auto kInputs =
+    ops::sequence_rows<In>({BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_INPUT, In)});
 using Out = BlockGRUResetAfterOutputs;
 using Res = BlockGRUResetAfterResult;
-constexpr core::OutputField<Out, Res> kOutputs[] = {
-    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, n),
-    BLOCKRNN_OUTPUT(Out, Res, hn), BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr OutputField<Out, Res> kOutputs[] = {
+    BLOCKRNN_GRU_RESET_AFTER_GATES(BLOCKRNN_OUTPUT, Out, Res), BLOCKRNN_OUTPUT(Out, Res, h)};
+
+// The grad takes the forward op's inputs, and per step [T, B, H] its outputs and h_grad.
+using GradIn = SeqInputs<BlockGRUResetAfterGradInputs>;
+constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_GRU_RESET_AFTER_GATES(BLOCKRNN_INPUT, GradIn),
+                                             BLOCKRNN_INPUT(GradIn, h),
+                                             BLOCKRNN_INPUT(GradIn, h_grad)};
+constexpr auto kGradInputs = ops::sequence_rows<GradIn>(
+    {BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
 using GradOut = BlockGRUResetAfterGradOutputs;
 using GradRes = BlockGRUResetAfterGradResult;
-constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_OUTPUT(GradOut, GradRes, x_grad),   BLOCKRNN_OUTPUT(GradOut, GradRes, h_prev_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, w_i_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_h_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, b_i_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, b_h_grad)};
+constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
+    BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_GRAD_OUTPUT, GradOut, GradRes)};
 
 // h_prev [B, H], w_i [I, 3H], w_h [H, 3H], b_i and b_h [3H]; H is h_prev's.
 struct State {
   const TensorView &h_prev, &w_i, &w_h, &b_i, &b_h;
 
+  template <class Fields>
+  static State of(const Fields& in) {
+    return {in.h_prev, in.w_i, in.w_h, in.b_i, in.b_h};
+  }
   void ranks(const Checker& check) const {
-    check.rank("h_prev", h_prev, 2);
-    check.rank("w_i", w_i, 2);
-    check.rank("w_h", w_h, 2);
-    check.rank("b_i", b_i, 1);
-    check.rank("b_h", b_h, 1);
+    ops::check_ranks(check, 2, {{"h_prev", h_prev}, {"w_i", w_i}, {"w_h", w_h}});
+    ops::check_ranks(check, 1, {{"b_i", b_i}, {"b_h", b_h}});
   }
   std::int64_t cell_size(const Checker&) const { return h_prev.shape[1]; }
   void shapes(const Checker& check, const TensorView&, std::int64_t B, std::int64_t I,
@@ -66,49 +64,31 @@ struct State {
   }
 };
 
-template <class Fields>
-State state_of(const Fields& in) {
-  return {in.h_prev, in.w_i, in.w_h, in.b_i, in.b_h};
-}
-
 Plan validate_fwd(const In& in, const NoAttrs&) {
-  const ops::SeqDims d =
-      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, {}, state_of(in));
-  const Shape tbh{d.T, d.B, d.H};
-  Plan p(d.dtype, {tbh, tbh, tbh, tbh, tbh});
-  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
-  return p;
+  return ops::sequence_plan(
+      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in)),
+      in.seq_lengths, std::size(kOutputs));
 }
 
+// Each gradient has the shape of its input.
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
-  const ops::Named steps[] = {{"r", in.r},   {"u", in.u}, {"n", in.n},
-                              {"hn", in.hn}, {"h", in.h}, {"h_grad", in.h_grad}};
-  const ops::SeqDims d =
-      ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in, steps, state_of(in));
-  Plan p(d.dtype, {Shape{d.T, d.B, d.I}, Shape{d.B, d.H}, Shape{d.I, 3 * d.H}, Shape{d.H, 3 * d.H},
-                   Shape{3 * d.H}, Shape{3 * d.H}});
-  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
-  return p;
+  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
+                                             State::of(in), kGradSteps);
+  return ops::sequence_plan(d, in.seq_lengths,
+                            {BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_SHAPE, in)});
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(dtype, kInputs, in, kOutputs, out,
-                       [&]<typename T>(const In& i, const Out& o) {
-                         const auto a = ops::gru_reset_after_fwd_args<T>(i, o);
-                         ops::run_kernel([&] { ref::block_gru_reset_after_fwd<T>(d, a); },
-                                         [&] { cpu::block_gru_reset_after_fwd<T>(d, a); });
-                       });
+  ops::compute(
+      ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
+      []<typename T>(const In& i, const Out& o) { return ops::gru_reset_after_fwd_args<T>(i, o); });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
-  const BlockGRUDims d = ops::seq_dims<BlockGRUDims>(in);
-  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
-                       [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const auto a = ops::gru_reset_after_bwd_args<T>(i, o);
-                         ops::run_kernel([&] { ref::block_gru_reset_after_bwd<T>(d, a); },
-                                         [&] { cpu::block_gru_reset_after_bwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
+               []<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::gru_reset_after_bwd_args<T>(i, o);
+               });
 }
 
 }  // namespace
@@ -119,13 +99,6 @@ constexpr Op<In, Out, Res, NoAttrs> kBlockGRUResetAfter{
 constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUResetAfterGrad{
     "BlockGRUResetAfterGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
 }  // namespace ops
-
-namespace core {
-void register_block_gru_reset_after_ops() {
-  register_adapter(ops::kBlockGRUResetAfter, 1);
-  register_adapter(ops::kBlockGRUResetAfterGrad, 1);
-}
-}  // namespace core
 
 void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
                            const BlockGRUResetAfterOutputs& out) {

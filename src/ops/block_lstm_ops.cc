@@ -11,6 +11,8 @@
 // are [B, H], the peephole vectors [H], b exactly [4H], and every per-step tensor [T, B, H].
 #include "blockrnn/sequence.h"
 
+#include <type_traits>
+
 #include "core/op_impl.h"
 #include "kernel/block_lstm.h"
 #include "ops/checks.h"
@@ -26,22 +28,24 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockLSTMInputs>;
-using GradIn = SeqInputs<BlockLSTMGradInputs>;
-constexpr auto kInputs = ops::sequence_rows<In>(ops::kLSTMInputs<In>);
-constexpr auto kGradInputs = ops::sequence_rows<GradIn>(
-    ops::kLSTMInputs<GradIn>, ops::kLSTMGates<GradIn>,
-    {BLOCKRNN_INPUT(GradIn, h), BLOCKRNN_INPUT(GradIn, cs_grad), BLOCKRNN_INPUT(GradIn, h_grad)});
-
+constexpr auto kInputs = ops::sequence_rows<In>({BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, In)});
 using Out = BlockLSTMOutputs;
 using Res = BlockLSTMResult;
-constexpr auto& kOutputs = ops::kLSTMOutputs<Out, Res>;
+constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_LSTM_GATES(BLOCKRNN_OUTPUT, Out, Res),
+                                              BLOCKRNN_OUTPUT(Out, Res, h)};
+
+// The grads take the forward op's inputs, and per step [T, B, H] its outputs and the gradients
+// of cs and h.
+using GradIn = SeqInputs<BlockLSTMGradInputs>;
+constexpr InputField<GradIn> kGradSteps[] = {
+    BLOCKRNN_LSTM_GATES(BLOCKRNN_INPUT, GradIn), BLOCKRNN_INPUT(GradIn, h),
+    BLOCKRNN_INPUT(GradIn, cs_grad), BLOCKRNN_INPUT(GradIn, h_grad)};
+constexpr auto kGradInputs =
+    ops::sequence_rows<GradIn>({BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
 using GradOut = BlockLSTMGradOutputs;
 using GradRes = BlockLSTMGradResult;
-constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_OUTPUT(GradOut, GradRes, x_grad),      BLOCKRNN_OUTPUT(GradOut, GradRes, cs_prev_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, h_prev_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, w_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, wci_grad),    BLOCKRNN_OUTPUT(GradOut, GradRes, wcf_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, wco_grad),    BLOCKRNN_OUTPUT(GradOut, GradRes, b_grad)};
+constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
+    BLOCKRNN_LSTM_INPUTS(BLOCKRNN_GRAD_OUTPUT, GradOut, GradRes)};
 
 constexpr core::AttrField<BlockLSTMAttrs> kAttrs[] = {
     core::attr<&BlockLSTMAttrs::forget_bias>("forget_bias"),
@@ -55,140 +59,114 @@ constexpr core::AttrField<PeepholeAttr> kGradAttrs[] = {
 
 template <class Fields>
 ops::LSTMState state_of(const Fields& in, bool grad) {
-  return {in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b, grad, false};
+  return ops::LSTMState::of(in, grad, false);
 }
 
 template <LSTMLayout L, class A>
 Plan validate_fwd(const In& in, const A&) {
-  const ops::SeqDims d = ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, {},
-                                             state_of(in, false));
-  const Shape tbh{d.T, d.B, d.H};
-  Plan p(d.dtype, {tbh, tbh, tbh, tbh, tbh, tbh, tbh});
-  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
-  return p;
+  return ops::sequence_plan(
+      ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false)),
+      in.seq_lengths, std::size(kOutputs));
 }
 
+// Each gradient has the shape of its input.
 template <LSTMLayout L>
 Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
-  const ops::Named steps[] = {{"i", in.i}, {"cs", in.cs},           {"f", in.f},
-                              {"o", in.o}, {"ci", in.ci},           {"co", in.co},
-                              {"h", in.h}, {"cs_grad", in.cs_grad}, {"h_grad", in.h_grad}};
   const ops::SeqDims d = ops::check_sequence(Checker(block_lstm_op_name(L, true)), kGradInputs, in,
-                                             steps, state_of(in, true));
-  // Each gradient has the shape of its input.
-  Plan p(d.dtype, {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
-                   in.wcf.shape, in.wco.shape, in.b.shape});
-  p.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(in.seq_lengths);
-  return p;
+                                             state_of(in, true), kGradSteps);
+  return ops::sequence_plan(d, in.seq_lengths, {BLOCKRNN_LSTM_INPUTS(BLOCKRNN_SHAPE, in)});
 }
 
 // BlockLSTMV2's kernel uses forget_bias 0.
 template <LSTMLayout L, class A>
 void compute_fwd(const In& in, const Out& out, const A& attrs, DType dtype) {
-  const BlockLSTMDims d = ops::seq_dims<BlockLSTMDims>(in);
   double forget_bias = 0.0;
   if constexpr (requires { attrs.forget_bias; }) forget_bias = attrs.forget_bias;
-  core::dispatch_float(dtype, kInputs, in, kOutputs, out,
-                       [&]<typename T>(const In& i, const Out& o) {
-                         const auto a = ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(
-                             i, o, forget_bias, attrs.cell_clip, attrs.use_peephole, L, dtype);
-                         ops::run_kernel([&] { ref::block_lstm_fwd<T>(d, a); },
-                                         [&] { cpu::block_lstm_fwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockLSTMDims>(in), dtype, kInputs, in, kOutputs, out,
+               [&]<typename T>(const In& i, const Out& o) {
+                 return ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(i, o, forget_bias, attrs.cell_clip,
+                                                                attrs.use_peephole, L, dtype);
+               });
 }
 
 template <LSTMLayout L>
 void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attrs, DType dtype) {
-  const BlockLSTMDims d = ops::seq_dims<BlockLSTMDims>(in);
-  core::dispatch_float(dtype, kGradInputs, in, kGradOutputs, out,
-                       [&]<typename T>(const GradIn& i, const GradOut& o) {
-                         const auto a = ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
-                         ops::run_kernel([&] { ref::block_lstm_bwd<T>(d, a); },
-                                         [&] { cpu::block_lstm_bwd<T>(d, a); });
-                       });
+  ops::compute(ops::seq_dims<BlockLSTMDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
+               [&]<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
+               });
 }
 
-constexpr auto kICFO = LSTMLayout::kICFO;
-constexpr auto kIFCO = LSTMLayout::kIFCO;
+// BlockLSTM and BlockLSTMV2 (kICFO, kIFCO), and their grads: the same fields, validation and
+// compute but for the gate layout L.
+template <LSTMLayout L, class A, std::size_t N>
+constexpr ops::Op<In, Out, Res, A> fwd_op(const char* name, const core::AttrField<A> (&attrs)[N]) {
+  return {name, kInputs, kOutputs, attrs, validate_fwd<L, A>, compute_fwd<L, A>};
+}
+template <LSTMLayout L>
+constexpr ops::Op<GradIn, GradOut, GradRes, PeepholeAttr> grad_op(const char* name) {
+  return {name, kGradInputs, kGradOutputs, kGradAttrs, validate_grad<L>, compute_grad<L>};
+}
 
 }  // namespace
 
 namespace ops {
-constexpr Op<In, Out, Res, BlockLSTMAttrs> kBlockLSTM{"BlockLSTM",
-                                                      kInputs,
-                                                      kOutputs,
-                                                      kAttrs,
-                                                      validate_fwd<kICFO, BlockLSTMAttrs>,
-                                                      compute_fwd<kICFO, BlockLSTMAttrs>};
-constexpr Op<In, Out, Res, BlockLSTMV2Attrs> kBlockLSTMV2{"BlockLSTMV2",
-                                                          kInputs,
-                                                          kOutputs,
-                                                          kV2Attrs,
-                                                          validate_fwd<kIFCO, BlockLSTMV2Attrs>,
-                                                          compute_fwd<kIFCO, BlockLSTMV2Attrs>};
-constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGrad{
-    "BlockLSTMGrad", kGradInputs,          kGradOutputs,
-    kGradAttrs,      validate_grad<kICFO>, compute_grad<kICFO>};
-constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGradV2{
-    "BlockLSTMGradV2", kGradInputs,          kGradOutputs,
-    kGradAttrs,        validate_grad<kIFCO>, compute_grad<kIFCO>};
+constexpr Op<In, Out, Res, BlockLSTMAttrs> kBlockLSTM =
+    fwd_op<LSTMLayout::kICFO>("BlockLSTM", kAttrs);
+constexpr Op<In, Out, Res, BlockLSTMV2Attrs> kBlockLSTMV2 =
+    fwd_op<LSTMLayout::kIFCO>("BlockLSTMV2", kV2Attrs);
+constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGrad =
+    grad_op<LSTMLayout::kICFO>("BlockLSTMGrad");
+constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGradV2 =
+    grad_op<LSTMLayout::kIFCO>("BlockLSTMGradV2");
 }  // namespace ops
 
 namespace {
 
-// The typed API's defaults (ops/typed_ops.h).
-using FwdCall = ops::LSTMSeqCall<BlockLSTMInputs>;
-using GradCall = ops::LSTMSeqCall<BlockLSTMGradInputs>;
+// op.run after the typed API's defaults (ops/typed_ops.h), into the caller's outputs (`out`) or
+// allocated ones.
+template <class Op, class Typed, class... Out>
+auto run_op(const Op& op, const Typed& in, const typename Op::Attrs& attrs, const Out&... out) {
+  const bool grad = std::is_same_v<Typed, BlockLSTMGradInputs>;
+  return op.run(ops::LSTMSeqCall<Typed>(op.name, in, attrs.use_peephole, grad).in(), out..., attrs);
+}
 
 }  // namespace
 
-namespace core {
-void register_block_lstm_ops() {
-  register_adapter(ops::kBlockLSTM, 1);
-  register_adapter(ops::kBlockLSTMGrad, 1);
-  register_adapter(ops::kBlockLSTMV2, 1);
-  register_adapter(ops::kBlockLSTMGradV2, 1);
-}
-}  // namespace core
-
 void block_lstm(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                 const BlockLSTMAttrs& attrs) {
-  ops::kBlockLSTM.run(FwdCall("BlockLSTM", in, attrs.use_peephole, false).in(), out, attrs);
+  run_op(ops::kBlockLSTM, in, attrs, out);
 }
 
 BlockLSTMResult block_lstm(const BlockLSTMInputs& in, const BlockLSTMAttrs& attrs) {
-  return ops::kBlockLSTM.run(FwdCall("BlockLSTM", in, attrs.use_peephole, false).in(), attrs);
+  return run_op(ops::kBlockLSTM, in, attrs);
 }
 
 void block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMOutputs& out,
                    const BlockLSTMV2Attrs& attrs) {
-  ops::kBlockLSTMV2.run(FwdCall("BlockLSTMV2", in, attrs.use_peephole, false).in(), out, attrs);
+  run_op(ops::kBlockLSTMV2, in, attrs, out);
 }
 
 BlockLSTMResult block_lstm_v2(const BlockLSTMInputs& in, const BlockLSTMV2Attrs& attrs) {
-  return ops::kBlockLSTMV2.run(FwdCall("BlockLSTMV2", in, attrs.use_peephole, false).in(), attrs);
+  return run_op(ops::kBlockLSTMV2, in, attrs);
 }
 
 void block_lstm_grad(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
                      bool use_peephole) {
-  ops::kBlockLSTMGrad.run(GradCall("BlockLSTMGrad", in, use_peephole, true).in(), out,
-                          {use_peephole});
+  run_op(ops::kBlockLSTMGrad, in, {use_peephole}, out);
 }
 
 BlockLSTMGradResult block_lstm_grad(const BlockLSTMGradInputs& in, bool use_peephole) {
-  return ops::kBlockLSTMGrad.run(GradCall("BlockLSTMGrad", in, use_peephole, true).in(),
-                                 {use_peephole});
+  return run_op(ops::kBlockLSTMGrad, in, {use_peephole});
 }
 
 void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockLSTMGradOutputs& out,
                         bool use_peephole) {
-  ops::kBlockLSTMGradV2.run(GradCall("BlockLSTMGradV2", in, use_peephole, true).in(), out,
-                            {use_peephole});
+  run_op(ops::kBlockLSTMGradV2, in, {use_peephole}, out);
 }
 
 BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& in, bool use_peephole) {
-  return ops::kBlockLSTMGradV2.run(GradCall("BlockLSTMGradV2", in, use_peephole, true).in(),
-                                   {use_peephole});
+  return run_op(ops::kBlockLSTMGradV2, in, {use_peephole});
 }
 
 }  // namespace blockrnn

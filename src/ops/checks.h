@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "core/op_impl.h"
 
@@ -27,30 +29,47 @@ DType same_float_dtype(const Checker& check, const Fields& fields, const In& in)
   return check.same_float_dtype(std::span(names, n), std::span(views, n));
 }
 
-// An input checked by name: the per-step tensors of a grad.
+// An input checked by name.
 struct Named {
   const char* name;
   const TensorView& view;
 };
+
+// Inputs checked by name that must all have rank `rank` (a state's matrices, then its vectors).
+inline void check_ranks(const Checker& check, int rank, std::initializer_list<Named> inputs) {
+  for (const Named& t : inputs) check.rank(t.name, t.view, rank);
+}
+
+// The dimensions of a weight of the gates' pre-activations, [input_size + cell_size, gates *
+// cell_size] (w_ru of the GRU ops, w of the LSTM ops), computed with overflow checks.
+struct FusedWeightDims {
+  std::int64_t rows, columns;
+};
+inline FusedWeightDims fused_weight_dims(const Checker& check, const std::string& w, int gates,
+                                         std::int64_t I, std::int64_t H) {
+  const std::string rows = "input_size + cell_size (rows of " + w + ")";
+  const std::string columns = std::to_string(gates) + " * cell_size (columns of " + w + ")";
+  return {core::checked_add(check.op(), rows.c_str(), I, H),
+          core::checked_mul(check.op(), columns.c_str(), gates, H)};
+}
 
 // The state and weights of the GRU ops (GRUBlockCell, BlockGRU): h_prev [B, H], w_ru [I+H, 2H],
 // w_c [I+H, H], b_ru [2H], b_c [H]. H is h_prev's.
 struct GRUState {
   const TensorView &h_prev, &w_ru, &w_c, &b_ru, &b_c;
 
+  template <class Fields>
+  static GRUState of(const Fields& in) {
+    return {in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
+  }
   void ranks(const Checker& check) const {
-    check.rank("h_prev", h_prev, 2);
-    check.rank("w_ru", w_ru, 2);
-    check.rank("w_c", w_c, 2);
-    check.rank("b_ru", b_ru, 1);
-    check.rank("b_c", b_c, 1);
+    check_ranks(check, 2, {{"h_prev", h_prev}, {"w_ru", w_ru}, {"w_c", w_c}});
+    check_ranks(check, 1, {{"b_ru", b_ru}, {"b_c", b_c}});
   }
   std::int64_t cell_size(const Checker&) const { return h_prev.shape[1]; }
   void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
               std::int64_t H) const {
-    const std::int64_t K =
-        core::checked_add(check.op(), "input_size + cell_size (rows of w_ru)", I, H);
-    const std::int64_t H2 = core::checked_mul(check.op(), "2 * cell_size (columns of w_ru)", 2, H);
+    const auto [K, H2] = fused_weight_dims(check, "w_ru", 2, I, H);
     check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
     const Checker::OtherWeight other{"w_c", w_c, {K, H}};
     check.input_weight("w_ru", w_ru, {K, H2}, "input_size + cell_size, 2 * cell_size", x, H,
@@ -70,14 +89,14 @@ struct LSTMState {
   bool h_from_w = false;
   bool nonempty = false;
 
+  template <class Fields>
+  static LSTMState of(const Fields& in, bool h_from_w, bool nonempty) {
+    return {in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b, h_from_w, nonempty};
+  }
+
   void ranks(const Checker& check) const {
-    check.rank("cs_prev", cs_prev, 2);
-    check.rank("h_prev", h_prev, 2);
-    check.rank("w", w, 2);
-    check.rank("wci", wci, 1);
-    check.rank("wcf", wcf, 1);
-    check.rank("wco", wco, 1);
-    check.rank("b", b, 1);
+    check_ranks(check, 2, {{"cs_prev", cs_prev}, {"h_prev", h_prev}, {"w", w}});
+    check_ranks(check, 1, {{"wci", wci}, {"wcf", wcf}, {"wco", wco}, {"b", b}});
   }
   std::int64_t cell_size(const Checker& check) const {
     if (!h_from_w) return cs_prev.shape[1];
@@ -89,9 +108,7 @@ struct LSTMState {
   }
   void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
               std::int64_t H) const {
-    const std::int64_t K =
-        core::checked_add(check.op(), "input_size + cell_size (rows of w)", I, H);
-    const std::int64_t G = core::checked_mul(check.op(), "4 * cell_size (columns of w)", 4, H);
+    const auto [K, G] = fused_weight_dims(check, "w", 4, I, H);
     check.shape("cs_prev", cs_prev, {B, H}, "batch_size, cell_size");
     if (nonempty && (B == 0 || H == 0)) {
       check.fail("cs_prev is empty, got shape " + cs_prev.shape.to_string() +
@@ -106,23 +123,37 @@ struct LSTMState {
   }
 };
 
+// The per-step inputs of a grad (the forward outputs it takes back and the incoming gradients):
+// rows of its table, each [B, H] (a cell op's) or [T, B, H] (a sequence op's).
+template <class In>
+using Steps = std::type_identity_t<std::span<const core::InputField<In>>>;
+
 // The validation of the cell ops: the ranks of x [B, I] and the state, the ranks of the per-step
-// inputs `steps` (the grads' forward outputs and incoming gradients, checked first), then
-// dimensions, each step [B, H], then the one float dtype. Returns B, I, H and the dtype.
+// inputs `steps` (a grad's; checked first), then dimensions, each step [B, H], then the one float
+// dtype. Returns B, I, H and the dtype.
 struct CellDims {
   std::int64_t B, I, H;
   DType dtype;
 };
 template <class Fields, class In, class State>
-CellDims check_cell(const Checker& check, const Fields& fields, const In& in,
-                    std::span<const Named> steps, const State& state) {
-  for (const Named& s : steps) check.rank(s.name, s.view, 2);
+CellDims check_cell(const Checker& check, const Fields& fields, const In& in, const State& state,
+                    Steps<In> steps = {}) {
+  for (const auto& s : steps) check.rank(s.name, in.*s.view, 2);
   check.rank("x", in.x, 2);
   state.ranks(check);
   const std::int64_t B = in.x.shape[0], I = in.x.shape[1], H = state.cell_size(check);
   state.shapes(check, in.x, B, I, H);
-  for (const Named& s : steps) check.shape(s.name, s.view, {B, H}, "batch_size, cell_size");
+  for (const auto& s : steps) check.shape(s.name, in.*s.view, {B, H}, "batch_size, cell_size");
   return {B, I, H, same_float_dtype(check, fields, in)};
+}
+
+// A cell op's plan: its outputs' shapes (a forward op's `num_outputs`, each [B, H]) and the sizes
+// of its work.
+inline core::Plan cell_plan(const CellDims& d, std::initializer_list<Shape> outputs) {
+  return core::Plan(d.dtype, outputs).sizes(1, d.B, d.I, d.H);
+}
+inline core::Plan cell_plan(const CellDims& d, std::size_t num_outputs) {
+  return core::Plan(d.dtype, num_outputs, Shape{d.B, d.H}).sizes(1, d.B, d.I, d.H);
 }
 
 // The sizes a sequence op's validation found.
@@ -138,20 +169,20 @@ struct SeqDims {
 // B, H], seq_lengths [B]; then dtypes (seq_len_max and seq_lengths int64, every floating input one
 // dtype); then values (0 ≤ seq_len_max ≤ T, every seq_lengths in [0, T]).
 template <class Fields, class In, class State>
-SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in,
-                       std::span<const Named> steps, const State& state) {
+SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in, const State& state,
+                       Steps<In> steps = {}) {
   const TensorView &seq_len_max = in.seq_len_max_tensor, &x = in.x;
   const core::SeqLengthsCheck lengths{check, in.seq_lengths};
   check.scalar("seq_len_max", seq_len_max);
   check.rank("x", x, 3);
   state.ranks(check);
-  for (const Named& s : steps) check.rank(s.name, s.view, 3);
+  for (const auto& s : steps) check.rank(s.name, in.*s.view, 3);
   lengths.rank();
   const std::int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2];
   const std::int64_t H = state.cell_size(check);
   state.shapes(check, x, B, I, H);
-  for (const Named& s : steps) {
-    check.shape(s.name, s.view, {T, B, H}, "time_len, batch_size, cell_size");
+  for (const auto& s : steps) {
+    check.shape(s.name, in.*s.view, {T, B, H}, "time_len, batch_size, cell_size");
   }
   lengths.shape(B);
   check.int64("seq_len_max", seq_len_max);
@@ -164,6 +195,21 @@ SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in,
   }
   lengths.values(T);
   return {T, B, I, H, S, dtype};
+}
+
+// A sequence op's plan: its outputs' shapes (a forward op's `num_outputs`, each [T, B, H]), the
+// sizes of its work and whether seq_lengths is given.
+inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths, core::Plan plan) {
+  plan.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(seq_lengths);
+  return plan;
+}
+inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths,
+                                std::initializer_list<Shape> outputs) {
+  return sequence_plan(d, seq_lengths, core::Plan(d.dtype, outputs));
+}
+inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths,
+                                std::size_t num_outputs) {
+  return sequence_plan(d, seq_lengths, core::Plan(d.dtype, num_outputs, Shape{d.T, d.B, d.H}));
 }
 
 // A sequence kernel's dims (BlockLSTMDims, BlockGRUDims) of validated inputs: the lengths are

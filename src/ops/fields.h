@@ -1,6 +1,6 @@
-// The name-table rows an op family's cell and sequence ops share: they name their inputs and
-// outputs alike (TensorFlow's names), so each family's rows are written once here, and an op's
-// table is its rows joined by rows() (a sequence op's by sequence_rows()).
+// The names of the name tables' rows, which an op family's cell and sequence ops share: they name
+// their inputs and outputs alike (TensorFlow's names), so each family's names are listed once
+// here, and an op's table is its rows joined by rows() (a sequence op's by sequence_rows()).
 #pragma once
 
 #include <array>
@@ -32,31 +32,31 @@ constexpr auto sequence_rows(const core::InputField<In> (&... parts)[N]) {
                                     {BLOCKRNN_SEQ_LENGTHS(In)});
 }
 
-// The GRU ops' inputs (GRUBlockCell, BlockGRU and their grads) and forward outputs.
-template <class In>
-inline constexpr core::InputField<In> kGRUInputs[] = {
-    BLOCKRNN_INPUT(In, x),   BLOCKRNN_INPUT(In, h_prev), BLOCKRNN_INPUT(In, w_ru),
-    BLOCKRNN_INPUT(In, w_c), BLOCKRNN_INPUT(In, b_ru),   BLOCKRNN_INPUT(In, b_c)};
-template <class Out, class Res>
-inline constexpr core::OutputField<Out, Res> kGRUOutputs[] = {
-    BLOCKRNN_OUTPUT(Out, Res, r), BLOCKRNN_OUTPUT(Out, Res, u), BLOCKRNN_OUTPUT(Out, Res, c),
-    BLOCKRNN_OUTPUT(Out, Res, h)};
-
-// The LSTM ops' inputs (LSTMBlockCell, BlockLSTM(V2) and their grads), the forward outputs
-// their grads take back (all but h), and the forward outputs.
-template <class In>
-inline constexpr core::InputField<In> kLSTMInputs[] = {
-    BLOCKRNN_INPUT(In, x),   BLOCKRNN_INPUT(In, cs_prev), BLOCKRNN_INPUT(In, h_prev),
-    BLOCKRNN_INPUT(In, w),   BLOCKRNN_INPUT(In, wci),     BLOCKRNN_INPUT(In, wcf),
-    BLOCKRNN_INPUT(In, wco), BLOCKRNN_INPUT(In, b)};
-template <class In>
-inline constexpr core::InputField<In> kLSTMGates[] = {
-    BLOCKRNN_INPUT(In, i), BLOCKRNN_INPUT(In, cs), BLOCKRNN_INPUT(In, f),
-    BLOCKRNN_INPUT(In, o), BLOCKRNN_INPUT(In, ci), BLOCKRNN_INPUT(In, co)};
-template <class Out, class Res>
-inline constexpr core::OutputField<Out, Res> kLSTMOutputs[] = {
-    BLOCKRNN_OUTPUT(Out, Res, i), BLOCKRNN_OUTPUT(Out, Res, cs), BLOCKRNN_OUTPUT(Out, Res, f),
-    BLOCKRNN_OUTPUT(Out, Res, o), BLOCKRNN_OUTPUT(Out, Res, ci), BLOCKRNN_OUTPUT(Out, Res, co),
-    BLOCKRNN_OUTPUT(Out, Res, h)};
-
 }  // namespace blockrnn::ops
+
+// Each family's names in TensorFlow's order: NAMES(row, Types...) is row(Types..., name) for each
+// name, so that one list makes the rows of the inputs (BLOCKRNN_INPUT), of the outputs named as
+// the inputs (gradients.GRUBlockCell's and gradients.LSTMBlockCell's, BLOCKRNN_OUTPUT) and of
+// TensorFlow's <name>_grad outputs (the sequence grads', BLOCKRNN_GRAD_OUTPUT), and the
+// gradients' shapes, each its input's (BLOCKRNN_SHAPE).
+#define BLOCKRNN_GRU_INPUTS(row, ...)                                                           \
+  row(__VA_ARGS__, x), row(__VA_ARGS__, h_prev), row(__VA_ARGS__, w_ru), row(__VA_ARGS__, w_c), \
+      row(__VA_ARGS__, b_ru), row(__VA_ARGS__, b_c)
+#define BLOCKRNN_GRU_RESET_AFTER_INPUTS(row, ...)                                              \
+  row(__VA_ARGS__, x), row(__VA_ARGS__, h_prev), row(__VA_ARGS__, w_i), row(__VA_ARGS__, w_h), \
+      row(__VA_ARGS__, b_i), row(__VA_ARGS__, b_h)
+#define BLOCKRNN_LSTM_INPUTS(row, ...)                                                           \
+  row(__VA_ARGS__, x), row(__VA_ARGS__, cs_prev), row(__VA_ARGS__, h_prev), row(__VA_ARGS__, w), \
+      row(__VA_ARGS__, wci), row(__VA_ARGS__, wcf), row(__VA_ARGS__, wco), row(__VA_ARGS__, b)
+// The forward outputs but h, which the grads take back as inputs.
+#define BLOCKRNN_GRU_GATES(row, ...) row(__VA_ARGS__, r), row(__VA_ARGS__, u), row(__VA_ARGS__, c)
+#define BLOCKRNN_GRU_RESET_AFTER_GATES(row, ...) \
+  row(__VA_ARGS__, r), row(__VA_ARGS__, u), row(__VA_ARGS__, n), row(__VA_ARGS__, hn)
+#define BLOCKRNN_LSTM_GATES(row, ...)                                                  \
+  row(__VA_ARGS__, i), row(__VA_ARGS__, cs), row(__VA_ARGS__, f), row(__VA_ARGS__, o), \
+      row(__VA_ARGS__, ci), row(__VA_ARGS__, co)
+
+// The shape of the input <field> of `in`: a gradient's (gradients.* and the sequence grads).
+#define BLOCKRNN_SHAPE(in, field) in.field.shape
+// The row of TensorFlow's gradient <field>_grad of the input <field>.
+#define BLOCKRNN_GRAD_OUTPUT(Out, Result, field) BLOCKRNN_OUTPUT(Out, Result, field##_grad)

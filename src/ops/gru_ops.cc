@@ -5,6 +5,8 @@
 // Validation order: the ranks of every input, then dimensions, then dtypes.
 #include "blockrnn/gru.h"
 
+#include <vector>
+
 #include "core/op_impl.h"
 #include "kernel/gru_cell.h"
 #include "ops/checks.h"
@@ -18,106 +20,79 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = GRUBlockCellInputs;
-using GradIn = GRUBlockCellGradInputs;
-constexpr auto kGradInputs = ops::rows<InputField<GradIn>>(
-    ops::kGRUInputs<GradIn>, {BLOCKRNN_INPUT(GradIn, r), BLOCKRNN_INPUT(GradIn, u),
-                              BLOCKRNN_INPUT(GradIn, c), BLOCKRNN_INPUT(GradIn, d_h)});
-constexpr auto& kInputs = ops::kGRUInputs<In>;
-
+constexpr InputField<In> kInputs[] = {BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, In)};
 using Out = GRUBlockCellOutputs;
 using Res = GRUBlockCellResult;
-constexpr auto& kOutputs = ops::kGRUOutputs<Out, Res>;
+constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_OUTPUT, Out, Res),
+                                              BLOCKRNN_OUTPUT(Out, Res, h)};
 
+// The grads take the forward op's inputs, and per step [B, H] its outputs but h and d_h.
+using GradIn = GRUBlockCellGradInputs;
+constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_INPUT, GradIn),
+                                             BLOCKRNN_INPUT(GradIn, d_h)};
+constexpr auto kGradInputs =
+    ops::rows<InputField<GradIn>>({BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
 using GradOut = GRUBlockCellGradOutputs;
 using GradRes = GRUBlockCellGradResult;
-constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
+constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
     BLOCKRNN_OUTPUT(GradOut, GradRes, d_x), BLOCKRNN_OUTPUT(GradOut, GradRes, d_h_prev),
     BLOCKRNN_OUTPUT(GradOut, GradRes, d_c_bar), BLOCKRNN_OUTPUT(GradOut, GradRes, d_r_bar_u_bar)};
 
 // gradients.GRUBlockCell: one gradient per forward input, named as the input.
 using BackOut = GRUBlockCellBackwardOutputs;
 using BackRes = GRUBlockCellBackwardResult;
-constexpr core::OutputField<BackOut, BackRes> kBackwardOutputs[] = {
-    BLOCKRNN_OUTPUT(BackOut, BackRes, x),    BLOCKRNN_OUTPUT(BackOut, BackRes, h_prev),
-    BLOCKRNN_OUTPUT(BackOut, BackRes, w_ru), BLOCKRNN_OUTPUT(BackOut, BackRes, w_c),
-    BLOCKRNN_OUTPUT(BackOut, BackRes, b_ru), BLOCKRNN_OUTPUT(BackOut, BackRes, b_c)};
-
-template <class Fields>
-ops::GRUState state_of(const Fields& in) {
-  return {in.h_prev, in.w_ru, in.w_c, in.b_ru, in.b_c};
-}
+constexpr OutputField<BackOut, BackRes> kBackwardOutputs[] = {
+    BLOCKRNN_GRU_INPUTS(BLOCKRNN_OUTPUT, BackOut, BackRes)};
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
-  const ops::CellDims d = ops::check_cell(Checker("GRUBlockCell"), kInputs, in, {}, state_of(in));
-  const Shape bh{d.B, d.H};
-  return Plan(d.dtype, {bh, bh, bh, bh}).sizes(1, d.B, d.I, d.H);
+  return ops::cell_plan(
+      ops::check_cell(Checker("GRUBlockCell"), kInputs, in, ops::GRUState::of(in)),
+      std::size(kOutputs));
 }
 
-// r, u, c, d_h [B, H] besides the forward inputs.
 ops::CellDims check_grad(const char* op, const GradIn& in) {
-  const ops::Named steps[] = {{"r", in.r}, {"u", in.u}, {"c", in.c}, {"d_h", in.d_h}};
-  return ops::check_cell(Checker(op), kGradInputs, in, steps, state_of(in));
+  return ops::check_cell(Checker(op), kGradInputs, in, ops::GRUState::of(in), kGradSteps);
 }
 
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::CellDims d = check_grad("GRUBlockCellGrad", in);
-  return Plan(d.dtype, {Shape{d.B, d.I}, Shape{d.B, d.H}, Shape{d.B, d.H}, Shape{d.B, 2 * d.H}})
-      .sizes(1, d.B, d.I, d.H);
+  return ops::cell_plan(d,
+                        {Shape{d.B, d.I}, Shape{d.B, d.H}, Shape{d.B, d.H}, Shape{d.B, 2 * d.H}});
 }
 
+// Each gradient has the shape of its input.
 Plan validate_backward(const GradIn& in, const NoAttrs&) {
-  const ops::CellDims d = check_grad("gradients.GRUBlockCell", in);
-  const std::int64_t K = d.I + d.H;
-  return Plan(d.dtype, {Shape{d.B, d.I}, Shape{d.B, d.H}, Shape{K, 2 * d.H}, Shape{K, d.H},
-                        Shape{2 * d.H}, Shape{d.H}})
-      .sizes(1, d.B, d.I, d.H);
+  return ops::cell_plan(check_grad("gradients.GRUBlockCell", in),
+                        {BLOCKRNN_GRU_INPUTS(BLOCKRNN_SHAPE, in)});
 }
 
-GRUDims dims_of(const GradIn& in) {
+template <class Fields>
+GRUDims dims_of(const Fields& in) {
   return {in.x.shape[0], in.x.shape[1], in.h_prev.shape[1]};
-}
-GRUDims dims_of(const In& in) {
-  return {in.x.shape[0], in.x.shape[1], in.h_prev.shape[1]};
-}
-
-template <typename T>
-void run_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
-  ops::run_kernel([&] { ref::gru_cell_bwd<T>(d, a); }, [&] { cpu::gru_cell_bwd<T>(d, a); });
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  const GRUDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const auto a = ops::gru_fwd_args<GRUCellFwdArgs, T>(i, o);
-        ops::run_kernel([&] { ref::gru_cell_fwd<T>(d, a); }, [&] { cpu::gru_cell_fwd<T>(d, a); });
-      });
+  ops::compute(dims_of(in), dtype, kInputs, in, kOutputs, out,
+               []<typename T>(const In& i, const Out& o) {
+                 return ops::gru_fwd_args<GRUCellFwdArgs, T>(i, o);
+               });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
-  const GRUDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kGradInputs, in, kGradOutputs, out,
-      [&]<typename T>(const GradIn& i, const GradOut& o) {
-        run_bwd<T>(d, ops::gru_cell_bwd_args<T>(i, data<T>(o.d_x), data<T>(o.d_h_prev),
-                                                data<T>(o.d_c_bar), data<T>(o.d_r_bar_u_bar)));
-      });
+  ops::compute(dims_of(in), dtype, kGradInputs, in, kGradOutputs, out,
+               []<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::gru_cell_grad_args<T>(i, o);
+               });
 }
 
-// d_c_bar and d_r_bar_u_bar are scratch.
+// The gate gradients d_c_bar and d_r_bar_u_bar are scratch.
 void compute_backward(const GradIn& in, const BackOut& out, const NoAttrs&, DType dtype) {
   const GRUDims d = dims_of(in);
   core::dispatch_float(dtype, kGradInputs, in, kBackwardOutputs, out,
                        [&]<typename T>(const GradIn& i, const BackOut& o) {
                          std::vector<T> d_c_bar(d.B * d.H), d_ru(d.B * 2 * d.H);
-                         GRUCellBwdArgs<T> a = ops::gru_cell_bwd_args<T>(
-                             i, data<T>(o.x), data<T>(o.h_prev), d_c_bar.data(), d_ru.data());
-                         a.full = true;
-                         a.d_w_ru = data<T>(o.w_ru);
-                         a.d_w_c = data<T>(o.w_c);
-                         a.d_b_ru = data<T>(o.b_ru);
-                         a.d_b_c = data<T>(o.b_c);
-                         run_bwd<T>(d, a);
+                         ops::run_kernel(
+                             d, ops::gru_cell_backward_args<T>(i, o, d_c_bar.data(), d_ru.data()));
                        });
 }
 
@@ -132,16 +107,6 @@ constexpr Op<GradIn, BackOut, BackRes, NoAttrs> kGRUBlockCellBackward{
     "gradients.GRUBlockCell", kGradInputs,     kBackwardOutputs, {},
     validate_backward,        compute_backward};
 }  // namespace ops
-
-namespace {}  // namespace
-
-namespace core {
-void register_gru_ops() {
-  register_adapter(ops::kGRUBlockCell);
-  register_adapter(ops::kGRUBlockCellGrad);
-  register_adapter(ops::kGRUBlockCellBackward);
-}
-}  // namespace core
 
 void gru_block_cell(const GRUBlockCellInputs& in, const GRUBlockCellOutputs& out) {
   ops::kGRUBlockCell.run(in, out, {});

@@ -29,31 +29,32 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = LSTMBlockCellInputs;
-using GradIn = LSTMBlockCellGradInputs;
-constexpr auto& kInputs = ops::kLSTMInputs<In>;
-constexpr auto kGradInputs = ops::rows<InputField<GradIn>>(
-    ops::kLSTMInputs<GradIn>, ops::kLSTMGates<GradIn>,
-    {BLOCKRNN_INPUT(GradIn, cs_grad), BLOCKRNN_INPUT(GradIn, h_grad)});
-
+constexpr InputField<In> kInputs[] = {BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, In)};
 using Out = LSTMBlockCellOutputs;
 using Res = LSTMBlockCellResult;
-constexpr auto& kOutputs = ops::kLSTMOutputs<Out, Res>;
+constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_LSTM_GATES(BLOCKRNN_OUTPUT, Out, Res),
+                                              BLOCKRNN_OUTPUT(Out, Res, h)};
 
+// The grads take the forward op's inputs, and per step [B, H] its outputs but h and the
+// gradients of cs and h.
+using GradIn = LSTMBlockCellGradInputs;
+constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_LSTM_GATES(BLOCKRNN_INPUT, GradIn),
+                                             BLOCKRNN_INPUT(GradIn, cs_grad),
+                                             BLOCKRNN_INPUT(GradIn, h_grad)};
+constexpr auto kGradInputs =
+    ops::rows<InputField<GradIn>>({BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
 using GradOut = LSTMBlockCellGradOutputs;
 using GradRes = LSTMBlockCellGradResult;
-constexpr core::OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_OUTPUT(GradOut, GradRes, cs_prev_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, dicfo),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, wci_grad), BLOCKRNN_OUTPUT(GradOut, GradRes, wcf_grad),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, wco_grad)};
+constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
+    BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, cs_prev), BLOCKRNN_OUTPUT(GradOut, GradRes, dicfo),
+    BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, wci), BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, wcf),
+    BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, wco)};
 
 // gradients.LSTMBlockCell: one gradient per forward input, named as the input.
 using BackOut = LSTMBlockCellBackwardOutputs;
 using BackRes = LSTMBlockCellBackwardResult;
-constexpr core::OutputField<BackOut, BackRes> kBackwardOutputs[] = {
-    BLOCKRNN_OUTPUT(BackOut, BackRes, x),      BLOCKRNN_OUTPUT(BackOut, BackRes, cs_prev),
-    BLOCKRNN_OUTPUT(BackOut, BackRes, h_prev), BLOCKRNN_OUTPUT(BackOut, BackRes, w),
-    BLOCKRNN_OUTPUT(BackOut, BackRes, wci),    BLOCKRNN_OUTPUT(BackOut, BackRes, wcf),
-    BLOCKRNN_OUTPUT(BackOut, BackRes, wco),    BLOCKRNN_OUTPUT(BackOut, BackRes, b)};
+constexpr OutputField<BackOut, BackRes> kBackwardOutputs[] = {
+    BLOCKRNN_LSTM_INPUTS(BLOCKRNN_OUTPUT, BackOut, BackRes)};
 
 using Attrs = LSTMBlockCellAttrs;
 constexpr core::AttrField<Attrs> kAttrs[] = {core::attr<&Attrs::forget_bias>("forget_bias"),
@@ -64,37 +65,31 @@ using ops::PeepholeAttr;
 constexpr core::AttrField<PeepholeAttr> kGradAttrs[] = {
     core::attr<&PeepholeAttr::use_peephole>("use_peephole", true)};
 
+// H from cs_prev; B = 0 or H = 0 is refused.
 template <class Fields>
 ops::LSTMState state_of(const Fields& in) {
-  return {in.cs_prev, in.h_prev, in.w, in.wci, in.wcf, in.wco, in.b, false, true};
+  return ops::LSTMState::of(in, false, true);
 }
 
 Plan validate_fwd(const In& in, const Attrs&) {
-  const ops::CellDims d = ops::check_cell(Checker("LSTMBlockCell"), kInputs, in, {}, state_of(in));
-  const Shape bh{d.B, d.H};
-  return Plan(d.dtype, {bh, bh, bh, bh, bh, bh, bh}).sizes(1, d.B, d.I, d.H);
+  return ops::cell_plan(ops::check_cell(Checker("LSTMBlockCell"), kInputs, in, state_of(in)),
+                        std::size(kOutputs));
 }
 
-// The grads: i, cs, f, o, ci, co, cs_grad, h_grad [B, H] besides the forward inputs.
 ops::CellDims check_grad(const char* op, const GradIn& in) {
-  const ops::Named steps[] = {
-      {"i", in.i},   {"cs", in.cs},           {"f", in.f},          {"o", in.o}, {"ci", in.ci},
-      {"co", in.co}, {"cs_grad", in.cs_grad}, {"h_grad", in.h_grad}};
-  return ops::check_cell(Checker(op), kGradInputs, in, steps, state_of(in));
+  return ops::check_cell(Checker(op), kGradInputs, in, state_of(in), kGradSteps);
 }
 
 Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
   const ops::CellDims d = check_grad("LSTMBlockCellGrad", in);
-  return Plan(d.dtype, {Shape{d.B, d.H}, Shape{d.B, 4 * d.H}, Shape{d.H}, Shape{d.H}, Shape{d.H}})
-      .sizes(1, d.B, d.I, d.H);
+  return ops::cell_plan(d,
+                        {Shape{d.B, d.H}, Shape{d.B, 4 * d.H}, Shape{d.H}, Shape{d.H}, Shape{d.H}});
 }
 
+// Each gradient has the shape of its input.
 Plan validate_backward(const GradIn& in, const Attrs&) {
-  const ops::CellDims d = check_grad("gradients.LSTMBlockCell", in);
-  const Shape bh{d.B, d.H}, h{d.H};
-  return Plan(d.dtype,
-              {Shape{d.B, d.I}, bh, bh, Shape{d.I + d.H, 4 * d.H}, h, h, h, Shape{4 * d.H}})
-      .sizes(1, d.B, d.I, d.H);
+  return ops::cell_plan(check_grad("gradients.LSTMBlockCell", in),
+                        {BLOCKRNN_LSTM_INPUTS(BLOCKRNN_SHAPE, in)});
 }
 
 template <class Fields>
@@ -103,29 +98,18 @@ LSTMDims dims_of(const Fields& in) {
 }
 
 void compute_fwd(const In& in, const Out& out, const Attrs& attrs, DType dtype) {
-  const LSTMDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
-        const auto a = ops::lstm_fwd_args<LSTMCellFwdArgs, T>(
-            i, o, attrs.forget_bias, attrs.cell_clip, attrs.use_peephole, LSTMLayout::kICFO, dtype);
-        ops::run_kernel([&] { ref::lstm_cell_fwd<T>(d, a); }, [&] { cpu::lstm_cell_fwd<T>(d, a); });
+  ops::compute(
+      dims_of(in), dtype, kInputs, in, kOutputs, out, [&]<typename T>(const In& i, const Out& o) {
+        return ops::lstm_fwd_args<LSTMCellFwdArgs, T>(i, o, attrs.forget_bias, attrs.cell_clip,
+                                                      attrs.use_peephole, LSTMLayout::kICFO, dtype);
       });
-}
-
-template <typename T>
-void run_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
-  ops::run_kernel([&] { ref::lstm_cell_bwd<T>(d, a); }, [&] { cpu::lstm_cell_bwd<T>(d, a); });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attrs, DType dtype) {
-  const LSTMDims d = dims_of(in);
-  core::dispatch_float(
-      dtype, kGradInputs, in, kGradOutputs, out,
-      [&]<typename T>(const GradIn& i, const GradOut& o) {
-        run_bwd<T>(d, ops::lstm_cell_bwd_args<T>(i, attrs.use_peephole, data<T>(o.cs_prev_grad),
-                                                 data<T>(o.dicfo), data<T>(o.wci_grad),
-                                                 data<T>(o.wcf_grad), data<T>(o.wco_grad)));
-      });
+  ops::compute(dims_of(in), dtype, kGradInputs, in, kGradOutputs, out,
+               [&]<typename T>(const GradIn& i, const GradOut& o) {
+                 return ops::lstm_cell_grad_args<T>(i, o, attrs.use_peephole);
+               });
 }
 
 // Only use_peephole matters; the gate gradient dicfo is scratch.
@@ -134,15 +118,8 @@ void compute_backward(const GradIn& in, const BackOut& out, const Attrs& attrs, 
   core::dispatch_float(dtype, kGradInputs, in, kBackwardOutputs, out,
                        [&]<typename T>(const GradIn& i, const BackOut& o) {
                          std::vector<T> d_gates(d.B * 4 * d.H);
-                         LSTMCellBwdArgs<T> a = ops::lstm_cell_bwd_args<T>(
-                             i, attrs.use_peephole, data<T>(o.cs_prev), d_gates.data(),
-                             data<T>(o.wci), data<T>(o.wcf), data<T>(o.wco));
-                         a.full = true;
-                         a.d_x = data<T>(o.x);
-                         a.d_h_prev = data<T>(o.h_prev);
-                         a.d_w = data<T>(o.w);
-                         a.d_b = data<T>(o.b);
-                         run_bwd<T>(d, a);
+                         ops::run_kernel(d, ops::lstm_cell_backward_args<T>(
+                                                i, o, attrs.use_peephole, d_gates.data()));
                        });
 }
 
@@ -162,58 +139,45 @@ constexpr Op<GradIn, BackOut, BackRes, Attrs> kLSTMBlockCellBackward{
 
 namespace {
 
-// The typed API's default (ops/typed_defaults.h): peephole vectors omitted without use_peephole
-// are zeros [H].
-template <class Fields>
-struct WithPeepholes : ops::WithPeepholes<Fields> {
-  WithPeepholes(const char* op, const Fields& given, bool use_peephole)
-      : ops::WithPeepholes<Fields>(op, given, use_peephole, 2) {}
-};
+// op.run after the typed API's default (ops/typed_defaults.h): peephole vectors omitted without
+// use_peephole are zeros [H]. Into the caller's outputs (`out`) or allocated ones.
+template <class Op, class... Out>
+auto run_op(const Op& op, const typename Op::Inputs& in, const typename Op::Attrs& attrs,
+            const Out&... out) {
+  const ops::WithPeepholes<typename Op::Inputs> p(op.name, in, attrs.use_peephole, 2);
+  return op.run(p.in, out..., attrs);
+}
 
 }  // namespace
 
-namespace core {
-void register_lstm_ops() {
-  register_adapter(ops::kLSTMBlockCell);
-  register_adapter(ops::kLSTMBlockCellGrad);
-  register_adapter(ops::kLSTMBlockCellBackward);
-}
-}  // namespace core
-
 void lstm_block_cell(const LSTMBlockCellInputs& in, const LSTMBlockCellOutputs& out,
                      const LSTMBlockCellAttrs& attrs) {
-  const WithPeepholes<In> p("LSTMBlockCell", in, attrs.use_peephole);
-  ops::kLSTMBlockCell.run(p.in, out, attrs);
+  run_op(ops::kLSTMBlockCell, in, attrs, out);
 }
 
 LSTMBlockCellResult lstm_block_cell(const LSTMBlockCellInputs& in,
                                     const LSTMBlockCellAttrs& attrs) {
-  const WithPeepholes<In> p("LSTMBlockCell", in, attrs.use_peephole);
-  return ops::kLSTMBlockCell.run(p.in, attrs);
+  return run_op(ops::kLSTMBlockCell, in, attrs);
 }
 
 void lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, const LSTMBlockCellGradOutputs& out,
                           bool use_peephole) {
-  const WithPeepholes<GradIn> p("LSTMBlockCellGrad", in, use_peephole);
-  ops::kLSTMBlockCellGrad.run(p.in, out, {use_peephole});
+  run_op(ops::kLSTMBlockCellGrad, in, {use_peephole}, out);
 }
 
 LSTMBlockCellGradResult lstm_block_cell_grad(const LSTMBlockCellGradInputs& in, bool use_peephole) {
-  const WithPeepholes<GradIn> p("LSTMBlockCellGrad", in, use_peephole);
-  return ops::kLSTMBlockCellGrad.run(p.in, {use_peephole});
+  return run_op(ops::kLSTMBlockCellGrad, in, {use_peephole});
 }
 
 void lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
                               const LSTMBlockCellBackwardOutputs& out,
                               const LSTMBlockCellAttrs& attrs) {
-  const WithPeepholes<GradIn> p("gradients.LSTMBlockCell", in, attrs.use_peephole);
-  ops::kLSTMBlockCellBackward.run(p.in, out, attrs);
+  run_op(ops::kLSTMBlockCellBackward, in, attrs, out);
 }
 
 LSTMBlockCellBackwardResult lstm_block_cell_backward(const LSTMBlockCellBackwardInputs& in,
                                                      const LSTMBlockCellAttrs& attrs) {
-  const WithPeepholes<GradIn> p("gradients.LSTMBlockCell", in, attrs.use_peephole);
-  return ops::kLSTMBlockCellBackward.run(p.in, attrs);
+  return run_op(ops::kLSTMBlockCellBackward, in, attrs);
 }
 
 }  // namespace blockrnn

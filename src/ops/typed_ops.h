@@ -35,6 +35,7 @@ using core::Checker;
 using core::data;
 using core::InputField;
 using core::InputKind;
+using core::OutputField;
 using core::Plan;
 using ops::NoAttrs;
 using ops::PeepholeAttr;
