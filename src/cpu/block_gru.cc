@@ -41,24 +41,6 @@ namespace blockrnn::cpu {
 using gemm::gemm;
 using gemm::Trans;
 
-namespace {
-
-// The input projections of m rows of x:  ru = x·w_ru_x [m, 2H] (row stride ld_ru),
-// c = x·w_c_x [m, H]; on the plan's packed matrices when there is one.
-template <typename T>
-void input_products(const BlockGRUFwdArgs<T>& a, std::int64_t m, const T* x, std::int64_t I,
-                    std::int64_t H, T* ru, std::int64_t ld_ru, T* c) {
-  if (a.plan) {
-    gemm<T>(Trans::kNo, m, x, I, a.plan->w_ru_x, T(0), ru, ld_ru);
-    gemm<T>(Trans::kNo, m, x, I, a.plan->w_c_x, T(0), c, H);
-  } else {
-    gemm<T>(Trans::kNo, Trans::kNo, m, 2 * H, I, x, I, a.w_ru, 2 * H, T(0), ru, ld_ru);
-    gemm<T>(Trans::kNo, Trans::kNo, m, H, I, x, I, a.w_c, H, T(0), c, H);
-  }
-}
-
-}  // namespace
-
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
 // row is active): each step's products over its active prefix (or all rows) and its passes on
 // the active rows only; the inactive rows of r, u, c, h are zero.
@@ -79,14 +61,10 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
                 2 * H)};
   const Packed<T> w_c_h(a.plan ? &a.plan->w_c_h : nullptr, Trans::kNo, H, H, a.w_c + I * H, H);
   const std::int64_t panels = w_c_h->panels(), nr = w_c_h->panel_width();
-  // The input projections: per step over the active prefix, or over all rows.
-  if (act.per_step_prefix()) {
-    for (std::int64_t t = 0; t < S; ++t) {
-      input_products(a, act.count[t], a.x + t * B * I, I, H, ru + t * B * R, R, a.c + t * BH);
-    }
-  } else {
-    input_products(a, S * B, a.x, I, H, ru, R, a.c);
-  }
+  // The input projections x·w_ru[0:I] into ru and x·w_c[0:I] into the output c, which the steps
+  // read; with prefix lengths only each step's active rows.
+  input_projection(act, a.plan ? &a.plan->w_ru_x : nullptr, a.x, I, a.w_ru, 2 * H, 2 * H, ru, R);
+  input_projection(act, a.plan ? &a.plan->w_c_x : nullptr, a.x, I, a.w_c, H, H, a.c, H);
   const TimeLoop loop{"BlockGRU", S, panels, nr, H, 3.0 * double(B) * H * H};
   loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;

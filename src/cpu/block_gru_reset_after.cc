@@ -38,21 +38,6 @@ namespace blockrnn::cpu {
 using gemm::gemm;
 using gemm::Trans;
 
-namespace {
-
-// gi[0:m] = x[0:m]·w_i  [m, 3H] (row stride ld), on the plan's packed w_i when there is one.
-template <typename T>
-void input_product(const BlockGRUResetAfterFwdArgs<T>& a, std::int64_t m, const T* x,
-                   std::int64_t I, std::int64_t H3, T* gi, std::int64_t ld) {
-  if (a.plan) {
-    gemm<T>(Trans::kNo, m, x, I, a.plan->w_i, T(0), gi, ld);
-  } else {
-    gemm<T>(Trans::kNo, Trans::kNo, m, H3, I, x, I, a.w_i, H3, T(0), gi, ld);
-  }
-}
-
-}  // namespace
-
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
 // row is active): each step's product over its active prefix (or all rows) and its pass on the
 // active rows; inactive rows of the five outputs are zero.
@@ -70,13 +55,8 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
   const Packed<T> w_h_z(a.plan ? &a.plan->w_h_z : nullptr, Trans::kNo, H, H, a.w_h + H, H3);
   const Packed<T> w_h_n(a.plan ? &a.plan->w_h_n : nullptr, Trans::kNo, H, H, a.w_h + 2 * H, H3);
   const std::int64_t panels = w_h_n->panels(), nr = w_h_n->panel_width();
-  if (act.per_step_prefix()) {
-    for (std::int64_t t = 0; t < S; ++t) {
-      input_product(a, act.count[t], a.x + t * B * I, I, H3, gi + t * B * R, R);
-    }
-  } else {
-    input_product(a, S * B, a.x, I, H3, gi, R);
-  }
+  // gi = x·w_i; with prefix lengths only each step's active rows.
+  input_projection(act, a.plan ? &a.plan->w_i : nullptr, a.x, I, a.w_i, H3, H3, gi, R);
   const TimeLoop loop{"BlockGRUResetAfter", S, panels, nr, H, 3.0 * double(B) * H * H};
   loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;

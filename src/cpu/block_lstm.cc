@@ -96,17 +96,6 @@ std::array<Packed<T>, 4> recurrent_blocks(const BlockLSTMFwdArgs<T>& a, std::int
           Packed<T>(block(3), Trans::kNo, H, H, a.w + I * G + 3 * H, G)};
 }
 
-// gates[0:m] = x[0:m]·w_x (w_x = w[0:I], [I, 4H]), on the plan's packed w_x when there is one.
-template <typename T>
-void input_product(const BlockLSTMFwdArgs<T>& a, std::int64_t m, const T* x, std::int64_t I,
-                   std::int64_t G, T* gates, std::int64_t ld) {
-  if (a.plan) {
-    gemm<T>(Trans::kNo, m, x, I, a.plan->w_x, T(0), gates, ld);
-  } else {
-    gemm<T>(Trans::kNo, Trans::kNo, m, G, I, x, I, a.w, G, T(0), gates, ld);
-  }
-}
-
 }  // namespace
 
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
@@ -124,14 +113,8 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   T* const gates = ws.slice(0);
   const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
   const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
-  // gates = x·w_x; with prefix lengths only the active rows of each step (a prefix) are needed.
-  if (act.per_step_prefix()) {
-    for (std::int64_t t = 0; t < S; ++t) {
-      input_product(a, act.count[t], a.x + t * B * I, I, G, gates + t * B * Gp, Gp);
-    }
-  } else {
-    input_product(a, S * B, a.x, I, G, gates, Gp);
-  }
+  // gates = x·w_x (w_x = w[0:I]); with prefix lengths only each step's active rows.
+  input_projection(act, a.plan ? &a.plan->w_x : nullptr, a.x, I, a.w, G, G, gates, Gp);
   const LSTMFwdParams<T> p = lstm_fwd_params(H, a);
   const TimeLoop loop{block_lstm_op_name(a.layout, false), S, panels, nr, H, double(B) * G * H};
   loop.run([&](const UnitSplit& u, const auto& end_step) {

@@ -275,6 +275,30 @@ struct ActiveRows {
   }
 };
 
+// The input projection of a sequence's steps: out[t] = x[t]·w for x [S, B, I] and w [I, N] (row
+// stride ldw: the input rows of a weight matrix), out's rows of stride ld, B rows a step. On
+// `planned` (the plan's packed w) when there is one, else on w as it is. One GEMM over all S·B
+// rows, or, with per-step prefix lengths, one per step over its active prefix only.
+template <typename T>
+void input_projection(const ActiveRows& act, const gemm::PackedB<T>* planned, const T* x,
+                      std::int64_t I, const T* w, std::int64_t N, std::int64_t ldw, T* out,
+                      std::int64_t ld) {
+  const auto product = [&](std::int64_t m, const T* xm, T* om) {
+    if (planned != nullptr) {
+      gemm::gemm<T>(gemm::Trans::kNo, m, xm, I, *planned, T(0), om, ld);
+    } else {
+      gemm::gemm<T>(gemm::Trans::kNo, gemm::Trans::kNo, m, N, I, xm, I, w, ldw, T(0), om, ld);
+    }
+  };
+  if (!act.per_step_prefix()) {
+    product(act.S * act.B, x, out);
+    return;
+  }
+  for (std::int64_t t = 0; t < act.S; ++t) {
+    product(act.count[t], x + t * act.B * I, out + t * act.B * ld);
+  }
+}
+
 // Copies the given rows of src (row stride lds, n columns) into dst densely (row stride ldd).
 template <typename T>
 void gather_rows(const std::vector<std::int64_t>& rows, const T* src, std::int64_t lds,
