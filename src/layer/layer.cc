@@ -186,19 +186,6 @@ struct WeightSpec {
   }
 };
 
-// A kernel call: its arguments and the two kernels that can run it.
-template <typename Dims, typename Args>
-struct KernelCall {
-  Args args;
-  void (*ref)(const Dims&, const Args&);
-  void (*fast)(const Dims&, const Args&);
-};
-template <typename Dims, typename Args>
-KernelCall<Dims, Args> kernel_call(const Args& args, void (*ref)(const Dims&, const Args&),
-                                   void (*fast)(const Dims&, const Args&)) {
-  return {args, ref, fast};
-}
-
 // The ops' argument builders read the inputs by name: a layer's per-call inputs and its weights.
 template <typename In, typename Weights>
 struct WithWeights : In, Weights {};
@@ -217,8 +204,8 @@ struct PlannedOp {
 };
 
 // What differs between the layers, by the op's outputs: the plan and workspace (PlannedOp), the
-// weights (set_weights' order), the per-call views, and the kernel calls. The plan packs w (LSTM),
-// w_ru and w_c (GRU), w_i and w_h (GRU reset-after).
+// weights (set_weights' order), the per-call views, and the kernels' arguments. The plan packs w
+// (LSTM), w_ru and w_c (GRU), w_i and w_h (GRU reset-after).
 template <typename Outputs>
 struct Op;
 
@@ -267,15 +254,13 @@ struct Op<BlockLSTMOutputs> : PlannedOp<cpu::LSTMPlan, 1, cpu::block_lstm_worksp
   }
 
   template <typename T>
-  static auto kernel(const auto& in, const BlockLSTMOutputs& out, const Config& c, DType dt) {
-    return kernel_call(ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(in, out, c.forget_bias, c.cell_clip,
-                                                               c.use_peephole, c.layout, dt),
-                       ref::block_lstm_fwd<T>, cpu::block_lstm_fwd<T>);
+  static auto kernel_args(const auto& in, const BlockLSTMOutputs& out, const Config& c, DType dt) {
+    return ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(in, out, c.forget_bias, c.cell_clip,
+                                                   c.use_peephole, c.layout, dt);
   }
   template <typename T>
-  static auto kernel(const auto& in, const BlockLSTMGradOutputs& out, const Config& c, DType) {
-    return kernel_call(ops::block_lstm_bwd_args<T>(in, out, c.use_peephole, c.layout),
-                       ref::block_lstm_bwd<T>, cpu::block_lstm_bwd<T>);
+  static auto kernel_args(const auto& in, const BlockLSTMGradOutputs& out, const Config& c, DType) {
+    return ops::block_lstm_bwd_args<T>(in, out, c.use_peephole, c.layout);
   }
 };
 
@@ -316,14 +301,12 @@ struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<cpu::GRUPlan, 2, cpu::block_gru_wo
   }
 
   template <typename T>
-  static auto kernel(const auto& in, const BlockGRUOutputs& out, const Config&, DType) {
-    return kernel_call(ops::gru_fwd_args<BlockGRUFwdArgs, T>(in, out), ref::block_gru_fwd<T>,
-                       cpu::block_gru_fwd<T>);
+  static auto kernel_args(const auto& in, const BlockGRUOutputs& out, const Config&, DType) {
+    return ops::gru_fwd_args<BlockGRUFwdArgs, T>(in, out);
   }
   template <typename T>
-  static auto kernel(const auto& in, const BlockGRUGradOutputs& out, const Config&, DType) {
-    return kernel_call(ops::block_gru_bwd_args<T>(in, out), ref::block_gru_bwd<T>,
-                       cpu::block_gru_bwd<T>);
+  static auto kernel_args(const auto& in, const BlockGRUGradOutputs& out, const Config&, DType) {
+    return ops::block_gru_bwd_args<T>(in, out);
   }
 };
 
@@ -351,31 +334,30 @@ struct Op<BlockGRUResetAfterOutputs>
   }
 
   template <typename T>
-  static auto kernel(const auto& in, const BlockGRUResetAfterOutputs& out, const Config&, DType) {
-    return kernel_call(ops::gru_reset_after_fwd_args<T>(in, out), ref::block_gru_reset_after_fwd<T>,
-                       cpu::block_gru_reset_after_fwd<T>);
+  static auto kernel_args(const auto& in, const BlockGRUResetAfterOutputs& out, const Config&,
+                          DType) {
+    return ops::gru_reset_after_fwd_args<T>(in, out);
   }
   template <typename T>
-  static auto kernel(const auto& in, const BlockGRUResetAfterGradOutputs& out, const Config&,
-                     DType) {
-    return kernel_call(ops::gru_reset_after_bwd_args<T>(in, out), ref::block_gru_reset_after_bwd<T>,
-                       cpu::block_gru_reset_after_bwd<T>);
+  static auto kernel_args(const auto& in, const BlockGRUResetAfterGradOutputs& out, const Config&,
+                          DType) {
+    return ops::gru_reset_after_bwd_args<T>(in, out);
   }
 };
 
-// Runs a kernel call of a layer whose Impl holds `plans` (Plans) and packs a plan with
-// pack(plan, shape): the reference kernel in reference mode (plan and workspace unused), else
-// the fast one on the plan (repacked when the ISA path changed since it was packed) and the
-// call's workspace.
-template <typename T, typename Dims, typename Args, typename Impl>
-void run(KernelCall<Dims, Args>& k, const CallDims& c, Impl& impl, const LayerShape& shape) {
-  const Dims d{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths};
-  if (force_reference()) return k.ref(d, k.args);
-  auto& plan = impl.plans.template get<T>();
-  if (plan.isa != core::active_isa()) impl.pack(plan, shape);
-  k.args.plan = &plan;
-  k.args.workspace = static_cast<T*>(c.workspace);
-  k.fast(d, k.args);
+// Runs the kernel of a layer's call on its arguments `a` (ops::run_kernel: the reference in
+// reference mode, else the fast kernel). The layer's Impl holds `plans` (Plans) and packs a plan
+// with pack(plan, shape); the fast kernel runs on the plan (repacked when the ISA path changed
+// since it was packed) and the call's workspace, which the reference does not use.
+template <typename T, typename Args, typename Impl>
+void run(Args& a, const CallDims& c, Impl& impl, const LayerShape& shape) {
+  if (!force_reference()) {
+    auto& plan = impl.plans.template get<T>();
+    if (plan.isa != core::active_isa()) impl.pack(plan, shape);
+    a.plan = &plan;
+    a.workspace = static_cast<T*>(c.workspace);
+  }
+  ops::run_kernel(SequenceDims{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths}, a);
 }
 
 }  // namespace layer
@@ -412,14 +394,14 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
                   l.shape().dtype);
     return c;
   }
-  // Runs the kernel of a call (Op::kernel: the forward's or the backward's, by out's type) on
-  // its inputs and the weights.
+  // Runs the kernel of a call (Op::kernel_args: the forward's or the backward's, by out's
+  // type) on its inputs and the weights.
   template <typename CallIn, typename CallOut>
   void run(const CallIn& in, const CallOut& out, const layer::CallDims& c, const LayerShape& s) {
     layer::with_dtype(s.dtype, [&]<typename T>() {
-      auto k = Op::template kernel<T>(layer::WithWeights<CallIn, typename Op::Weights>{in, weights},
-                                      out, config, s.dtype);
-      layer::run<T>(k, c, *this, s);
+      auto a = Op::template kernel_args<T>(
+          layer::WithWeights<CallIn, typename Op::Weights>{in, weights}, out, config, s.dtype);
+      layer::run<T>(a, c, *this, s);
     });
   }
 };
