@@ -1,7 +1,8 @@
 // Helpers shared by the fast sequence drivers (src/cpu/block_gru.cc, src/cpu/block_lstm.cc):
 // the per-call workspace, zero fills and the column reductions that give bias and peephole
-// gradients over all T·B rows after the backward loop; and the explicit instantiations of every
-// fast kernel (the cells' too).
+// gradients over all T·B rows after the backward loop; the time loop (TimeLoop), the rows a step
+// runs over with per-example lengths (ActiveRows), the input projection and the gathers and
+// scatters of the compacted weight gradients.
 #pragma once
 
 #include <algorithm>
