@@ -52,9 +52,9 @@ bool is_lstm(RNNMode m) {
   return m == RNNMode::kLSTM || m == RNNMode::kLSTMV2;
 }
 
-// How the stack creates, sets and calls the layer of each mode. A views of consecutive
-// [T, B, H] blocks hold the activations of a layer and direction (the op's outputs, in order);
-// params are in set_weights' order.
+// How the stack creates, sets and calls the layer of each mode. kActs consecutive [T, B, H]
+// blocks hold the activations of a layer and direction (the op's outputs, in order); params are
+// in set_weights' order.
 template <class Layer>
 struct Stacked;
 
