@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side comparison: blockrnn vs TensorFlow vs oneDNN vs the GEMM-only floor.
+"""Side-by-side comparison: blockrnn vs TensorFlow vs oneDNN vs PyTorch vs the GEMM-only floor.
 
 In one run and at one thread count at a time, times identical work (float32, one layer,
 forward + backward) on the shapes of bench/compare_shapes.txt, prints a table of times,
@@ -8,15 +8,19 @@ docs/performance.md (naming the CPU, the command, the date and the FMA peaks) an
 docs/performance.png.
 
     scripts/setup.sh && .venv/bin/pip install --no-build-isolation .
-    .venv/bin/python bench/compare.py [--threads 1 2] [--reps 10] [--quick]
+    .venv/bin/python bench/compare.py [--threads 1 2] [--rounds 3] [--reps 5] [--quick]
 
---quick is a smoke test (3 reps, the first LSTM and the first GRU shape only).
+--quick is a smoke test (1 round of 3 reps, the first LSTM and the first GRU shape only).
 
 Each measurement runs in its own process (bench/blockrnn_rnn.py, bench/peers/tf_rnn.py,
-bench/peers/onednn_rnn_peer, and bench/peers/fma_peak once per thread count for the FMA
-peak), so no library's idle threads slow another's. Times are medians
-over --reps; absolute times on a shared machine are noisy, ratios within one run are the
-figures to read. This is a tool, not a test: nothing here asserts a speed.
+bench/peers/torch_rnn.py in float32 and bfloat16, bench/peers/onednn_rnn_peer, and
+bench/peers/fma_peak once per thread count for the FMA peak), so no library's idle threads
+slow another's. The peers are interleaved: each of --rounds rounds runs every peer once, in an
+order rotated by one per round, and a round in which some process's median repetition lies
+more than --max-noise above its best is run again. A peer's time is the median over rounds of
+its per-process median; its speedup is the median over rounds of its time over blockrnn's in
+the same round, with the range over rounds. Absolute times on a shared machine are noisy:
+read the per-round ratios. This is a tool, not a test: nothing here asserts a speed.
 """
 import argparse
 import datetime
@@ -24,6 +28,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 
@@ -68,10 +73,11 @@ def build_peers():
     return exe, fma
 
 
-def measure_fma_peak(fma_exe, threads):
+def measure_fma_peak(fma_exe, threads, isa="auto"):
     """The machine's float32 FMA peak at `threads` threads (bench/peers/fma_peak's JSON
-    record), or None if it could not be measured."""
-    recs = run_json([fma_exe, "--threads", str(threads)], timeout=120)
+    record), or with isa="avx512_bf16" its bfloat16 dot-product peak; None if it could not be
+    measured (or the CPU lacks the instructions)."""
+    recs = run_json([fma_exe, "--threads", str(threads), "--isa", isa], timeout=120)
     return recs[0] if recs and recs[0].get("gflops") else None
 
 
@@ -118,11 +124,12 @@ def read_shapes(path):
     return shapes
 
 
-def measure(shape, threads, reps, peer_exe):
+def peer_commands(shape, threads, reps, peer_exe, torch_peers):
+    """The command line of every peer for one shape at one thread count: name → list of
+    commands (the GEMM floors have two each, padded rows or not; the faster one counts)."""
     cell, T, B, I, H = shape["cell"], shape["T"], shape["B"], shape["I"], shape["H"]
     dims = ["--T", str(T), "--B", str(B), "--I", str(I), "--H", str(H),
             "--threads", str(threads), "--reps", str(reps), "--warmup", "2"]
-    rows = {}
     if T == 1:
         ours_op, tf_op = f"{cell}_cell", f"{cell}_cell"
         tf_extra = ["--full-grad"]
@@ -130,33 +137,90 @@ def measure(shape, threads, reps, peer_exe):
         ours_op = "block_lstm" if cell == "lstm" else "block_gru"
         tf_op = "block_lstm" if cell == "lstm" else "gru_seq"
         tf_extra = []
-    for rec in run_json([PY, "bench/blockrnn_rnn.py", "--op", ours_op] + dims):
-        rows["blockrnn"] = rec
-    for rec in run_json([PY, "bench/peers/tf_rnn.py", "--op", tf_op] + dims + tf_extra):
-        rows["tensorflow"] = rec
+    cmds = {"blockrnn": [[PY, "bench/blockrnn_rnn.py", "--op", ours_op] + dims],
+            "tensorflow": [[PY, "bench/peers/tf_rnn.py", "--op", tf_op] + dims + tf_extra]}
     if T > 1:
-        for rec in run_json([peer_exe, "--cell", cell] + dims):
-            rows["onednn"] = rec
-    floors = []
-    for pad in ("0", "16"):
-        for rec in run_json([peer_exe, "--cell", cell, "--gemm-floor", "--gemm-ld-pad", pad]
-                            + dims):
-            floors.append(rec)
-    best = {}
-    for rec in floors:
-        lib = rec.get("peer", "gemm")
-        if lib not in best or rec["fwdbwd_ms"] < best[lib]["fwdbwd_ms"]:
-            best[lib] = rec
-    for lib, rec in best.items():
-        rows[lib] = rec
-    return rows
+        cmds["onednn"] = [[peer_exe, "--cell", cell] + dims]
+    if torch_peers:
+        for dtype, name in (("float32", "torch_fp32"), ("bfloat16", "torch_bf16")):
+            cmds[name] = [[PY, "bench/peers/torch_rnn.py", "--cell", cell, "--dtype", dtype]
+                          + dims]
+    for lib in ("openblas", "onednn"):
+        cmds[f"{lib}_gemm_floor"] = [
+            [peer_exe, "--cell", cell, "--gemm-floor", "--gemm-ld-pad", pad] + dims
+            for pad in ("0", "16")]
+    return cmds
+
+
+def run_peer(cmds):
+    """The fastest record of a peer's commands (one process each), or None."""
+    best = None
+    for cmd in cmds:
+        for rec in run_json(cmd):
+            if best is None or rec["fwdbwd_ms"] < best["fwdbwd_ms"]:
+                best = rec
+    return best
+
+
+def noise(rec):
+    """How far a process's median repetition lies above its best one (0.1: 10 %)."""
+    return rec["fwdbwd_ms"] / rec["fwdbwd_min_ms"] - 1.0 if rec.get("fwdbwd_min_ms") else 0.0
+
+
+def measure(shape, threads, reps, rounds, max_noise, retries, peer_exe, torch_peers):
+    """Interleaved rounds: each round runs every peer once (one process each), in an order
+    rotated by one per round (A B C, B C A, …), so that a load change on the shared machine
+    hits every peer alike. A round in which some process's median lies more than max_noise
+    above its best repetition is run again, up to `retries` times (the last try is kept and
+    counted as noisy). Per peer: the median over rounds of the per-round medians; per peer
+    and round: the ratio of its time to blockrnn's in that round, summarised as the median
+    ratio and its range over rounds."""
+    cmds = peer_commands(shape, threads, reps, peer_exe, torch_peers)
+    names = list(cmds)
+    per_round, noisy_rounds = [], 0
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for attempt in range(retries + 1):
+            recs = {name: run_peer(cmds[name]) for name in order}
+            recs = {k: v for k, v in recs.items() if v}
+            worst = max((noise(v) for v in recs.values()), default=0.0)
+            if worst <= max_noise:
+                break
+            print(f"   round {r + 1}: a median {100 * worst:.0f} % above its best repetition"
+                  + (", running the round again" if attempt < retries else ", kept (noisy)"),
+                  file=sys.stderr, flush=True)
+        else:
+            noisy_rounds += 1
+        per_round.append(recs)
+    rows, ratios = {}, {}
+    for name in names:
+        recs = [rr[name] for rr in per_round if name in rr]
+        if not recs:
+            continue
+        row = dict(recs[0])
+        row["fwd_ms"] = statistics.median(x["fwd_ms"] for x in recs)
+        row["fwdbwd_ms"] = statistics.median(x["fwdbwd_ms"] for x in recs)
+        row["rounds"] = len(recs)
+        rows[name] = row
+        rr = [rd[name]["fwdbwd_ms"] / rd["blockrnn"]["fwdbwd_ms"] for rd in per_round
+              if name in rd and "blockrnn" in rd]
+        if rr and name != "blockrnn":
+            ratios[name] = (statistics.median(rr), min(rr), max(rr))
+    return rows, ratios, noisy_rounds
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--reps", type=int, default=None,
-                   help="repetitions (default 10, 3 with --quick)")
+                   help="repetitions per process and round (default 5, 3 with --quick)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="interleaved rounds per shape (default 3, 1 with --quick)")
+    p.add_argument("--max-noise", type=float, default=0.15,
+                   help="a round is run again when a process's median repetition lies more "
+                        "than this fraction above its best (default 0.15)")
+    p.add_argument("--retries", type=int, default=2, help="re-runs of a noisy round")
+    p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch peers")
     p.add_argument("--shapes", default=os.path.join(ROOT, "bench", "compare_shapes.txt"))
     p.add_argument("--only", nargs="*", help="shape names to run")
     p.add_argument("--no-docs", action="store_true", help="do not rewrite docs/performance.*")
@@ -165,7 +229,10 @@ def main():
                         "each cell (unless --only is given)")
     a = p.parse_args()
     if a.reps is None:
-        a.reps = 3 if a.quick else 10
+        a.reps = 3 if a.quick else 5
+    if a.rounds is None:
+        a.rounds = 1 if a.quick else 3
+    torch_peers = not a.no_torch and torch_available()
     peer_exe, fma_exe = build_peers()
     shapes = [s for s in read_shapes(a.shapes) if not a.only or s["name"] in a.only]
     if a.quick and not a.only:
@@ -173,33 +240,51 @@ def main():
         for s in shapes:
             firsts.setdefault(s["cell"], s)
         shapes = list(firsts.values())
-    results, peaks = [], {}
+    results, peaks, bf16_peaks = [], {}, {}
+    has_bf16 = cpu_info()["flags"]["avx512_bf16"]
     for threads in a.threads:
         print(f"== FMA peak threads={threads}", file=sys.stderr, flush=True)
         peaks[threads] = measure_fma_peak(fma_exe, threads)
         pk = peaks[threads]
         print(f"   {pk['gflops']:.1f} GFLOP/s ({pk['isa']})" if pk else "   not measured",
               file=sys.stderr, flush=True)
+        if has_bf16:
+            bf16_peaks[threads] = measure_fma_peak(fma_exe, threads, "avx512_bf16")
+            pk = bf16_peaks[threads]
+            print(f"   bf16 {pk['gflops']:.1f} GFLOP/s" if pk else "   bf16 not measured",
+                  file=sys.stderr, flush=True)
         for s in shapes:
             print(f"== {s['name']} threads={threads}", file=sys.stderr, flush=True)
-            rows = measure(s, threads, a.reps, peer_exe)
-            results.append(dict(shape=s, threads=threads, rows=rows))
+            rows, ratios, noisy = measure(s, threads, a.reps, a.rounds, a.max_noise, a.retries,
+                                          peer_exe, torch_peers)
+            results.append(dict(shape=s, threads=threads, rows=rows, ratios=ratios,
+                                noisy_rounds=noisy))
     for th in peaks:
         if peak_scaling_note(peaks, th):
             print(f"warning: FMA peak {peak_scaling_note(peaks, th)}", file=sys.stderr)
     lines = render(results, peaks)
     print("\n".join(lines))
     if not a.no_docs:
-        write_docs(results, peaks, lines, a)
+        write_docs(results, peaks, bf16_peaks, lines, a)
 
 
-PEER_ORDER = ["blockrnn", "tensorflow", "onednn", "openblas_gemm_floor", "onednn_gemm_floor"]
+PEER_ORDER = ["blockrnn", "tensorflow", "onednn", "torch_fp32", "torch_bf16",
+              "openblas_gemm_floor", "onednn_gemm_floor"]
+
+
+def torch_available():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("torch missing: no PyTorch peers", file=sys.stderr)
+        return False
+    return True
 
 
 def render(results, peaks):
     out = []
     hdr = ("| shape | threads | peer | fwd ms | fwd+bwd ms | GFLOP/s | % FMA peak | "
-           "blockrnn speedup | floor ratio | memory MB |")
+           "blockrnn speedup [range] | floor ratio | memory MB |")
     out += [hdr, "|" + "---|" * 10]
     for r in results:
         s, th, rows = r["shape"], r["threads"], r["rows"]
@@ -214,8 +299,14 @@ def render(results, peaks):
                 continue
             rec = rows[peer]
             ms = rec["fwdbwd_ms"]
-            speed = f"{rec['fwdbwd_ms'] / ours['fwdbwd_ms']:.2f}×" if ours and peer != "blockrnn" \
-                else ""
+            speed = ""
+            if peer in r.get("ratios", {}):
+                med, lo, hi = r["ratios"][peer]
+                speed = f"{med:.2f}× [{lo:.2f}–{hi:.2f}]" if hi > lo else f"{med:.2f}×"
+            elif ours and peer != "blockrnn":
+                speed = f"{rec['fwdbwd_ms'] / ours['fwdbwd_ms']:.2f}×"
+            if peer == "blockrnn" and r.get("noisy_rounds"):
+                speed = f"({r['noisy_rounds']} noisy round{'s' if r['noisy_rounds'] > 1 else ''})"
             fr = f"{floor / ms:.2f}" if floor else ""
             # Python peers: growth of the process RSS over its baseline after imports (the
             # op's own memory); the C++ peers: the whole process's peak RSS.
@@ -243,7 +334,7 @@ def blockrnn_isa(results):
     return ", ".join(f"`{i}`" for i in isas) if isas else None
 
 
-def write_docs(results, peaks, table, a):
+def write_docs(results, peaks, bf16_peaks, table, a):
     md = os.path.join(ROOT, "docs", "performance.md")
     png = os.path.join(ROOT, "docs", "performance.png")
     try:
@@ -296,15 +387,24 @@ def write_docs(results, peaks, table, a):
     vm = ", under a hypervisor" if cpu["hypervisor"] else ""
     with open(md, "w") as f:
         f.write("# Performance\n\n")
-        f.write("Generated by the command below; do not edit by hand: rerun it. Times are "
-                "medians; the machine is shared, so compare within one run.\n\n")
+        f.write("Generated by the command below; do not edit by hand: rerun it. The peers run "
+                "interleaved, in rounds (each round runs every peer once, in an order rotated "
+                "per round); a time is the median over rounds of each process's median, a "
+                "speedup the median over rounds of the per-round ratio, with its range in "
+                "brackets. The machine is shared, so compare within one run.\n\n")
         f.write(f"- Command: `{command_line()}`\n")
         f.write(f"- Date: {datetime.date.today().isoformat()}\n")
         f.write(f"- CPU: {cpu.get('model name', 'unknown')} ({ident}; {platform.machine()}, "
                 f"{os.cpu_count()} logical CPUs{vm}); flags: {flags}\n")
-        f.write(f"- Threads: {', '.join(str(t) for t in a.threads)}; reps {a.reps}\n")
+        f.write(f"- Threads: {', '.join(str(t) for t in a.threads)}; {a.rounds} rounds of "
+                f"{a.reps} reps per peer\n")
         f.write(f"- Measured float32 FMA peak (`bench/peers/fma_peak --threads N`: independent "
                 f"FMA chains in registers, best of {how}): {peak_txt}\n")
+        bf16_txt = "; ".join(
+            f"{th} thread{'s' if th > 1 else ''}: **{pk['gflops']:.1f} GFLOP/s**"
+            for th, pk in bf16_peaks.items() if pk) or "not measured (no avx512_bf16)"
+        f.write(f"- Measured bfloat16 dot-product peak (`bench/peers/fma_peak --isa avx512_bf16`, "
+                f"vdpbf16ps chains): {bf16_txt}\n")
         f.write(f"- blockrnn ISA path: {isa_txt}\n\n")
         f.write("Work: one layer, float32, forward + backward. `GFLOP/s` counts the GEMM work "
                 "of the layer (3 × 2·T·B·(I+H)·G·H, G = 4 for LSTM, 3 for GRU) over the "
@@ -322,8 +422,9 @@ def write_docs(results, peaks, table, a):
                 "`BlockGRUGrad`, or at T = 1 the cell op + `gradients.<Cell>`; TensorFlow "
                 "`BlockLSTM`+`BlockLSTMGrad`, for GRU `GRUBlockCell`+`GRUBlockCellGrad` stepped "
                 "in a `tf.function` with the weight-gradient matmuls, at T = 1 the cell op + "
-                "grad + matmuls; oneDNN's LSTM and vanilla-GRU primitives (see "
-                "bench/peers/README.md).\n\n")
+                "grad + matmuls; oneDNN's LSTM and vanilla-GRU primitives; PyTorch "
+                "`torch.nn.LSTM`/`torch.nn.GRU` (one layer, the reset-after GRU) in float32 "
+                "and bfloat16, at T = 1 with one step (see bench/peers/README.md).\n\n")
         f.write("\n".join(table) + "\n\n![chart](performance.png)\n")
         notes = os.path.join(ROOT, "docs", "performance-notes.md")
         if os.path.exists(notes):

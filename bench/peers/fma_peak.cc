@@ -1,6 +1,7 @@
-// fma_peak: measures this machine's float32 FMA peak (GFLOP/s) at a given thread count.
+// fma_peak: measures this machine's float32 FMA peak (GFLOP/s) at a given thread count, or
+// with --isa avx512_bf16 its bfloat16 dot-product peak (vdpbf16ps: bf16 products, fp32 sums).
 //
-//   fma_peak [--threads N] [--seconds S] [--reps R] [--isa auto|avx2|avx512]
+//   fma_peak [--threads N] [--seconds S] [--reps R] [--isa auto|avx2|avx512|avx512_bf16]
 //
 // Defaults: --threads 1 --seconds 0.3 --reps 5 --isa auto (AVX-512 if the CPU has avx512f,
 // else AVX2 if it has avx2 and fma). Prints one JSON object on stdout, e.g.
@@ -10,8 +11,9 @@
 // acc = fma(acc, a, b) in registers (16 zmm for AVX-512, 12 ymm for AVX2: enough to cover
 // FMA latency x throughput on two FMA ports), with no memory traffic. A measurement is the
 // wall time between two barriers around the loop; FLOPs = 2 * lanes * FMAs, summed over
-// threads. The best (highest) of --reps measurements is reported. The accumulators are summed
-// into a volatile sink so the chains cannot be optimised away.
+// threads. One vdpbf16ps multiplies 32 bf16 pairs and adds them pairwise into 16 fp32 lanes:
+// 64 FLOPs, so its kernel counts 32 lanes. The best (highest) of --reps measurements is reported.
+// The accumulators are summed into a volatile sink so the chains cannot be optimised away.
 //
 // No dependency on blockrnn. The kernels are compiled with __attribute__((target(...))), so
 // the file needs no global -m flags; the ISA is chosen at run time with
@@ -98,12 +100,34 @@ __attribute__((target("avx2,fma"), noinline)) float RunAvx2(long iters) {
   return s;
 }
 
+// The bf16 chains: acc = acc + a0·b0 + a1·b1 per lane, a = 1e-6 and b = 1 in bf16 (exact), so
+// each step adds 2e-6 to every lane: finite for any iteration count this tool runs.
+__attribute__((target("avx512f,avx512bf16"), noinline)) float RunAvx512Bf16(long iters) {
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-6f), _mm512_set1_ps(1e-6f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1.0f), _mm512_set1_ps(1.0f));
+  __m512 acc[kChains512];
+  for (int j = 0; j < kChains512; ++j) acc[j] = _mm512_set1_ps(1.0f + 0.001f * j);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kChains512; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  }
+  __m512 sum = acc[0];
+  for (int j = 1; j < kChains512; ++j) sum = _mm512_add_ps(sum, acc[j]);
+  alignas(64) float v[16];
+  _mm512_store_ps(v, sum);
+  float s = 0.0f;
+  for (float x : v) s += x;
+  return s;
+}
+
 #endif  // FMA_PEAK_X86
 
 [[noreturn]] void Usage(const char* argv0, const std::string& msg) {
   if (!msg.empty()) std::fprintf(stderr, "error: %s\n", msg.c_str());
   std::fprintf(
-      stderr, "usage: %s [--threads n] [--seconds s] [--reps n] [--isa auto|avx2|avx512]\n", argv0);
+      stderr,
+      "usage: %s [--threads n] [--seconds s] [--reps n] [--isa auto|avx2|avx512|avx512_bf16]\n",
+      argv0);
   std::exit(2);
 }
 
@@ -129,8 +153,8 @@ Options ParseArgs(int argc, char** argv) {
   if (o.threads < 1) Usage(argv[0], "--threads must be >= 1");
   if (o.seconds <= 0) Usage(argv[0], "--seconds must be > 0");
   if (o.reps < 1) Usage(argv[0], "--reps must be >= 1");
-  if (o.isa != "auto" && o.isa != "avx2" && o.isa != "avx512")
-    Usage(argv[0], "--isa must be auto, avx2 or avx512");
+  if (o.isa != "auto" && o.isa != "avx2" && o.isa != "avx512" && o.isa != "avx512_bf16")
+    Usage(argv[0], "--isa must be auto, avx2, avx512 or avx512_bf16");
   return o;
 }
 
@@ -142,6 +166,11 @@ Kernel SelectKernel(const std::string& isa) {
   const bool has256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const Kernel k512{"avx512", 16, kChains512, RunAvx512};
   const Kernel k256{"avx2", 8, kChains256, RunAvx2};
+  if (isa == "avx512_bf16") {
+    if (!has512 || !__builtin_cpu_supports("avx512bf16"))
+      Usage("fma_peak", "this CPU has no avx512_bf16");
+    return Kernel{"avx512_bf16", 32, kChains512, RunAvx512Bf16};
+  }
   if (isa == "avx512" || (isa == "auto" && has512)) {
     if (!has512) Usage("fma_peak", "this CPU has no avx512f");
     return k512;
