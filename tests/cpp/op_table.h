@@ -1,17 +1,23 @@
-// Every op the generic tester (test_ops.cc) checks, declared once: which forward op produces a
-// grad op's inputs, which attr values to draw, whether finite differences apply, and the
-// tolerance of each dtype with its reason (docs/tolerances.md lists the same table).
+// Every op the generic tester (test_ops.cc) checks, read from tests/data/op_table.json — the one
+// table the C++ and the Python testers (tests/python/optable.py) share: which forward op produces
+// a grad op's inputs, which attr values to draw, whether finite differences apply, and the
+// tolerance of each dtype with its reason (docs/tolerances.md explains them).
 //
 // Inputs and their shape family in (T, B, I, H) come from the registry's OpDef names through
 // op_shapes.h (shared with the fuzzer and the benchmarks). An input name the shape table does not
 // know is an optional trailing input the tester leaves out (e.g. a new `seq_lengths`), so an op
-// growing one keeps its row unchanged. Adding an op is one row in kOpTests.
+// growing one keeps its row unchanged. Adding an op is one row of the JSON file.
 #pragma once
 
 #include <array>
+#include <fstream>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "blockrnn/tensor.h"
 
@@ -23,34 +29,11 @@ namespace blockrnn::testing {
 // the reference path in that dtype. `reason` says where the size comes from.
 struct Tolerance {
   double rtol, atol, nmse;
-  const char* reason;
+  std::string reason;
 };
 
 // Indexed by dtype: float16, float32, float64.
 using Tolerances = std::array<Tolerance, 3>;
-
-inline constexpr Tolerance kHalf = {
-    1.0 / 1024, 1e-5, 1e-6,
-    "float16 computes in float32 and rounds each stored value once (2^-11 relative, two "
-    "roundings: the grad op's float16 inputs and its outputs); atol covers float32 sums of "
-    "terms that cancel"};
-inline constexpr Tolerance kSingleCell = {
-    1e-5, 1e-6, 1e-11,
-    "float32 GEMM over I+H terms in another order than float64: a few ulp times sqrt(I+H)"};
-inline constexpr Tolerance kSingleSequence = {
-    5e-5, 1e-5, 1e-10,
-    "float32 errors of a cell compound through T steps of the recurrence, and weight gradients "
-    "sum T·B rows"};
-inline constexpr Tolerance kDoubleCell = {
-    1e-13, 1e-14, 1e-26, "float64 GEMM accumulation order: a few ulp times sqrt(I+H)"};
-inline constexpr Tolerance kDoubleSequence = {
-    1e-12, 1e-13, 1e-24, "float64 errors compound through T steps; weight gradients sum T·B rows"};
-
-inline constexpr Tolerances kCell = {kHalf, kSingleCell, kDoubleCell};
-inline constexpr Tolerances kSequence = {kHalf, kSingleSequence, kDoubleSequence};
-
-// SPEC A7: analytic float64 gradients against central differences (ε = 1e-6).
-inline constexpr double kFiniteDifferenceRel = 1e-6;
 
 struct AttrChoice {
   std::string name;
@@ -67,51 +50,67 @@ struct OpTest {
   // L = Σ upstream ⊙ forward output. TF's partial cell grads (GRUBlockCellGrad,
   // LSTMBlockCellGrad) return pre-activation terms instead; they are covered by the full grads
   // built on them and by the golden files.
-  bool full_gradient;
+  bool full_gradient = false;
   Tolerances tol;
   std::vector<AttrChoice> attrs;  // of the forward op (a grad op takes the ones it declares)
   // Sizes ('B', 'H') that must be positive: zero is an InvalidArgument as in TensorFlow
-  // (LSTMBlockCell(Grad): #58270; BlockLSTMGrad(V2): w needs a positive multiple of 4 columns).
-  std::string positive = "";
-  std::string positive_error = "";  // what the error then says
+  // (LSTMBlockCell(Grad) refuses an empty batch or cell; BlockLSTMGrad(V2): w needs a positive
+  // multiple of 4 columns).
+  std::string positive;
+  std::string positive_error;  // what the error then says
 };
 
-inline const std::vector<AttrChoice>& lstm_attrs() {
-  // cell_clip ≤ 0 turns clipping off; 0.5 clips often. use_peephole both ways.
-  static const std::vector<AttrChoice> a = {
-      {"forget_bias", {1, 0, 0.5}}, {"cell_clip", {3, -1, 0.5}}, {"use_peephole", {0, 1}}};
-  return a;
-}
-inline const std::vector<AttrChoice>& lstm_v2_attrs() {
-  static const std::vector<AttrChoice> a = {{"cell_clip", {0, -1, 0.5}}, {"use_peephole", {0, 1}}};
-  return a;
+// The parsed table: the op rows, the finite-difference bound and the attrs fixed for it.
+struct OpTable {
+  std::vector<OpTest> ops;
+  double finite_difference_rel = 0;
+  std::vector<std::pair<std::string, double>> finite_difference_attrs;
+};
+
+inline OpTable load_op_table(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot open the op table " + path);
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(f);
+  OpTable table;
+  table.finite_difference_rel = j.at("finite_differences").at("rel").get<double>();
+  for (const auto& [name, value] : j.at("finite_differences").at("attrs").items())
+    table.finite_difference_attrs.emplace_back(name, value.get<double>());
+  const auto tolerance = [&](const std::string& family, const char* dtype) {
+    const nlohmann::ordered_json& t = j.at("tolerances").at(family).at(dtype);
+    return Tolerance{t.at("rtol").get<double>(), t.at("atol").get<double>(),
+                     t.at("nmse").get<double>(), t.at("reason").get<std::string>()};
+  };
+  for (const nlohmann::ordered_json& row : j.at("ops")) {
+    OpTest t;
+    t.op = row.at("op").get<std::string>();
+    t.forward = row.value("forward", "");
+    t.full_gradient = row.value("full_gradient", false);
+    const std::string family = row.at("tolerance").get<std::string>();
+    t.tol = {tolerance(family, "float16"), tolerance(family, "float32"),
+             tolerance(family, "float64")};
+    if (row.contains("attrs")) {
+      for (const auto& [name, values] :
+           j.at("attr_sets").at(row.at("attrs").get<std::string>()).items()) {
+        AttrChoice a{name, {}};
+        for (const nlohmann::ordered_json& v : values)
+          a.values.push_back(v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>());
+        t.attrs.push_back(std::move(a));
+      }
+    }
+    t.positive = row.value("positive", "");
+    t.positive_error = row.value("positive_error", "");
+    table.ops.push_back(std::move(t));
+  }
+  return table;
 }
 
-// Clipping passes the gradient straight through (TensorFlow's kernels, SPEC B), which is not the
-// derivative where it clips: finite differences run with clipping off.
-inline constexpr std::pair<const char*, double> kFiniteDifferenceAttrs[] = {{"cell_clip", -1}};
+inline const OpTable& op_table() {
+  static const OpTable table = load_op_table(BLOCKRNN_TEST_DATA_DIR "/op_table.json");
+  return table;
+}
 
 inline const std::vector<OpTest>& op_tests() {
-  static const std::vector<OpTest> t = {
-      {"GRUBlockCell", "", false, kCell, {}},
-      {"GRUBlockCellGrad", "GRUBlockCell", false, kCell, {}},
-      {"gradients.GRUBlockCell", "GRUBlockCell", true, kCell, {}},
-      {"LSTMBlockCell", "", false, kCell, lstm_attrs(), "BH", "cs_prev is empty"},
-      {"LSTMBlockCellGrad", "LSTMBlockCell", false, kCell, lstm_attrs(), "BH", "cs_prev is empty"},
-      {"gradients.LSTMBlockCell", "LSTMBlockCell", true, kCell, lstm_attrs(), "BH",
-       "cs_prev is empty"},
-      {"BlockLSTM", "", false, kSequence, lstm_attrs()},
-      {"BlockLSTMGrad", "BlockLSTM", true, kSequence, lstm_attrs(), "H",
-       "w must have a positive multiple of 4 columns"},
-      {"BlockLSTMV2", "", false, kSequence, lstm_v2_attrs()},
-      {"BlockLSTMGradV2", "BlockLSTMV2", true, kSequence, lstm_v2_attrs(), "H",
-       "w must have a positive multiple of 4 columns"},
-      {"BlockGRU", "", false, kSequence, {}},
-      {"BlockGRUGrad", "BlockGRU", true, kSequence, {}},
-      {"BlockGRUResetAfter", "", false, kSequence, {}},
-      {"BlockGRUResetAfterGrad", "BlockGRUResetAfter", true, kSequence, {}},
-  };
-  return t;
+  return op_table().ops;
 }
 
 inline const OpTest& find_op_test(const std::string& op) {

@@ -95,7 +95,7 @@ Call forward_call(const OpTest& t, const std::string& fwd, const Dims& d, DType 
     c.attrs[a.name] = a.values[rng() % a.values.size()];
   }
   if (fd_attrs) {
-    for (const auto& [name, value] : testing::kFiniteDifferenceAttrs) {
+    for (const auto& [name, value] : testing::op_table().finite_difference_attrs) {
       if (c.attrs.count(name)) c.attrs[name] = value;
     }
   }
@@ -298,7 +298,7 @@ void finite_differences(const OpTest& t) {
         Tensor* p = f.find(in);
         ASSERT_NE(p, nullptr) << t.op << " output " << onames[k] << " names no input";
         const testing::FiniteDifference fd = testing::finite_difference(*p, grads[k], loss);
-        EXPECT_TRUE(fd.within(testing::kFiniteDifferenceRel))
+        EXPECT_TRUE(fd.within(testing::op_table().finite_difference_rel))
             << t.op << " d/d" << in << ": max |numeric - analytic| " << fd.max_err
             << " reference=" << reference << " " << d.str();
         ++checked;

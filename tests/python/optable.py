@@ -1,27 +1,32 @@
-"""Every op the generic Python tester (test_ops.py) checks, declared once: its forward op (for a
-grad op), its TensorFlow twin in tf.raw_ops (None where TensorFlow has none), whether its outputs
-are full gradients (checked by float64 finite differences), the attr values to draw, and the
-float32 tolerance against TensorFlow with its reason (docs/tolerances.md). The C++ twin is
-tests/cpp/op_table.h. Input shapes come from the names (opinputs.py); an input the shape table
-does not know is an optional trailing input, left out. Adding an op is one row."""
+"""Every op the generic Python tester (test_ops.py) checks, read from tests/data/op_table.json —
+the one table it shares with the C++ tester (tests/cpp/op_table.h): its forward op (for a grad
+op), its TensorFlow twin in tf.raw_ops ("" where TensorFlow has none), whether its outputs are
+full gradients (checked by float64 finite differences), the attr values to draw, and the float32
+tolerance against TensorFlow with its reason (docs/tolerances.md). Input shapes come from the
+names (opinputs.py); an input the shape table does not know is an optional trailing input, left
+out. Adding an op is one row of the JSON file."""
 import dataclasses
 import inspect
+import json
+import os
 
 import numpy as np
 
 import blockrnn
 from opinputs import _shape, op_function
 
-LSTM_ATTRS = {"forget_bias": [1.0, 0.0, 0.5], "cell_clip": [3.0, -1.0, 0.5],
-              "use_peephole": [False, True]}
-LSTM_V2_ATTRS = {"cell_clip": [0.0, -1.0, 0.5], "use_peephole": [False, True]}
-# TensorFlow's backward passes the clip straight through, which is not the derivative where it
-# clips: finite differences run with clipping off.
-FD_ATTRS = {"cell_clip": -1.0}
+with open(os.path.join(os.path.dirname(__file__), "..", "data", "op_table.json")) as _f:
+    TABLE = json.load(_f)
 
-# (rtol, atol · max(1, max|want|)) of float32 against TensorFlow float32 (SPEC A7).
-CELL_TOL = (1e-5, 1e-5)        # other GEMM order (oneDNN) and activations: a few ulp
-SEQUENCE_TOL = (1e-4, 1e-4)    # per-step differences compound over T steps
+# TensorFlow's backward passes the clip straight through, which is not the derivative where it
+# clips: finite differences run with clipping off (the table's finite_differences.attrs).
+FD_ATTRS = TABLE["finite_differences"]["attrs"]
+
+
+def _tf_tolerance(family):
+    """(rtol, atol · max(1, max|want|)) of float32 against TensorFlow float32."""
+    t = TABLE["tolerances"][family]["tensorflow_float32"]
+    return (t["rtol"], t["atol"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,27 +36,13 @@ class OpRow:
     tf: str = ""                 # its name in tf.raw_ops ("" where TensorFlow has none)
     full_gradient: bool = False  # outputs are d loss / d forward inputs
     attrs: dict = dataclasses.field(default_factory=dict)
-    tol: tuple = CELL_TOL
+    tol: tuple = (0.0, 0.0)
 
 
-OPS = [
-    OpRow("GRUBlockCell", tf="GRUBlockCell"),
-    OpRow("GRUBlockCellGrad", "GRUBlockCell", tf="GRUBlockCellGrad"),
-    OpRow("gradients.GRUBlockCell", "GRUBlockCell", full_gradient=True),
-    OpRow("LSTMBlockCell", tf="LSTMBlockCell", attrs=LSTM_ATTRS),
-    OpRow("LSTMBlockCellGrad", "LSTMBlockCell", tf="LSTMBlockCellGrad", attrs=LSTM_ATTRS),
-    OpRow("gradients.LSTMBlockCell", "LSTMBlockCell", full_gradient=True, attrs=LSTM_ATTRS),
-    OpRow("BlockLSTM", tf="BlockLSTM", attrs=LSTM_ATTRS, tol=SEQUENCE_TOL),
-    OpRow("BlockLSTMGrad", "BlockLSTM", tf="BlockLSTMGrad", full_gradient=True,
-          attrs=LSTM_ATTRS, tol=SEQUENCE_TOL),
-    OpRow("BlockLSTMV2", tf="BlockLSTMV2", attrs=LSTM_V2_ATTRS, tol=SEQUENCE_TOL),
-    OpRow("BlockLSTMGradV2", "BlockLSTMV2", tf="BlockLSTMGradV2", full_gradient=True,
-          attrs=LSTM_V2_ATTRS, tol=SEQUENCE_TOL),
-    OpRow("BlockGRU", tol=SEQUENCE_TOL),
-    OpRow("BlockGRUGrad", "BlockGRU", full_gradient=True, tol=SEQUENCE_TOL),
-    OpRow("BlockGRUResetAfter", tol=SEQUENCE_TOL),
-    OpRow("BlockGRUResetAfterGrad", "BlockGRUResetAfter", full_gradient=True, tol=SEQUENCE_TOL),
-]
+OPS = [OpRow(r["op"], r.get("forward", ""), r.get("tf", ""), r.get("full_gradient", False),
+             dict(TABLE["attr_sets"][r["attrs"]]) if "attrs" in r else {},
+             _tf_tolerance(r["tolerance"]))
+       for r in TABLE["ops"]]
 ROWS = {r.op: r for r in OPS}
 
 FORWARD_INPUTS = {"seq_len_max", "x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b",
