@@ -1,0 +1,53 @@
+"""Converters of trained recurrent models to blockrnn model files (docs/model-format.md).
+
+    import blockrnn.convert as bc
+    model = bc.from_keras_file("model.keras")      # .keras or legacy .h5; no TensorFlow needed
+    model = bc.from_keras(keras_model)             # a live Keras model or layer
+    model = bc.from_torch(torch_module)            # torch.nn.LSTM / GRU, blockrnn.torch, state_dict
+    model.save("model.safetensors")
+
+or from a shell: `python -m blockrnn.convert SRC OUT`. Each returns a blockrnn.model.Model; a
+setting the ops cannot compute raises ConversionError (an InvalidArgumentError) naming the
+layer and the setting. See docs/bring-your-model.md.
+"""
+from .keras import (ConversionError, check_keras_rnn_config, from_keras, from_keras_file,
+                    keras_gru_weights, keras_lstm_weights)
+
+
+def from_torch(module, *, reset_after=True):
+    from .torch import from_torch as _from_torch
+    return _from_torch(module, reset_after=reset_after)
+
+
+from_torch.__doc__ = """The Model of a torch.nn.LSTM / GRU, a blockrnn.torch module or a
+state_dict (see blockrnn.convert.torch.from_torch)."""
+
+
+def convert(src, out=None, *, reset_after=True):
+    """Converts the file `src` (.keras, .h5, or a torch state_dict saved with torch.save as
+    .pt / .pth) and writes the model file `out` when given. Returns the Model."""
+    import os
+
+    ext = os.path.splitext(os.fspath(src))[1].lower()
+    if ext in (".keras", ".h5", ".hdf5"):
+        model = from_keras_file(src)
+    elif ext in (".pt", ".pth", ".bin"):
+        import torch
+        try:
+            obj = torch.load(src, map_location="cpu", weights_only=True)
+        except Exception as e:  # torch raises many types for a file it cannot read safely
+            raise ConversionError(f"{src}: cannot read as a torch state_dict with "
+                                  f"weights_only=True ({type(e).__name__}: {e}); save "
+                                  f"module.state_dict(), not the module") from None
+        model = from_torch(obj, reset_after=reset_after)
+        model.source["file"] = os.path.basename(os.fspath(src))
+    else:
+        raise ConversionError(f"{src}: unknown extension {ext!r}: expected .keras, .h5 "
+                              f"(Keras) or .pt / .pth (a torch state_dict)")
+    if out is not None:
+        model.save(out)
+    return model
+
+
+__all__ = ["ConversionError", "convert", "from_keras", "from_keras_file", "from_torch",
+           "keras_lstm_weights", "keras_gru_weights", "check_keras_rnn_config"]
