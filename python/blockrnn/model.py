@@ -611,6 +611,9 @@ class Model:
                                            f"{len(per_dir)}")
             states = []
             for d, s in enumerate(per_dir):
+                if s is None:
+                    states.append(None)
+                    continue
                 parts = tuple(s) if c.is_lstm else (s,)
                 if len(parts) != (2 if c.is_lstm else 1):
                     raise InvalidArgumentError(f"Model.forward: initial_state[{l}][{d}] must be "
@@ -666,7 +669,7 @@ class Model:
         directions read each example backwards within its own length); None: every example
         runs T steps, or, with a Masking layer in the file, the lengths its mask gives.
         initial_state: None (zeros) or initial_state[l][d] per layer and direction: an LSTM
-        layer's (cs, h), a GRU layer's h, each [B, H].
+        layer's (cs, h), a GRU layer's h, each [B, H] (None for a layer or a direction: zeros).
 
         Returns (y, states): y [T, B, W] the last layer's output sequence (W = D·H with
         concat, else H), or [B, W] when the model returns its last step only
