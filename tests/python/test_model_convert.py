@@ -63,8 +63,12 @@ def test_refused_stack_shapes(keras):
         bc.from_keras(keras.Sequential([keras.Input((None,), dtype="int32"),
                                         L.Embedding(10, 3, mask_zero=True, name="e"),
                                         L.LSTM(2)]))
+    with pytest.raises(ConversionError, match=r"'s' \(SimpleRNN\) is a recurrent layer "
+                                              r"blockrnn has no op for"):
+        bc.from_keras(_seq(keras, 2, L.SimpleRNN(3, name="s", return_sequences=True),
+                           L.LSTM(2)))
     with pytest.raises(ConversionError, match="no LSTM, GRU or Bidirectional layer"):
-        bc.from_keras(_seq(keras, 2, L.SimpleRNN(3, name="s")))
+        bc.from_keras(_seq(keras, 2, L.Dense(3, name="s")))
 
 
 def test_embedding_in_front_is_listed_not_dropped(keras):

@@ -42,6 +42,9 @@ class ConversionError(InvalidArgumentError):
 
 
 _RNN = ("LSTM", "GRU")
+# Recurrent layers with no blockrnn op: refused wherever they are (never listed as merely "not
+# converted", which would suggest the rest of the model is the recurrent part).
+_UNSUPPORTED_RNN = ("SimpleRNN", "RNN", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D")
 _IDENTITY_AT_INFERENCE = ("Dropout", "SpatialDropout1D", "GaussianNoise", "GaussianDropout",
                           "AlphaDropout", "ActivityRegularization")
 
@@ -212,6 +215,10 @@ def _stack_from_layers(entries, source, where):
     recurrent = [k for k, (cls, _, _) in enumerate(entries)
                  if cls in _RNN or cls == "Bidirectional"]
     names = [cfg.get("name", f"#{k}") for k, (_, cfg, _) in enumerate(entries)]
+    for k, (cls, _, _) in enumerate(entries):
+        if cls in _UNSUPPORTED_RNN:
+            raise ConversionError(f"{where}: layer {names[k]!r} ({cls}) is a recurrent layer "
+                                  f"blockrnn has no op for (it converts LSTM and GRU)")
     if not recurrent:
         others = ", ".join(f"{n} ({c})" for n, (c, _, _) in zip(names, entries))
         raise ConversionError(f"{where}: no LSTM, GRU or Bidirectional layer to convert "
