@@ -439,7 +439,10 @@ class Model:
     Attributes: dtype (numpy dtype), input_size, layers (list of LayerConfig), weights
     (weights[l][d] = {param: array}, the layer objects' set_weights arrays), return_sequences,
     masking (None or {"mask_value": v}), source ({str: str}), not_converted (names of source
-    layers around the stack that the file does not hold)."""
+    layers around the stack that the file does not hold).
+
+    The weights are packed into each (layer, direction)'s layer object when it is first used:
+    treat them as read-only (build a new Model to change them)."""
 
     def __init__(self, dtype, input_size, layers, weights, *, return_sequences=True,
                  masking=None, source=None, not_converted=()):
@@ -525,7 +528,8 @@ class Model:
                 extra.append("go_backwards")
             if c.is_lstm:
                 extra.append(f"forget_bias={c.forget_bias:g}")
-                extra.append("no cell clip" if c.cell_clip is None else f"cell_clip={c.cell_clip:g}")
+                extra.append("no cell clip" if c.cell_clip is None else
+                             f"cell_clip={c.cell_clip:g}")
                 if c.use_peephole:
                     extra.append("peepholes")
             if c.padded_output == "hold":

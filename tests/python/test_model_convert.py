@@ -222,3 +222,42 @@ def test_lstm_attrs_rebuild_the_layer():
     x = np.random.default_rng(0).uniform(-1, 1, (5, 2, 3)).astype(np.float32)
     assert np.array_equal(a.forward(x)[0], b.forward(x)[0])
     assert GRU(2, 3).attrs() == {}
+
+
+def test_single_live_layer(keras, tf):
+    rng = np.random.default_rng(11)
+    layer = keras.layers.Bidirectional(keras.layers.GRU(3, return_sequences=True),
+                                       merge_mode="mul")
+    layer.build((None, None, 2))
+    layer.set_weights([rng.uniform(-0.6, 0.6, w.shape).astype(np.float32)
+                       for w in layer.get_weights()])
+    x = rng.uniform(-1, 1, (2, 5, 2)).astype(np.float32)
+    m = bc.from_keras(layer)
+    assert m.layers[0].merge == "mul" and m.layers[0].kind == "BlockGRUResetAfter"
+    # float32, summation order: see test_model_zoo
+    np.testing.assert_allclose(m.forward(x.transpose(1, 0, 2))[0],
+                               np.asarray(layer(x)).transpose(1, 0, 2), rtol=1e-5, atol=1e-6)
+
+
+def test_tf_keras_2_functional_config(keras, tmp_path):
+    """Legacy .h5 files written by tf.keras 2 list a Functional layer's inputs as
+    [[[name, node, tensor, kwargs]]]; the same chain converts to the same model."""
+    import h5py
+    inp = keras.Input((None, 3))
+    out = keras.layers.Dense(2)(keras.layers.LSTM(4, return_sequences=True, name="rec")(inp))
+    path = str(tmp_path / "f.h5")
+    keras.Model(inp, out).save(path)
+    with pytest.warns(UserWarning):
+        want = bc.from_keras_file(path)
+    with h5py.File(path, "r+") as f:
+        cfg = json.loads(f.attrs["model_config"])
+        for layer in cfg["config"]["layers"]:
+            nodes = layer.get("inbound_nodes") or []
+            if nodes:
+                src = nodes[0]["args"][0]["config"]["keras_history"][0]
+                layer["inbound_nodes"] = [[[src, 0, 0, {}]]]
+        f.attrs["model_config"] = json.dumps(cfg)
+    with pytest.warns(UserWarning):
+        got = bc.from_keras_file(path)
+    assert got.config()["layers"] == want.config()["layers"]
+    assert all(np.array_equal(got.tensors()[k], a) for k, a in want.tensors().items())

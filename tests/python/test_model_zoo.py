@@ -64,6 +64,8 @@ def _keras_cases(K):
                                                            return_sequences=True),
                                     L.LSTM(4, return_sequences=True)], ".keras", "float32", True,
                                 None),
+        "masked_bidi_last": (3, [L.Masking(0.0), L.Bidirectional(L.LSTM(3), merge_mode="concat")],
+                             ".h5", "float32", True, None),
         "float64_stack": (3, [L.Bidirectional(L.LSTM(3, return_sequences=True, dtype=f64),
                                               dtype=f64),
                               L.GRU(4, return_sequences=True, dtype=f64)], ".keras", f64, False,
@@ -251,7 +253,8 @@ def zoo(tmp_path_factory, tf):
 KERAS_NAMES = ["lstm_seq", "lstm_last_nobias", "gru_reset_after", "gru_reset_before",
                "gru_nobias_last", "bidi_concat_lstm", "bidi_sum_gru", "bidi_mul_gru_rb",
                "bidi_ave_lstm_last", "stack_mixed", "go_backwards", "masked_stack",
-               "masked_last", "masked_go_backwards", "float64_stack", "functional"]
+               "masked_last", "masked_go_backwards", "masked_bidi_last", "float64_stack",
+               "functional"]
 TORCH_NAMES = ["torch_lstm_2x_bidi", "torch_gru_2x_nobias_f64", "torch_lstm_nobias_lengths",
                "torch_gru_bidi_lengths", "torch_lstm_live", "brt_gru_reset_before",
                "brt_lstm_tf_attrs_f64"]

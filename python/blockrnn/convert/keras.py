@@ -316,11 +316,15 @@ def _chain(config, where):
                 continue
             try:
                 (node,) = nodes
-                (arg,) = [a for a in node["args"] if isinstance(a, dict)]
-                src = arg["config"]["keras_history"][0]
-                extra = [v for v in node.get("kwargs", {}).values()
-                         if isinstance(v, (dict, list)) and v]
-            except (KeyError, TypeError, ValueError):
+                if isinstance(node, list):  # tf.keras 2: [[name, node, tensor, kwargs]]
+                    ((src, _, _, kwargs),) = node
+                    extra = [v for v in kwargs.values() if v] if kwargs else []
+                else:  # Keras 3: {"args": [keras tensor], "kwargs": {...}}
+                    (arg,) = [a for a in node["args"] if isinstance(a, dict)]
+                    src = arg["config"]["keras_history"][0]
+                    extra = [v for v in node.get("kwargs", {}).values()
+                             if isinstance(v, (dict, list)) and v]
+            except (KeyError, TypeError, ValueError, AttributeError):
                 raise ConversionError(f"{where}: layer {name!r} is not called once on one "
                                       f"tensor; blockrnn converts a chain of layers") from None
             if src != previous or extra:
@@ -400,7 +404,11 @@ def _h5_weights(mw, name, where):
 def from_keras_file(path):
     """The Model of the recurrent stack of a Keras `.keras` or legacy `.h5` file, read with
     zipfile, json and h5py only (TensorFlow and Keras are not imported)."""
-    import h5py
+    try:
+        import h5py
+    except ImportError:
+        raise ConversionError("blockrnn.convert: reading Keras files needs h5py "
+                              "(pip install h5py)") from None
 
     where = os.fspath(path)
     if zipfile.is_zipfile(where):
