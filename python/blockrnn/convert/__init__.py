@@ -4,6 +4,7 @@
     model = bc.from_keras_file("model.keras")      # .keras or legacy .h5; no TensorFlow needed
     model = bc.from_keras(keras_model)             # a live Keras model or layer
     model = bc.from_torch(torch_module)            # torch.nn.LSTM / GRU, blockrnn.torch, state_dict
+    model = bc.from_tf_checkpoint("ckpt", forget_bias=1.0)  # TF LSTMCell/GRUCell variables
     model.save("model.safetensors")
 
 or from a shell: `python -m blockrnn.convert SRC OUT`. Each returns a blockrnn.model.Model; a
@@ -18,6 +19,17 @@ def from_torch(module, *, reset_after=True):
     from .torch import from_torch as _from_torch
     return _from_torch(module, reset_after=reset_after)
 
+
+def from_tf_checkpoint(path, scopes=None, *, forget_bias=None, cell_clip=None,
+                       merge="concat"):
+    from .tf import from_tf_checkpoint as _from_tf_checkpoint
+    return _from_tf_checkpoint(path, scopes, forget_bias=forget_bias, cell_clip=cell_clip,
+                               merge=merge)
+
+
+from_tf_checkpoint.__doc__ = """The Model of TensorFlow LSTM / GRU cells (LSTMCell,
+LSTMBlockCell, GRUCell, GRUBlockCell variable names) in a checkpoint; needs TensorFlow (see
+blockrnn.convert.tf.from_tf_checkpoint)."""
 
 from_torch.__doc__ = """The Model of a torch.nn.LSTM / GRU, a blockrnn.torch module or a
 state_dict (see blockrnn.convert.torch.from_torch)."""
@@ -50,4 +62,5 @@ def convert(src, out=None, *, reset_after=True):
 
 
 __all__ = ["ConversionError", "convert", "from_keras", "from_keras_file", "from_torch",
+           "from_tf_checkpoint",
            "keras_lstm_weights", "keras_gru_weights", "check_keras_rnn_config"]
