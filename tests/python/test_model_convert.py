@@ -173,6 +173,8 @@ def test_to_torch_refusals():
         (model(LayerConfig("BlockGRU", 3, padded_output="hold")), "padded_output 'hold'"),
         (model(LayerConfig("BlockGRU", 3), masking={"mask_value": 0.0}), "masking"),
         (model(LayerConfig("BlockGRU", 3), return_sequences=False), "return_sequences"),
+        (model(LayerConfig("BlockLSTM", 3), LayerConfig("BlockLSTM", 3, forget_bias=1.0)),
+         "layer 1: its LSTM attrs differ"),
     ]
     for m, fragment in cases:
         with pytest.raises(blockrnn.InvalidArgumentError, match="Model.to_torch: .*" + fragment):
@@ -261,3 +263,67 @@ def test_tf_keras_2_functional_config(keras, tmp_path):
         got = bc.from_keras_file(path)
     assert got.config()["layers"] == want.config()["layers"]
     assert all(np.array_equal(got.tensors()[k], a) for k, a in want.tensors().items())
+
+
+# ---- the remaining refusals, on hand-written layer lists (the form both the file readers and
+# from_keras hand to the stack builder) ----
+
+def _lstm_entry(name="r", I=2, H=3, use_bias=True, dtype=np.float32, **cfg):
+    ws = [np.zeros((I, 4 * H), dtype), np.zeros((H, 4 * H), dtype)]
+    if use_bias:
+        ws.append(np.zeros(4 * H, dtype))
+    return ("LSTM", {"name": name, "units": H, "use_bias": use_bias, **cfg}, ws)
+
+
+@pytest.mark.parametrize("entries, message", [
+    ([_lstm_entry(time_major=True)], r"'r' \(LSTM\): time_major=True"),
+    ([_lstm_entry(units=0)], r"'r' \(LSTM\): units must be a positive integer"),
+    ([("LSTM", dict(name="r", units=3, use_bias=False), _lstm_entry()[2])],
+     r"'r' \(LSTM\): expected 2 weight arrays"),
+    ([("LSTM", dict(name="r", units=4), _lstm_entry()[2])],
+     r"'r' \(LSTM\): recurrent_kernel has 3 rows but units=4"),
+    ([_lstm_entry(dtype=np.float16)], r"dtypes are \['float16'\]"),
+    ([("Bidirectional", dict(name="b", layer={"class_name": "SimpleRNN", "config": {}}), [])],
+     r"'b' \(Bidirectional\): wraps 'SimpleRNN'"),
+    ([("Bidirectional", dict(name="b", layer={"class_name": "LSTM",
+                                              "config": dict(units=3, name="f")},
+                             backward_layer={"class_name": "LSTM",
+                                             "config": dict(units=4, name="g")}), [])],
+     r"'b' \(Bidirectional\): backward_layer differs"),
+    ([("Masking", dict(name="m"), []), ("Dense", dict(name="d"), []), _lstm_entry()],
+     r"'m' \(Masking\) is not directly in front"),
+    ([("GRU", dict(name="g", units=3, reset_after=True),
+       [np.zeros((2, 9), np.float32), np.zeros((3, 9), np.float32), np.zeros(9, np.float32)])],
+     r"'g': GRU\(reset_after=True\): bias must have shape \[2, 9\], got \[9\] \(a \[3H\] bias "
+     r"is Keras' reset_after=False GRU\)"),
+])
+def test_refused_layer_lists(entries, message):
+    from blockrnn.convert.keras import _stack_from_layers
+    with pytest.raises(ConversionError, match=message):
+        _stack_from_layers(entries, {}, "m")
+
+
+def test_refused_nested_model(keras):
+    inner = keras.Sequential([keras.Input((None, 2)), keras.layers.LSTM(3)], name="inner")
+    with pytest.raises(ConversionError, match=r"'inner' is a nested model"):
+        bc.from_keras(keras.Sequential([keras.Input((None, 2)), inner]))
+
+
+def test_more_torch_refusals():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ConversionError, match="expected a torch.nn.LSTM / GRU module"):
+        bc.from_torch([1, 2])
+    sd = torch.nn.LSTM(3, 4, num_layers=2).state_dict()
+    del sd["weight_hh_l1"]
+    with pytest.raises(ConversionError, match="weight_hh_l1 is missing"):
+        bc.from_torch(sd)
+    sd = torch.nn.GRU(3, 4).state_dict()
+    del sd["bias_hh_l0"]
+    with pytest.raises(ConversionError, match="bias_ih_l0 and bias_hh_l0 must both be present"):
+        bc.from_torch(sd)
+    sd = {"weight_ih_l0": torch.zeros(10, 3), "weight_hh_l0": torch.zeros(10, 3)}
+    with pytest.raises(ConversionError, match="weight_hh_l0 must be"):
+        bc.from_torch(sd)
+    sd = {"weight_ih_l0": torch.zeros(10, 3), "weight_hh_l0": torch.zeros(10, 5)}
+    with pytest.raises(ConversionError, match="neither an LSTM"):
+        bc.from_torch(sd)

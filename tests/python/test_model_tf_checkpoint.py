@@ -133,3 +133,23 @@ def test_checkpoint_refusals(tf, tmp_path):
         bc.from_tf_checkpoint(prefix, SCOPES, forget_bias=1.0)
     with pytest.raises(ConversionError, match="cannot read as a TensorFlow checkpoint"):
         bc.from_tf_checkpoint(tmp_path / "missing", forget_bias=1.0)
+
+
+def test_more_checkpoint_refusals(tf, tmp_path):
+    rng = np.random.default_rng(9)
+    v = _variables(rng, np.float32)
+    del v["bidirectional_rnn/fw/lstm_cell/w_o_diag"]
+    v["rnn/gru_cell/extra"] = np.zeros(2, np.float32)
+    v["bidirectional_rnn/bw2/lstm_cell/kernel"] = np.zeros((I + 2, 8), np.float32)
+    v["bidirectional_rnn/bw2/lstm_cell/bias"] = np.zeros(8, np.float32)
+    prefix = _save(tf, tmp_path / "ckpt", v)
+    with pytest.raises(ConversionError, match=r"peepholes \['w_i_diag', 'w_f_diag'\] but not "
+                                              r"all"):
+        bc.from_tf_checkpoint(prefix, SCOPES, forget_bias=1.0)
+    with pytest.raises(ConversionError, match=r"holds variables \['extra'\] that a GRU cell"):
+        bc.from_tf_checkpoint(prefix, ["rnn/gru_cell"])
+    with pytest.raises(ConversionError, match=r"the forward and backward cells differ"):
+        bc.from_tf_checkpoint(prefix, [("bidirectional_rnn/bw/lstm_cell",
+                                        "bidirectional_rnn/bw2/lstm_cell")], forget_bias=1.0)
+    with pytest.raises(ConversionError, match=r"scopes\[0\] must be a scope or a \(forward, "):
+        bc.from_tf_checkpoint(prefix, [("a", "b", "c")], forget_bias=1.0)
