@@ -153,3 +153,24 @@ def test_more_checkpoint_refusals(tf, tmp_path):
                                         "bidirectional_rnn/bw2/lstm_cell")], forget_bias=1.0)
     with pytest.raises(ConversionError, match=r"scopes\[0\] must be a scope or a \(forward, "):
         bc.from_tf_checkpoint(prefix, [("a", "b", "c")], forget_bias=1.0)
+
+
+def test_checkpoint_cli(tf, tmp_path, capsys):
+    """The command line's TensorFlow options (run in-process: a subprocess would import
+    TensorFlow again for seconds)."""
+    import blockrnn
+    from blockrnn.convert.__main__ import main
+    v = _variables(np.random.default_rng(10), np.float32)
+    prefix = _save(tf, tmp_path / "ckpt", v)
+    out = tmp_path / "m.safetensors"
+    argv = [prefix, str(out), "--scope", ",".join(SCOPES[0]), "--scope", SCOPES[1],
+            "--cell-clip", "0.8"]
+    assert main(argv) == 1
+    assert "forget_bias: a TensorFlow checkpoint" in capsys.readouterr().err
+    assert main(argv + ["--forget-bias", "1"]) == 0
+    assert "BlockLSTM H=5, bidirectional (concat), forget_bias=1, cell_clip=0.8" in \
+        capsys.readouterr().out
+    want = bc.from_tf_checkpoint(prefix, SCOPES, forget_bias=1.0, cell_clip=0.8)
+    got = blockrnn.load_model(out)
+    assert got.config()["layers"] == want.config()["layers"]
+    assert all(np.array_equal(got.tensors()[k], a) for k, a in want.tensors().items())

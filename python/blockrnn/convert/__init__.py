@@ -35,13 +35,20 @@ from_torch.__doc__ = """The Model of a torch.nn.LSTM / GRU, a blockrnn.torch mod
 state_dict (see blockrnn.convert.torch.from_torch)."""
 
 
-def convert(src, out=None, *, reset_after=True):
-    """Converts the file `src` (.keras, .h5, or a torch state_dict saved with torch.save as
-    .pt / .pth) and writes the model file `out` when given. Returns the Model."""
+def convert(src, out=None, *, reset_after=True, scopes=None, forget_bias=None,
+            cell_clip=None):
+    """Converts the file `src` (.keras, .h5, a torch state_dict saved with torch.save as
+    .pt / .pth, or a TensorFlow checkpoint: a prefix with a .index file, or its directory) and
+    writes the model file `out` when given. Returns the Model. scopes, forget_bias and
+    cell_clip are for TensorFlow checkpoints (see from_tf_checkpoint)."""
     import os
 
-    ext = os.path.splitext(os.fspath(src))[1].lower()
-    if ext in (".keras", ".h5", ".hdf5"):
+    src_path = os.fspath(src)
+    ext = os.path.splitext(src_path)[1].lower()
+    if os.path.isdir(src_path) or os.path.exists(src_path + ".index"):
+        model = from_tf_checkpoint(src_path, scopes, forget_bias=forget_bias,
+                                   cell_clip=cell_clip)
+    elif ext in (".keras", ".h5", ".hdf5"):
         model = from_keras_file(src)
     elif ext in (".pt", ".pth", ".bin"):
         import torch
@@ -55,7 +62,8 @@ def convert(src, out=None, *, reset_after=True):
         model.source["file"] = os.path.basename(os.fspath(src))
     else:
         raise ConversionError(f"{src}: unknown extension {ext!r}: expected .keras, .h5 "
-                              f"(Keras) or .pt / .pth (a torch state_dict)")
+                              f"(Keras), .pt / .pth (a torch state_dict) or a TensorFlow "
+                              f"checkpoint prefix (with its .index file)")
     if out is not None:
         model.save(out)
     return model
