@@ -442,7 +442,8 @@ class Model:
     layers around the stack that the file does not hold).
 
     The weights are packed into each (layer, direction)'s layer object when it is first used:
-    treat them as read-only (build a new Model to change them)."""
+    treat them as read-only (build a new Model to change them). Like the layer objects, a
+    Model runs one call at a time (it owns their workspaces): use one Model per thread."""
 
     def __init__(self, dtype, input_size, layers, weights, *, return_sequences=True,
                  masking=None, source=None, not_converted=()):
