@@ -88,6 +88,15 @@ def test_refused_functional_that_is_not_a_chain(keras):
     model = keras.Model(inp, L.Add()([a, b]))
     with pytest.raises(ConversionError, match="chain of layers"):
         bc.from_keras(model)
+    _, h, c = L.LSTM(2, return_state=True, name="s")(inp)
+    model = keras.Model(inp, L.Dense(1, name="d")(h))
+    with pytest.raises(ConversionError, match=r"layer 'd' does not take the previous layer's "
+                                              r"output alone"):
+        bc.from_keras(model)
+    seq = L.LSTM(2, return_sequences=True, name="t")(inp)
+    model = keras.Model(inp, L.GRU(2, name="u")(seq, initial_state=[h]))
+    with pytest.raises(ConversionError, match="blockrnn converts a chain of layers"):
+        bc.from_keras(model)
 
 
 def test_refused_in_files(keras, tmp_path):

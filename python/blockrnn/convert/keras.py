@@ -317,13 +317,15 @@ def _chain(config, where):
             try:
                 (node,) = nodes
                 if isinstance(node, list):  # tf.keras 2: [[name, node, tensor, kwargs]]
-                    ((src, _, _, kwargs),) = node
+                    ((src, _, tensor, kwargs),) = node
                     extra = [v for v in kwargs.values() if v] if kwargs else []
                 else:  # Keras 3: {"args": [keras tensor], "kwargs": {...}}
                     (arg,) = [a for a in node["args"] if isinstance(a, dict)]
-                    src = arg["config"]["keras_history"][0]
+                    src, _, tensor = arg["config"]["keras_history"]
                     extra = [v for v in node.get("kwargs", {}).values()
                              if isinstance(v, (dict, list)) and v]
+                if tensor != 0:  # e.g. the state output of a return_state=True layer
+                    extra.append(tensor)
             except (KeyError, TypeError, ValueError, AttributeError):
                 raise ConversionError(f"{where}: layer {name!r} is not called once on one "
                                       f"tensor; blockrnn converts a chain of layers") from None
