@@ -5,7 +5,9 @@
     grads = blockrnn.gradients.GRUBlockCell(x=x, ..., r=out.r, u=out.u, c=out.c, d_h=d_h)
 
 `raw_ops` mirrors `tf.raw_ops` (keyword names, attr defaults, output names); `gradients`
-holds the full backward of each cell op. Errors are `blockrnn.InvalidArgumentError` (a
+holds the full backward of each cell op. A trained model (Keras, PyTorch) converted with
+`python -m blockrnn.convert SRC OUT` runs with `blockrnn.load_model(OUT).forward(x)`
+(docs/bring-your-model.md). Errors are `blockrnn.InvalidArgumentError` (a
 ValueError) with the same message as the C++ library.
 """
 import numbers
@@ -15,7 +17,8 @@ import numpy as np
 from . import _core
 from ._core import (InternalError, InvalidArgumentError, ResourceExhaustedError,
                     UnimplementedError)
-from . import raw_ops, gradients, layers
+from . import raw_ops, gradients, layers, model
+from .model import Model, load_model
 
 __version__ = _core.version()
 
@@ -85,7 +88,7 @@ def force_reference() -> bool:
     return _core.force_reference()
 
 
-__all__ = ["raw_ops", "gradients", "layers", "InvalidArgumentError", "UnimplementedError",
+__all__ = ["raw_ops", "gradients", "layers", "model", "Model", "load_model", "InvalidArgumentError", "UnimplementedError",
            "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads", "max_threads",
            "set_memory_limit", "get_memory_limit",
            "set_isa", "get_isa",

@@ -68,14 +68,35 @@ def _check_dtype(dtype):
 
 
 def _keras_arrays(weights, n_gates, what):
-    """[kernel, recurrent_kernel, bias] from a Keras layer or its get_weights() list."""
-    if hasattr(weights, "get_weights"):
+    """[kernel, recurrent_kernel, bias or None] from a Keras layer or its get_weights() list
+    ([kernel, recurrent_kernel] for use_bias=False). A layer's configuration is checked first:
+    what these layers cannot compute (another activation, go_backwards, stateful, ...) is a
+    ValueError naming the setting."""
+    from .convert.keras import ConversionError, check_keras_rnn_config
+
+    config = None
+    if hasattr(weights, "get_config"):
+        config = weights.get_config()
+        cls = "LSTM" if n_gates == 4 else "GRU"
+        try:
+            check_keras_rnn_config(cls, config, getattr(weights, "name", cls))
+        except ConversionError as e:
+            raise ValueError(f"{what}: {e}") from None
+        if config.get("go_backwards", False):
+            raise ValueError(f"{what}: go_backwards=True: this layer runs forward in time; "
+                             f"blockrnn.convert.from_keras(layer) builds a Model that reads "
+                             f"the sequence backwards as Keras does")
+        if n_gates == 3 and config.get("reset_after", True):
+            raise ValueError(_RESET_AFTER_HINT.format(what=what))
         weights = weights.get_weights()
     weights = [np.asarray(a) for a in weights]
-    if len(weights) != 3:
-        raise ValueError(f"{what}: expected [kernel, recurrent_kernel, bias] (a layer built "
-                         f"with use_bias=True), got {len(weights)} arrays")
-    kernel, recurrent, bias = weights
+    if len(weights) not in (2, 3):
+        raise ValueError(f"{what}: expected [kernel, recurrent_kernel, bias] (or [kernel, "
+                         f"recurrent_kernel] for use_bias=False), got {len(weights)} arrays")
+    if config is not None and len(weights) != (3 if config.get("use_bias", True) else 2):
+        raise ValueError(f"{what}: the layer has use_bias={config.get('use_bias', True)} but "
+                         f"{len(weights)} weight arrays")
+    kernel, recurrent = weights[0], weights[1]
     if recurrent.ndim != 2 or recurrent.shape[1] % n_gates or \
             recurrent.shape[0] * n_gates != recurrent.shape[1]:
         raise ValueError(f"{what}: recurrent_kernel must be [H, {n_gates}H], got "
@@ -83,12 +104,20 @@ def _keras_arrays(weights, n_gates, what):
     H = recurrent.shape[0]
     if kernel.ndim != 2 or kernel.shape[1] != n_gates * H:
         raise ValueError(f"{what}: kernel must be [I, {n_gates * H}], got {kernel.shape}")
+    bias = weights[2] if len(weights) == 3 else np.zeros(n_gates * H, kernel.dtype)
     if bias.shape != (n_gates * H,):
         if bias.shape == (2, n_gates * H):
-            raise ValueError(f"{what}: a bias of shape (2, {n_gates * H}) is Keras' "
-                             "reset_after=True GRU; these ops compute reset_after=False")
+            raise ValueError(_RESET_AFTER_HINT.format(what=what))
         raise ValueError(f"{what}: bias must be [{n_gates * H}], got {bias.shape}")
     return kernel, recurrent, bias, H
+
+
+_RESET_AFTER_HINT = (
+    "{what}: this is Keras' reset_after=True GRU (its default; a [2, 3H] bias), which "
+    "BlockGRUResetAfter computes, not BlockGRU: blockrnn.convert.from_keras(layer) builds a "
+    "blockrnn Model running it, and blockrnn.convert.keras_gru_weights(kernel, "
+    "recurrent_kernel, bias, reset_after=True) gives the op's w_i, w_h, b_i, b_h for "
+    "blockrnn.raw_ops.BlockGRUResetAfter; GRU.from_keras takes reset_after=False layers")
 
 
 class _Recurrent:
@@ -97,8 +126,15 @@ class _Recurrent:
     _PARAMS = ()
 
     def parameters(self):
-        """The parameter arrays by op input name (the arrays themselves, not copies)."""
+        """The parameter arrays by op input name (the arrays themselves, not copies). The
+        layer's attrs (LSTM: forget_bias, cell_clip, use_peephole) are in attrs(): a layer
+        rebuilt as cls(input_size, hidden_size, **layer.attrs()) with these parameters
+        computes the same."""
         return {name: getattr(self, name) for name in self._PARAMS}
+
+    def attrs(self):
+        """The op attrs this layer runs with, as constructor keywords (GRU: none)."""
+        return {}
 
     def _input(self, x):
         x = np.asarray(x, dtype=self.dtype)
@@ -186,6 +222,13 @@ class LSTM(_Recurrent):
 
     _SET_WEIGHTS = ("w", "b", "wci", "wcf", "wco")
 
+    def attrs(self):
+        """{forget_bias, cell_clip, use_peephole}: the constructor keywords that, with
+        parameters(), rebuild this layer exactly (TensorFlow's defaults differ: forget_bias 1,
+        and BlockLSTM's cell_clip 3 when the attr is left unset)."""
+        return {"forget_bias": self.forget_bias, "cell_clip": self.cell_clip,
+                "use_peephole": self.use_peephole}
+
     def _layer_key(self):
         return (self.input_size, self.hidden_size, self.dtype, self.forget_bias,
                 self.cell_clip, self.use_peephole)
@@ -261,17 +304,20 @@ class LSTM(_Recurrent):
 
     @classmethod
     def from_keras(cls, weights, dtype=None):
-        """A layer computing what keras.layers.LSTM (default activations: tanh and sigmoid)
-        computes with these weights: a Keras LSTM layer, or its get_weights() list
-        [kernel [I, 4H], recurrent_kernel [H, 4H], bias [4H]] with gate columns i, f, c, o."""
+        """A layer computing what keras.layers.LSTM computes with these weights: a Keras
+        LSTM layer, or its get_weights() list [kernel [I, 4H], recurrent_kernel [H, 4H],
+        bias [4H]] (gate columns i, f, c, o; no bias for use_bias=False). A layer's
+        configuration is read: activation other than tanh, recurrent_activation other than
+        sigmoid, go_backwards, stateful or a dtype policy other than float32/float64 are a
+        ValueError naming the setting. A bare weight list carries no configuration: it is
+        taken as the default activations. forget_bias is 0 (Keras adds none at run time)."""
+        from .convert.keras import keras_lstm_weights
+
         kernel, recurrent, bias, H = _keras_arrays(weights, 4, "LSTM.from_keras")
         dtype = kernel.dtype if dtype is None else dtype
         layer = cls(kernel.shape[0], H, forget_bias=0.0, dtype=dtype)
-        w = np.concatenate([kernel, recurrent], axis=0)
-        i, f, c, o = (slice(k * H, (k + 1) * H) for k in range(4))
-        layer.w = np.ascontiguousarray(
-            np.concatenate([w[:, i], w[:, c], w[:, f], w[:, o]], axis=1), dtype=layer.dtype)
-        layer.b = np.concatenate([bias[i], bias[c], bias[f], bias[o]]).astype(layer.dtype)
+        for name, a in keras_lstm_weights(kernel, recurrent, bias).items():
+            setattr(layer, name, np.ascontiguousarray(a, dtype=layer.dtype))
         return layer
 
     def to_keras(self):
@@ -367,19 +413,18 @@ class GRU(_Recurrent):
 
     @classmethod
     def from_keras(cls, weights, dtype=None):
-        """A layer computing what keras.layers.GRU(reset_after=False) (default activations)
-        computes with these weights: the layer, or [kernel [I, 3H], recurrent_kernel [H, 3H],
-        bias [3H]] with gate columns z, r, h."""
+        """A layer computing what keras.layers.GRU(reset_after=False) computes with these
+        weights: the layer, or [kernel [I, 3H], recurrent_kernel [H, 3H], bias [3H]] with gate
+        columns z, r, h (no bias for use_bias=False). The configuration is checked as in
+        LSTM.from_keras; Keras' default GRU (reset_after=True, bias [2, 3H]) is a ValueError
+        pointing to blockrnn.convert.from_keras, which runs it on BlockGRUResetAfter."""
+        from .convert.keras import keras_gru_weights
+
         kernel, recurrent, bias, H = _keras_arrays(weights, 3, "GRU.from_keras")
         dtype = kernel.dtype if dtype is None else dtype
         layer = cls(kernel.shape[0], H, dtype=dtype)
-        w = np.concatenate([kernel, recurrent], axis=0)
-        z, r, hh = (slice(k * H, (k + 1) * H) for k in range(3))
-        layer.w_ru = np.ascontiguousarray(np.concatenate([w[:, r], w[:, z]], axis=1),
-                                          dtype=layer.dtype)
-        layer.w_c = np.ascontiguousarray(w[:, hh], dtype=layer.dtype)
-        layer.b_ru = np.concatenate([bias[r], bias[z]]).astype(layer.dtype)
-        layer.b_c = np.array(bias[hh], dtype=layer.dtype)
+        for name, a in keras_gru_weights(kernel, recurrent, bias, reset_after=False).items():
+            setattr(layer, name, np.ascontiguousarray(a, dtype=layer.dtype))
         return layer
 
     def to_keras(self):
