@@ -3,6 +3,7 @@
 // property of the generic op tester (test_ops.cc).
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -147,6 +148,48 @@ TEST(Overlap, TypedCallerOutputsAreCheckedWithEmptyWork) {
   testing::expect_invalid([&] { block_lstm_grad(in, out, false); },
                           "BlockLSTMGrad: output w_grad overlaps input w");
   EXPECT_TRUE(bitwise_equal(w, before));
+}
+
+// A workspace the system cannot give is a ResourceExhausted error naming the op that was
+// called: BlockLSTMV2, not BlockLSTM, whose kernel it shares. T = 2^44 steps of B = 1, I = 0,
+// H = 1 pass the memory check under an unlimited limit, but the gates' workspace (2^48 bytes and
+// more) exceeds the 47-bit address space, so its allocation fails before anything is written.
+// The outputs are caller-owned views of addresses that are never mapped: nothing reaches them.
+TEST(WorkspaceErrors, NameTheOpThatWasCalled) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan aborts on an allocation beyond its maximum instead of failing it";
+#endif
+  const std::int64_t T = std::int64_t{1} << 44;
+  const Tensor state(DType::kFloat32, {1, 1}), w(DType::kFloat32, {1, 4}),
+      peephole(DType::kFloat32, {1}), b(DType::kFloat32, {4});
+  BlockLSTMInputs in;
+  in.x = TensorView(b.data(), DType::kFloat32, {T, 1, 0});
+  in.cs_prev = state;
+  in.h_prev = state;
+  in.w = w;
+  in.wci = in.wcf = in.wco = peephole;
+  in.b = b;
+  const Shape out_shape{T, 1, 1};  // 2^46 bytes each, 2^47 apart
+  auto out = [&](int k) {
+    return MutableTensorView(reinterpret_cast<void*>((std::uintptr_t{2} + k) << 47),
+                             DType::kFloat32, out_shape);
+  };
+  const BlockLSTMOutputs outs{out(0), out(1), out(2), out(3), out(4), out(5), out(6)};
+  set_memory_limit(std::numeric_limits<long long>::max());
+  auto message = [&](auto&& call) {
+    try {
+      call();
+      return std::string("no error");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted) << e.what();
+      return std::string(e.what());
+    }
+  };
+  const std::string v2 = message([&] { block_lstm_v2(in, outs); });
+  const std::string v1 = message([&] { block_lstm(in, outs); });
+  set_memory_limit(0);  // the default
+  EXPECT_EQ(v2, "BlockLSTMV2: cannot allocate the workspace for this problem size");
+  EXPECT_EQ(v1, "BlockLSTM: cannot allocate the workspace for this problem size");
 }
 
 std::vector<std::string> all_ops() {
