@@ -2,9 +2,10 @@
 // the public C++ API with arbitrary ranks, shapes (zero, huge, mismatched, huge-but-empty),
 // dtypes, attrs (NaN, ±inf, subnormals, beyond float32, bools other than 0/1, unknown names,
 // missing required ones) and seq_len_max values, on the fast and the reference path, under a
-// small memory limit and with a cancel check that fires. Every input must yield success or
-// blockrnn::Error — never a crash, a leak, a sanitizer report or a hang (the binary is built
-// with ASan + UBSan; scripts/test.sh runs it with -timeout=10).
+// small memory limit and with a cancel check that fires; or, with the C API byte, through the
+// C API with strided inputs. Every input must yield success or blockrnn::Error (a status, in C)
+// — never a crash, a leak, a sanitizer report or a hang (the binary is built with ASan + UBSan;
+// scripts/test.sh runs it with -timeout=10) — and strides that overflow must be refused.
 //
 // Input layout (read front to back; missing bytes read as 0; every section has a fixed size,
 // so a byte means the same whatever op the first byte picks), so seeds are easy to write
