@@ -356,6 +356,12 @@ JNIEXPORT jobjectArray JNICALL Java_org_blockrnn_RawOps_runNative(
     // The inputs' types and shapes; their arrays stay Java's until the call is validated.
     const jsize n = env->GetArrayLength(data);
     check_pending(env);
+    const int most = blockrnn_op_num_inputs(index) - first;
+    if (n > most) {
+      throw_java(env, "java/lang/IllegalArgumentException",
+                 op + ": takes at most " + std::to_string(most) + " tensor inputs" +
+                     (first ? " after seq_len_max" : "") + ", got " + std::to_string(n));
+    }
     if (env->EnsureLocalCapacity(n + 16) != 0) throw JavaPending{};
     std::vector<Input> inputs(static_cast<size_t>(n));
     for (jsize k = 0; k < n; ++k)

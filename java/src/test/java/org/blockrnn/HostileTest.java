@@ -128,6 +128,16 @@ class HostileTest {
   }
 
   @Test
+  void tooManyInputsAreRefusedBeforeReadingThem() {
+    Tensor[] many = new Tensor[40];
+    java.util.Arrays.fill(many, FloatTensor.zeros(1));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> RawOps.run("GRUBlockCell", null, null, many));
+    assertTrue(e.getMessage().contains("GRUBlockCell: takes at most 6 tensor inputs, got 40"),
+        e.getMessage());
+  }
+
+  @Test
   void badAttrsNameTheOp() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> RawOps.run("BlockLSTMV2", 1L, Map.of("forget_bias", 1.0f),
