@@ -1,5 +1,6 @@
 // Reliability of every op (docs/reliability.md): exact serial results under 8 concurrent
-// callers, inputs never modified. Bitwise determinism across thread counts and ISA paths is a
+// callers, inputs never modified, an output on an input refused even with empty work, and a
+// workspace the system refuses named after the op that was called. Bitwise determinism across thread counts and ISA paths is a
 // property of the generic op tester (test_ops.cc).
 #include <cstring>
 #include <iterator>
