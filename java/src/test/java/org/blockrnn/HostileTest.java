@@ -92,19 +92,20 @@ class HostileTest {
     Cancellation cancellation = new Cancellation();
     RawOps.setCancellation(cancellation);
     assertTrue(RawOps.getCancellation() == cancellation);
-    // 200000 steps take well over the 20 ms between two checks of the flag.
+    // 10^6 steps take well over the 20 ms between two checks of the flag (a step costs at least
+    // tens of nanoseconds).
     cancellation.cancel();
     assertTrue(cancellation.isCancelled());
     CancellationException e =
-        assertThrows(CancellationException.class, () -> lstm(200000, 1, 1, 2));
+        assertThrows(CancellationException.class, () -> lstm(1_000_000, 1, 1, 2));
     assertTrue(e.getMessage().contains("BlockLSTMV2: cancelled after"), e.getMessage());
     // Reset, the call runs to the end; removed, it does too.
     cancellation.reset();
-    assertEquals(200000, lstm(200000, 1, 1, 2).h().shape()[0]);
+    assertEquals(1_000_000, lstm(1_000_000, 1, 1, 2).h().shape()[0]);
     cancellation.cancel();
     RawOps.setCancellation(null);
     assertTrue(RawOps.getCancellation() == null);
-    assertEquals(200000, lstm(200000, 1, 1, 2).h().shape()[0]);
+    assertEquals(1_000_000, lstm(1_000_000, 1, 1, 2).h().shape()[0]);
   }
 
   @Test
