@@ -4,16 +4,23 @@
  *
  * Conventions
  *   - Every call that can fail returns a blockrnn_status; BLOCKRNN_OK is 0. The message of the
- *     most recent failed call is blockrnn_last_error(), per thread. No C++ exception ever
+ *     most recent failed call is blockrnn_last_error(), per thread. Only the calls that return a
+ *     blockrnn_status clear it (on success); the others never do, so a caller may look up op
+ *     names or settings between a failed call and reading its message. No C++ exception ever
  *     leaves a function of this header.
  *   - Tensors are described by blockrnn_tensor: dtype, rank, shape and data, plus optional
  *     strides counted in ELEMENTS (not bytes). strides == NULL means dense row-major (C order).
- *     Strided inputs are gathered into a dense copy before the op runs; outputs must be dense
- *     (strides NULL or row-major), otherwise the call fails with BLOCKRNN_INVALID_ARGUMENT.
+ *     Strides may be zero (a broadcast) or negative (a reversed view: data points at element
+ *     (0, 0, ...)). A negative dimension, or strides whose byte offsets from data overflow
+ *     int64 or run past either end of the address space, is BLOCKRNN_INVALID_ARGUMENT, found
+ *     before anything is read. Strided inputs are gathered into a dense copy before the op runs;
+ *     outputs must be dense (strides NULL or row-major), otherwise the call fails with
+ *     BLOCKRNN_INVALID_ARGUMENT.
  *   - Inputs are passed in the op's input order (blockrnn_op_input_name), outputs in its output
  *     order; seq_len_max is an int64 tensor of rank 0. The caller allocates the outputs with
- *     the shapes blockrnn_infer_outputs returns, in the inputs' dtype; outputs must not alias
- *     inputs.
+ *     the shapes blockrnn_infer_outputs returns, in the inputs' dtype; an output must not
+ *     overlap an input or another output (their byte ranges must not intersect; an empty
+ *     tensor occupies no bytes), even when the call has no work to do.
  *   - Attrs are named as in TensorFlow ("forget_bias", "cell_clip", "use_peephole"); an attr
  *     not given takes the op definition's default; a required attr missing, an unknown name or
  *     a value of the wrong kind is BLOCKRNN_INVALID_ARGUMENT.
@@ -101,7 +108,9 @@ typedef struct blockrnn_shape {
 /* ---- Errors and version ---------------------------------------------------------------- */
 
 /* The message of the most recent call on this thread that failed ("" when none has, or when the
- * last status-returning call succeeded). Valid until the next blockrnn call on this thread. */
+ * last status-returning call succeeded). Calls that return no status never clear it; they
+ * set it only when they fail (blockrnn_op_find of an unknown name). Valid until the next call on
+ * this thread that returns a status, or that fails. */
 BLOCKRNN_API const char* blockrnn_last_error(void);
 /* "OK", "InvalidArgument", "Unimplemented", "ResourceExhausted", "Cancelled", "Internal",
  * "Unknown" (also for values outside the enum). */
@@ -138,6 +147,18 @@ BLOCKRNN_API blockrnn_status blockrnn_infer_outputs(const char* op, const blockr
                                                     size_t num_inputs, const blockrnn_attr* attrs,
                                                     size_t num_attrs, int32_t* dtype,
                                                     blockrnn_shape* shapes, size_t num_outputs);
+
+/* For a caller that allocates the outputs for this call (a binding): validates as
+ * blockrnn_infer_outputs does and returns the same dtype and shapes, and also checks the memory
+ * of the call against the memory limit: the outputs, the op's workspace, the dense copies of
+ * strided inputs and extra_bytes (>= 0) that the caller itself will hold during the call (its
+ * copies of inputs or outputs), all together. A call over the limit is
+ * BLOCKRNN_RESOURCE_EXHAUSTED naming the op and the largest part. Call it before allocating. */
+BLOCKRNN_API blockrnn_status blockrnn_prepare_call(const char* op, const blockrnn_tensor* inputs,
+                                                   size_t num_inputs, const blockrnn_attr* attrs,
+                                                   size_t num_attrs, int64_t extra_bytes,
+                                                   int32_t* dtype, blockrnn_shape* shapes,
+                                                   size_t num_outputs);
 
 /* Validates, then computes op `op` into the caller's outputs, which must have the dtype and
  * shapes that blockrnn_infer_outputs gives. Every element of every output is written. */

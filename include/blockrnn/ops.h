@@ -90,7 +90,9 @@ using CallSetup = std::function<std::vector<MutableTensorView>(const OutputSpec&
 // prepare_call and run_op with one validation, for callers that allocate the outputs or copy
 // inputs themselves (the Python binding, the C API): validates and checks the memory of the call
 // (as prepare_call with `extra` and `allocates_outputs`), calls `setup`, then checks the outputs
-// it returned as run_op does and computes.
+// it returned as run_op does and computes. With `allocates_outputs` the outputs `setup` returns
+// must be fresh allocations for this call (they are not checked for overlap with the inputs);
+// otherwise they are the caller's memory and must not overlap an input or each other.
 BLOCKRNN_API void run_op(std::string_view op, std::span<const TensorView> inputs,
                          const AttrMap& attrs, std::span<const ExtraBytes> extra,
                          bool allocates_outputs, const CallSetup& setup);

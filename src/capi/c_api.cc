@@ -3,6 +3,7 @@
 // turns every exception into a status code plus a per-thread message. Adds no op semantics.
 #include "blockrnn/c_api.h"
 
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -38,12 +39,17 @@ blockrnn_status status_of(ErrorCode code) {
   return BLOCKRNN_UNKNOWN;
 }
 
-// Runs `f` and maps whatever it throws onto a status; records the message (or clears it).
+// The last error belongs to the calls that return a status: each clears it on success and sets
+// it on failure (guarded). A call that returns no status runs through attempted, which sets it
+// only when that call fails and never clears it, so that a caller may query the library (op
+// names, settings) between a failed call and reading its message.
+
+// Runs `f` and maps whatever it throws onto a status, recording the message; leaves the last
+// error as it was when `f` succeeds.
 template <typename F>
-blockrnn_status guarded(F&& f) noexcept {
+blockrnn_status attempted(F&& f) noexcept {
   try {
     f();
-    t_last_error.clear();
     return BLOCKRNN_OK;
   } catch (const Error& e) {
     t_last_error = e.what();
@@ -58,6 +64,14 @@ blockrnn_status guarded(F&& f) noexcept {
     t_last_error = "unexpected exception of unknown type";
     return BLOCKRNN_UNKNOWN;
   }
+}
+
+// attempted(f) for the calls that return a status: success clears the last error.
+template <typename F>
+blockrnn_status guarded(F&& f) noexcept {
+  const blockrnn_status status = attempted(f);
+  if (status == BLOCKRNN_OK) t_last_error.clear();
+  return status;
 }
 
 [[noreturn]] void invalid(const std::string& message) {
@@ -79,13 +93,73 @@ DType checked_dtype(int32_t dtype, const std::string& where) {
   return static_cast<DType>(dtype);
 }
 
+// The shape, its dimensions non-negative and its element count addressable.
 Shape checked_shape(const blockrnn_tensor& t, const std::string& where) {
   if (t.rank < 0 || t.rank > BLOCKRNN_MAX_RANK) {
     invalid(where + ": rank " + std::to_string(t.rank) + " is outside [0, " +
             std::to_string(BLOCKRNN_MAX_RANK) + "]");
   }
   if (t.rank > 0 && t.shape == nullptr) invalid(where + ": shape is NULL with rank > 0");
-  return Shape::from_dims(t.shape, t.rank);
+  const Shape shape = Shape::from_dims(t.shape, t.rank);
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape.dim(d) < 0) {
+      invalid(where + ": shape " + shape.to_string() + " has a negative dimension (dimension " +
+              std::to_string(d) + " is " + std::to_string(shape.dim(d)) + ")");
+    }
+  }
+  try {
+    shape.num_elements();  // throws when the product overflows int64
+  } catch (const Error& e) {
+    throw Error(e.code(), where + ": " + e.what());
+  }
+  return shape;
+}
+
+std::string strides_text(const blockrnn_tensor& t) {
+  std::string s = "[";
+  for (int d = 0; d < t.rank; ++d) s += (d ? ", " : "") + std::to_string(t.strides[d]);
+  return s + "]";
+}
+
+// a * b and a + b, false when the result does not fit in int64.
+bool mul_fits(std::int64_t a, std::int64_t b, std::int64_t* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+bool add_fits(std::int64_t a, std::int64_t b, std::int64_t* out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+// The byte offsets a strided tensor with elements can reach, relative to its data pointer:
+// the element at index k is at data + elem * sum(k_d * strides[d]), so the lowest offset sums
+// the negative strides' reach and the highest the positive ones' (plus the element itself).
+// Computed in overflow-checked arithmetic before anything is read: a layout whose offsets do
+// not fit in int64, or that runs past either end of the address space from `data`, is refused
+// (a wrapped offset would read the wrong element, or memory before the buffer). Each partial
+// sum of the gather lies between the two ends, so the gather cannot overflow either.
+void check_strides(const blockrnn_tensor& t, const Shape& shape, DType dtype,
+                   const std::string& where) {
+  // No elements: nothing is read. No data: the op's own check names the null pointer.
+  if (t.strides == nullptr || shape.num_elements() == 0 || t.data == nullptr) return;
+  const std::int64_t elem = static_cast<std::int64_t>(dtype_size(dtype));
+  std::int64_t low = 0, high = 0;  // in elements
+  bool fits = true;
+  for (int d = 0; d < shape.rank() && fits; ++d) {
+    std::int64_t reach = 0;
+    fits = mul_fits(shape.dim(d) - 1, t.strides[d], &reach) &&
+           (reach < 0 ? add_fits(low, reach, &low) : add_fits(high, reach, &high));
+  }
+  std::int64_t low_bytes = 0, high_bytes = 0;
+  fits = fits && mul_fits(low, elem, &low_bytes) && mul_fits(high, elem, &high_bytes) &&
+         add_fits(high_bytes, elem, &high_bytes);
+  const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(t.data));
+  // |low_bytes|, which may be 2^63.
+  const std::uint64_t below = low_bytes == 0 ? 0 : static_cast<std::uint64_t>(-(low_bytes + 1)) + 1;
+  fits = fits && below <= base && static_cast<std::uint64_t>(high_bytes) <= UINTPTR_MAX - base;
+  if (!fits) {
+    invalid(where + ": strides " + strides_text(t) + " (in elements) with shape " +
+            shape.to_string() + " of " + dtype_name(dtype) +
+            " reach byte offsets that overflow int64 or the address space");
+  }
 }
 
 // Argument `index` of the call (what: "input" or "output"), its dtype and shape checked.
@@ -99,6 +173,7 @@ CheckedTensor checked_tensor(const char* op, const char* what, size_t index,
   std::string where = describe(op, what, index, names);
   const DType dtype = checked_dtype(t.dtype, where);
   const Shape shape = checked_shape(t, where);
+  check_strides(t, shape, dtype, where);
   return {std::move(where), dtype, shape};
 }
 
@@ -190,6 +265,29 @@ void gather_strided(const char* op, const OpDef& def, const blockrnn_tensor* inp
   }
 }
 
+// What the dense copies of the strided inputs take, for the memory check.
+std::vector<ExtraBytes> dense_copies(const OpDef& def, std::span<const TensorView> views,
+                                     const std::vector<std::size_t>& strided) {
+  std::vector<ExtraBytes> extra;
+  for (std::size_t k : strided) {
+    extra.push_back({"a dense copy of input " + def.inputs[k],
+                     static_cast<long long>(views[k].shape.num_elements()) *
+                         static_cast<long long>(dtype_size(views[k].dtype))});
+  }
+  return extra;
+}
+
+// The outputs' dtype and shapes into the caller's arrays.
+void write_spec(const OutputSpec& spec, int32_t* dtype, blockrnn_shape* shapes,
+                size_t num_outputs) {
+  if (dtype != nullptr) *dtype = static_cast<int32_t>(spec.dtype);
+  for (size_t k = 0; k < num_outputs; ++k) {
+    const Shape& s = spec.shapes[k];
+    shapes[k].rank = s.rank();
+    for (int d = 0; d < BLOCKRNN_MAX_RANK; ++d) shapes[k].dims[d] = d < s.rank() ? s.dim(d) : 0;
+  }
+}
+
 AttrMap attr_map(const char* op, const OpDef& def, const blockrnn_attr* attrs, size_t num_attrs) {
   if (num_attrs > 0 && attrs == nullptr) invalid(std::string(op) + ": attrs is NULL");
   AttrMap map;
@@ -226,6 +324,17 @@ const OpDef& op_def(const char* op) {
   return find_op(op);
 }
 
+// The op's definition, after checking the caller's count of outputs and its shapes array.
+const OpDef& def_for_shapes(const char* op, blockrnn_shape* shapes, size_t num_outputs) {
+  const OpDef& def = op_def(op);
+  if (num_outputs != def.outputs.size()) {
+    invalid(std::string(op) + ": has " + std::to_string(def.outputs.size()) +
+            " outputs, num_outputs is " + std::to_string(num_outputs));
+  }
+  if (num_outputs > 0 && shapes == nullptr) invalid(std::string(op) + ": shapes is NULL");
+  return def;
+}
+
 const OpDef* op_at(int index) {
   const std::vector<OpDef>& ops = list_ops();
   if (index < 0 || static_cast<size_t>(index) >= ops.size()) return nullptr;
@@ -237,7 +346,7 @@ const OpDef* op_at(int index) {
 template <class List>
 int count_at(int index, List OpDef::*list) {
   const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
+  attempted([&] { def = op_at(index); });
   return def != nullptr ? static_cast<int>((def->*list).size()) : -1;
 }
 
@@ -245,7 +354,7 @@ int count_at(int index, List OpDef::*list) {
 // NULL when either index is out of range.
 const char* name_at(int index, int k, std::vector<std::string> OpDef::*names) {
   const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
+  attempted([&] { def = op_at(index); });
   if (def == nullptr || k < 0 || static_cast<size_t>(k) >= (def->*names).size()) return nullptr;
   return (def->*names)[static_cast<size_t>(k)].c_str();
 }
@@ -299,19 +408,19 @@ const char* blockrnn_version(void) {
 
 int blockrnn_op_count(void) {
   int n = -1;
-  guarded([&] { n = static_cast<int>(list_ops().size()); });
+  attempted([&] { n = static_cast<int>(list_ops().size()); });
   return n;
 }
 
 const char* blockrnn_op_name(int index) {
   const OpDef* def = nullptr;
-  guarded([&] { def = op_at(index); });
+  attempted([&] { def = op_at(index); });
   return def != nullptr ? def->name.c_str() : nullptr;
 }
 
 int blockrnn_op_find(const char* name) {
   int found = -1;
-  guarded([&] {
+  attempted([&] {
     const OpDef& def = op_def(name);  // throws for an unknown name
     const std::vector<OpDef>& ops = list_ops();
     for (size_t k = 0; k < ops.size(); ++k) {
@@ -365,21 +474,32 @@ blockrnn_status blockrnn_infer_outputs(const char* op, const blockrnn_tensor* in
                                        size_t num_attrs, int32_t* dtype, blockrnn_shape* shapes,
                                        size_t num_outputs) {
   return guarded([&] {
-    const OpDef& def = op_def(op);
-    if (num_outputs != def.outputs.size()) {
-      invalid(std::string(op) + ": has " + std::to_string(def.outputs.size()) +
-              " outputs, num_outputs is " + std::to_string(num_outputs));
-    }
-    if (num_outputs > 0 && shapes == nullptr) invalid(std::string(op) + ": shapes is NULL");
+    const OpDef& def = def_for_shapes(op, shapes, num_outputs);
     std::deque<Tensor> small;
     const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, nullptr, &small);
-    const OutputSpec spec = infer_outputs(op, views, attr_map(op, def, attrs, num_attrs));
-    if (dtype != nullptr) *dtype = static_cast<int32_t>(spec.dtype);
-    for (size_t k = 0; k < num_outputs; ++k) {
-      const Shape& s = spec.shapes[k];
-      shapes[k].rank = s.rank();
-      for (int d = 0; d < BLOCKRNN_MAX_RANK; ++d) shapes[k].dims[d] = d < s.rank() ? s.dim(d) : 0;
+    write_spec(infer_outputs(op, views, attr_map(op, def, attrs, num_attrs)), dtype, shapes,
+               num_outputs);
+  });
+}
+
+blockrnn_status blockrnn_prepare_call(const char* op, const blockrnn_tensor* inputs,
+                                      size_t num_inputs, const blockrnn_attr* attrs,
+                                      size_t num_attrs, int64_t extra_bytes, int32_t* dtype,
+                                      blockrnn_shape* shapes, size_t num_outputs) {
+  return guarded([&] {
+    const OpDef& def = def_for_shapes(op, shapes, num_outputs);
+    if (extra_bytes < 0) {
+      invalid(std::string(op) + ": extra_bytes must be >= 0, got " + std::to_string(extra_bytes));
     }
+    std::vector<std::size_t> strided;
+    std::deque<Tensor> small;
+    const std::vector<TensorView> views =
+        input_views(op, def, inputs, num_inputs, &strided, &small);
+    std::vector<ExtraBytes> extra = dense_copies(def, views, strided);
+    if (extra_bytes > 0) extra.push_back({"the caller's own buffers (extra_bytes)", extra_bytes});
+    write_spec(prepare_call(op, views, attr_map(op, def, attrs, num_attrs), extra,
+                            /*allocates_outputs=*/true),
+               dtype, shapes, num_outputs);
   });
 }
 
@@ -407,12 +527,7 @@ blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, s
     const AttrMap attr_values = attr_map(op, def, attrs, num_attrs);
     // Validate everything and check the memory of the call (its workspace and the dense copies
     // of strided inputs; the outputs are the caller's) before copying anything.
-    std::vector<ExtraBytes> extra;
-    for (std::size_t k : strided) {
-      extra.push_back({"a dense copy of input " + def.inputs[k],
-                       static_cast<long long>(views[k].shape.num_elements()) *
-                           static_cast<long long>(dtype_size(views[k].dtype))});
-    }
+    const std::vector<ExtraBytes> extra = dense_copies(def, views, strided);
     std::vector<Tensor> copies;
     run_op(op, views, attr_values, extra, /*allocates_outputs=*/false,
            [&](const OutputSpec&, std::span<TensorView> all) {
@@ -435,22 +550,22 @@ blockrnn_status blockrnn_get_num_threads(int* n) {
 
 int blockrnn_max_threads(void) {
   int n = kMaxThreads;
-  guarded([&] { n = max_threads(); });
+  attempted([&] { n = max_threads(); });
   return n;
 }
 
 void blockrnn_set_memory_limit(int64_t bytes) {
-  guarded([&] { set_memory_limit(bytes); });
+  attempted([&] { set_memory_limit(bytes); });
 }
 
 int64_t blockrnn_get_memory_limit(void) {
   int64_t bytes = -1;
-  guarded([&] { bytes = get_memory_limit(); });
+  attempted([&] { bytes = get_memory_limit(); });
   return bytes;
 }
 
 void blockrnn_set_cancel_check(blockrnn_cancel_check check, void* user) {
-  guarded([&] {
+  attempted([&] {
     t_cancel.check = check;
     t_cancel.user = user;
     if (check == nullptr) {
@@ -467,12 +582,12 @@ blockrnn_status blockrnn_set_isa(const char* name) {
 
 const char* blockrnn_get_isa(void) {
   const char* isa = nullptr;
-  guarded([&] { isa = get_isa(); });
+  attempted([&] { isa = get_isa(); });
   return isa;
 }
 
 void blockrnn_set_force_reference(int on) {
-  guarded([&] { set_force_reference(on != 0); });
+  attempted([&] { set_force_reference(on != 0); });
 }
 
 }  // extern "C"

@@ -126,6 +126,9 @@ struct Plan {
 // The checks every op shares, on its views in its order (registry.cc).
 void check_output_sizes(const char* op, std::span<const char* const> output_names,
                         const Plan& plan);
+// Outputs must not overlap inputs or each other: two views overlap when their byte ranges
+// [data, data + bytes) intersect. An empty view occupies no bytes, whatever its pointer, so it
+// overlaps nothing (nothing is read or written through it); an absent optional input neither.
 void check_no_alias(const char* op, std::span<const char* const> input_names,
                     std::span<const TensorView> inputs, std::span<const char* const> output_names,
                     std::span<const MutableTensorView> outputs);
@@ -210,7 +213,7 @@ struct TypedOp {
     const Plan p = plan(in, a);
     MutableTensorView outs[kMaxOutputs];
     for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
-    finish(p, in, std::span(outs, outputs.size()), a, true);
+    finish(p, in, std::span(outs, outputs.size()), a, /*memory=*/true, /*fresh=*/false);
   }
   // Allocated outputs.
   Result run(const In& in, const A& a) const {
@@ -249,18 +252,19 @@ struct TypedOp {
     execute(p, in, out, a);
     return result;
   }
-  // Or, into the caller's outputs: the outputs, aliasing and (with `memory`) the memory limit, and
-  // the compute.
+  // Or, into given outputs: the outputs, overlap and (with `memory`) the memory limit, and the
+  // compute. Outputs that are not `fresh` (the caller's memory) must not overlap the inputs or
+  // each other, whatever the size of the work: empty work still zero-fills them, which would
+  // zero an input underneath. `fresh` outputs were allocated for this call by a binding after
+  // the memory check (the Python one), so they cannot overlap anything; that binding passes the
+  // strided inputs of empty work uncopied, whose dense extent says nothing about their memory.
   void finish(const Plan& p, const In& in, std::span<const MutableTensorView> outs, const A& a,
-              bool memory) const {
+              bool memory, bool fresh) const {
     const char* out_names[kMaxOutputs];
     check_outputs(name, output_names(out_names), p.dtype, p.output_shapes(), outs);
     TensorView views[kMaxInputs];
     const std::span<const TensorView> ins = gather(in, views);
-    // Empty work reads no input (only zero-fills the outputs), so overlap cannot matter; the
-    // Python and C layers then pass strided inputs uncopied, whose dense extent may spuriously
-    // overlap a fresh output.
-    if (!p.empty()) {
+    if (!fresh) {
       const char* in_names[kMaxInputs];
       for (std::size_t k = 0; k < inputs.size(); ++k) in_names[k] = inputs[k].name;
       check_no_alias(name, std::span(in_names, inputs.size()), ins, output_names(out_names), outs);
@@ -351,7 +355,7 @@ class Adapter final : public OpAdapter {
            std::span<const MutableTensorView> outputs) const override {
     In in;
     const A a = map(inputs, attrs, &in);
-    op_.finish(op_.plan(in, a), in, outputs, a, true);
+    op_.finish(op_.plan(in, a), in, outputs, a, /*memory=*/true, /*fresh=*/false);
   }
   std::vector<Tensor> run(std::span<const TensorView> inputs, const AttrMap& attrs) const override {
     In in;
@@ -373,7 +377,7 @@ class Adapter final : public OpAdapter {
     std::span<TensorView> all(views, op_.inputs.size());
     const std::vector<MutableTensorView> outs = setup(p.spec(), all);
     for (std::size_t k = 0; k < all.size(); ++k) in.*op_.inputs[k].view = all[k];
-    op_.finish(p, in, outs, a, false);
+    op_.finish(p, in, outs, a, /*memory=*/false, /*fresh=*/memory.allocates_outputs);
   }
 
  private:

@@ -127,32 +127,48 @@ std::vector<TensorView> OpAdapter::full_inputs(std::span<const TensorView> input
   return full;
 }
 
-// Outputs must not overlap inputs or each other: the kernels read inputs after writing
-// outputs, so aliasing would silently give wrong results.
+namespace {
+
+// The bytes a view occupies, [begin, end); empty (begin == end) when it has no elements or is
+// an absent optional input. Its storage was checked (its byte count fits in size_t / 2); an end
+// past the address space is clamped to its top.
+struct ByteRange {
+  std::uintptr_t begin = 0, end = 0;
+};
+ByteRange byte_range(const TensorView& t) {
+  if (is_absent_input(t)) return {};
+  const auto begin = reinterpret_cast<std::uintptr_t>(t.data);
+  const auto bytes = static_cast<std::uintptr_t>(t.shape.num_elements()) * dtype_size(t.dtype);
+  if (bytes == 0) return {};
+  const std::uintptr_t end =
+      bytes > UINTPTR_MAX - begin ? std::uintptr_t(UINTPTR_MAX) : begin + bytes;
+  return {begin, end};
+}
+
+// Whether two byte ranges intersect (an empty one intersects nothing).
+bool intersect(const ByteRange& a, const ByteRange& b) {
+  return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
+}
+
+}  // namespace
+
+// The kernels read inputs after writing outputs (and empty work zero-fills the outputs), so an
+// output on top of an input would silently change the input or the results.
 void check_no_alias(const char* op, std::span<const char* const> input_names,
                     std::span<const TensorView> inputs, std::span<const char* const> output_names,
                     std::span<const MutableTensorView> outputs) {
-  auto range = [](const TensorView& t) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(t.data);
-    return std::pair<std::uintptr_t, std::uintptr_t>(
-        begin, begin + static_cast<std::uintptr_t>(t.shape.num_elements()) * dtype_size(t.dtype));
-  };
-  auto overlap = [](auto a, auto b) { return a.first < b.second && b.first < a.second; };
   const std::string name(op);
   for (std::size_t k = 0; k < outputs.size(); ++k) {
-    const auto o = range(outputs[k]);
-    if (o.first == o.second) continue;
+    const ByteRange o = byte_range(outputs[k]);
     for (std::size_t j = 0; j < inputs.size(); ++j) {
-      const auto i = range(inputs[j]);
-      if (i.first != i.second && overlap(o, i)) {
+      if (intersect(o, byte_range(inputs[j]))) {
         throw Error(ErrorCode::kInvalidArgument, name + ": output " + output_names[k] +
                                                      " overlaps input " + input_names[j] +
                                                      " in memory; outputs must not alias inputs");
       }
     }
     for (std::size_t j = 0; j < k; ++j) {
-      const auto p = range(outputs[j]);
-      if (p.first != p.second && overlap(o, p)) {
+      if (intersect(o, byte_range(outputs[j]))) {
         throw Error(ErrorCode::kInvalidArgument, name + ": outputs " + output_names[j] + " and " +
                                                      output_names[k] + " overlap in memory");
       }

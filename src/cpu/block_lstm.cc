@@ -109,7 +109,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   if (S == 0 || BH == 0) return;
   const ActiveRows act(d.lengths, S, B);
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTM", {S * B * Gp}, a.workspace);
+  Workspace<T> ws(block_lstm_op_name(a.layout, false), {S * B * Gp}, a.workspace);
   T* const gates = ws.slice(0);
   const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
   const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
@@ -162,7 +162,8 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t N = act.total(), Nc = act.compacted();
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws("BlockLSTMGrad", {S * B * Gp, Nc * Gp, Nc * I, Nc * H}, a.workspace);
+  Workspace<T> ws(block_lstm_op_name(a.layout, true), {S * B * Gp, Nc * Gp, Nc * I, Nc * H},
+                  a.workspace);
   T* const d_gates = ws.slice(0);
   T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  d_gates of the active rows
   T* const xc = ws.slice(2);   // [N, I]  their x rows, then their d_x rows

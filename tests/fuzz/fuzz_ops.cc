@@ -2,9 +2,10 @@
 // the public C++ API with arbitrary ranks, shapes (zero, huge, mismatched, huge-but-empty),
 // dtypes, attrs (NaN, ±inf, subnormals, beyond float32, bools other than 0/1, unknown names,
 // missing required ones) and seq_len_max values, on the fast and the reference path, under a
-// small memory limit and with a cancel check that fires. Every input must yield success or
-// blockrnn::Error — never a crash, a leak, a sanitizer report or a hang (the binary is built
-// with ASan + UBSan; scripts/test.sh runs it with -timeout=10).
+// small memory limit and with a cancel check that fires; or, with the C API byte, through the
+// C API with strided inputs. Every input must yield success or blockrnn::Error (a status, in C)
+// — never a crash, a leak, a sanitizer report or a hang (the binary is built with ASan + UBSan;
+// scripts/test.sh runs it with -timeout=10) — and strides that overflow must be refused.
 //
 // Input layout (read front to back; missing bytes read as 0; every section has a fixed size,
 // so a byte means the same whatever op the first byte picks), so seeds are easy to write
@@ -33,6 +34,10 @@
 //             (polled every 20 ms by sequence ops: only long sequences reach it); removed after
 //   u8 empty data: the pointer every empty tensor (inputs and caller-owned outputs) gets, which
 //             never has storage: 0 nullptr, 1 a real 64-byte buffer, 2 an unmapped address
+//   u8 C API: 0 the C++ API; else the call goes through blockrnn_infer_outputs (with bit2) or
+//             blockrnn_prepare_call and blockrnn_run_op on caller-owned outputs, with strides
+//             on every input of rank >= 1 (seq_lengths included): dense row-major ones, except
+//             in dimension (c >> 3) % rank, whose stride is kStrides[c & 7] (see there)
 //   the rest: element values (f32 bit patterns, cycled over the whole input)
 #include <algorithm>
 #include <cfloat>
@@ -46,6 +51,7 @@
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
+#include "blockrnn/c_api.h"
 #include "op_shapes.h"
 
 namespace {
@@ -102,7 +108,7 @@ bool verbose() {
 
 // The most any op has: BlockLSTMGrad(V2)'s 18 and the optional seq_lengths.
 constexpr std::size_t kMaxInputs = 19, kMaxAttrs = 3;
-constexpr std::int64_t kMaxBacked = 1 << 16;           // elements we actually allocate per tensor
+constexpr std::int64_t kMaxBacked = 1 << 16;  // elements we actually allocate per tensor
 // Multiply-adds (T·B·H·(I+H)) beyond which a valid call is only checked (prepare_call), not
 // computed: keeps every run well under the 10 s timeout even on the reference path.
 constexpr double kMaxWork = double(1 << 24);
@@ -118,6 +124,22 @@ constexpr std::int64_t kDims[16] = {
     std::int64_t{1} << 31, (std::int64_t{1} << 32) + 1, std::int64_t{1} << 40,
     std::int64_t{1} << 62, kI64Max / 4 + 1, kI64Max, 0};
 // clang-format on
+
+// C API mode: the stride of the chosen dimension. 0 keeps the dense stride, 1 a broadcast
+// (stride 0), 2 a reversed dimension (the dense stride negated, data moved to element 0), both
+// valid layouts inside the buffer; the others reach byte offsets beyond int64 or below address
+// 0 for every element size whenever the dimension has more than one element, so the call must be
+// refused (the library cannot know a buffer's size: a stride that stays in the address space
+// but leaves the buffer is the caller's error, and is not generated).
+constexpr std::int64_t kKeepStride = 1, kBroadcast = 0, kReverse = -1;
+constexpr std::int64_t kStrides[8] = {kKeepStride,
+                                      kBroadcast,
+                                      kReverse,
+                                      std::int64_t{1} << 62,
+                                      kI64Max,
+                                      std::numeric_limits<std::int64_t>::min(),
+                                      -(std::int64_t{1} << 62),
+                                      -(std::int64_t{1} << 61)};
 
 double double_from_bits(std::uint64_t bits) {
   double d;
@@ -199,6 +221,115 @@ std::int64_t elements_or(const Shape& s, std::int64_t fallback) {
   }
 }
 
+// One input described for the C API: its shape, its strides, and the data pointer of element
+// (0, 0, ...).
+struct CTensor {
+  std::int64_t shape[Shape::kMaxRank] = {}, strides[Shape::kMaxRank] = {};
+  bool refused = false;  // its strides must be refused
+  blockrnn_tensor t{};
+};
+
+// `view` with the strides of C API mode `mode`: dense row-major but for dimension
+// (mode >> 3) % rank, whose stride is kStrides[mode & 7]. A tensor of rank 0, with no elements or
+// not backed by memory of its size (a huge one on a 64-byte buffer: its offsets must not even
+// be computed) keeps the dense description.
+CTensor strided(const TensorView& view, std::uint8_t mode) {
+  CTensor c;
+  const int rank = view.shape.rank();
+  for (int d = 0; d < rank; ++d) c.shape[d] = view.shape[d];
+  c.t = {static_cast<std::int32_t>(view.dtype), rank, c.shape, nullptr,
+         const_cast<void*>(view.data)};
+  const std::int64_t n = elements_or(view.shape, -1);
+  if (rank == 0 || n <= 0 || n > kMaxBacked) return c;
+  std::int64_t dense = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    c.strides[d] = dense;
+    dense *= view.shape[d];
+  }
+  const int d = (mode >> 3) % rank;
+  const std::int64_t pick = kStrides[mode & 7];
+  if (pick == kBroadcast) {
+    c.strides[d] = 0;
+  } else if (pick == kReverse) {
+    c.t.data = static_cast<char*>(c.t.data) +
+               (view.shape[d] - 1) * c.strides[d] * std::int64_t(blockrnn::dtype_size(view.dtype));
+    c.strides[d] = -c.strides[d];
+  } else if (pick != kKeepStride) {
+    c.strides[d] = pick;
+    c.refused = view.shape[d] > 1 && view.data != nullptr;
+  }
+  c.t.strides = c.strides;
+  return c;
+}
+
+// The call through the C API with strided inputs (flags as the C++ path: bit2 infer only);
+// computed only when `computable` (the C++ path's bounds). Any status is an accepted outcome,
+// except success where a stride had to be refused.
+template <class Fill>
+const char* c_api_call(const blockrnn::OpDef& def, const std::vector<TensorView>& views,
+                       const blockrnn::AttrMap& attrs, std::uint8_t flags, std::uint8_t mode,
+                       bool computable, Fill&& fill_values) {
+  std::vector<CTensor> inputs;
+  bool must_refuse = false;
+  for (const TensorView& v : views) {
+    inputs.push_back(strided(v, mode));
+    must_refuse = must_refuse || inputs.back().refused;
+  }
+  // The descriptors point into their CTensor, which moved into `inputs`: point them there.
+  std::vector<blockrnn_tensor> tensors;
+  for (CTensor& c : inputs) {
+    c.t.shape = c.shape;
+    if (c.t.strides != nullptr) c.t.strides = c.strides;
+    tensors.push_back(c.t);
+  }
+  std::vector<blockrnn_attr> c_attrs;
+  for (const auto& [name, value] : attrs) {
+    bool is_bool = false;
+    for (const blockrnn::AttrDef& a : def.attrs) {
+      if (a.name == name) is_bool = a.kind == blockrnn::AttrKind::kBool;
+    }
+    c_attrs.push_back(is_bool ? blockrnn_attr_bool(name.c_str(), value != 0.0)
+                              : blockrnn_attr_float(name.c_str(), value));
+  }
+  const std::size_t num_outputs = def.outputs.size();
+  std::vector<blockrnn_shape> shapes(num_outputs);
+  std::int32_t dtype = 0;
+  auto accepted = [&](blockrnn_status s) {
+    if (s == BLOCKRNN_OK && must_refuse) {
+      std::fprintf(stderr, "%s: strides that overflow were accepted\n", def.name.c_str());
+      std::abort();
+    }
+    return s == BLOCKRNN_OK;
+  };
+  if (flags & 4) {
+    const blockrnn_status s =
+        blockrnn_infer_outputs(def.name.c_str(), tensors.data(), tensors.size(), c_attrs.data(),
+                               c_attrs.size(), &dtype, shapes.data(), num_outputs);
+    return accepted(s) ? "valid (infer only)" : blockrnn_status_name(s);
+  }
+  const blockrnn_status s =
+      blockrnn_prepare_call(def.name.c_str(), tensors.data(), tensors.size(), c_attrs.data(),
+                            c_attrs.size(), 0, &dtype, shapes.data(), num_outputs);
+  if (!accepted(s)) return blockrnn_status_name(s);
+  if (!computable) return "valid (too big or too long: not computed)";
+  std::vector<Tensor> outs;
+  std::vector<blockrnn_tensor> out_tensors;
+  for (const blockrnn_shape& shape : shapes) {
+    const Shape out_shape = Shape::from_dims(shape.dims, shape.rank);
+    if (out_shape.num_elements() > 8 * kMaxBacked) return "valid (outputs too big: not computed)";
+    outs.emplace_back(static_cast<DType>(dtype), out_shape);
+  }
+  for (std::size_t k = 0; k < num_outputs; ++k) {
+    out_tensors.push_back({dtype, shapes[k].rank, shapes[k].dims, nullptr, outs[k].data()});
+  }
+  fill_values();
+  const blockrnn_status r =
+      blockrnn_run_op(def.name.c_str(), tensors.data(), tensors.size(), c_attrs.data(),
+                      c_attrs.size(), out_tensors.data(), num_outputs);
+  accepted(r);
+  return r == BLOCKRNN_OK ? "computed" : blockrnn_status_name(r);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -235,7 +366,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     attr_sel[k] = in.u8();
     attr_value[k] = in.read<double>();
   }
-  const std::uint8_t memory = in.u8(), cancel = in.u8(), empty_data = in.u8();
+  const std::uint8_t memory = in.u8(), cancel = in.u8(), empty_data = in.u8(), c_api = in.u8();
 
   for (std::size_t input = 0; input < def.inputs.size(); ++input) {
     const std::string& name = def.inputs[input];
@@ -363,6 +494,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   };
 
+  // Valid calls that are only validated, not computed: too much work, or a sequence longer than
+  // kMaxUncancelledSteps (T = 4096 from kDims, there to reach the cancel check) without a cancel
+  // check to stop it after a few 20 ms polls (a few hundred ms each under ASan).
+  auto too_long = [&] {
+    return double(T) * double(B) * double(H) * (double(I) + double(H)) > kMaxWork ||
+           (T > kMaxUncancelledSteps && cancel == 0 && B != 0 && H != 0);
+  };
   auto call = [&]() -> const char* {
     if (flags & 4) {
       (void)blockrnn::infer_outputs(def.name, views, attrs);
@@ -376,15 +514,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const Shape& s : spec.shapes) {
       if (s.num_elements() > 8 * kMaxBacked) return "valid (outputs too big: not computed)";
     }
-    if (double(T) * double(B) * double(H) * (double(I) + double(H)) > kMaxWork) {
-      return "valid (too much work: not computed)";
-    }
-    // Sequences longer than kMaxUncancelledSteps (T = 4096 from kDims) are there to reach the
-    // cancel check: computed only under one, which stops them after a few 20 ms polls, so that
-    // they do not slow the fuzzer down (a few hundred ms each under ASan).
-    if (T > kMaxUncancelledSteps && cancel == 0 && B != 0 && H != 0) {
-      return "valid (long sequence without a cancel check: not computed)";
-    }
+    if (too_long()) return "valid (too much work, or long without a cancel check: not computed)";
     fill_values();
     if (flags & 2) {
       std::vector<Tensor> outs;
@@ -403,6 +533,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     return "computed";
   };
+  // The same call through the C API, the inputs described with strides (c_api_call below).
+  if (c_api != 0) {
+    const char* outcome =
+        c_api_call(def, views, attrs, flags, c_api, backed && !too_long(), fill_values);
+    if (verbose()) std::fprintf(stderr, "%s (C API): %s\n", def.name.c_str(), outcome);
+    return 0;
+  }
   try {
     const char* outcome = call();
     if (verbose()) std::fprintf(stderr, "%s: %s\n", def.name.c_str(), outcome);

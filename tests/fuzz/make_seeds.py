@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the fuzzer's seed corpus (tests/fuzz/corpus/): for every op index, one well-formed
 call per dtype and a few classic bad inputs; then, for the first four op indices (every op of
-a family the fuzzer is run on), hostile attrs, huge-but-empty shapes, a small memory limit and
-cancellation of long sequences. The byte layout is documented at the top of
+a family the fuzzer is run on), hostile attrs, huge-but-empty shapes, a small memory limit,
+cancellation of long sequences, and calls through the C API with hostile strides. The byte layout is documented at the top of
 tests/fuzz/fuzz_ops.cc. Usage: python3 tests/fuzz/make_seeds.py"""
 import os
 import struct
@@ -28,7 +28,7 @@ def given(mode, index=0, value=0.0):
 
 
 def seed(op, flags, T, B, I, H, mutations=(), seq_len_max=None, attrs=(), memory=0, cancel=0,
-         empty_data=0):
+         empty_data=0, c_api=0):
     b = bytes([op, flags, T, B, I, H])
     muts = dict(mutations)
     for k in range(MAX_INPUTS):
@@ -37,7 +37,7 @@ def seed(op, flags, T, B, I, H, mutations=(), seq_len_max=None, attrs=(), memory
     for k in range(MAX_ATTRS):
         present, value = attrs[k] if k < len(attrs) else (0, 0.0)
         b += bytes([present]) + struct.pack("<d", value)
-    b += bytes([memory, cancel, empty_data])
+    b += bytes([memory, cancel, empty_data, c_api])
     b += struct.pack("<16f", *[0.1 * (k - 8) for k in range(16)])
     return b
 
@@ -105,6 +105,14 @@ def hostile_seeds():
                                              memory=14)
             yield f"cancel_{op}_reference", seed(op, table | REFERENCE, D4096, D3, D5, D5,
                                                  attrs=WELL_FORMED, cancel=1)
+        # The C API with strides (fuzz_ops.cc kStrides[c & 7] in dimension (c >> 3) % rank):
+        # dense, a broadcast and a reversed dimension (valid, computed), and 2^62, INT64_MAX,
+        # INT64_MIN, -2^62 and -2^61 (refused), on dimension 1 and dimension 2 (mod the rank;
+        # c_api = 0 would be the C++ API).
+        for mode in range(8):
+            for dim in (1, 2):
+                yield f"c_api_strides_{op}_{mode}_{dim}", seed(
+                    op, 1 | OWNED_OUTPUTS, 3, 2, 4, 5, attrs=WELL_FORMED, c_api=mode | dim << 3)
 
 
 if __name__ == "__main__":

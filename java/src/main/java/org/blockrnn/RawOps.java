@@ -11,7 +11,8 @@ import java.util.Map;
  * <p>Errors: bad input throws {@link IllegalArgumentException} with the library's message, which
  * names the op and the argument; an op that is not built throws {@link
  * UnsupportedOperationException}; a cancelled call {@link java.util.concurrent.CancellationException};
- * anything else {@link BlockrnnException}.
+ * anything else {@link BlockrnnException} (the memory limit, {@link #setMemoryLimit}, included).
+ * Every call is validated, and its memory checked, before its outputs are allocated.
  */
 public final class RawOps {
   static {
@@ -144,6 +145,54 @@ public final class RawOps {
    * @return the limit
    */
   public static native int maxThreads();
+
+  /**
+   * Sets the memory limit: a call whose outputs, workspace and copies (here: the native copies of
+   * the inputs, the native outputs and the Java arrays they are copied into) need more bytes is
+   * refused with a {@link BlockrnnException} of status "ResourceExhausted" that names the op,
+   * before anything is allocated.
+   *
+   * @param bytes the limit; 0 or less restores the default (what the machine can hold)
+   */
+  public static native void setMemoryLimit(long bytes);
+
+  /**
+   * The memory limit of one call, in bytes.
+   *
+   * @return the limit
+   */
+  public static native long getMemoryLimit();
+
+  private static final ThreadLocal<Cancellation> CANCELLATION = new ThreadLocal<>();
+
+  /**
+   * Installs a cancellation for the calls this thread makes from now on (null removes it). A
+   * sequence op running on this thread looks at it between time steps (at most every 20 ms) and,
+   * once it is cancelled, stops with a {@link java.util.concurrent.CancellationException} naming
+   * the op and the steps done; the cell ops run to the end.
+   *
+   * @param cancellation the cancellation to watch, or null for none
+   */
+  public static void setCancellation(Cancellation cancellation) {
+    // The thread-local reference keeps the flag's memory alive while the library may read it.
+    setCancelFlag(cancellation == null ? null : cancellation.flag());
+    if (cancellation == null) {
+      CANCELLATION.remove();
+    } else {
+      CANCELLATION.set(cancellation);
+    }
+  }
+
+  /**
+   * The cancellation installed on this thread.
+   *
+   * @return it, or null when none is
+   */
+  public static Cancellation getCancellation() {
+    return CANCELLATION.get();
+  }
+
+  private static native void setCancelFlag(java.nio.ByteBuffer flag);
 
   private static native Object[] runNative(String op, boolean hasSeqLenMax, long seqLenMax,
       Object[] data, long[][] shapes, String[] attrNames, double[] attrValues,
