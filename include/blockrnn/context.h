@@ -14,8 +14,8 @@
 // pool of worker threads per calling thread and ends the process when it cannot start one, so
 // the budget counts every pool, lets a pool grow only after the system has started that many
 // more threads (with OpenMP's stack size, one to spare), runs at most max_threads() − 1 workers
-// at once over all callers, and ends a thread's pool with its region while another thread holds
-// workers. A call the budget cannot give threads runs with fewer, down to the calling thread
+// at once over all callers, and ends a thread's pool with its region when another caller got
+// fewer threads than it asked for meanwhile. A call the budget cannot give threads runs with fewer, down to the calling thread
 // alone, with the same bits: a shortage of threads never fails a call or ends the process. A
 // call from inside a parallel region runs on the calling thread alone.
 //

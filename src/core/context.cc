@@ -251,9 +251,10 @@ struct Budget {
   // Guards the counts; also held by a thread that grows its pool, from the probe until its
   // team has started, so that no other probe counts on threads that do not exist yet.
   std::mutex mutex;
-  int held = 0;      // the workers of every thread's pool, running or idle
-  int running = 0;   // the workers of the regions running now: at most max_threads() − 1
-  int verified = 0;  // the most workers the system has been seen to hold at once (probes)
+  int held = 0;             // the workers of every thread's pool, running or idle
+  int running = 0;          // the workers of the regions running now: at most max_threads() − 1
+  int verified = 0;         // the most workers the system has been seen to hold at once (probes)
+  long long shortages = 0;  // regions that got fewer workers than they asked for, ever
 };
 
 Budget& budget() {
@@ -276,6 +277,7 @@ bool end_pool() {
 // what the thread holds: every region resizes the reservation to its team before it starts.
 struct HostPool {
   int workers = 0;
+  long long shortages_seen = 0;  // Budget::shortages when this thread's region started
   ~HostPool() {
     if (workers == 0) return;
     Budget& b = budget();
@@ -329,6 +331,8 @@ TeamLease::TeamLease(int wanted) {
   b.running += pool.workers;
   counted_ = true;
   size_ = std::min(pool.workers, target) + 1;
+  if (size_ < wanted) ++b.shortages;
+  pool.shortages_seen = b.shortages;
 }
 
 void TeamLease::team_started() {
@@ -342,9 +346,9 @@ TeamLease::~TeamLease() {
   Budget& b = budget();
   std::lock_guard<std::mutex> lock(b.mutex);
   b.running -= pool.workers;
-  // Only a thread that alone holds workers keeps its pool for its next region: under concurrent
-  // callers every pool ends with its region, so the idle pools never starve a caller.
-  if (b.held > pool.workers && pool.workers > 0 && end_pool()) {
+  // When another region got fewer workers than it asked for while this one ran, this pool ends
+  // with its region, so that the next region of any caller may take its room.
+  if (b.shortages != pool.shortages_seen && pool.workers > 0 && end_pool()) {
     b.held -= pool.workers;
     pool.workers = 0;
   }
