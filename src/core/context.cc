@@ -17,7 +17,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "blockrnn/error.h"
 #include "blockrnn/version.h"
@@ -229,21 +228,20 @@ int threads_startable(int n) {
     pthread_attr_setstacksize(&attr, std::max<std::size_t>(stack, PTHREAD_STACK_MIN));
   }
   Gate gate;
-  std::vector<pthread_t> threads;
-  threads.reserve(static_cast<std::size_t>(n));
-  for (int k = 0; k < n; ++k) {
-    pthread_t t;
-    if (pthread_create(&t, &attr, wait_at_gate, &gate) != 0) break;
-    threads.push_back(t);
+  pthread_t threads[kMaxThreads];  // no allocation: this runs when memory may be short
+  int started = 0;
+  while (started < std::min(n, kMaxThreads) &&
+         pthread_create(&threads[started], &attr, wait_at_gate, &gate) == 0) {
+    ++started;
   }
   {
     std::lock_guard<std::mutex> open(gate.mutex);
     gate.open = true;
   }
   gate.opened.notify_all();
-  for (pthread_t t : threads) pthread_join(t, nullptr);
+  for (int k = 0; k < started; ++k) pthread_join(threads[k], nullptr);
   pthread_attr_destroy(&attr);
-  return static_cast<int>(threads.size());
+  return started;
 }
 
 // The process-wide thread budget, in workers (threads beside the ones that call the library).
