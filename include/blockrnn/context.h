@@ -9,6 +9,16 @@
 // regions ask for their thread count explicitly. The thread count never changes a result's
 // bits (docs/design.md, "Determinism").
 //
+// Thread budget: the count is what one call asks for; what it gets comes from one process-wide
+// budget shared by all calling threads (docs/reliability.md, "Thread budget"). libgomp keeps a
+// pool of worker threads per calling thread and ends the process when it cannot start one, so
+// the budget counts every pool, lets a pool grow only after the system has started that many
+// more threads (with OpenMP's stack size, one to spare), runs at most max_threads() − 1 workers
+// at once over all callers, and ends a thread's pool with its region when another caller got
+// fewer threads than it asked for meanwhile. A call the budget cannot give threads runs with fewer, down to the calling thread
+// alone, with the same bits: a shortage of threads never fails a call or ends the process. A
+// call from inside a parallel region runs on the calling thread alone.
+//
 // CPU path: the hand-written kernels run on AVX-512, AVX2+FMA or baseline x86-64, chosen from
 // CPUID; BLOCKRNN_ISA=avx512|avx2|baseline|auto or set_isa() forces one (an error when the CPU
 // lacks it). get_isa() names the path in use.

@@ -33,8 +33,9 @@ def set_num_threads(n: int) -> None:
     """Threads used by every op, an integer in 1..max_threads() (default: BLOCKRNN_NUM_THREADS,
     else OMP_NUM_THREADS, else the cores this process may use); anything else is an
     InvalidArgumentError. Results are bitwise the same at every count; the host's OpenMP
-    settings are never changed. When the system cannot start that many threads, the next op
-    raises ResourceExhaustedError."""
+    settings are never changed. This is what one call asks for: all calling threads share one
+    process-wide budget of worker threads, and a call that the budget (or the system) cannot
+    give them runs with fewer, with the same bits (docs/reliability.md, "Thread budget")."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise InvalidArgumentError(
             f"set_num_threads: n must be an integer in [1, {max_threads()}], got {n!r}")

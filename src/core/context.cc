@@ -17,7 +17,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "blockrnn/error.h"
 #include "blockrnn/version.h"
@@ -205,8 +204,6 @@ std::size_t omp_stack_size() {
   return 0;
 }
 
-std::atomic<int> g_threads_verified{1};
-
 // The probe threads all stay alive until released, as the threads of an OpenMP team do.
 struct Gate {
   std::mutex mutex;
@@ -221,41 +218,138 @@ void* wait_at_gate(void* arg) {
   return nullptr;
 }
 
-}  // namespace
-
-void ensure_threads(const char* op, int n) {
-  if (n <= g_threads_verified.load(std::memory_order_relaxed)) return;
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (n <= g_threads_verified.load()) return;
+// How many of n more threads, with OpenMP's stack size, the system can hold at once beside
+// everything alive now: starts them (stopping at the first refusal), then releases and joins
+// them.
+int threads_startable(int n) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   if (const std::size_t stack = omp_stack_size(); stack > 0) {
     pthread_attr_setstacksize(&attr, std::max<std::size_t>(stack, PTHREAD_STACK_MIN));
   }
   Gate gate;
-  std::vector<pthread_t> threads;
-  int failure = 0;
-  for (int k = 1; k < n && failure == 0; ++k) {
-    pthread_t t;
-    failure = pthread_create(&t, &attr, wait_at_gate, &gate);
-    if (failure == 0) threads.push_back(t);
+  pthread_t threads[kMaxThreads];  // no allocation: this runs when memory may be short
+  int started = 0;
+  while (started < std::min(n, kMaxThreads) &&
+         pthread_create(&threads[started], &attr, wait_at_gate, &gate) == 0) {
+    ++started;
   }
   {
     std::lock_guard<std::mutex> open(gate.mutex);
     gate.open = true;
   }
   gate.opened.notify_all();
-  for (pthread_t t : threads) pthread_join(t, nullptr);
+  for (int k = 0; k < started; ++k) pthread_join(threads[k], nullptr);
   pthread_attr_destroy(&attr);
-  if (failure != 0) {
-    throw Error(ErrorCode::kResourceExhausted,
-                std::string(op) + ": cannot start a team of " + std::to_string(n) +
-                    " threads (the system refused thread " + std::to_string(threads.size() + 1) +
-                    ": " + std::strerror(failure) +
-                    "); lower the thread count with set_num_threads");
+  return started;
+}
+
+// The process-wide thread budget, in workers (threads beside the ones that call the library).
+struct Budget {
+  // Guards the counts; also held by a thread that grows its pool, from the probe until its
+  // team has started, so that no other probe counts on threads that do not exist yet.
+  std::mutex mutex;
+  int held = 0;             // the workers of every thread's pool, running or idle
+  int running = 0;          // the workers of the regions running now: at most max_threads() − 1
+  int verified = 0;         // the most workers the system has been seen to hold at once (probes)
+  long long shortages = 0;  // regions that got fewer workers than they asked for, ever
+};
+
+Budget& budget() {
+  static Budget* b = new Budget;  // never destroyed: threads may give workers back during exit
+  return *b;
+}
+
+// Ends the calling thread's libgomp pool (its idle workers exit); false when libgomp refuses
+// (inside a parallel region), and the workers stay.
+bool end_pool() {
+#ifdef _OPENMP
+  return omp_pause_resource(omp_pause_soft, omp_get_initial_device()) == 0;
+#else
+  return true;
+#endif
+}
+
+// The workers of this thread's libgomp pool. libgomp sizes a host thread's pool to the team of
+// its latest region and keeps it until the thread exits (or end_pool), so the pool is exactly
+// what the thread holds: every region resizes the reservation to its team before it starts.
+struct HostPool {
+  int workers = 0;
+  long long shortages_seen = 0;  // Budget::shortages when this thread's region started
+  ~HostPool() {
+    if (workers == 0) return;
+    Budget& b = budget();
+    std::lock_guard<std::mutex> lock(b.mutex);
+    if (end_pool()) b.held -= workers;
+    workers = 0;
   }
-  g_threads_verified.store(n);
+};
+thread_local HostPool t_pool;
+
+bool in_parallel_region() {
+#ifdef _OPENMP
+  return omp_in_parallel() != 0;
+#else
+  return true;
+#endif
+}
+
+}  // namespace
+
+TeamLease::TeamLease(int wanted) {
+  if (wanted <= 1 || in_parallel_region()) return;  // no region: the pool is left as it is
+  HostPool& pool = t_pool;
+  Budget& b = budget();
+  std::unique_lock<std::mutex> lock(b.mutex);
+  const int room = std::max(max_threads() - 1 - b.running, 0);
+  const int target = std::min(wanted - 1, room);
+  if (target > pool.workers) {
+    int grow = target - pool.workers;
+    // A thread that alone holds workers may regrow its pool up to what was verified (libgomp
+    // resizes the pool to every region's team); beside other holders, every growth is probed.
+    const bool alone = b.held == pool.workers;
+    if (!alone || b.held + grow > b.verified) {
+      // One thread more than granted: a stack's worth of room is left to the rest of the
+      // process (its allocations between this probe and the team's start).
+      const int granted = std::min(grow, std::max(threads_startable(grow + 1) - 1, 0));
+      b.verified = granted == grow ? std::max(b.verified, b.held + grow) : b.held + granted;
+      grow = granted;
+    }
+    pool.workers += grow;
+    b.held += grow;
+    if (grow > 0) growing_ = std::move(lock);  // until team_started()
+  } else if (target < pool.workers) {
+    // The region's start shrinks the pool to its team; a team of one has no region, so the pool
+    // is ended here.
+    if (target > 0 || end_pool()) {
+      b.held -= pool.workers - target;
+      pool.workers = target;
+    }
+  }
+  b.running += pool.workers;
+  counted_ = true;
+  size_ = std::min(pool.workers, target) + 1;
+  if (size_ < wanted) ++b.shortages;
+  pool.shortages_seen = b.shortages;
+}
+
+void TeamLease::team_started() {
+  if (growing_.owns_lock()) growing_.unlock();
+}
+
+TeamLease::~TeamLease() {
+  if (!counted_) return;
+  if (growing_.owns_lock()) growing_.unlock();
+  HostPool& pool = t_pool;
+  Budget& b = budget();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  b.running -= pool.workers;
+  // When another region got fewer workers than it asked for while this one ran, this pool ends
+  // with its region, so that the next region of any caller may take its room.
+  if (b.shortages != pool.shortages_seen && pool.workers > 0 && end_pool()) {
+    b.held -= pool.workers;
+    pool.workers = 0;
+  }
 }
 
 }  // namespace core

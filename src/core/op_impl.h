@@ -136,9 +136,10 @@ void check_no_alias(const char* op, std::span<const char* const> input_names,
 void check_memory(const char* op, std::span<const TensorView> inputs,
                   std::span<const char* const> output_names, const Plan& plan,
                   bool allocates_outputs, std::span<const ExtraBytes> extra);
-// Before computing: empty work (Plan::empty) only zero-fills the outputs and returns false;
-// anything else first makes sure the thread team can be created (core/parallel.h).
-bool begin_compute(const char* op, const Plan& plan, std::span<const MutableTensorView> outputs);
+// Before computing: empty work (Plan::empty) only zero-fills the outputs and returns false.
+// (Thread teams need no check here: every parallel region takes its team from the thread
+// budget, core/parallel.h.)
+bool begin_compute(const Plan& plan, std::span<const MutableTensorView> outputs);
 
 template <class T>
 const T* data(const TensorView& t) {
@@ -277,7 +278,7 @@ struct TypedOp {
   void execute(const Plan& p, const In& in, const Out& out, const A& a) const {
     MutableTensorView outs[kMaxOutputs];
     for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
-    if (begin_compute(name, p, std::span(outs, outputs.size()))) compute(in, out, a, p.dtype);
+    if (begin_compute(p, std::span(outs, outputs.size()))) compute(in, out, a, p.dtype);
   }
 
   std::span<const TensorView> gather(const In& in, TensorView* views) const {

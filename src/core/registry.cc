@@ -268,7 +268,7 @@ void check_memory(const char* op, std::span<const TensorView> inputs,
                   " (what this machine can hold; see set_memory_limit)");
 }
 
-bool begin_compute(const char* op, const Plan& plan, std::span<const MutableTensorView> outputs) {
+bool begin_compute(const Plan& plan, std::span<const MutableTensorView> outputs) {
   if (plan.empty()) {
     for (const MutableTensorView& o : outputs) {
       const std::size_t bytes =
@@ -277,7 +277,6 @@ bool begin_compute(const char* op, const Plan& plan, std::span<const MutableTens
     }
     return false;
   }
-  ensure_threads(op, get_num_threads());
   return true;
 }
 

@@ -129,26 +129,8 @@ inline int loop_threads(std::int64_t panels, double madds_per_step) {
   return static_cast<int>(std::min<std::int64_t>({get_num_threads(), panels, by_work}));
 }
 
-// Runs body(id, nt) on a team of `threads` (body may contain `#pragma omp barrier`; every
-// thread must reach each of them). One thread (or a team OpenMP refuses to grow, e.g. inside
-// the host's own parallel region without nesting) runs it directly.
-template <typename F>
-void run_team(int threads, F&& body) {
-  if (threads <= 1) {
-    body(0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-#ifdef _OPENMP
-    body(omp_get_thread_num(), omp_get_num_threads());
-#else
-    body(0, 1);
-#endif
-  }
-}
-
-// The time loop of a sequence op as one team (run_team of loop_threads(panels, madds_per_step)).
+// The time loop of a sequence op as one team (core::run_team of loop_threads(panels,
+// madds_per_step); the thread budget may grant fewer).
 // run(body): every thread runs body(own, end_step), `own` its columns (unit_split), which loops
 // over the steps k = 0 … S−1 (in the op's order of t). end_step(k) closes step k: it polls for
 // cancellation (core::TeamStop, on thread 0), meets the team at a barrier (the next product reads
@@ -163,7 +145,7 @@ struct TimeLoop {
   template <typename F>
   void run(F&& body) const {
     core::TeamStop stop;
-    run_team(loop_threads(panels, madds_per_step), [&](int id, int nt) {
+    core::run_team(loop_threads(panels, madds_per_step), [&](int id, int nt) {
       const auto end_step = [&](std::int64_t k) {
         stop.poll(id, k);
 #pragma omp barrier

@@ -2,8 +2,6 @@
 // alone, and splits the tiles over threads (see gemm.h for the determinism argument).
 #include "gemm/gemm.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -12,6 +10,7 @@
 
 #include "blockrnn/error.h"
 #include "core/isa.h"
+#include "core/parallel.h"
 #include "gemm/kernels.h"
 
 namespace blockrnn::gemm {
@@ -100,16 +99,10 @@ void run(const detail::PathKernels<T>& kern, const detail::Problem<T>& p) {
       throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate the packing buffer");
     }
   }
-  if (threads <= 1) {
-    kern.run_tiles(p, 0, tiles, scratch.get());
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+  core::run_team(threads, [&](int id, int nt) {
     const std::int64_t t0 = tiles * id / nt, t1 = tiles * (id + 1) / nt;
     if (t0 < t1) kern.run_tiles(p, t0, t1, scratch.get() + per_thread * id);
-  }
+  });
 }
 
 }  // namespace
@@ -148,16 +141,10 @@ void PackedB<T>::pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std:
   isa_ = isa;
   const int threads = static_cast<int>(std::min<std::int64_t>(
       {get_num_threads(), panels, std::max<std::int64_t>(1, panels * k * nr / 65536)}));
-  if (threads <= 1) {
-    kern.pack_panels(tb == Trans::kYes, k, n, b, ldb, 0, panels, mem);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+  core::run_team(threads, [&](int id, int nt) {
     kern.pack_panels(tb == Trans::kYes, k, n, b, ldb, panels * id / nt, panels * (id + 1) / nt,
                      mem);
-  }
+  });
 }
 
 template <typename T>
