@@ -26,7 +26,7 @@
 
 #include <type_traits>
 
-#include "core/fast_math.h"
+#include "cpu/fast_math.h"
 #include "cpu/pointwise_dispatch.h"
 
 namespace blockrnn::cpu {

@@ -39,8 +39,8 @@
 
 #include <type_traits>
 
-#include "core/fast_math.h"
 #include "core/parallel.h"
+#include "cpu/fast_math.h"
 #include "cpu/pointwise_dispatch.h"
 #include "kernel/lstm_cell.h"
 

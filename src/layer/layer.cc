@@ -12,13 +12,13 @@
 #include "blockrnn/context.h"
 #include "blockrnn/layer.h"
 #include "core/isa.h"
-#include "core/op_impl.h"
 #include "cpu/sequence_plan.h"
 #include "kernel/block_gru.h"
 #include "kernel/block_gru_reset_after.h"
 #include "kernel/block_lstm.h"
 #include "layer/layer_common.h"
 #include "ops/kernel_args.h"
+#include "ops/op_impl.h"
 
 namespace blockrnn {
 

@@ -11,7 +11,7 @@
 #include "blockrnn/error.h"
 #include "blockrnn/layer.h"
 #include "blockrnn/ops.h"
-#include "core/op_impl.h"
+#include "ops/op_impl.h"
 
 namespace blockrnn::layer {
 

@@ -1,9 +1,9 @@
-// Accuracy of the vectorizable float32 activations (src/core/fast_math.h) against libm in
+// Accuracy of the vectorizable float32 activations (src/cpu/fast_math.h) against libm in
 // double, in ulp of the float result, over a dense sweep of the useful input range.
 #include <cmath>
 #include <limits>
 
-#include "core/fast_math.h"
+#include "cpu/fast_math.h"
 #include "test_util.h"
 
 namespace blockrnn {
