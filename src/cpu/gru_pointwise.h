@@ -26,7 +26,7 @@
 
 #include <type_traits>
 
-#include "core/fast_math.h"
+#include "cpu/fast_math.h"
 #include "cpu/pointwise_dispatch.h"
 
 namespace blockrnn::cpu {
@@ -40,9 +40,9 @@ inline void gru_fwd_gates_row_generic(std::int64_t n, std::int64_t H, const T* r
                                       T* r /* [H] */, T* u /* [H] */, T* hr /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < n; ++j) {
-    const T rj = core::act_sigmoid(ru_bar[j] + b_ru[j]);
+    const T rj = act_sigmoid(ru_bar[j] + b_ru[j]);
     r[j] = rj;
-    u[j] = core::act_sigmoid(ru_bar[H + j] + b_ru[H + j]);
+    u[j] = act_sigmoid(ru_bar[H + j] + b_ru[H + j]);
     hr[j] = h_prev[j] * rj;
   }
 }
@@ -55,7 +55,7 @@ inline void gru_fwd_candidate_row_generic(std::int64_t H, const T* b_c /* [H] */
                                           T* c /* [H] */, T* h /* [H] */) {
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < H; ++j) {
-    const T cj = core::act_tanh(c[j] + b_c[j]);
+    const T cj = act_tanh(c[j] + b_c[j]);
     c[j] = cj;
     h[j] = u[j] * (h_prev[j] - cj) + cj;
   }
@@ -107,9 +107,9 @@ inline void gru_reset_after_fwd_row_generic(std::int64_t n, std::int64_t H, cons
 #pragma GCC ivdep
   for (std::int64_t j = 0; j < n; ++j) {
     const T hnj = hn[j] + b_h[2 * H + j];
-    const T rj = core::act_sigmoid((gi[j] + b_i[j]) + (gh_rz[j] + b_h[j]));
-    const T uj = core::act_sigmoid((gi[H + j] + b_i[H + j]) + (gh_rz[H + j] + b_h[H + j]));
-    const T nj = core::act_tanh((gi[2 * H + j] + b_i[2 * H + j]) + rj * hnj);
+    const T rj = act_sigmoid((gi[j] + b_i[j]) + (gh_rz[j] + b_h[j]));
+    const T uj = act_sigmoid((gi[H + j] + b_i[H + j]) + (gh_rz[H + j] + b_h[H + j]));
+    const T nj = act_tanh((gi[2 * H + j] + b_i[2 * H + j]) + rj * hnj);
     r[j] = rj;
     u[j] = uj;
     hn[j] = hnj;

@@ -39,8 +39,8 @@
 
 #include <type_traits>
 
-#include "core/fast_math.h"
 #include "core/parallel.h"
+#include "cpu/fast_math.h"
 #include "cpu/pointwise_dispatch.h"
 #include "kernel/lstm_cell.h"
 
@@ -147,19 +147,19 @@ inline void lstm_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::i
       }
       const T cp = csp[j];
       if constexpr (kPeephole) zi = zi + cp * p.wci[j];
-      const T vi = core::act_sigmoid(zi);
-      const T vci = core::act_tanh(zc);
+      const T vi = act_sigmoid(zi);
+      const T vci = act_tanh(zc);
       zf = zf + fb;
       if constexpr (kPeephole) zf = zf + cp * p.wcf[j];
-      const T vf = core::act_sigmoid(zf);
+      const T vf = act_sigmoid(zf);
       T vcs = vi * vci + vf * cp;
       if (do_clip) {  // min(max(cs, −clip), clip); a NaN cs stays NaN, as in TensorFlow
         if (vcs < -clip) vcs = -clip;
         if (vcs > clip) vcs = clip;
       }
-      const T vco = core::act_tanh(vcs);
+      const T vco = act_tanh(vcs);
       if constexpr (kPeephole) zo = zo + vcs * p.wco[j];
-      const T vo = core::act_sigmoid(zo);
+      const T vo = act_sigmoid(zo);
       s.i[r + j] = vi;
       s.ci[r + j] = vci;
       s.f[r + j] = vf;

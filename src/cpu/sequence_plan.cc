@@ -5,7 +5,8 @@
 #include "core/isa.h"
 #include "cpu/sequence_common.h"
 
-namespace blockrnn::cpu {
+// The plan types are declared by the kernel interface (namespace blockrnn, kernel/block_*.h).
+namespace blockrnn {
 
 using gemm::Trans;
 
@@ -47,6 +48,10 @@ template struct GRUPlan<float>;
 template struct GRUPlan<double>;
 template struct GRUResetAfterPlan<float>;
 template struct GRUResetAfterPlan<double>;
+
+}  // namespace blockrnn
+
+namespace blockrnn::cpu {
 
 // fwd: [S·B, Gp];  bwd: [S·B, Gp] + with lengths [N, Gp], [N, I], [N, H]
 std::int64_t block_lstm_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,

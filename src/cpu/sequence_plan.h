@@ -16,7 +16,10 @@
 #include "blockrnn/context.h"
 #include "gemm/gemm.h"
 
-namespace blockrnn::cpu {
+// The plan types are the kernel interface's (kernel/block_lstm.h, kernel/block_gru.h declare them
+// in namespace blockrnn and the argument structs point at them); they are defined here, by the
+// engine that reads them.
+namespace blockrnn {
 
 // BlockLSTM(V2): w [I+H, 4H].
 template <typename T>
@@ -47,6 +50,10 @@ struct GRUResetAfterPlan {
   Isa isa = Isa::kBaseline;
   void pack(std::int64_t I, std::int64_t H, const T* w_i, const T* w_h);
 };
+
+}  // namespace blockrnn
+
+namespace blockrnn::cpu {
 
 // Workspace bounds (elements of T) of one call with S steps, B examples: enough for the forward
 // and the backward, with or without seq_lengths. A plan-once caller allocates this once for its

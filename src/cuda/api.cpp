@@ -17,9 +17,9 @@
 #include "blockrnn/context.h"
 #include "blockrnn/cuda.h"
 #include "blockrnn/error.h"
-#include "core/op_impl.h"
 #include "cuda/kernels.h"
 #include "ops/kernel_args.h"
+#include "ops/op_impl.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn::cuda {

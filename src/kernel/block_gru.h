@@ -15,12 +15,12 @@
 
 namespace blockrnn {
 
-namespace cpu {
+// The weights packed once for many calls (kernel/declare.h): opaque here and to the reference,
+// defined by the fast engine (src/cpu/sequence_plan.h), the only engine that reads them.
 template <typename T>
-struct GRUPlan;  // src/cpu/sequence_plan.h
+struct GRUPlan;
 template <typename T>
 struct GRUResetAfterPlan;
-}  // namespace cpu
 
 using BlockGRUDims = SequenceDims;
 
@@ -32,7 +32,7 @@ struct BlockGRUFwdArgs {
   const T *b_ru, *b_c;  // [2H], [H]
   T *r, *u, *c, *h;     // [T, B, H] each
   // Plan once, run many (kernel/declare.h): GRUPlan, block_gru_workspace_elems.
-  const cpu::GRUPlan<T>* plan = nullptr;
+  const GRUPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
@@ -47,7 +47,7 @@ struct BlockGRUBwdArgs {
   T* d_h_prev;                         // [B, H]
   T *d_w_ru, *d_w_c, *d_b_ru, *d_b_c;  // [I+H, 2H], [I+H, H], [2H], [H]
   // Plan once, run many (kernel/declare.h): GRUPlan, block_gru_workspace_elems.
-  const cpu::GRUPlan<T>* plan = nullptr;
+  const GRUPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 

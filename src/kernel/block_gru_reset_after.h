@@ -21,7 +21,7 @@
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
-#include "kernel/block_gru.h"  // BlockGRUDims, cpu::GRUResetAfterPlan
+#include "kernel/block_gru.h"  // BlockGRUDims, GRUResetAfterPlan
 #include "kernel/declare.h"
 
 namespace blockrnn {
@@ -35,7 +35,7 @@ struct BlockGRUResetAfterFwdArgs {
   T *r, *u, *n, *hn, *h;  // [T, B, H] each; hn = h[t−1]·w_h_n + b_h_n (read by the backward)
   // Plan once, run many (kernel/declare.h): GRUResetAfterPlan,
   // block_gru_reset_after_workspace_elems.
-  const cpu::GRUResetAfterPlan<T>* plan = nullptr;
+  const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
@@ -51,7 +51,7 @@ struct BlockGRUResetAfterBwdArgs {
   T *d_w_i, *d_w_h, *d_b_i, *d_b_h;  // [I, 3H], [H, 3H], [3H], [3H]
   // Plan once, run many (kernel/declare.h): GRUResetAfterPlan,
   // block_gru_reset_after_workspace_elems.
-  const cpu::GRUResetAfterPlan<T>* plan = nullptr;
+  const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 

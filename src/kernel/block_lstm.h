@@ -22,10 +22,10 @@
 
 namespace blockrnn {
 
-namespace cpu {
+// The weights packed once for many calls (kernel/declare.h): opaque here and to the reference,
+// defined by the fast engine (src/cpu/sequence_plan.h), the only engine that reads it.
 template <typename T>
-struct LSTMPlan;  // src/cpu/sequence_plan.h
-}  // namespace cpu
+struct LSTMPlan;
 
 using BlockLSTMDims = SequenceDims;
 
@@ -42,7 +42,7 @@ struct BlockLSTMFwdArgs {
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
   // Plan once, run many (kernel/declare.h): LSTMPlan, block_lstm_workspace_elems.
-  const cpu::LSTMPlan<T>* plan = nullptr;
+  const LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
@@ -62,7 +62,7 @@ struct BlockLSTMBwdArgs {
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
   // Plan once, run many (kernel/declare.h): LSTMPlan, block_lstm_workspace_elems.
-  const cpu::LSTMPlan<T>* plan = nullptr;
+  const LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 

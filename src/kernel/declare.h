@@ -6,10 +6,11 @@
 //
 // Plan once, run many (src/layer, blockrnn/layer.h): the argument structs of the sequence kernels
 // end with
-//   const cpu::XPlan<T>* plan = nullptr;  // the weights packed beforehand, whose matrices are
-//                                         // used instead of packing the weight pointers' rows
+//   const XPlan<T>* plan = nullptr;  // the weights packed beforehand, whose matrices are
+//                                    // used instead of packing the weight pointers' rows
 //   T* workspace = nullptr;  // a caller's workspace of x_workspace_elems(S, B, I, H) elements
-// (the plan type and workspace size function of src/cpu/sequence_plan.h that each struct names).
+// The kernel header declares the plan type and leaves it opaque: the fast engine defines it, with
+// the workspace size function, in src/cpu/sequence_plan.h, so the interface depends on no engine.
 // nullptr: the call packs and allocates its own. The fast path only: the reference ignores both.
 #pragma once
 

@@ -12,13 +12,13 @@
 #include "blockrnn/context.h"
 #include "blockrnn/layer.h"
 #include "core/isa.h"
-#include "core/op_impl.h"
 #include "cpu/sequence_plan.h"
 #include "kernel/block_gru.h"
 #include "kernel/block_gru_reset_after.h"
 #include "kernel/block_lstm.h"
 #include "layer/layer_common.h"
 #include "ops/kernel_args.h"
+#include "ops/op_impl.h"
 
 namespace blockrnn {
 
@@ -210,7 +210,7 @@ template <typename Outputs>
 struct Op;
 
 template <>
-struct Op<BlockLSTMOutputs> : PlannedOp<cpu::LSTMPlan, 1, cpu::block_lstm_workspace_elems> {
+struct Op<BlockLSTMOutputs> : PlannedOp<LSTMPlan, 1, cpu::block_lstm_workspace_elems> {
   // The attrs, resolved at creation.
   struct Config {
     double forget_bias = 0, cell_clip = 0;
@@ -278,7 +278,7 @@ struct GRUOp {
 };
 
 template <>
-struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<cpu::GRUPlan, 2, cpu::block_gru_workspace_elems> {
+struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<GRUPlan, 2, cpu::block_gru_workspace_elems> {
   struct Weights {
     TensorView w_ru, w_c, b_ru, b_c;
   };
@@ -312,7 +312,7 @@ struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<cpu::GRUPlan, 2, cpu::block_gru_wo
 
 template <>
 struct Op<BlockGRUResetAfterOutputs>
-    : GRUOp, PlannedOp<cpu::GRUResetAfterPlan, 2, cpu::block_gru_reset_after_workspace_elems> {
+    : GRUOp, PlannedOp<GRUResetAfterPlan, 2, cpu::block_gru_reset_after_workspace_elems> {
   struct Weights {
     TensorView w_i, w_h, b_i, b_h;
   };

@@ -11,7 +11,7 @@
 #include "blockrnn/error.h"
 #include "blockrnn/layer.h"
 #include "blockrnn/ops.h"
-#include "core/op_impl.h"
+#include "ops/op_impl.h"
 
 namespace blockrnn::layer {
 
@@ -61,7 +61,7 @@ CallDims begin_call(const Check& check, const SequenceLayer& layer, const In& in
   return begin_call(check, layer, in.x, in.seq_len_max, in.seq_lengths, given, own);
 }
 
-// The plan of each dtype of a layer (cpu::LSTMPlan, cpu::GRUPlan, cpu::GRUResetAfterPlan).
+// The plan of each dtype of a layer (LSTMPlan, GRUPlan, GRUResetAfterPlan).
 template <template <typename> class Plan>
 struct Plans {
   Plan<float> f;

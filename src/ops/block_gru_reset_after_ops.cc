@@ -7,11 +7,11 @@
 // then dtypes (seq_len_max int64, every other input one floating dtype), then 0 ≤ S ≤ T.
 #include "blockrnn/sequence.h"
 
-#include "core/op_impl.h"
 #include "kernel/block_gru_reset_after.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
 #include "ops/kernel_args.h"
+#include "ops/op_impl.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn {

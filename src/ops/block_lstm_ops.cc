@@ -13,12 +13,12 @@
 
 #include <type_traits>
 
-#include "core/op_impl.h"
 #include "kernel/block_lstm.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
 #include "ops/kernel_args.h"
 #include "ops/lstm_attrs.h"
+#include "ops/op_impl.h"
 #include "ops/typed_defaults.h"
 #include "ops/typed_ops.h"
 

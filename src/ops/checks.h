@@ -9,7 +9,7 @@
 #include <string>
 #include <type_traits>
 
-#include "core/op_impl.h"
+#include "ops/op_impl.h"
 
 namespace blockrnn::ops {
 

@@ -6,7 +6,7 @@
 #include <array>
 #include <cstddef>
 
-#include "core/op_impl.h"
+#include "ops/op_impl.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn::ops {

@@ -7,11 +7,11 @@
 
 #include <vector>
 
-#include "core/op_impl.h"
 #include "kernel/gru_cell.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
 #include "ops/kernel_args.h"
+#include "ops/op_impl.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn {

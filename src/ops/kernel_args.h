@@ -5,7 +5,6 @@
 #pragma once
 
 #include "blockrnn/context.h"
-#include "core/op_impl.h"
 #include "kernel/block_gru.h"
 #include "kernel/block_gru_reset_after.h"
 #include "kernel/block_lstm.h"
@@ -13,6 +12,7 @@
 #include "kernel/lstm_cell.h"
 #include "ops/fields.h"
 #include "ops/lstm_attrs.h"
+#include "ops/op_impl.h"
 
 namespace blockrnn::ops {
 

@@ -14,12 +14,12 @@
 
 #include <vector>
 
-#include "core/op_impl.h"
 #include "kernel/lstm_cell.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
 #include "ops/kernel_args.h"
 #include "ops/lstm_attrs.h"
+#include "ops/op_impl.h"
 #include "ops/typed_defaults.h"
 #include "ops/typed_ops.h"
 

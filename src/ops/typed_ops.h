@@ -7,8 +7,8 @@
 #include "blockrnn/gru.h"
 #include "blockrnn/lstm.h"
 #include "blockrnn/sequence.h"
-#include "core/op_impl.h"
 #include "ops/lstm_attrs.h"
+#include "ops/op_impl.h"
 #include "ops/typed_defaults.h"
 
 namespace blockrnn::ops {

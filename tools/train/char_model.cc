@@ -1,7 +1,7 @@
 // CharModel: embedding → BlockLSTM/BlockGRU layers → softmax, forward and backward (see
-// char_model.h for the equations and shapes). The recurrent layers are the library's sequence
-// ops; the embedding gather/scatter and the output layer are done here (the library's GEMM engine
-// for the two output GEMMs).
+// char_model.h for the equations and shapes). The recurrent layers are a blockrnn::RNN; the
+// embedding gather/scatter and the output layer are done here (blockrnn::matmul for its three
+// products).
 #include "train/char_model.h"
 
 #include <algorithm>
@@ -11,23 +11,12 @@
 #include <string>
 
 #include "blockrnn/layer.h"
-#include "blockrnn/sequence.h"
+#include "blockrnn/matmul.h"
 #include "blockrnn/tensor.h"
-#include "gemm/gemm.h"
 #include "train/softmax_xent.h"
 
 namespace blockrnn::train {
 namespace {
-
-// Row-major C[m,n] = op(A)[m,k]·op(B)[k,n] + beta·C, for the output layer, on the library's
-// GEMM engine (deterministic across thread counts like the ops).
-template <typename T>
-void gemm_rm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-             int64_t ldb, T beta, T* c, int64_t ldc) {
-  using blockrnn::gemm::Trans;
-  blockrnn::gemm::gemm<T>(ta ? Trans::kYes : Trans::kNo, tb ? Trans::kYes : Trans::kNo, m, n, k, a,
-                          lda, b, ldb, beta, c, ldc);
-}
 
 // Uniform in [lo, hi) from the top 53 bits of one draw: the same values on every platform
 // (std::uniform_real_distribution is implementation-defined).
@@ -44,15 +33,11 @@ void check_range(const char* what, int64_t value, int64_t lo, int64_t hi) {
   }
 }
 
-// Number of per-step forward tensors each cell's op returns (LSTM i, cs, f, o, ci, co, h;
-// GRU r, u, c, h) and the index of h among them.
-int num_fwd(CellKind cell) {
-  return cell == CellKind::kLstm ? 7 : 4;
+// Parameters per recurrent layer in specs() (LSTM w, b; GRU w_ru, w_c, b_ru, b_c): the order of
+// RNN::set_weights for the LSTM without peepholes and for the GRU.
+size_t layer_params(CellKind cell) {
+  return cell == CellKind::kLstm ? 2 : 4;
 }
-int h_index(CellKind cell) {
-  return cell == CellKind::kLstm ? 6 : 3;
-}
-constexpr int kCsIndex = 1;  // LSTM cs
 
 }  // namespace
 
@@ -114,9 +99,6 @@ CharModel<T>::CharModel(const ModelConfig& config) : config_(config), specs_(par
     grads_.emplace_back(grad_storage_.data() + offset, s.size());
     offset += s.size();
   }
-  fw_.resize(config_.layers);
-  h0_.resize(config_.layers);
-  cs0_.resize(config_.layers);
 }
 
 template <typename T>
@@ -204,22 +186,68 @@ void CharModel<T>::check_batch(std::span<const int32_t> inputs, std::span<const 
 }
 
 template <typename T>
+std::unique_ptr<RNN> CharModel<T>::make_rnn(int64_t max_steps, int64_t max_batch) const {
+  const bool lstm = config_.cell == CellKind::kLstm;
+  RNNOptions o;
+  o.mode = lstm ? RNNMode::kLSTM : RNNMode::kGRU;
+  o.input_size = config_.embed;
+  o.hidden_size = config_.hidden;
+  o.num_layers = config_.layers;
+  o.dtype = dtype_of<T>();
+  o.max_time = max_steps;
+  o.max_batch = max_batch;
+  o.lstm = LSTMLayerAttrs{.forget_bias = kForgetBias, .cell_clip = -1.0};  // clip disabled
+  return std::make_unique<RNN>(o);
+}
+
+template <typename T>
+void CharModel<T>::set_weights(RNN& rnn) const {
+  const int64_t D = config_.embed, H = config_.hidden;
+  const DType dt = dtype_of<T>();
+  const size_t per_layer = layer_params(config_.cell);
+  for (int64_t l = 0; l < config_.layers; ++l) {
+    const size_t k = 1 + static_cast<size_t>(l) * per_layer;  // the layer's first parameter
+    const int64_t I = l == 0 ? D : H;
+    const auto param = [&](size_t j, Shape shape) {
+      return TensorView(params_[k + j].data(), dt, std::move(shape));
+    };
+    if (config_.cell == CellKind::kLstm) {
+      const TensorView p[] = {param(0, Shape{I + H, 4 * H}), param(1, Shape{4 * H})};
+      rnn.set_weights(l, 0, p);
+    } else {
+      const TensorView p[] = {param(0, Shape{I + H, 2 * H}), param(1, Shape{I + H, H}),
+                              param(2, Shape{2 * H}), param(3, Shape{H})};
+      rnn.set_weights(l, 0, p);
+    }
+  }
+}
+
+template <typename T>
+RNNInputs CharModel<T>::rnn_inputs() const {
+  const int64_t Tn = ws_steps_, B = ws_batch_, L = config_.layers, H = config_.hidden;
+  const DType dt = dtype_of<T>();
+  RNNInputs in;
+  in.x = TensorView(x0_.data(), dt, Shape{Tn, B, config_.embed});
+  in.h0 = TensorView(h0_.data(), dt, Shape{L, B, H});
+  if (config_.cell == CellKind::kLstm) in.c0 = TensorView(c0_.data(), dt, Shape{L, B, H});
+  return in;
+}
+
+template <typename T>
 void CharModel<T>::forward(std::span<const int32_t> inputs, int64_t steps, int64_t batch,
                            State& state, bool planned) {
-  planned = planned && !planned_.empty() && steps <= planned_steps_ && batch <= planned_batch_;
+  planned = planned && planned_ && steps <= planned_steps_ && batch <= planned_batch_;
   const int64_t Tn = steps, B = batch, D = config_.embed, H = config_.hidden,
                 V = config_.vocab_size, L = config_.layers;
-  const int64_t TBH = Tn * B * H, nf = num_fwd(config_.cell);
+  const bool lstm = config_.cell == CellKind::kLstm;
   if (ws_steps_ != Tn || ws_batch_ != B) {
     x0_.assign(Tn * B * D, T(0));
-    for (auto& f : fw_) f.assign(nf * TBH, T(0));
+    y_.assign(Tn * B * H, T(0));
     logits_.assign(Tn * B * V, T(0));
-    dh_.assign(Tn * B * std::max(D, H), T(0));
-    dx_.assign(Tn * B * std::max(D, H), T(0));
-    zeros_tbh_.assign(TBH, T(0));
-    zeros_h_.assign(H, T(0));
-    scratch_bh_.assign(2 * B * H, T(0));
-    scratch_h_.assign(3 * H, T(0));
+    dy_.assign(Tn * B * H, T(0));
+    dx_.assign(Tn * B * D, T(0));
+    for (auto* v : {&h0_, &c0_, &hn_, &cn_, &dh0_, &dc0_}) v->assign(L * B * H, T(0));
+    peephole_grad_.assign(L * 3 * H, T(0));
     ws_steps_ = Tn;
     ws_batch_ = B;
   }
@@ -229,140 +257,104 @@ void CharModel<T>::forward(std::span<const int32_t> inputs, int64_t steps, int64
   for (int64_t n = 0; n < Tn * B; ++n) {
     std::copy_n(E + inputs[n] * D, D, x0_.data() + n * D);
   }
-
-  const DType dt = dtype_of<T>();
-  const Shape tbh{Tn, B, H}, bh{B, H};
-  size_t k = 1;  // parameter index of the current layer's first tensor
+  // The initial state [L, B, H], layer by layer.
+  const int64_t BH = B * H;
   for (int64_t l = 0; l < L; ++l) {
-    const int64_t I = l == 0 ? D : H;
-    const T* x = l == 0 ? x0_.data() : fw_[l - 1].data() + h_index(config_.cell) * TBH;
-    T* f = fw_[l].data();
-    h0_[l] = state.h[l];
-    const TensorView xv(x, dt, Shape{Tn, B, I});
-    if (config_.cell == CellKind::kLstm) {
-      cs0_[l] = state.cs[l];
-      BlockLSTMInputs in;
-      layer_inputs(in, l, k, xv);
-      BlockLSTMOutputs out;
-      MutableTensorView* outs[] = {&out.i, &out.cs, &out.f, &out.o, &out.ci, &out.co, &out.h};
-      for (int j = 0; j < 7; ++j) *outs[j] = MutableTensorView(f + j * TBH, dt, tbh);
-      if (planned) {
-        static_cast<LSTMLayer&>(*planned_[l])
-            .forward({.seq_len_max = Tn,
-                      .x = xv,
-                      .cs_prev = in.cs_prev,
-                      .h_prev = in.h_prev,
-                      .seq_lengths = {}},
-                     out);
-      } else {
-        BlockLSTMAttrs attrs;
-        attrs.forget_bias = kForgetBias;
-        attrs.cell_clip = -1.0;  // disabled
-        attrs.use_peephole = false;
-        block_lstm(in, out, attrs);
-      }
-      std::copy_n(f + kCsIndex * TBH + (Tn - 1) * B * H, B * H, state.cs[l].data());
-      k += 2;
-    } else {
-      BlockGRUInputs in;
-      layer_inputs(in, l, k, xv);
-      BlockGRUOutputs out;
-      MutableTensorView* outs[] = {&out.r, &out.u, &out.c, &out.h};
-      for (int j = 0; j < 4; ++j) *outs[j] = MutableTensorView(f + j * TBH, dt, tbh);
-      if (planned) {
-        static_cast<GRULayer&>(*planned_[l])
-            .forward({.seq_len_max = Tn, .x = xv, .h_prev = in.h_prev, .seq_lengths = {}}, out);
-      } else {
-        block_gru(in, out);
-      }
-      k += 4;
+    std::copy_n(state.h[l].data(), BH, h0_.data() + l * BH);
+    if (lstm) std::copy_n(state.cs[l].data(), BH, c0_.data() + l * BH);
+  }
+
+  RNN* rnn = planned_.get();
+  if (!planned) {
+    if (!rnn_ || Tn > rnn_->options().max_time || B > rnn_->options().max_batch) {
+      const int64_t max_steps = rnn_ ? std::max(Tn, rnn_->options().max_time) : Tn;
+      const int64_t max_batch = rnn_ ? std::max(B, rnn_->options().max_batch) : B;
+      rnn_.reset();  // its reserve goes before the larger one is allocated
+      rnn_ = make_rnn(max_steps, max_batch);
     }
-    std::copy_n(f + h_index(config_.cell) * TBH + (Tn - 1) * B * H, B * H, state.h[l].data());
+    set_weights(*rnn_);
+    rnn = rnn_.get();
+  }
+  const DType dt = dtype_of<T>();
+  RNNOutputs out;
+  out.y = MutableTensorView(y_.data(), dt, Shape{Tn, B, H});
+  out.h_n = MutableTensorView(hn_.data(), dt, Shape{L, B, H});
+  if (lstm) out.c_n = MutableTensorView(cn_.data(), dt, Shape{L, B, H});
+  rnn->forward(rnn_inputs(), out);
+  for (int64_t l = 0; l < L; ++l) {
+    std::copy_n(hn_.data() + l * BH, BH, state.h[l].data());
+    if (lstm) std::copy_n(cn_.data() + l * BH, BH, state.cs[l].data());
   }
 
   // logits = h_top·W + b      [T·B, V] = [T·B, H]·[H, V]
-  const T* h_top = fw_[L - 1].data() + h_index(config_.cell) * TBH;
-  const T* W = params_[k].data();
-  const T* bias = params_[k + 1].data();
+  const size_t ksoft = specs_.size() - 2;
+  const T* bias = params_[ksoft + 1].data();
   for (int64_t n = 0; n < Tn * B; ++n) std::copy_n(bias, V, logits_.data() + n * V);
-  gemm_rm(false, false, Tn * B, V, H, h_top, H, W, V, T(1), logits_.data(), V);
+  matmul(TensorView(y_.data(), dt, Shape{Tn * B, H}),
+         TensorView(params_[ksoft].data(), dt, Shape{H, V}),
+         MutableTensorView(logits_.data(), dt, Shape{Tn * B, V}), {.beta = 1.0});
 }
 
 template <typename T>
 void CharModel<T>::backward(std::span<const int32_t> inputs, int64_t steps, int64_t batch) {
   const int64_t Tn = steps, B = batch, D = config_.embed, H = config_.hidden,
                 V = config_.vocab_size, L = config_.layers;
-  const int64_t TBH = Tn * B * H;
   const size_t ksoft = specs_.size() - 2;
-  const T* dlogits = logits_.data();  // [T·B, V], written by the loss
-  const T* h_top = fw_[L - 1].data() + h_index(config_.cell) * TBH;
+  const DType dt = dtype_of<T>();
+  const TensorView dlogits(logits_.data(), dt, Shape{Tn * B, V});  // written by the loss
+  const TensorView h_top(y_.data(), dt, Shape{Tn * B, H});
 
   // dW = h_topᵀ·dlogits      [H, V] = [H, T·B]·[T·B, V]
-  gemm_rm(true, false, H, V, Tn * B, h_top, H, dlogits, V, T(0), grads_[ksoft].data(), V);
+  matmul(h_top, dlogits, MutableTensorView(grads_[ksoft].data(), dt, Shape{H, V}),
+         {.transpose_a = true});
   // db = Σ_rows dlogits       [V]
   T* db = grads_[ksoft + 1].data();
   std::fill_n(db, V, T(0));
   for (int64_t n = 0; n < Tn * B; ++n) {
-    for (int64_t v = 0; v < V; ++v) db[v] += dlogits[n * V + v];
+    for (int64_t v = 0; v < V; ++v) db[v] += logits_[n * V + v];
   }
   // dh_top = dlogits·Wᵀ       [T·B, H] = [T·B, V]·[V, H]
-  gemm_rm(false, true, Tn * B, H, V, dlogits, V, params_[ksoft].data(), V, T(0), dh_.data(), H);
+  matmul(dlogits, TensorView(params_[ksoft].data(), dt, Shape{H, V}),
+         MutableTensorView(dy_.data(), dt, Shape{Tn * B, H}), {.transpose_b = true});
 
-  const DType dt = dtype_of<T>();
-  const Shape tbh{Tn, B, H}, bh{B, H}, sh{H};
-  T* dh = dh_.data();  // ∂L/∂h of the current layer  [T, B, H]
-  T* dx = dx_.data();  // ∂L/∂x of the current layer  [T, B, I]
-  const int per_layer = config_.cell == CellKind::kLstm ? 2 : 4;
-  for (int64_t l = L - 1; l >= 0; --l) {
-    const int64_t I = l == 0 ? D : H;
+  // The recurrent layers, top to bottom, in one call (the forward was this batch's, on rnn_).
+  RNNGradInputs g;
+  g.y_grad = TensorView(dy_.data(), dt, Shape{Tn, B, H});
+  std::vector<MutableTensorView>& param_grads = param_grads_;  // params_per_layer() per layer
+  param_grads.clear();
+  const size_t per_layer = layer_params(config_.cell);
+  const Shape sh{H};
+  for (int64_t l = 0; l < L; ++l) {
     const size_t k = 1 + static_cast<size_t>(l) * per_layer;
-    const T* x = l == 0 ? x0_.data() : fw_[l - 1].data() + h_index(config_.cell) * TBH;
-    const T* f = fw_[l].data();
-    const TensorView xv(x, dt, Shape{Tn, B, I});
-    const MutableTensorView dxv(dx, dt, Shape{Tn, B, I});
-    const MutableTensorView dh_prev(scratch_bh_.data(), dt, bh);
-    if (config_.cell == CellKind::kLstm) {
-      BlockLSTMGradInputs in;
-      layer_inputs(in, l, k, xv);
-      TensorView* fwd[] = {&in.i, &in.cs, &in.f, &in.o, &in.ci, &in.co, &in.h};
-      for (int j = 0; j < 7; ++j) *fwd[j] = TensorView(f + j * TBH, dt, tbh);
-      in.cs_grad = TensorView(zeros_tbh_.data(), dt, tbh);
-      in.h_grad = TensorView(dh, dt, tbh);
-      BlockLSTMGradOutputs out;
-      out.x_grad = dxv;
-      out.cs_prev_grad = MutableTensorView(scratch_bh_.data() + B * H, dt, bh);
-      out.h_prev_grad = dh_prev;
-      out.w_grad = MutableTensorView(grads_[k].data(), dt, Shape{I + H, 4 * H});
-      out.wci_grad = MutableTensorView(scratch_h_.data(), dt, sh);
-      out.wcf_grad = MutableTensorView(scratch_h_.data() + H, dt, sh);
-      out.wco_grad = MutableTensorView(scratch_h_.data() + 2 * H, dt, sh);
-      out.b_grad = MutableTensorView(grads_[k + 1].data(), dt, Shape{4 * H});
-      block_lstm_grad(in, out, /*use_peephole=*/false);
-    } else {
-      BlockGRUGradInputs in;
-      layer_inputs(in, l, k, xv);
-      TensorView* fwd[] = {&in.r, &in.u, &in.c, &in.h};
-      for (int j = 0; j < 4; ++j) *fwd[j] = TensorView(f + j * TBH, dt, tbh);
-      in.h_grad = TensorView(dh, dt, tbh);
-      BlockGRUGradOutputs out;
-      out.x_grad = dxv;
-      out.h_prev_grad = dh_prev;
-      out.w_ru_grad = MutableTensorView(grads_[k].data(), dt, Shape{I + H, 2 * H});
-      out.w_c_grad = MutableTensorView(grads_[k + 1].data(), dt, Shape{I + H, H});
-      out.b_ru_grad = MutableTensorView(grads_[k + 2].data(), dt, Shape{2 * H});
-      out.b_c_grad = MutableTensorView(grads_[k + 3].data(), dt, Shape{H});
-      block_gru_grad(in, out);
+    const int64_t I = l == 0 ? D : H;
+    const auto grad = [&](size_t j, Shape shape) {
+      return MutableTensorView(grads_[k + j].data(), dt, std::move(shape));
+    };
+    if (config_.cell == CellKind::kLstm) {  // w, b, then the peepholes' (discarded)
+      T* peep = peephole_grad_.data() + l * 3 * H;
+      param_grads.insert(
+          param_grads.end(),
+          {grad(0, Shape{I + H, 4 * H}), grad(1, Shape{4 * H}), MutableTensorView(peep, dt, sh),
+           MutableTensorView(peep + H, dt, sh), MutableTensorView(peep + 2 * H, dt, sh)});
+    } else {  // w_ru, w_c, b_ru, b_c
+      param_grads.insert(param_grads.end(), {grad(0, Shape{I + H, 2 * H}), grad(1, Shape{I + H, H}),
+                                             grad(2, Shape{2 * H}), grad(3, Shape{H})});
     }
-    std::swap(dh, dx);  // this layer's x_grad is the h_grad of the layer below
   }
+  RNNGradOutputs out;
+  out.x_grad = MutableTensorView(dx_.data(), dt, Shape{Tn, B, D});
+  out.h0_grad = MutableTensorView(dh0_.data(), dt, Shape{L, B, H});
+  out.c0_grad = MutableTensorView(dc0_.data(), dt, Shape{L, B, H});
+  out.params = param_grads;
+  rnn_->backward(rnn_inputs(), g, out);
 
-  // dE[ids[t, b]] += x_grad_0[t, b]      (dh now holds layer 0's x_grad, [T, B, D])
+  // dE[ids[t, b]] += x_grad_0[t, b]
   T* dE = grads_[0].data();
   std::fill(grads_[0].begin(), grads_[0].end(), T(0));
   for (int64_t n = 0; n < Tn * B; ++n) {
     T* row = dE + inputs[n] * D;
-    const T* g = dh + n * D;
-    for (int64_t j = 0; j < D; ++j) row[j] += g[j];
+    const T* g0 = dx_.data() + n * D;
+    for (int64_t j = 0; j < D; ++j) row[j] += g0[j];
   }
 }
 
@@ -398,66 +390,10 @@ std::vector<T> CharModel<T>::last_logits(std::span<const int32_t> inputs, int64_
 }
 
 template <typename T>
-template <class In>
-void CharModel<T>::layer_weights(In& in, size_t k, int64_t I) const {
-  const int64_t H = config_.hidden;
-  const DType dt = dtype_of<T>();
-  const auto param = [&](size_t j, Shape shape) {
-    return TensorView(params_[k + j].data(), dt, std::move(shape));
-  };
-  if constexpr (requires { in.w; }) {  // LSTM: w, b; no peepholes
-    in.w = param(0, Shape{I + H, 4 * H});
-    in.wci = in.wcf = in.wco = TensorView(zeros_h_.data(), dt, Shape{H});
-    in.b = param(1, Shape{4 * H});
-  } else {  // GRU: w_ru, w_c, b_ru, b_c
-    in.w_ru = param(0, Shape{I + H, 2 * H});
-    in.w_c = param(1, Shape{I + H, H});
-    in.b_ru = param(2, Shape{2 * H});
-    in.b_c = param(3, Shape{H});
-  }
-}
-
-template <typename T>
-template <class In>
-void CharModel<T>::layer_inputs(In& in, int64_t l, size_t k, const TensorView& x) const {
-  const DType dt = dtype_of<T>();
-  const Shape bh{x.shape[1], config_.hidden};
-  in.seq_len_max = x.shape[0];
-  in.x = x;
-  in.h_prev = TensorView(h0_[l].data(), dt, bh);
-  if constexpr (requires { in.cs_prev; }) in.cs_prev = TensorView(cs0_[l].data(), dt, bh);
-  layer_weights(in, k, x.shape[2]);
-}
-
-template <typename T>
 void CharModel<T>::plan_inference(int64_t max_steps, int64_t max_batch) {
-  planned_.clear();
-  const int64_t D = config_.embed, H = config_.hidden, L = config_.layers;
-  const bool lstm = config_.cell == CellKind::kLstm;
-  const DType dt = dtype_of<T>();
-  for (int64_t l = 0; l < L; ++l) {
-    const int64_t I = l == 0 ? D : H;
-    const size_t k = 1 + static_cast<size_t>(l) * (lstm ? 2 : 4);
-    const LayerShape shape{.input_size = I,
-                           .hidden_size = H,
-                           .dtype = dt,
-                           .max_time = max_steps,
-                           .max_batch = max_batch};
-    if (lstm) {
-      auto layer = std::make_unique<LSTMLayer>(
-          shape, LSTMLayerAttrs{.forget_bias = kForgetBias, .cell_clip = -1.0});
-      BlockLSTMInputs w;
-      layer_weights(w, k, I);
-      layer->set_weights(w.w, w.b);
-      planned_.push_back(std::move(layer));
-    } else {
-      auto layer = std::make_unique<GRULayer>(shape);
-      BlockGRUInputs w;
-      layer_weights(w, k, I);
-      layer->set_weights(w.w_ru, w.w_c, w.b_ru, w.b_c);
-      planned_.push_back(std::move(layer));
-    }
-  }
+  planned_.reset();
+  planned_ = make_rnn(max_steps, max_batch);
+  set_weights(*planned_);
   planned_steps_ = max_steps;
   planned_batch_ = max_batch;
 }

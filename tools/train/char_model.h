@@ -1,5 +1,6 @@
-// The character-level language model of `blockrnn train` / `blockrnn sample`, with its forward
-// and backward pass built on the sequence ops (blockrnn/sequence.h):
+// The character-level language model of `blockrnn train` / `blockrnn sample`, a client of the
+// library's public API only: the recurrent layers are a blockrnn::RNN (blockrnn/layer.h) and the
+// output layer's products are blockrnn::matmul (blockrnn/matmul.h).
 //
 //   ids [T, B] → embedding E[ids]                x0 [T, B, D]
 //             → L recurrent layers (BlockLSTM ICFO, forget_bias 1, no clip, no peepholes;
@@ -25,8 +26,9 @@
 // Backward (truncated BPTT: the incoming state is a constant, its gradient is dropped):
 //   dlogits = (softmax − onehot) / (T·B)
 //   dW = h_topᵀ·dlogits, db = Σ_rows dlogits, dh_top = dlogits·Wᵀ
-//   layer l = L−1 … 0: BlockLSTMGrad / BlockGRUGrad with h_grad = dh (cs_grad = 0), whose
-//   x_grad is the h_grad of layer l−1; dE[ids[t, b]] += x_grad_0[t, b].
+//   layers L−1 … 0: RNN::backward with y_grad = dh_top (no gradient into the final state),
+//   which runs BlockLSTMGrad / BlockGRUGrad per layer, the x_grad of layer l being the h_grad of
+//   layer l−1; dE[ids[t, b]] += x_grad_0[t, b].
 //
 // The element type is float (training, sampling) or double (finite-difference tests).
 #ifndef BLOCKRNN_TOOLS_TRAIN_CHAR_MODEL_H_
@@ -124,10 +126,10 @@ class CharModel {
   std::vector<T> last_logits(std::span<const int32_t> inputs, int64_t steps, int64_t batch,
                              State& state);
 
-  // Plan once, run many (blockrnn/layer.h): sets up the recurrent layers as layer objects with
-  // the current weights (packed once) for calls of at most max_steps x max_batch; last_logits
-  // then runs on them, bit for bit what it computes without. Call it again after the weights
-  // change (training and loss() never use the plan).
+  // Plan once, run many (blockrnn/layer.h): sets up a second RNN with the current weights
+  // (packed once) for calls of at most max_steps x max_batch; last_logits then runs on it
+  // without setting the weights again, bit for bit what it computes without. Call it again
+  // after the weights change (training and loss() never use the plan).
   void plan_inference(int64_t max_steps, int64_t max_batch);
 
  private:
@@ -137,34 +139,38 @@ class CharModel {
                bool planned = false);
   void backward(std::span<const int32_t> inputs, int64_t steps, int64_t batch);
   size_t index_of(std::string_view name) const;
-  // Fills what layer l's forward and backward share: seq_len_max and x (from x's shape
-  // [T, B, I]), the state the batch started from, and the weights, whose first tensor is at
-  // parameter index k. `In` is BlockLSTM(Grad)Inputs or BlockGRU(Grad)Inputs.
-  template <class In>
-  void layer_inputs(In& in, int64_t l, size_t k, const TensorView& x) const;
-  // The weights of that layer alone, for input size I.
-  template <class In>
-  void layer_weights(In& in, size_t k, int64_t I) const;
+  // An RNN of the model's layers for calls of at most max_steps x max_batch, without weights.
+  std::unique_ptr<RNN> make_rnn(int64_t max_steps, int64_t max_batch) const;
+  // Copies (and packs) the current recurrent weights into `rnn`.
+  void set_weights(RNN& rnn) const;
+  // The views of the batch's tensors: inputs x0 [T, B, D] and the initial state [L, B, H];
+  // outputs y [T, B, H] (the top layer's h) and the final state [L, B, H].
+  RNNInputs rnn_inputs() const;
 
   ModelConfig config_;
   std::vector<ParamSpec> specs_;
   std::vector<T> param_storage_, grad_storage_;
   std::vector<std::span<T>> params_, grads_;
 
-  // Workspace, resized when T or B change (no allocation between same-shaped calls apart
-  // from what the ops allocate internally).
-  int64_t ws_steps_ = -1, ws_batch_ = -1;
-  std::vector<T> x0_;                      // [T, B, D]   embedded inputs
-  std::vector<std::vector<T>> h0_, cs0_;   // per layer [B, H]: the state the batch started from
-  std::vector<std::vector<T>> fw_;         // per layer: LSTM i, cs, f, o, ci, co, h; GRU r, u, c, h
-  std::vector<T> logits_;                  // [T·B, V]  (then dlogits)
-  std::vector<T> dh_, dx_;                 // [T, B, H], [T, B, max(D, H)]
-  std::vector<T> zeros_tbh_;               // [T, B, H]  cs_grad = 0
-  std::vector<T> zeros_h_;                 // [H]        peephole inputs (unused)
-  std::vector<T> scratch_bh_, scratch_h_;  // discarded state and peephole gradients
-  // plan_inference's layer objects (LSTMLayer or GRULayer), one per layer, and their limits.
-  std::vector<std::unique_ptr<SequenceLayer>> planned_;
+  // The RNN of training and loss(): its weights are set from the parameters on every call, and
+  // it is made again, larger, when a call exceeds the steps or batch it was made for.
+  std::unique_ptr<RNN> rnn_;
+  // plan_inference's RNN and its limits.
+  std::unique_ptr<RNN> planned_;
   int64_t planned_steps_ = 0, planned_batch_ = 0;
+
+  // Workspace, resized when T or B change (no allocation between same-shaped calls apart
+  // from setting the RNN's weights).
+  int64_t ws_steps_ = -1, ws_batch_ = -1;
+  std::vector<T> x0_;             // [T, B, D]   embedded inputs
+  std::vector<T> h0_, c0_;        // [L, B, H]   the state the batch started from (c0: LSTM)
+  std::vector<T> hn_, cn_;        // [L, B, H]   the state it ended in
+  std::vector<T> y_;              // [T, B, H]   the top layer's h
+  std::vector<T> logits_;         // [T·B, V]  (then dlogits)
+  std::vector<T> dy_, dx_;        // [T, B, H], [T, B, D]
+  std::vector<T> dh0_, dc0_;      // [L, B, H]   discarded initial-state gradients
+  std::vector<T> peephole_grad_;  // [L, 3, H]   discarded (the LSTM has no peepholes)
+  std::vector<MutableTensorView> param_grads_;  // the views of grads_ RNN::backward writes
 };
 
 extern template class CharModel<float>;

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <limits>
 
-namespace blockrnn::core {
+namespace blockrnn::cpu {
 
 inline float fast_exp(float x) {
   // Work on x clamped into the range where 2^n is a normal float, then select the limits:
@@ -89,4 +89,4 @@ inline double act_tanh(double x) {
   return std::tanh(x);
 }
 
-}  // namespace blockrnn::core
+}  // namespace blockrnn::cpu

@@ -11,8 +11,8 @@
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
 #include "blockrnn/ops.h"
-#include "core/op_impl.h"
 #include "core/parallel.h"
+#include "ops/op_impl.h"
 #include "ops/typed_ops.h"
 
 namespace blockrnn {
