@@ -3,8 +3,10 @@
 # then
 #   1. the C++ suite (GoogleTest via CTest), on the fast path and with the reference forced, with
 #      the C API's tests (C11) and the Java binding's (JUnit 5, -Xcheck:jni); then an install of
-#      static and shared builds into temporary prefixes and a separate consumer project built
-#      against each (find_package and pkg-config; scripts/test_install.sh);
+#      static and shared builds into temporary prefixes and, against each, separate consumer
+#      projects (find_package from C++ and from a C-only project, pkg-config for C and C++ with
+#      the README's C++ examples), a Java program on the installed jar and the installed CLI
+#      (scripts/test_install.sh);
 #   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the libFuzzer
 #      target over every op family (60 s each);
 #   3. the Python package (pip install .) and the pytest suite against tensorflow-cpu.

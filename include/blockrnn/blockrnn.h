@@ -10,3 +10,4 @@
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "blockrnn/tensor.h"
+#include "blockrnn/version.h"  // BLOCKRNN_VERSION_STRING, BLOCKRNN_VERSION_MAJOR, ...

@@ -1,7 +1,7 @@
 // Uses an installed blockrnn through its C++ API: one GRUBlockCell step and its gradient, the
-// generic by-name interface, an error, and the version from both places.
+// generic by-name interface, an error, and the version from both places (the umbrella header
+// brings BLOCKRNN_VERSION_STRING).
 #include <blockrnn/blockrnn.h>
-#include <blockrnn/version.h>
 
 #include <cmath>
 #include <cstdio>

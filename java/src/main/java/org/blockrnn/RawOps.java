@@ -5,8 +5,11 @@ import java.util.Map;
 /**
  * Runs any blockrnn op by TensorFlow's name (the ops of {@code org.blockrnn.op.nn} are typed
  * wrappers of this), and reaches the library's settings. Backed by the native library
- * {@code blockrnn_jni}, loaded from the system property {@code blockrnn.jni} (a path) when set,
- * else from {@code java.library.path}.
+ * {@code libblockrnn_jni.so}, loaded from the first of: the system property {@code blockrnn.jni}
+ * (the library's path), the environment variable {@code BLOCKRNN_JNI} (the same), or the
+ * directories of {@code java.library.path} ({@code cmake --install} puts it in {@code
+ * PREFIX/lib}). When it cannot be loaded, the first use of any op throws {@link
+ * UnsatisfiedLinkError} saying what was tried and what to set.
  *
  * <p>Errors: bad input throws {@link IllegalArgumentException} with the library's message, which
  * names the op and the argument; an op that is not built throws {@link
@@ -16,11 +19,36 @@ import java.util.Map;
  */
 public final class RawOps {
   static {
-    String path = System.getProperty("blockrnn.jni");
-    if (path != null && !path.isEmpty()) {
-      System.load(path);
-    } else {
-      System.loadLibrary("blockrnn_jni");
+    loadNativeLibrary();
+  }
+
+  // Loads libblockrnn_jni.so from the first place that is set (see the class comment); a
+  // failure names that place, the loader's reason and the settings that choose the library.
+  private static void loadNativeLibrary() {
+    String property = System.getProperty("blockrnn.jni");
+    String env = System.getenv("BLOCKRNN_JNI");
+    boolean useProperty = property != null && !property.isEmpty();
+    boolean useEnv = !useProperty && env != null && !env.isEmpty();
+    String from = useProperty ? "the path in the system property blockrnn.jni (" + property + ")"
+        : useEnv ? "the path in the environment variable BLOCKRNN_JNI (" + env + ")"
+        : "java.library.path (" + System.getProperty("java.library.path") + ")";
+    try {
+      if (useProperty) {
+        System.load(property);
+      } else if (useEnv) {
+        System.load(env);
+      } else {
+        System.loadLibrary("blockrnn_jni");
+      }
+    } catch (UnsatisfiedLinkError e) {
+      UnsatisfiedLinkError error = new UnsatisfiedLinkError("blockrnn: cannot load the native"
+          + " library libblockrnn_jni.so from " + from + ": " + e.getMessage()
+          + ". To use blockrnn from Java, set -Dblockrnn.jni=/path/to/libblockrnn_jni.so, or the"
+          + " environment variable BLOCKRNN_JNI=/path/to/libblockrnn_jni.so, or"
+          + " -Djava.library.path to the directory holding libblockrnn_jni.so (PREFIX/lib of a"
+          + " cmake --install, build/<preset>/java of a build tree).");
+      error.initCause(e);
+      throw error;
     }
   }
 
