@@ -6,13 +6,24 @@
 //   - weights set once: copied into the layer and packed for the fast kernels (the recurrent
 //     weights by gate block and transposed, the input projection), work each one-shot call
 //     redoes; set them again whenever they change (after an optimiser step);
-//   - a workspace sized once for (max_time, max_batch) and reused by every call, owned by the
-//     layer or, with caller_workspace, passed by the caller to each call (workspace_bytes(T, B));
+//   - a workspace sized to the call: owned by the layer and grown, at a call that needs more
+//     than it holds, to exactly what that call needs (workspace_bytes(S, B) of its seq_len_max S
+//     and batch B), so it never exceeds the largest single call's need; or, with
+//     caller_workspace, passed by the caller to each call. Nothing is sized for max_time ×
+//     max_batch: those are bounds a call's T and B are checked against, not a reservation;
 //   - forward / backward check only what changes per call (x's T ≤ max_time and B ≤ max_batch,
-//     the shapes, dtypes and data of the per-call views, seq_len_max and seq_lengths' values),
-//     then run the kernel: no registry lookup and, in the forward, no heap allocation (the
-//     backward's weight-gradient products still pack their operand per call, and seq_lengths
-//     shorter than S build a small active-row index).
+//     the shapes, dtypes and data of the per-call views, that no output overlaps an input or
+//     another output, seq_len_max and seq_lengths' values, the call's memory), then run the
+//     kernel: no registry lookup and, once the workspace holds the call, no allocation of data
+//     (the backward's weight-gradient products still pack their operand per call, and
+//     seq_lengths shorter than S build a small active-row index).
+// Memory: every allocation is counted against get_memory_limit() (blockrnn/context.h) by the
+// accounting the one-shot ops use, before anything is allocated: at creation the weights the
+// layer will hold (their copies and packed panels), at set_weights the same, at a call the
+// one-shot op's bound for the call's shapes plus the workspace it grows by. Too much is
+// Error(kResourceExhausted) naming the layer, the entry point and the bytes, e.g.
+// "LSTMLayer.forward: this call needs 37.5 TiB (…), more than the memory limit of 64 MiB …".
+// Every entry point throws only blockrnn::Error.
 // Results are bit for bit those of the one-shot ops for the same inputs (the forward returns
 // the op's outputs, which are what the backward reads), in every ISA path and the reference
 // mode (set_force_reference). dtypes: float32 and float64 (float16: use the one-shot ops).
@@ -40,10 +51,13 @@ struct LayerShape {
   std::int64_t input_size = 0;   // I ≥ 0
   std::int64_t hidden_size = 0;  // H ≥ 1
   DType dtype = DType::kFloat32;
-  std::int64_t max_time = 1;   // largest T of a call (≥ 0), the workspace is sized for it
-  std::int64_t max_batch = 1;  // largest B of a call (≥ 0)
-  // false: the layer allocates its workspace at creation. true: it allocates none and every
-  // call passes one of at least workspace_bytes(T, B) bytes, aligned to the dtype's size.
+  // The largest T and B a call may have (≥ 0; each call is checked against them). Nothing is
+  // allocated for them: the workspace follows the calls (see above).
+  std::int64_t max_time = 1;
+  std::int64_t max_batch = 1;
+  // false: the layer owns its workspace (grown to the largest call). true: it allocates none
+  // and every call passes one of at least workspace_bytes(S, B) bytes, aligned to the dtype's
+  // size, overlapping none of the call's views.
   bool caller_workspace = false;
 };
 
@@ -60,7 +74,8 @@ class BLOCKRNN_API SequenceLayer {
   SequenceLayer& operator=(const SequenceLayer&) = delete;
 
   const LayerShape& shape() const noexcept { return shape_; }
-  // Bytes of workspace one call with T steps and B examples needs (forward or backward).
+  // Bytes of workspace one call with T steps (seq_len_max) and B examples needs (forward or
+  // backward); T and B in [0, max_time] and [0, max_batch].
   std::size_t workspace_bytes(std::int64_t T, std::int64_t B) const;
   bool has_weights() const noexcept { return has_weights_; }
 
@@ -145,6 +160,8 @@ class BLOCKRNN_API BlockLayer : public SequenceLayer {
   // Copies, checks and packs the weights in set_weights' order; those past weights.size() (an
   // LSTM's peepholes without use_peephole) are zeros, as the ops use for omitted peepholes.
   void set_weight_views(std::span<const TensorView> weights);
+  // The memory the weights will take (their copies and packed panels) against the memory limit.
+  void check_weights_memory(const char* fn) const;
   std::unique_ptr<Impl> impl_;
 };
 
