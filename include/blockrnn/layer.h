@@ -222,10 +222,18 @@ class BLOCKRNN_API GRUResetAfterLayer
 // torch's dropout multiplies by); layer l + 1 reads y_l ⊙ mask[l]. Absent: no dropout.
 //
 // The forward keeps what the backward reads (every layer's activations, the reversed inputs,
-// the inputs of the upper layers) in a reserve, as cuDNN does: the RNN's own (sized for
-// max_time, max_batch at creation; backward then uses the latest forward call's) or the
+// the inputs of the upper layers) in a reserve, as cuDNN does: the RNN's own (grown to the
+// forward call that needs it; backward then uses the latest forward call's and checks that its
+// x has that call's T and B, the same lengths and the same presence of dropout_mask) or the
 // caller's, a 1-D tensor of reserve_elems(T, B) elements of the dtype passed to the forward and
 // again, unchanged, to its backward (so that several forward calls can await their backward).
+//
+// Memory, as the layer objects': nothing is sized for max_time × max_batch; the reserve, the
+// layers' one shared workspace and the backward's scratch grow to the call that needs them,
+// after the memory check (core::check_memory's accounting: one layer call's bound plus what the
+// buffers grow by). Creation checks every size (num_layers included) and the memory of all the
+// layer objects' weights before creating any. Every output (y, h_n, c_n, the gradients, each
+// params[k], a caller's reserve in the forward) must overlap no input and no other output.
 enum class RNNMode : std::uint8_t {
   kLSTM,           // BlockLSTM (ICFO), LSTMLayerAttrs apply
   kLSTMV2,         // BlockLSTMV2 (IFCO, torch.nn.LSTM's gate order)
@@ -240,7 +248,7 @@ struct RNNOptions {
   std::int64_t num_layers = 1;
   bool bidirectional = false;
   DType dtype = DType::kFloat32;
-  std::int64_t max_time = 1;
+  std::int64_t max_time = 1;   // bounds of a call's T and B (nothing is sized for them)
   std::int64_t max_batch = 1;
   LSTMLayerAttrs lstm;  // the LSTM modes' attrs (v2 is set from mode)
   // true: the RNN allocates no reserve of its own; every forward and backward passes one.

@@ -29,8 +29,8 @@ directions move numbers without arithmetic, so a round trip is bit-exact.
 
 The float32 and float64 layers run on the library's layer objects (blockrnn/layer.h, "plan
 once, run many": the ops' work without the per-call lookup and re-validation, the workspace
-allocated once for the largest T and B seen); the parameters are numpy arrays the caller may
-change at any time, so each forward and backward sets them (copied and packed) first. Results
+sized to the largest call, never to the largest T times the largest B); the parameters are
+numpy arrays the caller may change at any time, so each forward and backward sets them (copied and packed) first. Results
 are bit for bit those of the raw ops. float16 runs on the raw ops (which stage half through
 float32).
 """
