@@ -111,7 +111,8 @@ void CallArgs::output(const char* name, const TensorView& v) {
 }
 
 void CallArgs::check_no_alias(const Check& check) const {
-  core::check_no_alias(check.op().c_str(), in_names_, ins_, out_names_, outs_);
+  std::string buffer;
+  core::check_no_alias(check.op_name(buffer), in_names_, ins_, out_names_, outs_);
 }
 
 void grow(Tensor& t, DType dtype, std::int64_t elems) {
@@ -121,7 +122,8 @@ void grow(Tensor& t, DType dtype, std::int64_t elems) {
 }
 
 void check_allocation(const Check& check, std::span<const ExtraBytes> extra) {
-  core::check_memory(check.op().c_str(), {}, {}, core::Plan(), false, extra);
+  std::string buffer;
+  core::check_memory(check.op_name(buffer), {}, {}, core::Plan(), false, extra);
 }
 
 void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, CallArgs& args,
@@ -151,13 +153,15 @@ void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, C
   plan.sizes(c.S, c.B, shape.input_size, shape.hidden_size);
   plan.lengths = c.has_lengths;
   const bool grows = given.data == nullptr && own.num_bytes() < bytes;
+  std::string buffer;
+  const char* op = check.op_name(buffer);
   if (grows) {
     const ExtraBytes growth{"the layer's workspace, grown to this call",
                             static_cast<long long>(bytes)};
-    core::check_memory(check.op().c_str(), args.input_views(), {}, plan, false, {&growth, 1});
+    core::check_memory(op, args.input_views(), {}, plan, false, {&growth, 1});
     grow(own, shape.dtype, static_cast<std::int64_t>(bytes / elem));
   } else {
-    core::check_memory(check.op().c_str(), args.input_views(), {}, plan, false, {});
+    core::check_memory(op, args.input_views(), {}, plan, false, {});
   }
   c.workspace = given.data != nullptr ? given.data : own.data();
 }
@@ -479,6 +483,7 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
   layer::Plans<Op::template Plan> plans;
   typename Op::Config config;
   layer::CallArgs args;  // the views of the current call (kept: no allocation per call)
+  std::string forward_name, backward_name;  // "LSTMLayer.forward", "LSTMLayer.backward"
 
   template <typename T>
   void pack(typename Op::template Plan<T>& p, const LayerShape& s) {
@@ -525,6 +530,8 @@ BlockLayer<In, Out, GradIn, GradOut>::BlockLayer(const char* name, const LayerSh
   static_assert(sizeof(Impl) + sizeof(LSTMLayer) <= layer::kObjectBytes);
   check_weights_memory("create");
   impl_ = std::make_unique<Impl>();
+  impl_->forward_name = std::string(name) + ".forward";
+  impl_->backward_name = std::string(name) + ".backward";
 }
 
 template <class In, class Out, class GradIn, class GradOut>
@@ -560,7 +567,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
 template <class In, class Out, class GradIn, class GradOut>
 void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
                                                    LayerWorkspace workspace) {
-  const Check check{name_, "forward"};
+  const Check check{name_, "forward", impl_->forward_name.c_str()};
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
   const auto outputs = Impl::Op::outputs(out);
@@ -574,7 +581,7 @@ template <class In, class Out, class GradIn, class GradOut>
 void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const GradOut& out,
                                                     LayerWorkspace workspace) {
   using Op = typename Impl::Op;
-  const Check check{name_, "backward"};
+  const Check check{name_, "backward", impl_->backward_name.c_str()};
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;

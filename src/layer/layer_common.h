@@ -22,9 +22,18 @@ namespace blockrnn::layer {
 struct Check {
   const char* layer;
   const char* fn;
+  // "LSTMLayer.forward" when the caller keeps it (the calls of a layer, so that a call builds
+  // no string), else nullptr.
+  const char* name = nullptr;
   [[noreturn]] void fail(const std::string& msg) const;
   // "LSTMLayer.forward": the name the ops' checks (core/op_impl.h) report.
-  std::string op() const { return std::string(layer) + "." + fn; }
+  std::string op() const { return name != nullptr ? name : std::string(layer) + "." + fn; }
+  // The same as a C string: `name`, or op() built into `buffer`.
+  const char* op_name(std::string& buffer) const {
+    if (name != nullptr) return name;
+    buffer = op();
+    return buffer.c_str();
+  }
   // t has exactly `want` (described by `dims`), the dtype, and data when it has elements.
   void tensor(const char* arg, const TensorView& t, const Shape& want, const char* dims,
               DType dtype) const;

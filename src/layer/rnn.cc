@@ -342,14 +342,16 @@ void RNN::Impl::prepare(const Check& check, std::int64_t T_, std::int64_t B, boo
   plan.dtype = dt;
   plan.sizes(T_, B, F, H);
   plan.lengths = has_lengths;
+  std::string buffer;
+  const char* op = check.op_name(buffer);
   if (grown > 0.0) {
     const ExtraBytes buffers{
         "the stack's buffers (reserve, workspace, gradient scratch) grown to "
         "this call",
         layer::clamp_bytes(grown)};
-    core::check_memory(check.op().c_str(), args.input_views(), {}, plan, false, {&buffers, 1});
+    core::check_memory(op, args.input_views(), {}, plan, false, {&buffers, 1});
   } else {
-    core::check_memory(check.op().c_str(), args.input_views(), {}, plan, false, {});
+    core::check_memory(op, args.input_views(), {}, plan, false, {});
   }
   for (const Need& n : needs) {
     if (n.elems > 0) layer::grow(*n.buffer, dt, n.elems);
@@ -668,7 +670,7 @@ void add_inputs(layer::CallArgs& args, const RNNInputs& in, bool lstm) {
 
 void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve) {
   Impl& m = *impl_;
-  const Check check{"RNN", "forward"};
+  const Check check{"RNN", "forward", "RNN.forward"};
   const StackDims s = check_inputs(check, m.o, m.D, in);
   const bool lstm = is_lstm(m.o.mode);
   const Shape states{m.L * m.D, s.B, m.H};
@@ -711,7 +713,7 @@ void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView 
 void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOutputs& out,
                    TensorView reserve) {
   Impl& m = *impl_;
-  const Check check{"RNN", "backward"};
+  const Check check{"RNN", "backward", "RNN.backward"};
   const StackDims s = check_inputs(check, m.o, m.D, in);
   const bool own = check_reserve(check, m, reserve, s);
   const bool dropout = !is_absent_input(in.dropout_mask);
