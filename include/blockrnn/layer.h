@@ -248,7 +248,7 @@ struct RNNOptions {
   std::int64_t num_layers = 1;
   bool bidirectional = false;
   DType dtype = DType::kFloat32;
-  std::int64_t max_time = 1;   // bounds of a call's T and B (nothing is sized for them)
+  std::int64_t max_time = 1;  // bounds of a call's T and B (nothing is sized for them)
   std::int64_t max_batch = 1;
   LSTMLayerAttrs lstm;  // the LSTM modes' attrs (v2 is set from mode)
   // true: the RNN allocates no reserve of its own; every forward and backward passes one.
@@ -297,7 +297,8 @@ class BLOCKRNN_API RNN {
   // Sets the parameters of (layer, direction), in the order above (LSTM without peepholes: the
   // three peephole views may be absent).
   void set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> params);
-  // Elements of the reserve of a call with T steps and B examples.
+  // Elements of the reserve of a call with T steps and B examples (T, B within max_time,
+  // max_batch).
   std::int64_t reserve_elems(std::int64_t T, std::int64_t B) const;
   void forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve = {});
   // Gradients through a forward call, which `in` must repeat (the same views, unchanged: the

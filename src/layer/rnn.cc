@@ -371,7 +371,14 @@ int RNN::params_per_layer() const noexcept {
   return impl_->P;
 }
 std::int64_t RNN::reserve_elems(std::int64_t T, std::int64_t B) const {
-  return impl_->layout(T, B).total;
+  const RNNOptions& o = impl_->o;
+  if (T < 0 || T > o.max_time || B < 0 || B > o.max_batch) {
+    Check{"RNN", "reserve_elems"}.fail("T and B must be in [0, " + std::to_string(o.max_time) +
+                                       "] and [0, " + std::to_string(o.max_batch) +
+                                       "] (max_time, max_batch), got " + std::to_string(T) +
+                                       " and " + std::to_string(B));
+  }
+  return impl_->layout(T, B).total;  // addressable: checked at creation for the largest call
 }
 
 void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> p) {

@@ -836,6 +836,13 @@ TEST(RNNHostile, HugeOrInvalidOptionsThrowOnlyBlockrnnErrors) {
                  "RNN.create: mode must be");
   expect_invalid([] { RNN r({.input_size = -1, .hidden_size = 4}); },
                  "RNN.create: input_size must be >= 0");
+  // Sizes of a call past the bounds are errors, not overflowing arithmetic.
+  const RNN rnn({.input_size = 4, .hidden_size = 4, .max_time = 8, .max_batch = 2});
+  expect_invalid([&] { (void)rnn.reserve_elems(std::numeric_limits<std::int64_t>::max(), 2); },
+                 "RNN.reserve_elems: T and B must be in [0, 8] and [0, 2]");
+  const GRULayer layer({.input_size = 4, .hidden_size = 4, .max_time = 8, .max_batch = 2});
+  expect_invalid([&] { (void)layer.workspace_bytes(-1, 1); },
+                 "GRULayer.workspace_bytes: T and B must be in [0, 8] and [0, 2]");
 }
 
 TEST(LayerHostile, AttrsAcceptWhatTheRawOpAccepts) {
