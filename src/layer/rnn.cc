@@ -173,7 +173,7 @@ struct RNN::Impl {
   bool forward_dropout = false;
   std::vector<std::string> param_names;  // "params[k]", for the overlap check's messages
 
-  // The bytes of the layers' shared workspace for a call of T steps and B examples.
+  // The elements of the layers' shared workspace for a call of T steps and B examples.
   std::int64_t workspace_elems(std::int64_t T_, std::int64_t B) const {
     std::size_t bytes = 0;
     for (const auto& l : layers) bytes = std::max(bytes, l->workspace_bytes(T_, B));
