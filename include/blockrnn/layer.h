@@ -6,13 +6,24 @@
 //   - weights set once: copied into the layer and packed for the fast kernels (the recurrent
 //     weights by gate block and transposed, the input projection), work each one-shot call
 //     redoes; set them again whenever they change (after an optimiser step);
-//   - a workspace sized once for (max_time, max_batch) and reused by every call, owned by the
-//     layer or, with caller_workspace, passed by the caller to each call (workspace_bytes(T, B));
+//   - a workspace sized to the call: owned by the layer and grown, at a call that needs more
+//     than it holds, to exactly what that call needs (workspace_bytes(S, B) of its seq_len_max S
+//     and batch B), so it never exceeds the largest single call's need; or, with
+//     caller_workspace, passed by the caller to each call. Nothing is sized for max_time ×
+//     max_batch: those are bounds a call's T and B are checked against, not a reservation;
 //   - forward / backward check only what changes per call (x's T ≤ max_time and B ≤ max_batch,
-//     the shapes, dtypes and data of the per-call views, seq_len_max and seq_lengths' values),
-//     then run the kernel: no registry lookup and, in the forward, no heap allocation (the
-//     backward's weight-gradient products still pack their operand per call, and seq_lengths
-//     shorter than S build a small active-row index).
+//     the shapes, dtypes and data of the per-call views, that no output overlaps an input or
+//     another output, seq_len_max and seq_lengths' values, the call's memory), then run the
+//     kernel: no registry lookup and, once the workspace holds the call, no allocation of data
+//     (the backward's weight-gradient products still pack their operand per call, and
+//     seq_lengths shorter than S build a small active-row index).
+// Memory: every allocation is counted against get_memory_limit() (blockrnn/context.h) by the
+// accounting the one-shot ops use, before anything is allocated: at creation the weights the
+// layer will hold (their copies and packed panels), at set_weights the same, at a call the
+// one-shot op's bound for the call's shapes plus the workspace it grows by. Too much is
+// Error(kResourceExhausted) naming the layer, the entry point and the bytes, e.g.
+// "LSTMLayer.forward: this call needs 37.5 TiB (…), more than the memory limit of 64 MiB …".
+// Every entry point throws only blockrnn::Error.
 // Results are bit for bit those of the one-shot ops for the same inputs (the forward returns
 // the op's outputs, which are what the backward reads), in every ISA path and the reference
 // mode (set_force_reference). dtypes: float32 and float64 (float16: use the one-shot ops).
@@ -40,10 +51,13 @@ struct LayerShape {
   std::int64_t input_size = 0;   // I ≥ 0
   std::int64_t hidden_size = 0;  // H ≥ 1
   DType dtype = DType::kFloat32;
-  std::int64_t max_time = 1;   // largest T of a call (≥ 0), the workspace is sized for it
-  std::int64_t max_batch = 1;  // largest B of a call (≥ 0)
-  // false: the layer allocates its workspace at creation. true: it allocates none and every
-  // call passes one of at least workspace_bytes(T, B) bytes, aligned to the dtype's size.
+  // The largest T and B a call may have (≥ 0; each call is checked against them). Nothing is
+  // allocated for them: the workspace follows the calls (see above).
+  std::int64_t max_time = 1;
+  std::int64_t max_batch = 1;
+  // false: the layer owns its workspace (grown to the largest call). true: it allocates none
+  // and every call passes one of at least workspace_bytes(S, B) bytes, aligned to the dtype's
+  // size, overlapping none of the call's views.
   bool caller_workspace = false;
 };
 
@@ -60,7 +74,8 @@ class BLOCKRNN_API SequenceLayer {
   SequenceLayer& operator=(const SequenceLayer&) = delete;
 
   const LayerShape& shape() const noexcept { return shape_; }
-  // Bytes of workspace one call with T steps and B examples needs (forward or backward).
+  // Bytes of workspace one call with T steps (seq_len_max) and B examples needs (forward or
+  // backward); T and B in [0, max_time] and [0, max_batch].
   std::size_t workspace_bytes(std::int64_t T, std::int64_t B) const;
   bool has_weights() const noexcept { return has_weights_; }
 
@@ -145,6 +160,8 @@ class BLOCKRNN_API BlockLayer : public SequenceLayer {
   // Copies, checks and packs the weights in set_weights' order; those past weights.size() (an
   // LSTM's peepholes without use_peephole) are zeros, as the ops use for omitted peepholes.
   void set_weight_views(std::span<const TensorView> weights);
+  // The memory the weights will take (their copies and packed panels) against the memory limit.
+  void check_weights_memory(const char* fn) const;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -205,10 +222,18 @@ class BLOCKRNN_API GRUResetAfterLayer
 // torch's dropout multiplies by); layer l + 1 reads y_l ⊙ mask[l]. Absent: no dropout.
 //
 // The forward keeps what the backward reads (every layer's activations, the reversed inputs,
-// the inputs of the upper layers) in a reserve, as cuDNN does: the RNN's own (sized for
-// max_time, max_batch at creation; backward then uses the latest forward call's) or the
+// the inputs of the upper layers) in a reserve, as cuDNN does: the RNN's own (grown to the
+// forward call that needs it; backward then uses the latest forward call's and checks that its
+// x has that call's T and B, the same lengths and the same presence of dropout_mask) or the
 // caller's, a 1-D tensor of reserve_elems(T, B) elements of the dtype passed to the forward and
 // again, unchanged, to its backward (so that several forward calls can await their backward).
+//
+// Memory, as the layer objects': nothing is sized for max_time × max_batch; the reserve, the
+// layers' one shared workspace and the backward's scratch grow to the call that needs them,
+// after the memory check (core::check_memory's accounting: one layer call's bound plus what the
+// buffers grow by). Creation checks every size (num_layers included) and the memory of all the
+// layer objects' weights before creating any. Every output (y, h_n, c_n, the gradients, each
+// params[k], a caller's reserve in the forward) must overlap no input and no other output.
 enum class RNNMode : std::uint8_t {
   kLSTM,           // BlockLSTM (ICFO), LSTMLayerAttrs apply
   kLSTMV2,         // BlockLSTMV2 (IFCO, torch.nn.LSTM's gate order)
@@ -223,7 +248,7 @@ struct RNNOptions {
   std::int64_t num_layers = 1;
   bool bidirectional = false;
   DType dtype = DType::kFloat32;
-  std::int64_t max_time = 1;
+  std::int64_t max_time = 1;  // bounds of a call's T and B (nothing is sized for them)
   std::int64_t max_batch = 1;
   LSTMLayerAttrs lstm;  // the LSTM modes' attrs (v2 is set from mode)
   // true: the RNN allocates no reserve of its own; every forward and backward passes one.
@@ -272,7 +297,8 @@ class BLOCKRNN_API RNN {
   // Sets the parameters of (layer, direction), in the order above (LSTM without peepholes: the
   // three peephole views may be absent).
   void set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> params);
-  // Elements of the reserve of a call with T steps and B examples.
+  // Elements of the reserve of a call with T steps and B examples (T, B within max_time,
+  // max_batch).
   std::int64_t reserve_elems(std::int64_t T, std::int64_t B) const;
   void forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve = {});
   // Gradients through a forward call, which `in` must repeat (the same views, unchanged: the

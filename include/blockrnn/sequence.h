@@ -172,10 +172,10 @@ BLOCKRNN_API BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in);
 // Outputs past S are zero, as BlockGRU's. docs/ops.md has the gradient and Keras' layout.
 
 struct BlockGRUResetAfterInputs {
-  std::int64_t seq_len_max = 0;  // S, in [0, T]
-  TensorView x;                  // [T, B, I]
-  TensorView h_prev;             // [B, H]
-  TensorView w_i;                // [I, 3H]  columns [r | z | n]
+  std::optional<std::int64_t> seq_len_max;  // S, in [0, T]; unset: T, x's time dimension
+  TensorView x;                             // [T, B, I]
+  TensorView h_prev;                        // [B, H]
+  TensorView w_i;                           // [I, 3H]  columns [r | z | n]
   TensorView w_h;                // [H, 3H]  columns [r | z | n]
   TensorView b_i;                // [3H]
   TensorView b_h;                // [3H]
@@ -194,7 +194,7 @@ BLOCKRNN_API void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
 BLOCKRNN_API BlockGRUResetAfterResult block_gru_reset_after(const BlockGRUResetAfterInputs& in);
 
 struct BlockGRUResetAfterGradInputs {
-  std::int64_t seq_len_max = 0;
+  std::optional<std::int64_t> seq_len_max;  // as BlockGRUResetAfterInputs (unset: T)
   TensorView x, h_prev, w_i, w_h, b_i, b_h;  // as BlockGRUResetAfterInputs
   TensorView r, u, n, hn, h;                 // [T, B, H], forward outputs
   TensorView h_grad;                         // [T, B, H], external ∂L/∂h[t]

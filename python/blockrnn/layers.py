@@ -29,13 +29,14 @@ directions move numbers without arithmetic, so a round trip is bit-exact.
 
 The float32 and float64 layers run on the library's layer objects (blockrnn/layer.h, "plan
 once, run many": the ops' work without the per-call lookup and re-validation, the workspace
-allocated once for the largest T and B seen); the parameters are numpy arrays the caller may
-change at any time, so each forward and backward sets them (copied and packed) first. Results
+sized to the largest call, never to the largest T times the largest B); the parameters are
+numpy arrays the caller may change at any time, so each forward and backward sets them (copied and packed) first. Results
 are bit for bit those of the raw ops. float16 runs on the raw ops (which stage half through
 float32).
 """
 import collections
 import json
+import numbers
 import struct
 
 import numpy as np
@@ -65,6 +66,23 @@ def _check_dtype(dtype):
     if dtype not in [np.dtype(d) for d in _DTYPES]:
         raise ValueError(f"dtype must be float16, float32 or float64, got {dtype}")
     return dtype
+
+
+def _size(value, layer, what):
+    """int(value) for an integer size, else TypeError naming the layer and the argument."""
+    if not isinstance(value, numbers.Integral):
+        raise TypeError(f"{layer}: {what} must be an integer, got {value!r} "
+                        f"({type(value).__name__})")
+    return int(value)
+
+
+def _real(value, layer, what):
+    """float(value) for a real number (NaN and inf kept), else TypeError naming the layer and
+    the argument."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{layer}: {what} must be a real number, got {value!r} "
+                        f"({type(value).__name__})")
+    return float(value)
 
 
 def _keras_arrays(weights, n_gates, what):
@@ -197,13 +215,16 @@ class LSTM(_Recurrent):
 
     def __init__(self, input_size, hidden_size, *, forget_bias=1.0, cell_clip=None,
                  use_peephole=False, dtype=np.float32, seed=None):
-        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.input_size = _size(input_size, "LSTM", "input_size")
+        self.hidden_size = _size(hidden_size, "LSTM", "hidden_size")
         if self.input_size < 0 or self.hidden_size < 1:
             raise ValueError(f"LSTM: need input_size >= 0 and hidden_size >= 1, got "
                              f"{input_size}, {hidden_size}")
         self.dtype = _check_dtype(dtype)
-        self.forget_bias = float(forget_bias)
-        self.cell_clip = None if cell_clip is None or cell_clip <= 0 else float(cell_clip)
+        self.forget_bias = _real(forget_bias, "LSTM", "forget_bias")
+        if cell_clip is not None:
+            cell_clip = _real(cell_clip, "LSTM", "cell_clip")
+        self.cell_clip = None if cell_clip is None or cell_clip <= 0 else cell_clip
         self.use_peephole = bool(use_peephole)
         I, H = self.input_size, self.hidden_size
         rng = np.random.default_rng(seed)
@@ -350,7 +371,8 @@ class GRU(_Recurrent):
 
 
     def __init__(self, input_size, hidden_size, *, dtype=np.float32, seed=None):
-        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.input_size = _size(input_size, "GRU", "input_size")
+        self.hidden_size = _size(hidden_size, "GRU", "hidden_size")
         if self.input_size < 0 or self.hidden_size < 1:
             raise ValueError(f"GRU: need input_size >= 0 and hidden_size >= 1, got "
                              f"{input_size}, {hidden_size}")

@@ -67,4 +67,12 @@ void check_outputs(const char* op, std::span<const char* const> names, DType dty
 std::int64_t checked_add(const char* op, const char* what, std::int64_t a, std::int64_t b);
 std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::int64_t b);
 
+// A float attr, which TensorFlow keeps as float32 (its Python layer turns a finite value too
+// large for float32 into inf): NaN and ±inf keep their meaning; a finite value must round to a
+// finite float32, |v| < 0x1.ffffffp+127 (float32's largest plus half its last step), so
+// 3.4028235e+38, float32's largest as numpy prints it, is accepted. Else throws
+// Error(kInvalidArgument): "<op>: <what> must round to a finite float32 (|value| <
+// 3.4028235677973366e+38; TensorFlow's float attrs are float32), got 1e+39".
+void check_float32_attr(const std::string& op, const char* what, double v);
+
 }  // namespace blockrnn::core

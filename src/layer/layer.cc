@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <utility>
@@ -78,38 +79,91 @@ CallDims check_call(const Check& check, const LayerShape& shape, const TensorVie
                    "] = " + std::to_string(L[b]));
       }
     }
+    d.has_lengths = true;
     d.lengths = core::effective_lengths(seq_lengths, d.S);
   }
   return d;
 }
 
-void* call_workspace(const Check& check, const LayerShape& shape, LayerWorkspace given,
-                     std::size_t bytes, Tensor& own) {
+CallDims begin_call(const Check& check, const SequenceLayer& layer, const TensorView& x,
+                    const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths) {
+  if (!layer.has_weights()) check.fail("set_weights has not been called");
+  return check_call(check, layer.shape(), x, seq_len_max, seq_lengths);
+}
+
+void CallArgs::clear() {
+  in_names_.clear();
+  out_names_.clear();
+  ins_.clear();
+  outs_.clear();
+}
+
+void CallArgs::input(const char* name, const TensorView& v) {
+  if (is_absent_input(v)) return;
+  in_names_.push_back(name);
+  ins_.push_back(v);
+}
+
+void CallArgs::output(const char* name, const TensorView& v) {
+  out_names_.push_back(name);
+  // The checks only compare addresses: the view is the caller's writable output.
+  outs_.push_back(MutableTensorView(const_cast<void*>(v.data), v.dtype, v.shape));
+}
+
+void CallArgs::check_no_alias(const Check& check) const {
+  std::string buffer;
+  core::check_no_alias(check.op_name(buffer), in_names_, ins_, out_names_, outs_);
+}
+
+void grow(Tensor& t, DType dtype, std::int64_t elems) {
+  if (t.num_elements() >= elems && t.dtype() == dtype) return;
+  t = Tensor();  // free first: the peak is the new buffer, not both
+  t = Tensor(dtype, {elems});
+}
+
+void check_allocation(const Check& check, std::span<const ExtraBytes> extra) {
+  std::string buffer;
+  core::check_memory(check.op_name(buffer), {}, {}, core::Plan(), false, extra);
+}
+
+void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, CallArgs& args,
+                  LayerWorkspace given, Tensor& own) {
+  const LayerShape& shape = layer.shape();
+  const std::size_t bytes = layer.workspace_bytes(c.S, c.B);
+  const std::size_t elem = dtype_size(shape.dtype);
   if (given.data != nullptr) {
     if (given.bytes < bytes) {
       check.fail("the workspace has " + std::to_string(given.bytes) + " bytes, this call needs " +
                  std::to_string(bytes) + " (workspace_bytes(T, B))");
     }
-    if (reinterpret_cast<std::uintptr_t>(given.data) % dtype_size(shape.dtype) != 0) {
-      check.fail("the workspace must be aligned to " + std::to_string(dtype_size(shape.dtype)) +
-                 " bytes");
+    if (reinterpret_cast<std::uintptr_t>(given.data) % elem != 0) {
+      check.fail("the workspace must be aligned to " + std::to_string(elem) + " bytes");
     }
-    return given.data;
-  }
-  if (shape.caller_workspace) {
+    args.output("workspace", TensorView(given.data, shape.dtype,
+                                        Shape{static_cast<std::int64_t>(bytes / elem)}));
+  } else if (shape.caller_workspace) {
     check.fail("the layer was created with caller_workspace: pass a workspace of " +
                std::to_string(bytes) + " bytes");
   }
-  return own.data();
-}
-
-CallDims begin_call(const Check& check, const SequenceLayer& layer, const TensorView& x,
-                    const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths,
-                    LayerWorkspace given, Tensor& own) {
-  if (!layer.has_weights()) check.fail("set_weights has not been called");
-  CallDims c = check_call(check, layer.shape(), x, seq_len_max, seq_lengths);
-  c.workspace = call_workspace(check, layer.shape(), given, layer.workspace_bytes(c.S, c.B), own);
-  return c;
+  args.check_no_alias(check);
+  // The one-shot op's bound for the call's shapes (what its kernels allocate), plus what the
+  // layer's own workspace grows by.
+  core::Plan plan;
+  plan.dtype = shape.dtype;
+  plan.sizes(c.S, c.B, shape.input_size, shape.hidden_size);
+  plan.lengths = c.has_lengths;
+  const bool grows = given.data == nullptr && own.num_bytes() < bytes;
+  std::string buffer;
+  const char* op = check.op_name(buffer);
+  if (grows) {
+    const ExtraBytes growth{"the layer's workspace, grown to this call",
+                            static_cast<long long>(bytes)};
+    core::check_memory(op, args.input_views(), {}, plan, false, {&growth, 1});
+    grow(own, shape.dtype, static_cast<std::int64_t>(bytes / elem));
+  } else {
+    core::check_memory(op, args.input_views(), {}, plan, false, {});
+  }
+  c.workspace = given.data != nullptr ? given.data : own.data();
 }
 
 Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
@@ -120,6 +174,41 @@ Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, con
     std::copy_n(static_cast<const char*>(t.data), copy.num_bytes(),
                 static_cast<char*>(copy.data()));
   return copy;
+}
+
+namespace {
+// "1.2e+21 bytes" for the messages of sizes past any memory.
+std::string approx_bytes(double bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.3g bytes", bytes);
+  return buf;
+}
+}  // namespace
+
+void check_sizes(const Check& check, std::int64_t I, std::int64_t H, std::int64_t max_time,
+                 std::int64_t max_batch) {
+  // Every op's workspace for S steps and B examples is under S·B·(I + 9H + 32) + B·(2H + 16)
+  // elements (cpu/sequence_plan.cc) and its weights under (I + H)·4H: when that is addressable
+  // in bytes for the largest call, every size a call computes fits int64. A bound, not an
+  // allocation: nothing is sized for max_time × max_batch.
+  const double i = double(I), h = double(H), b = double(max_batch);
+  const double call = double(max_time) * b * (i + 9.0 * h + 32.0) + b * (2.0 * h + 16.0);
+  const double weights = (i + h) * 4.0 * h;
+  const double addressable = 0x1p60;  // bytes, with room for float64 and the packed panels
+  if (8.0 * weights > addressable) {
+    throw Error(ErrorCode::kResourceExhausted,
+                check.op() + ": input_size " + std::to_string(I) + " and hidden_size " +
+                    std::to_string(H) + " are too large: the weights alone would need " +
+                    approx_bytes(8.0 * weights) + ", more than can be addressed");
+  }
+  if (8.0 * call > addressable) {
+    throw Error(ErrorCode::kResourceExhausted,
+                check.op() + ": max_time " + std::to_string(max_time) + " and max_batch " +
+                    std::to_string(max_batch) + " are too large: a call of that size would need " +
+                    approx_bytes(8.0 * call) +
+                    " of workspace, more than can be addressed (input_size " + std::to_string(I) +
+                    ", hidden_size " + std::to_string(H) + ")");
+  }
 }
 
 }  // namespace layer
@@ -149,21 +238,18 @@ SequenceLayer::SequenceLayer(const char* name, const LayerShape& shape,
                 std::string(name) + ".create: dtype must be float32 or float64, got " +
                     dtype_name(shape.dtype) + " (float16: use the one-shot ops)");
   }
-  const std::int64_t I = shape.input_size, H = shape.hidden_size;
-  const std::int64_t lim = std::int64_t(1) << 40;  // keeps the workspace bound from overflowing
-  if (I > lim || H > lim || shape.max_time > lim || shape.max_batch > lim ||
-      double(shape.max_time) * double(shape.max_batch) * double(I + 8 * H + 64) > 1e17) {
-    throw Error(ErrorCode::kResourceExhausted,
-                std::string(name) + ".create: the sizes are too large for a workspace");
-  }
-  if (!shape.caller_workspace) {
-    own_workspace_ = Tensor(shape.dtype, {elems(shape.max_time, shape.max_batch, I, H)});
-  }
+  layer::check_sizes(check, shape.input_size, shape.hidden_size, shape.max_time, shape.max_batch);
 }
 
 SequenceLayer::~SequenceLayer() = default;
 
 std::size_t SequenceLayer::workspace_bytes(std::int64_t T, std::int64_t B) const {
+  if (T < 0 || T > shape_.max_time || B < 0 || B > shape_.max_batch) {
+    Check{name_, "workspace_bytes"}.fail(
+        "T and B must be in [0, " + std::to_string(shape_.max_time) + "] and [0, " +
+        std::to_string(shape_.max_batch) + "] (max_time, max_batch), got " + std::to_string(T) +
+        " and " + std::to_string(B));
+  }
   return static_cast<std::size_t>(elems_(T, B, shape_.input_size, shape_.hidden_size)) *
          dtype_size(shape_.dtype);
 }
@@ -195,11 +281,15 @@ template <std::size_t N>
 using Named = std::array<Check::Arg, N>;
 
 // An op's plan (Plan<T>, packing its first kPacked weights) and workspace bound (elements of T).
-template <template <typename> class P, std::size_t kPackedWeights, auto kWorkspaceElems>
+// kPackedColumns·H columns of weights are packed (LSTM: w's 4H; GRU: w_ru's and w_c's 3H; GRU
+// reset-after: w_i's and w_h's 3H).
+template <template <typename> class P, std::size_t kPackedWeights, int kPackedColumns,
+          auto kWorkspaceElems>
 struct PlannedOp {
   template <typename T>
   using Plan = P<T>;
   static constexpr std::size_t kPacked = kPackedWeights;
+  static constexpr int kPackedCols = kPackedColumns;
   static constexpr auto workspace_elems = kWorkspaceElems;
 };
 
@@ -210,7 +300,7 @@ template <typename Outputs>
 struct Op;
 
 template <>
-struct Op<BlockLSTMOutputs> : PlannedOp<LSTMPlan, 1, cpu::block_lstm_workspace_elems> {
+struct Op<BlockLSTMOutputs> : PlannedOp<LSTMPlan, 1, 4, cpu::block_lstm_workspace_elems> {
   // The attrs, resolved at creation.
   struct Config {
     double forget_bias = 0, cell_clip = 0;
@@ -278,7 +368,7 @@ struct GRUOp {
 };
 
 template <>
-struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<GRUPlan, 2, cpu::block_gru_workspace_elems> {
+struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<GRUPlan, 2, 3, cpu::block_gru_workspace_elems> {
   struct Weights {
     TensorView w_ru, w_c, b_ru, b_c;
   };
@@ -312,7 +402,7 @@ struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<GRUPlan, 2, cpu::block_gru_workspa
 
 template <>
 struct Op<BlockGRUResetAfterOutputs>
-    : GRUOp, PlannedOp<GRUResetAfterPlan, 2, cpu::block_gru_reset_after_workspace_elems> {
+    : GRUOp, PlannedOp<GRUResetAfterPlan, 2, 3, cpu::block_gru_reset_after_workspace_elems> {
   struct Weights {
     TensorView w_i, w_h, b_i, b_h;
   };
@@ -345,6 +435,27 @@ struct Op<BlockGRUResetAfterOutputs>
   }
 };
 
+// What a layer object of the op with outputs `Outputs` holds besides its workspace, in bytes: the
+// object, the copies of its weights (kWeights' shapes) and their packed panels. A bound: every
+// packed row is packed at most twice (the recurrent rows by gate block and transposed), each
+// matrix padded to whole panels of at most 64 columns.
+template <class Outputs>
+double held_bytes(std::int64_t I, std::int64_t H, DType dtype) {
+  using O = Op<Outputs>;
+  const double i = double(I), h = double(H);
+  double elems = 0.0;
+  for (const WeightSpec& w : O::kWeights) {
+    const double rows = w.in_rows == 0 && w.h_rows == 0 ? 1.0 : w.in_rows * i + w.h_rows * h;
+    elems += rows * w.cols * h;
+  }
+  const double packed_cols = O::kPackedCols * h;
+  elems += 2.0 * (i + h) * packed_cols + 64.0 * (i + 2.0 * packed_cols);
+  return elems * double(dtype_size(dtype)) + double(kObjectBytes);
+}
+template double held_bytes<BlockLSTMOutputs>(std::int64_t, std::int64_t, DType);
+template double held_bytes<BlockGRUOutputs>(std::int64_t, std::int64_t, DType);
+template double held_bytes<BlockGRUResetAfterOutputs>(std::int64_t, std::int64_t, DType);
+
 // Runs the kernel of a layer's call on its arguments `a` (ops::run_kernel: the reference in
 // reference mode, else the fast kernel). The layer's Impl holds `plans` (Plans) and packs a plan
 // with pack(plan, shape); the fast kernel runs on the plan (repacked when the ISA path changed
@@ -371,6 +482,8 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
   typename Op::Weights weights;  // views of `own`
   layer::Plans<Op::template Plan> plans;
   typename Op::Config config;
+  layer::CallArgs args;  // the views of the current call (kept: no allocation per call)
+  std::string forward_name, backward_name;  // "LSTMLayer.forward", "LSTMLayer.backward"
 
   template <typename T>
   void pack(typename Op::template Plan<T>& p, const LayerShape& s) {
@@ -385,13 +498,18 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     weights = {own[K].view()...};
   }
 
-  // The checks every call starts with: begin_call's, then the initial states.
+  // The checks every call starts with: begin_call's, then the initial states. `args` gets the
+  // inputs every call reads (x, the initial states, seq_lengths).
   template <typename CallIn>
   layer::CallDims begin(const Check& check, const SequenceLayer& l, const CallIn& in,
-                        LayerWorkspace given, Tensor& own_workspace) const {
-    const layer::CallDims c = layer::begin_call(check, l, in, given, own_workspace);
-    check.tensors(Op::states(in), Shape{c.B, l.shape().hidden_size}, "batch, hidden_size",
-                  l.shape().dtype);
+                        layer::CallArgs& args) const {
+    args.clear();
+    const layer::CallDims c = layer::begin_call(check, l, in);
+    const auto states = Op::states(in);
+    check.tensors(states, Shape{c.B, l.shape().hidden_size}, "batch, hidden_size", l.shape().dtype);
+    args.input("x", in.x);
+    args.inputs(states);
+    args.input("seq_lengths", in.seq_lengths);
     return c;
   }
   // Runs the kernel of a call (Op::kernel_args: the forward's or the backward's, by out's
@@ -408,7 +526,23 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
 
 template <class In, class Out, class GradIn, class GradOut>
 BlockLayer<In, Out, GradIn, GradOut>::BlockLayer(const char* name, const LayerShape& shape)
-    : SequenceLayer(name, shape, Impl::Op::workspace_elems), impl_(std::make_unique<Impl>()) {}
+    : SequenceLayer(name, shape, Impl::Op::workspace_elems) {
+  static_assert(sizeof(Impl) + sizeof(LSTMLayer) <= layer::kObjectBytes);
+  check_weights_memory("create");
+  impl_ = std::make_unique<Impl>();
+  impl_->forward_name = std::string(name) + ".forward";
+  impl_->backward_name = std::string(name) + ".backward";
+}
+
+template <class In, class Out, class GradIn, class GradOut>
+void BlockLayer<In, Out, GradIn, GradOut>::check_weights_memory(const char* fn) const {
+  const ExtraBytes weights{"the weights for input_size " + std::to_string(shape_.input_size) +
+                               " and hidden_size " + std::to_string(shape_.hidden_size) +
+                               " (copies and packed panels)",
+                           layer::clamp_bytes(layer::held_bytes<Out>(
+                               shape_.input_size, shape_.hidden_size, shape_.dtype))};
+  layer::check_allocation(Check{name_, fn}, {&weights, 1});
+}
 
 template <class In, class Out, class GradIn, class GradOut>
 BlockLayer<In, Out, GradIn, GradOut>::~BlockLayer() = default;
@@ -418,6 +552,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
   const Check check{name_, "set_weights"};
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   Impl& m = *impl_;
+  check_weights_memory("set_weights");
   for (std::size_t k = 0; k < m.own.size(); ++k) {
     const layer::WeightSpec& w = Impl::Op::kWeights[k];
     m.own[k] = k < weights.size() ? layer::copy_weight(check, w.name, weights[k], w.shape(I, H),
@@ -432,10 +567,13 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
 template <class In, class Out, class GradIn, class GradOut>
 void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
                                                    LayerWorkspace workspace) {
-  const Check check{name_, "forward"};
-  const layer::CallDims c = impl_->begin(check, *this, in, workspace, own_workspace_);
-  check.tensors(Impl::Op::outputs(out), Shape{c.T, c.B, shape_.hidden_size}, "time, batch, hidden",
-                shape_.dtype);
+  const Check check{name_, "forward", impl_->forward_name.c_str()};
+  layer::CallArgs& args = impl_->args;
+  layer::CallDims c = impl_->begin(check, *this, in, args);
+  const auto outputs = Impl::Op::outputs(out);
+  check.tensors(outputs, Shape{c.T, c.B, shape_.hidden_size}, "time, batch, hidden", shape_.dtype);
+  args.outputs(outputs);
+  layer::prepare_call(check, *this, c, args, workspace, own_workspace_);
   impl_->run(in, out, c, shape_);
 }
 
@@ -443,18 +581,26 @@ template <class In, class Out, class GradIn, class GradOut>
 void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const GradOut& out,
                                                     LayerWorkspace workspace) {
   using Op = typename Impl::Op;
-  const Check check{name_, "backward"};
-  const layer::CallDims c = impl_->begin(check, *this, in, workspace, own_workspace_);
+  const Check check{name_, "backward", impl_->backward_name.c_str()};
+  layer::CallArgs& args = impl_->args;
+  layer::CallDims c = impl_->begin(check, *this, in, args);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
-  check.tensors(Op::steps(in), Shape{c.T, c.B, H}, "time, batch, hidden", dt);
+  const auto steps = Op::steps(in);
+  check.tensors(steps, Shape{c.T, c.B, H}, "time, batch, hidden", dt);
+  args.inputs(steps);
   check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
-  check.tensors(Op::state_grads(out), Shape{c.B, H}, "batch, hidden_size", dt);
+  args.output("x_grad", out.x_grad);
+  const auto state_grads = Op::state_grads(out);
+  check.tensors(state_grads, Shape{c.B, H}, "batch, hidden_size", dt);
+  args.outputs(state_grads);
   const auto grads = Op::weight_grads(out);
   for (std::size_t k = 0; k < grads.size(); ++k) {
     const layer::WeightSpec& w = Op::kWeights[k];
     check.tensor(w.grad, grads[k], w.shape(I, H), w.grad_dims ? w.grad_dims : w.dims, dt);
+    args.output(w.grad, grads[k]);
   }
+  layer::prepare_call(check, *this, c, args, workspace, own_workspace_);
   impl_->run(in, out, c, shape_);
 }
 
@@ -484,9 +630,10 @@ LSTMLayer::LSTMLayer(const LayerShape& shape, const LSTMLayerAttrs& attrs)
   c.cell_clip = attrs.cell_clip.value_or(attrs.v2 ? 0.0 : 3.0);
   c.use_peephole = attrs.use_peephole;
   c.layout = attrs.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
-  if (std::isnan(c.forget_bias) || std::isinf(c.forget_bias)) {
-    check.fail("forget_bias must be finite, got " + std::to_string(c.forget_bias));
-  }
+  // The raw ops' attr rule: NaN and ±inf keep their meaning (a NaN cell_clip does not clip), a
+  // finite value must round to a finite float32.
+  core::check_float32_attr(check.op(), "forget_bias", c.forget_bias);
+  core::check_float32_attr(check.op(), "cell_clip", c.cell_clip);
 }
 
 void LSTMLayer::set_weights(TensorView w, TensorView b, TensorView wci, TensorView wcf,

@@ -1,11 +1,14 @@
 // Helpers of the layer objects (src/layer/*.cc, blockrnn/layer.h): the per-call checks, the
-// workspace a call runs on, and the dtype switch.
+// ops' overlap and memory checks on a call's views, the workspace a call runs on, and the dtype
+// switch.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
@@ -19,7 +22,18 @@ namespace blockrnn::layer {
 struct Check {
   const char* layer;
   const char* fn;
+  // "LSTMLayer.forward" when the caller keeps it (the calls of a layer, so that a call builds
+  // no string), else nullptr.
+  const char* name = nullptr;
   [[noreturn]] void fail(const std::string& msg) const;
+  // "LSTMLayer.forward": the name the ops' checks (core/op_impl.h) report.
+  std::string op() const { return name != nullptr ? name : std::string(layer) + "." + fn; }
+  // The same as a C string: `name`, or op() built into `buffer`.
+  const char* op_name(std::string& buffer) const {
+    if (name != nullptr) return name;
+    buffer = op();
+    return buffer.c_str();
+  }
   // t has exactly `want` (described by `dims`), the dtype, and data when it has elements.
   void tensor(const char* arg, const TensorView& t, const Shape& want, const char* dims,
               DType dtype) const;
@@ -37,11 +51,34 @@ struct Check {
   }
 };
 
+// Creation's size checks: the weights for input_size I and hidden_size H, and the workspace of a
+// call of max_time steps and max_batch examples, must be addressable (kResourceExhausted naming
+// the sizes), so that no size arithmetic of the layer or its calls overflows.
+void check_sizes(const Check& check, std::int64_t I, std::int64_t H, std::int64_t max_time,
+                 std::int64_t max_batch);
+
+// More than a layer object takes with its Impl and its plans' bookkeeping (checked where the
+// layer objects are defined).
+inline constexpr std::size_t kObjectBytes = 4096;
+
+// What a layer object of the op with outputs `Outputs` (BlockLSTMOutputs, BlockGRUOutputs,
+// BlockGRUResetAfterOutputs) holds besides its workspace, in bytes: the object, its weights'
+// copies and an upper bound of their packed panels. In double: it may exceed any integer.
+template <class Outputs>
+double held_bytes(std::int64_t I, std::int64_t H, DType dtype);
+
+// Bytes counted in double as ExtraBytes holds them (long long): 2^62 past it, more than any
+// memory limit.
+inline long long clamp_bytes(double bytes) {
+  return bytes < 0x1p62 ? static_cast<long long>(bytes) : (1LL << 62);
+}
+
 // The per-call sizes of a sequence call: T, B from x, S, and the lengths the kernel sees.
 struct CallDims {
   std::int64_t T = 0, B = 0, S = 0;
+  bool has_lengths = false;               // seq_lengths given
   const std::int64_t* lengths = nullptr;  // nullptr when absent or none ends before S
-  void* workspace = nullptr;              // the call's (begin_call)
+  void* workspace = nullptr;              // the call's (prepare_call)
 };
 
 // Checks x [T, B, I] against the layer's shape (T ≤ max_time, B ≤ max_batch), seq_len_max in
@@ -49,17 +86,58 @@ struct CallDims {
 CallDims check_call(const Check& check, const LayerShape& shape, const TensorView& x,
                     const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths);
 
-// The checks every forward and backward starts with: weights set, check_call, and the call's
-// workspace (call_workspace) in CallDims::workspace.
+// The checks every forward and backward starts with: weights set, then check_call.
 CallDims begin_call(const Check& check, const SequenceLayer& layer, const TensorView& x,
-                    const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths,
-                    LayerWorkspace given, Tensor& own);
+                    const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths);
 // The same on a call's inputs (every layer's have x, seq_len_max and seq_lengths).
 template <typename In>
-CallDims begin_call(const Check& check, const SequenceLayer& layer, const In& in,
-                    LayerWorkspace given, Tensor& own) {
-  return begin_call(check, layer, in.x, in.seq_len_max, in.seq_lengths, given, own);
+CallDims begin_call(const Check& check, const SequenceLayer& layer, const In& in) {
+  return begin_call(check, layer, in.x, in.seq_len_max, in.seq_lengths);
 }
+
+// The named views of one call, gathered for the ops' overlap and memory checks: every input
+// the kernel reads and every output it writes (absent optional views are skipped). A layer
+// keeps one and clears it at each call, so that calls after the first allocate nothing here.
+class CallArgs {
+ public:
+  void clear();
+  void input(const char* name, const TensorView& v);
+  void output(const char* name, const TensorView& v);
+  template <typename Args>
+  void inputs(const Args& args) {
+    for (const Check::Arg& a : args) input(a.name, a.view);
+  }
+  template <typename Args>
+  void outputs(const Args& args) {
+    for (const Check::Arg& a : args) output(a.name, a.view);
+  }
+  // No output overlaps an input or another output (core::check_no_alias, whatever the work's
+  // size): "LSTMLayer.forward: output h overlaps input x in memory; …".
+  void check_no_alias(const Check& check) const;
+  std::span<const TensorView> input_views() const { return ins_; }
+
+ private:
+  std::vector<const char*> in_names_, out_names_;
+  std::vector<TensorView> ins_;
+  std::vector<MutableTensorView> outs_;
+};
+
+// The end of every call's checks, then its workspace: the caller's (checked: at least
+// workspace_bytes(S, B), aligned, and overlapping none of `args`) or the layer's own `own`,
+// grown to exactly this call's need when it holds less; in between, the call's memory against
+// get_memory_limit() by the one-shot ops' accounting (core::check_memory: the one-shot op's
+// bound for these shapes, plus the workspace `own` grows by). Sets c.workspace.
+void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, CallArgs& args,
+                  LayerWorkspace given, Tensor& own);
+
+// Grows `t` to `elems` elements of `dtype` when it holds fewer (freeing the old buffer first);
+// its contents are not kept.
+void grow(Tensor& t, DType dtype, std::int64_t elems);
+
+// The memory check of an allocation that is not a kernel call (creation, set_weights, the
+// stack's buffers): core::check_memory with the parts in `extra` only. The caller calls it
+// before allocating.
+void check_allocation(const Check& check, std::span<const ExtraBytes> extra);
 
 // The plan of each dtype of a layer (LSTMPlan, GRUPlan, GRUResetAfterPlan).
 template <template <typename> class Plan>
@@ -75,10 +153,6 @@ struct Plans {
     }
   }
 };
-
-// The workspace of a call: the caller's (checked: at least `bytes`, aligned) or the layer's own.
-void* call_workspace(const Check& check, const LayerShape& shape, LayerWorkspace given,
-                     std::size_t bytes, Tensor& own);
 
 // The weight views set_weights takes: shape, dtype, data; copied into an owned Tensor.
 Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,

@@ -1,11 +1,12 @@
 // blockrnn::RNN (blockrnn/layer.h): torch.nn.LSTM / torch.nn.GRU's stack of layers, directions
-// and dropout on blockrnn's layer objects. Every buffer (the activations of every layer and
-// direction, the reversed inputs, the layer outputs, the gradient scratch) is allocated at
-// creation for (max_time, max_batch); forward and backward carve views of the call's shape
-// from them. What the backward reads (the activations, the reversed inputs and the inputs of
-// layers above the first) lives in the reserve (RNN::reserve_elems), the RNN's own or the
-// caller's: [L·D][A] activations [T, B, H], then (bidirectional) the reversed input of each
-// layer [T, B, I_l], then y_l for l < L − 1, then y_l ⊙ mask_l for l < L − 1, each [T, B, D·H].
+// and dropout on blockrnn's layer objects. No buffer is sized at creation: each (the reserve,
+// the layers' one shared workspace, the gradient scratch) grows at a call that needs more than
+// it holds to exactly that call's need, after the memory check; forward and backward carve
+// views of the call's shape from them. What the backward reads (the activations, the reversed
+// inputs and the inputs of layers above the first) lives in the reserve (RNN::reserve_elems), the
+// RNN's own or the caller's: [L·D][A] activations [T, B, H], then (bidirectional) the reversed
+// input of each layer [T, B, I_l], then y_l for l < L − 1, then y_l ⊙ mask_l for l < L − 1, each
+// [T, B, D·H].
 //
 // Data path of one call, layer l, direction d (t < L_b of example b; rows past it are zero):
 //   forward   in_l = x (l = 0) or y_{l−1} ⊙ mask_{l−1}       [T, B, I_l]
@@ -156,12 +157,33 @@ struct RNN::Impl {
   std::int64_t D = 1, L = 1, H = 0;
   int P = 0, A = 0;
   std::vector<std::unique_ptr<SequenceLayer>> layers;  // [L·D]
-  Tensor reserve;                                      // [reserve_elems(Tmax, Bmax)]
-  Tensor zeros_bh;                                     // [Bmax, H]
-  Tensor hg, cg, hpg_scratch;                          // [Tmax, Bmax, H], [Bmax, H]
-  Tensor dx, dy, xg_rev;                               // [Tmax, Bmax, max(I, D·H)]
-  std::vector<std::int64_t> lens;                      // [Bmax]  L_b of the call
+  // Each buffer holds at least the current call's elements (grown by the calls, never sized
+  // for max_time × max_batch): T, B of the call, F = max(I, D·H).
+  Tensor reserve;         // reserve_elems(T, B) (the RNN's own reserve)
+  Tensor workspace;       // the layers' (one call at a time): the largest workspace_bytes(T, B)
+  Tensor zeros_bh;        // [B, H]
+  Tensor hg, cg;          // [T, B, H]  (backward)
+  Tensor hpg_scratch;     // [B, H]     (backward)
+  Tensor dx, dy, xg_rev;  // [T, B, F]  (backward)
+  std::vector<std::int64_t> lens;  // [B]  L_b of the call
+  layer::CallArgs args;            // the views of the current call
+  // The forward call the own reserve holds (the backward must repeat it).
   bool forward_done = false;
+  std::int64_t forward_T = 0, forward_B = 0;
+  bool forward_dropout = false;
+  std::vector<std::string> param_names;  // "params[k]", for the overlap check's messages
+
+  // The elements of the layers' shared workspace for a call of T steps and B examples.
+  std::int64_t workspace_elems(std::int64_t T_, std::int64_t B) const {
+    std::size_t bytes = 0;
+    for (const auto& l : layers) bytes = std::max(bytes, l->workspace_bytes(T_, B));
+    return static_cast<std::int64_t>(bytes / dtype_size(o.dtype));
+  }
+  LayerWorkspace layer_workspace() { return {workspace.data(), workspace.num_bytes()}; }
+  // The memory check of a call, then its buffers grown: core::check_memory with the one-shot
+  // op's bound of one layer call (the layers run one at a time) and the buffers this call grows.
+  void prepare(const Check& check, std::int64_t T_, std::int64_t B, bool has_lengths,
+               bool own_reserve, bool backward);
 
   std::int64_t in_size(std::int64_t l) const { return l == 0 ? o.input_size : D * H; }
 
@@ -215,8 +237,29 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.o = options;
   const Check check{"RNN", "create"};
+  // Every size first, then the memory the stack will hold, then the layer objects: nothing is
+  // allocated for sizes that cannot work.
+  if (options.mode != RNNMode::kLSTM && options.mode != RNNMode::kLSTMV2 &&
+      options.mode != RNNMode::kGRU && options.mode != RNNMode::kGRUResetAfter) {
+    check.fail("mode must be kLSTM, kLSTMV2, kGRU or kGRUResetAfter, got " +
+               std::to_string(static_cast<int>(options.mode)));
+  }
   if (options.num_layers < 1) {
     check.fail("num_layers must be >= 1, got " + std::to_string(options.num_layers));
+  }
+  if (options.input_size < 0) {
+    check.fail("input_size must be >= 0, got " + std::to_string(options.input_size));
+  }
+  if (options.hidden_size < 1) {
+    check.fail("hidden_size must be >= 1, got " + std::to_string(options.hidden_size));
+  }
+  if (options.max_time < 0 || options.max_batch < 0) {
+    check.fail("max_time and max_batch must be >= 0, got " + std::to_string(options.max_time) +
+               " and " + std::to_string(options.max_batch));
+  }
+  if (options.dtype != DType::kFloat32 && options.dtype != DType::kFloat64) {
+    throw Error(ErrorCode::kUnimplemented, "RNN.create: dtype must be float32 or float64, got " +
+                                               std::string(dtype_name(options.dtype)));
   }
   m.D = options.bidirectional ? 2 : 1;
   m.L = options.num_layers;
@@ -224,6 +267,39 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
   m.A = num_acts(options.mode);
   m.P = is_lstm(options.mode) ? 5 : 4;
   m.o.lstm.v2 = options.mode == RNNMode::kLSTMV2;
+  // The widest layer's sizes (the upper layers read D·H features).
+  layer::check_sizes(check, std::max(options.input_size, m.D * m.H), m.H, options.max_time,
+                     options.max_batch);
+  // The reserve of the largest call (Impl::layout, in double) must be addressable too: then so
+  // is every size a call computes. Like check_sizes, a bound and not an allocation.
+  const double L = double(m.L), D = double(m.D), H = double(m.H);
+  const double reserve_per_step = L * D * m.A * H +
+                                  (m.D == 2 ? options.input_size + (L - 1) * D * H : 0.0) +
+                                  2.0 * (L - 1) * D * H;
+  if (8.0 * double(options.max_time) * double(options.max_batch) * reserve_per_step > 0x1p60) {
+    throw Error(ErrorCode::kResourceExhausted,
+                "RNN.create: num_layers " + std::to_string(m.L) + ", max_time " +
+                    std::to_string(options.max_time) + " and max_batch " +
+                    std::to_string(options.max_batch) +
+                    " are too large: the reserve of a call of that size is more than can be "
+                    "addressed");
+  }
+  // What the layer objects will hold (their weights' copies and packed panels).
+  double held = 0.0;
+  with_layer(options.mode, [&]<class Layer>() {
+    using Out = typename Layer::Outputs;
+    held = D * (layer::held_bytes<Out>(options.input_size, m.H, options.dtype) +
+                (L - 1) * layer::held_bytes<Out>(m.D * m.H, m.H, options.dtype));
+  });
+  const ExtraBytes weights{"the " + std::to_string(m.L * m.D) +
+                               " layer objects (num_layers * directions) with their weights' "
+                               "copies and packed panels",
+                           layer::clamp_bytes(held)};
+  layer::check_allocation(check, {&weights, 1});
+  m.layers.reserve(static_cast<std::size_t>(m.L * m.D));
+  for (std::int64_t k = 0; k < m.L * m.D * m.P; ++k) {
+    m.param_names.push_back("params[" + std::to_string(k) + "]");
+  }
   for (std::int64_t l = 0; l < m.L; ++l) {
     for (std::int64_t d = 0; d < m.D; ++d) {
       LayerShape s;
@@ -232,24 +308,55 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
       s.dtype = options.dtype;
       s.max_time = options.max_time;
       s.max_batch = options.max_batch;
+      s.caller_workspace = true;  // the stack's one workspace (Impl::workspace)
       with_layer(options.mode,
                  [&]<class L>() { m.layers.push_back(Stacked<L>::make(s, m.o.lstm)); });
     }
   }
-  // The layers validated the sizes; the buffers follow.
-  const DType dt = options.dtype;
-  const std::int64_t Tm = options.max_time, Bm = options.max_batch, H = m.H;
-  const std::int64_t F = std::max(options.input_size, m.D * H);
-  if (!options.caller_reserve) m.reserve = Tensor(dt, {m.layout(Tm, Bm).total});
+}
 
-  m.zeros_bh = Tensor(dt, {Bm, H});
-  m.hg = Tensor(dt, {Tm, Bm, H});
-  m.cg = Tensor(dt, {Tm, Bm, H});
-  m.hpg_scratch = Tensor(dt, {Bm, H});
-  m.dx = Tensor(dt, {Tm, Bm, F});
-  m.dy = Tensor(dt, {Tm, Bm, F});
-  m.xg_rev = Tensor(dt, {Tm, Bm, F});
-  m.lens.assign(static_cast<std::size_t>(Bm), 0);
+void RNN::Impl::prepare(const Check& check, std::int64_t T_, std::int64_t B, bool has_lengths,
+                        bool own_reserve, bool backward) {
+  const DType dt = o.dtype;
+  const std::int64_t F = std::max(o.input_size, D * H), TB = T_ * B;
+  struct Need {
+    Tensor* buffer;
+    std::int64_t elems;
+  };
+  const Need needs[] = {{&workspace, workspace_elems(T_, B)},
+                        {&zeros_bh, B * H},
+                        {&reserve, own_reserve && !backward ? layout(T_, B).total : 0},
+                        {&hg, backward ? TB * H : 0},
+                        {&cg, backward ? TB * H : 0},
+                        {&hpg_scratch, backward ? B * H : 0},
+                        {&dx, backward ? TB * F : 0},
+                        {&dy, backward ? TB * F : 0},
+                        {&xg_rev, backward ? TB * F : 0}};
+  double grown = 0.0;
+  for (const Need& n : needs) {
+    if (n.buffer->num_elements() < n.elems) grown += double(n.elems) * double(dtype_size(dt));
+  }
+  // One layer call's bound (the layers run one at a time, on the shared workspace counted
+  // above), for the widest layer.
+  core::Plan plan;
+  plan.dtype = dt;
+  plan.sizes(T_, B, F, H);
+  plan.lengths = has_lengths;
+  std::string buffer;
+  const char* op = check.op_name(buffer);
+  if (grown > 0.0) {
+    const ExtraBytes buffers{
+        "the stack's buffers (reserve, workspace, gradient scratch) grown to "
+        "this call",
+        layer::clamp_bytes(grown)};
+    core::check_memory(op, args.input_views(), {}, plan, false, {&buffers, 1});
+  } else {
+    core::check_memory(op, args.input_views(), {}, plan, false, {});
+  }
+  for (const Need& n : needs) {
+    if (n.elems > 0) layer::grow(*n.buffer, dt, n.elems);
+  }
+  lens.resize(static_cast<std::size_t>(B));
 }
 
 RNN::~RNN() = default;
@@ -264,7 +371,14 @@ int RNN::params_per_layer() const noexcept {
   return impl_->P;
 }
 std::int64_t RNN::reserve_elems(std::int64_t T, std::int64_t B) const {
-  return impl_->layout(T, B).total;
+  const RNNOptions& o = impl_->o;
+  if (T < 0 || T > o.max_time || B < 0 || B > o.max_batch) {
+    Check{"RNN", "reserve_elems"}.fail("T and B must be in [0, " + std::to_string(o.max_time) +
+                                       "] and [0, " + std::to_string(o.max_batch) +
+                                       "] (max_time, max_batch), got " + std::to_string(T) +
+                                       " and " + std::to_string(B));
+  }
+  return impl_->layout(T, B).total;  // addressable: checked at creation for the largest call
 }
 
 void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> p) {
@@ -296,7 +410,7 @@ void RNN::Impl::layer_forward(std::int64_t ld, const TensorView& x, const Tensor
   with_layer(o.mode, [&]<class L>() {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       static_cast<L&>(s).forward(Stacked<L>::inputs({x, h0, c0, lengths}),
-                                 typename L::Outputs{mv(K)...});
+                                 typename L::Outputs{mv(K)...}, layer_workspace());
     }
     (std::make_index_sequence<Stacked<L>::kActs>());
   });
@@ -317,7 +431,8 @@ void RNN::Impl::layer_backward(std::int64_t ld, const TensorView& x, const Tenso
   with_layer(o.mode, [&]<class L>() {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       static_cast<L&>(s).backward(Stacked<L>::grad_inputs(call, v(K)...),
-                                  Stacked<L>::grad_outputs(x_grad, h0_grad, c0_grad, p));
+                                  Stacked<L>::grad_outputs(x_grad, h0_grad, c0_grad, p),
+                                  layer_workspace());
     }
     (std::make_index_sequence<Stacked<L>::kActs>());
   });
@@ -535,60 +650,99 @@ StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
   return {T, B};
 }
 
-// The reserve of a call: the caller's (1-D, reserve_elems(T, B) of the dtype) or the RNN's own.
-template <typename V>
-auto check_reserve(const Check& check, RNN::Impl& m, const V& r, const StackDims& s) {
-  using P = decltype(r.data);
+// The reserve of a call: the caller's (1-D, reserve_elems(T, B) of the dtype; returns false) or
+// the RNN's own (returns true).
+bool check_reserve(const Check& check, const RNN::Impl& m, const TensorView& r,
+                   const StackDims& s) {
   if (r.data == nullptr && r.shape.rank() == 0) {
     if (m.o.caller_reserve) {
       check.fail("the RNN was created with caller_reserve: pass a reserve of reserve_elems(T, B)");
     }
-    return static_cast<P>(m.reserve.data());
+    return true;
   }
-  check.tensor("reserve", TensorView(r.data, r.dtype, r.shape), Shape{m.layout(s.T, s.B).total},
-               "reserve_elems(T, B)", m.o.dtype);
-  return r.data;
+  check.tensor("reserve", r, Shape{m.layout(s.T, s.B).total}, "reserve_elems(T, B)", m.o.dtype);
+  return false;
+}
+
+// The inputs of a call that every kernel may read, for the overlap check.
+void add_inputs(layer::CallArgs& args, const RNNInputs& in, bool lstm) {
+  args.input("x", in.x);
+  args.input("h0", in.h0);
+  if (lstm) args.input("c0", in.c0);
+  args.input("seq_lengths", in.seq_lengths);
+  args.input("dropout_mask", in.dropout_mask);
 }
 
 }  // namespace
 
 void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve) {
   Impl& m = *impl_;
-  const Check check{"RNN", "forward"};
+  const Check check{"RNN", "forward", "RNN.forward"};
   const StackDims s = check_inputs(check, m.o, m.D, in);
+  const bool lstm = is_lstm(m.o.mode);
   const Shape states{m.L * m.D, s.B, m.H};
   check.tensor("y", out.y, Shape{s.T, s.B, m.D * m.H}, "time, batch, directions * hidden",
                m.o.dtype);
   check.tensor("h_n", out.h_n, states, "num_layers * directions, batch, hidden", m.o.dtype);
-  if (is_lstm(m.o.mode)) {
+  if (lstm) {
     check.tensor("c_n", out.c_n, states, "num_layers * directions, batch, hidden", m.o.dtype);
   }
   for (const auto& l : m.layers) {
     if (!l->has_weights()) check.fail("set_weights has not been called for every layer");
   }
+  const bool own = check_reserve(check, m, TensorView(reserve), s);
+  layer::CallArgs& args = m.args;
+  args.clear();
+  add_inputs(args, in, lstm);
+  args.output("y", out.y);
+  args.output("h_n", out.h_n);
+  if (lstm) args.output("c_n", out.c_n);
+  if (!own) args.output("reserve", reserve);
+  args.check_no_alias(check);
+  m.prepare(check, s.T, s.B, !is_absent_input(in.seq_lengths), own, false);
   for (std::int64_t b = 0; b < s.B; ++b) {
     m.lens[static_cast<std::size_t>(b)] =
         is_absent_input(in.seq_lengths) ? s.T
                                         : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
   }
-  void* res = check_reserve(check, m, reserve, s);
-  const bool own = reserve.data == nullptr && reserve.shape.rank() == 0;
+  void* res = own ? m.reserve.data() : reserve.data;
   if (own) m.forward_done = false;
   layer::with_dtype(m.o.dtype,
                     [&]<typename T>() { m.forward_t<T>(in, out, s.T, s.B, static_cast<T*>(res)); });
-  if (own) m.forward_done = true;
+  if (own) {
+    m.forward_done = true;
+    m.forward_T = s.T;
+    m.forward_B = s.B;
+    m.forward_dropout = !is_absent_input(in.dropout_mask);
+  }
 }
 
 void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOutputs& out,
                    TensorView reserve) {
   Impl& m = *impl_;
-  const Check check{"RNN", "backward"};
+  const Check check{"RNN", "backward", "RNN.backward"};
   const StackDims s = check_inputs(check, m.o, m.D, in);
-  const void* res = check_reserve(check, m, reserve, s);
-  const bool own = reserve.data == nullptr && reserve.shape.rank() == 0;
-  if (own && !m.forward_done) {
-    check.fail("forward must run (and succeed) on the RNN's own reserve before backward");
+  const bool own = check_reserve(check, m, reserve, s);
+  const bool dropout = !is_absent_input(in.dropout_mask);
+  if (own) {
+    // The own reserve holds the latest forward call: `in` must repeat it.
+    if (!m.forward_done) {
+      check.fail("forward must run (and succeed) on the RNN's own reserve before backward");
+    }
+    if (s.T != m.forward_T || s.B != m.forward_B) {
+      check.fail("x has " + std::to_string(s.T) + " time steps and batch " + std::to_string(s.B) +
+                 ", the forward call the RNN's reserve holds had " + std::to_string(m.forward_T) +
+                 " and " + std::to_string(m.forward_B) +
+                 " (backward must repeat the forward call's inputs)");
+    }
+    if (m.L > 1 && dropout != m.forward_dropout) {
+      check.fail(std::string("dropout_mask is ") + (dropout ? "given" : "absent") +
+                 ", the forward call the RNN's reserve holds ran " +
+                 (m.forward_dropout ? "with" : "without") +
+                 " one (backward must repeat the forward call's inputs)");
+    }
   }
+  const bool lstm = is_lstm(m.o.mode);
   const Shape states{m.L * m.D, s.B, m.H};
   const DType dt = m.o.dtype;
   check.tensor("y_grad", g.y_grad, Shape{s.T, s.B, m.D * m.H}, "time, batch, directions * hidden",
@@ -596,12 +750,12 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   if (!is_absent_input(g.h_n_grad)) {
     check.tensor("h_n_grad", g.h_n_grad, states, "num_layers * directions, batch, hidden", dt);
   }
-  if (is_lstm(m.o.mode) && !is_absent_input(g.c_n_grad)) {
+  if (lstm && !is_absent_input(g.c_n_grad)) {
     check.tensor("c_n_grad", g.c_n_grad, states, "num_layers * directions, batch, hidden", dt);
   }
   check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
   check.tensor("h0_grad", out.h0_grad, states, "num_layers * directions, batch, hidden", dt);
-  if (is_lstm(m.o.mode)) {
+  if (lstm) {
     check.tensor("c0_grad", out.c0_grad, states, "num_layers * directions, batch, hidden", dt);
   }
   const std::size_t want = static_cast<std::size_t>(m.L * m.D * m.P);
@@ -617,8 +771,28 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
     if (own && L != m.lens[static_cast<std::size_t>(b)]) {
       check.fail("seq_lengths differ from the forward call's");
     }
-    m.lens[static_cast<std::size_t>(b)] = L;
   }
+  layer::CallArgs& args = m.args;
+  args.clear();
+  add_inputs(args, in, lstm);
+  args.input("y_grad", g.y_grad);
+  args.input("h_n_grad", g.h_n_grad);
+  if (lstm) args.input("c_n_grad", g.c_n_grad);
+  if (!own) args.input("reserve", reserve);
+  args.output("x_grad", out.x_grad);
+  args.output("h0_grad", out.h0_grad);
+  if (lstm) args.output("c0_grad", out.c0_grad);
+  for (std::size_t k = 0; k < out.params.size(); ++k) {
+    args.output(m.param_names[k].c_str(), out.params[k]);
+  }
+  args.check_no_alias(check);
+  m.prepare(check, s.T, s.B, !is_absent_input(in.seq_lengths), false, true);
+  for (std::int64_t b = 0; b < s.B; ++b) {
+    m.lens[static_cast<std::size_t>(b)] =
+        is_absent_input(in.seq_lengths) ? s.T
+                                        : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
+  }
+  const void* res = own ? m.reserve.data() : reserve.data;
   layer::with_dtype(
       dt, [&]<typename T>() { m.backward_t<T>(in, g, out, s.T, s.B, static_cast<const T*>(res)); });
 }

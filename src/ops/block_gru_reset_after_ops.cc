@@ -102,20 +102,20 @@ constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUResetAfterGrad{
 
 void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
                            const BlockGRUResetAfterOutputs& out) {
-  ops::kBlockGRUResetAfter.run(ops::seq_inputs(in), out, {});
+  ops::kBlockGRUResetAfter.run(ops::SeqCall(in).in, out, {});
 }
 
 BlockGRUResetAfterResult block_gru_reset_after(const BlockGRUResetAfterInputs& in) {
-  return ops::kBlockGRUResetAfter.run(ops::seq_inputs(in), {});
+  return ops::kBlockGRUResetAfter.run(ops::SeqCall(in).in, {});
 }
 
 void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
                                 const BlockGRUResetAfterGradOutputs& out) {
-  ops::kBlockGRUResetAfterGrad.run(ops::seq_inputs(in), out, {});
+  ops::kBlockGRUResetAfterGrad.run(ops::SeqCall(in).in, out, {});
 }
 
 BlockGRUResetAfterGradResult block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in) {
-  return ops::kBlockGRUResetAfterGrad.run(ops::seq_inputs(in), {});
+  return ops::kBlockGRUResetAfterGrad.run(ops::SeqCall(in).in, {});
 }
 
 }  // namespace blockrnn

@@ -87,15 +87,11 @@ std::vector<double> OpAdapter::resolve_attrs(const AttrMap& given) const {
                                                      " must be a bool (0 or 1), got " +
                                                      format_number(it->second));
       }
-      if (a.kind == AttrKind::kFloat && std::isfinite(it->second) &&
-          std::fabs(it->second) > double(std::numeric_limits<float>::max())) {
-        // TensorFlow's float attrs are float32: its Python layer silently turns such a value
-        // into inf. NaN and ±inf, given as such, keep TensorFlow's meaning (a NaN cell_clip
-        // does not clip).
-        throw Error(ErrorCode::kInvalidArgument,
-                    def.name + ": attr " + a.name +
-                        " must be representable as float32 (|value| <= 3.4028235e+38), got " +
-                        format_number(it->second));
+      // TensorFlow's float attrs are float32: its Python layer silently turns a finite value
+      // too large for float32 into inf. NaN and ±inf, given as such, keep TensorFlow's meaning
+      // (a NaN cell_clip does not clip).
+      if (a.kind == AttrKind::kFloat) {
+        check_float32_attr(def.name, ("attr " + a.name).c_str(), it->second);
       }
       out.push_back(it->second);
     } else if (a.has_default) {

@@ -52,6 +52,9 @@ struct SeqCall {
       : S(seq_len_or_time(given.seq_len_max, given.x)), in{given, TensorView(&S, Shape{})} {}
   SeqCall(const SeqCall&) = delete;
   SeqCall& operator=(const SeqCall&) = delete;
+  // The inputs, for a callee taking SeqInputs (the temporary SeqCall lives to the end of the
+  // full expression, as long as the call).
+  operator const SeqInputs<Typed>&() const { return in; }  // NOLINT(google-explicit-constructor)
 };
 
 // An LSTM sequence op's typed call: also the peephole defaults (H from cs_prev in the forward
@@ -65,10 +68,11 @@ struct LSTMSeqCall {
   const SeqInputs<Typed>& in() const { return with.in; }
 };
 
-// The reset-after GRU ops' seq_len_max, a plain int64 of the typed struct, as a tensor.
+// The same call under its former name, for the callers of the reset-after GRU ops written when
+// their seq_len_max was a plain int64: a SeqCall, which gives its inputs where they are expected.
 template <class Typed>
-SeqInputs<Typed> seq_inputs(const Typed& in) {
-  return {in, TensorView(&in.seq_len_max, Shape{})};
+SeqCall<Typed> seq_inputs(const Typed& in) {
+  return SeqCall<Typed>(in);
 }
 
 template <class In, class Out, class Res, class A>

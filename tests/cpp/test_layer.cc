@@ -9,8 +9,10 @@
 // ctest runs this binary in reference mode and on each ISA path too.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <utility>
 #include <vector>
@@ -550,6 +552,406 @@ TEST(RNN, OneLayerEqualsTheOpAndValidates) {
         rnn.forward({.x = x_big}, {y_big.mutable_view(), hn.mutable_view(), cn.mutable_view()});
       },
       "RNN.forward: x has shape");
+}
+
+// ---- Hostile input: overlap, memory, sizes, attrs, the backward's shapes ----------------------
+
+// Expects `f` to throw blockrnn::Error(kResourceExhausted) whose message contains every needle.
+template <typename F>
+void expect_exhausted(F&& f, std::initializer_list<const char*> needles) {
+  try {
+    f();
+    ADD_FAILURE() << "expected ResourceExhausted, nothing thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted) << e.what();
+    for (const char* n : needles) {
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+          << "message '" << e.what() << "' lacks '" << n << "'";
+    }
+  }
+}
+
+// The memory limit of one test; the previous one afterwards.
+struct MemoryLimit {
+  long long before = get_memory_limit();
+  explicit MemoryLimit(long long bytes) { set_memory_limit(bytes); }
+  ~MemoryLimit() { set_memory_limit(before); }
+};
+
+std::vector<char> bytes_of(const TensorView& t) {
+  const char* p = static_cast<const char*>(t.data);
+  return {p, p + t.shape.num_elements() * static_cast<std::int64_t>(dtype_size(t.dtype))};
+}
+
+// The seven [T, B, H] outputs of an LSTM forward.
+struct LSTMOuts {
+  std::vector<Tensor> t;
+  LSTMOuts(DType dt, const Shape& tbh) {
+    for (int k = 0; k < 7; ++k) t.push_back(Tensor(dt, tbh));
+  }
+  BlockLSTMOutputs views() { return views_of<BlockLSTMOutputs>(t, std::make_index_sequence<7>()); }
+};
+
+TEST(LayerHostile, OutputsOverlappingInputsOrEachOtherAreRefused) {
+  const DType dt = DType::kFloat32;
+  std::mt19937_64 rng(21);
+  const std::int64_t T = 3, B = 2, N = 4;  // I = H = N: x and every output have one shape
+  LSTMLayer layer({.input_size = N, .hidden_size = N, .max_time = T, .max_batch = B});
+  const Tensor w = random_tensor(dt, {2 * N, 4 * N}, rng), b = random_tensor(dt, {4 * N}, rng);
+  layer.set_weights(w, b);
+  Tensor x = random_tensor(dt, {T, B, N}, rng);
+  const Tensor cs0 = random_tensor(dt, {B, N}, rng);
+  Tensor h0 = random_tensor(dt, {B, N}, rng);
+  const std::vector<char> x_before = bytes_of(x), h0_before = bytes_of(h0);
+  LSTMOuts outs(dt, {T, B, N});
+  BlockLSTMOutputs out = outs.views();
+  out.h = x.mutable_view();  // h on x: the forward would overwrite x
+  expect_invalid([&] { layer.forward({.x = x, .cs_prev = cs0, .h_prev = h0}, out); },
+                 "LSTMLayer.forward: output h overlaps input x");
+  EXPECT_EQ(bytes_of(x), x_before);
+  out = outs.views();
+  out.cs = out.i;
+  expect_invalid([&] { layer.forward({.x = x, .cs_prev = cs0, .h_prev = h0}, out); },
+                 "LSTMLayer.forward: outputs i and cs overlap");
+
+  // Empty work (T = 0) still writes the state gradients: h_prev_grad on h_prev is refused.
+  const Tensor x0(dt, {0, B, N}), steps(dt, {0, B, N});
+  Tensor x0_grad(dt, {0, B, N}), cs0_grad(dt, {B, N}), w_grad(dt, {2 * N, 4 * N}),
+      b_grad(dt, {4 * N}), p_grad(dt, {N}), p2_grad(dt, {N}), p3_grad(dt, {N});
+  const LSTMLayerGradInputs gin{.x = x0,
+                                .cs_prev = cs0,
+                                .h_prev = h0,
+                                .i = steps,
+                                .cs = steps,
+                                .f = steps,
+                                .o = steps,
+                                .ci = steps,
+                                .co = steps,
+                                .h = steps,
+                                .cs_grad = steps,
+                                .h_grad = steps};
+  const BlockLSTMGradOutputs gout{x0_grad.mutable_view(), cs0_grad.mutable_view(),
+                                  h0.mutable_view(),      w_grad.mutable_view(),
+                                  p_grad.mutable_view(),  p2_grad.mutable_view(),
+                                  p3_grad.mutable_view(), b_grad.mutable_view()};
+  expect_invalid([&] { layer.backward(gin, gout); },
+                 "LSTMLayer.backward: output h_prev_grad overlaps input h_prev");
+  EXPECT_EQ(bytes_of(h0), h0_before);
+
+  // A caller's workspace on an output.
+  GRUResetAfterLayer gru(
+      {.input_size = N, .hidden_size = N, .max_time = T, .max_batch = B, .caller_workspace = true});
+  gru.set_weights(random_tensor(dt, {N, 3 * N}, rng), random_tensor(dt, {N, 3 * N}, rng),
+                  random_tensor(dt, {3 * N}, rng), random_tensor(dt, {3 * N}, rng));
+  std::vector<Tensor> g;
+  for (int k = 0; k < 5; ++k) g.push_back(Tensor(dt, {T, B, N}));
+  const BlockGRUResetAfterOutputs gout5 =
+      views_of<BlockGRUResetAfterOutputs>(g, std::make_index_sequence<5>());
+  expect_invalid(
+      [&] {
+        gru.forward({.x = x, .h_prev = h0}, gout5, {g[4].data(), gru.workspace_bytes(T, B)});
+      },
+      "workspace");
+  // h_prev inside the output h.
+  std::vector<float> ws(gru.workspace_bytes(T, B) / sizeof(float));
+  expect_invalid(
+      [&] {
+        gru.forward({.x = x, .h_prev = TensorView(g[4].data(), dt, {B, N})}, gout5,
+                    {ws.data(), ws.size() * sizeof(float)});
+      },
+      "GRUResetAfterLayer.forward: output h overlaps input h_prev");
+}
+
+TEST(RNNHostile, OutputsOverlappingInputsAreRefused) {
+  const DType dt = DType::kFloat32;
+  std::mt19937_64 rng(22);
+  const std::int64_t T = 3, B = 2, H = 3, I = 2 * H;  // y [T, B, 2H] has x's shape
+  RNN rnn({.mode = RNNMode::kLSTMV2,
+           .input_size = I,
+           .hidden_size = H,
+           .bidirectional = true,
+           .dtype = dt,
+           .max_time = T,
+           .max_batch = B});
+  std::vector<Tensor> params;  // w, b of each direction
+  for (std::int64_t d = 0; d < 2; ++d) {
+    params.push_back(random_tensor(dt, {I + H, 4 * H}, rng));
+    params.push_back(random_tensor(dt, {4 * H}, rng));
+    const TensorView p[2] = {params[2 * d], params[2 * d + 1]};
+    rnn.set_weights(0, d, p);
+  }
+  Tensor x = random_tensor(dt, {T, B, I}, rng);
+  const std::vector<char> x_before = bytes_of(x);
+  Tensor hn(dt, {2, B, H}), cn(dt, {2, B, H});
+  expect_invalid(
+      [&] {
+        rnn.forward({.x = x}, {x.mutable_view(), hn.mutable_view(), cn.mutable_view()});
+      },
+      "RNN.forward: output y overlaps input x");
+  EXPECT_EQ(bytes_of(x), x_before);
+  Tensor y(dt, {T, B, 2 * H});
+  rnn.forward({.x = x}, {y.mutable_view(), hn.mutable_view(), cn.mutable_view()});
+  // A weight gradient on y_grad: the reverse direction reads y_grad after the forward
+  // direction's backward wrote its weight gradients.
+  Tensor y_grad = random_tensor(dt, {T, B, 2 * H}, rng), x_grad(dt, {T, B, I}),
+         h0_grad(dt, {2, B, H}), c0_grad(dt, {2, B, H});
+  std::vector<Tensor> pg;
+  std::vector<MutableTensorView> pv;
+  for (std::int64_t d = 0; d < 2; ++d) {
+    for (const Shape& s : {Shape{I + H, 4 * H}, Shape{4 * H}, Shape{H}, Shape{H}, Shape{H}}) {
+      pg.push_back(Tensor(dt, s));
+    }
+  }
+  for (Tensor& t : pg) pv.push_back(t.mutable_view());
+  pv[0] = MutableTensorView(y_grad.data(), dt, Shape{I + H, 4 * H});
+  expect_invalid(
+      [&] {
+        rnn.backward({.x = x}, {.y_grad = y_grad},
+                     {x_grad.mutable_view(), h0_grad.mutable_view(), c0_grad.mutable_view(), pv});
+      },
+      "RNN.backward: output params[0] overlaps input y_grad");
+}
+
+TEST(LayerHostile, WorkspaceAndReserveAreSizedToTheCallNotToMaxTimeTimesMaxBatch) {
+  // A call of max_time steps and max_batch examples would need gigabytes; each call here needs
+  // a few MiB. Under a limit far below the product, both calls run and equal the one-shot op.
+  const MemoryLimit limit(256LL << 20);
+  const DType dt = DType::kFloat32;
+  std::mt19937_64 rng(23);
+  const std::int64_t I = 16, H = 16, Tmax = 20000, Bmax = 512;
+  LSTMLayer layer({.input_size = I, .hidden_size = H, .max_time = Tmax, .max_batch = Bmax});
+  const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
+  layer.set_weights(w, b);
+  RNN rnn({.mode = RNNMode::kLSTM,
+           .input_size = I,
+           .hidden_size = H,
+           .dtype = dt,
+           .max_time = Tmax,
+           .max_batch = Bmax});
+  const TensorView p[2] = {w, b};
+  rnn.set_weights(0, 0, p);
+  for (const auto [T, B] : {std::pair<std::int64_t, std::int64_t>{Tmax, 1}, {10, Bmax}}) {
+    const Tensor x = random_tensor(dt, {T, B, I}, rng);
+    const Tensor z(dt, {B, H});
+    LSTMOuts outs(dt, {T, B, H});
+    layer.forward({.x = x, .cs_prev = z, .h_prev = z}, outs.views());
+    const BlockLSTMResult want = block_lstm({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b});
+    EXPECT_TRUE(bitwise(outs.t[6], want.h)) << T << " x " << B;
+    Tensor y(dt, {T, B, H}), hn(dt, {1, B, H}), cn(dt, {1, B, H});
+    rnn.forward({.x = x}, {y.mutable_view(), hn.mutable_view(), cn.mutable_view()});
+    EXPECT_TRUE(bitwise(y, want.h)) << T << " x " << B;
+  }
+}
+
+TEST(LayerHostile, TheMemoryLimitHoldsForLayersAndRNN) {
+  const DType dt = DType::kFloat32;
+  std::mt19937_64 rng(24);
+  {
+    const MemoryLimit limit(64LL << 20);
+    // The weights' copies and packed panels alone (128 MiB of w) exceed the limit.
+    expect_exhausted([] { LSTMLayer l({.input_size = 2048, .hidden_size = 2048}); },
+                     {"LSTMLayer.create: this call needs", "the weights for input_size 2048",
+                      "memory limit of 64.0 MiB"});
+    expect_exhausted(
+        [] {
+          RNN r({.input_size = 1024, .hidden_size = 1024, .num_layers = 4, .bidirectional = true});
+        },
+        {"RNN.create: this call needs", "8 layer objects", "memory limit"});
+  }
+  // A call the one-shot op refuses under the limit is refused by the layer and the stack too.
+  const std::int64_t T = 256, B = 64, I = 16, H = 16;
+  LSTMLayer layer({.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B});
+  const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
+  layer.set_weights(w, b);
+  RNN rnn({.mode = RNNMode::kLSTM,
+           .input_size = I,
+           .hidden_size = H,
+           .dtype = dt,
+           .max_time = T,
+           .max_batch = B});
+  const TensorView p[2] = {w, b};
+  rnn.set_weights(0, 0, p);
+  const Tensor x = random_tensor(dt, {T, B, I}, rng), z(dt, {B, H});
+  LSTMOuts outs(dt, {T, B, H});
+  Tensor y(dt, {T, B, H}), hn(dt, {1, B, H}), cn(dt, {1, B, H});
+  const MemoryLimit limit(4LL << 20);
+  expect_exhausted(
+      [&] { block_lstm({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b}, outs.views()); },
+      {"BlockLSTM: this call needs"});
+  expect_exhausted([&] { layer.forward({.x = x, .cs_prev = z, .h_prev = z}, outs.views()); },
+                   {"LSTMLayer.forward: this call needs", "memory limit of 4.0 MiB"});
+  expect_exhausted(
+      [&] {
+        rnn.forward({.x = x}, {y.mutable_view(), hn.mutable_view(), cn.mutable_view()});
+      },
+      {"RNN.forward: this call needs", "memory limit of 4.0 MiB"});
+}
+
+TEST(LayerHostile, HugeSizesAreRefusedByNameBeforeAnythingIsAllocated) {
+  // max_time 2^20, max_batch = hidden_size = 2^10: creation allocates nothing for the product;
+  // a call of that size is refused by the memory check before it allocates (its views are
+  // never touched: addresses far apart, no data behind them).
+  LSTMLayer layer(
+      {.input_size = 0, .hidden_size = 1 << 10, .max_time = 1 << 20, .max_batch = 1 << 10});
+  const Tensor w(DType::kFloat32, {1 << 10, 4 << 10}), b(DType::kFloat32, {4 << 10});
+  layer.set_weights(w, b);
+  const Shape tbh{1 << 20, 1 << 10, 1 << 10};
+  const Tensor z(DType::kFloat32, {1 << 10, 1 << 10});
+  std::vector<MutableTensorView> o;
+  for (std::uintptr_t k = 0; k < 7; ++k) {
+    o.emplace_back(reinterpret_cast<void*>((k + 1) << 44), DType::kFloat32, tbh);
+  }
+  const BlockLSTMOutputs out{o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
+  const TensorView x(reinterpret_cast<const void*>(std::uintptr_t(8) << 44), DType::kFloat32,
+                     Shape{1 << 20, 1 << 10, 0});
+  expect_exhausted([&] { layer.forward({.x = x, .cs_prev = z, .h_prev = z}, out); },
+                   {"LSTMLayer.forward: this call needs", "TiB", "memory limit"});
+  // Sizes whose byte counts cannot be addressed at all name the sizes.
+  expect_exhausted(
+      [] {
+        GRULayer l(
+            {.input_size = 1, .hidden_size = 1, .max_time = 1LL << 40, .max_batch = 1LL << 40});
+      },
+      {"GRULayer.create: max_time 1099511627776 and max_batch 1099511627776 are too large"});
+  expect_exhausted([] { GRULayer l({.input_size = 1, .hidden_size = 1LL << 40}); },
+                   {"GRULayer.create: input_size 1 and hidden_size 1099511627776 are too large"});
+}
+
+TEST(RNNHostile, HugeOrInvalidOptionsThrowOnlyBlockrnnErrors) {
+  const auto start = std::chrono::steady_clock::now();
+  expect_exhausted([] { RNN r({.input_size = 4, .hidden_size = 4, .num_layers = 1000000000}); },
+                   {"RNN.create: this call needs", "1000000000 layer objects"});
+  // Refused up front, not after creating layers until memory runs out.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  expect_exhausted(
+      [] {
+        RNN r({.input_size = 4,
+               .hidden_size = 4,
+               .num_layers = 1 << 20,
+               .max_time = 1 << 20,
+               .max_batch = 1 << 20});
+      },
+      {"RNN.create: num_layers 1048576, max_time 1048576 and max_batch 1048576 are too large"});
+  expect_invalid([] { RNN r({.mode = static_cast<RNNMode>(9), .hidden_size = 4}); },
+                 "RNN.create: mode must be");
+  expect_invalid([] { RNN r({.input_size = -1, .hidden_size = 4}); },
+                 "RNN.create: input_size must be >= 0");
+  // Sizes of a call past the bounds are errors, not overflowing arithmetic.
+  const RNN rnn({.input_size = 4, .hidden_size = 4, .max_time = 8, .max_batch = 2});
+  expect_invalid([&] { (void)rnn.reserve_elems(std::numeric_limits<std::int64_t>::max(), 2); },
+                 "RNN.reserve_elems: T and B must be in [0, 8] and [0, 2]");
+  const GRULayer layer({.input_size = 4, .hidden_size = 4, .max_time = 8, .max_batch = 2});
+  expect_invalid([&] { (void)layer.workspace_bytes(-1, 1); },
+                 "GRULayer.workspace_bytes: T and B must be in [0, 8] and [0, 2]");
+}
+
+TEST(LayerHostile, AttrsAcceptWhatTheRawOpAccepts) {
+  const DType dt = DType::kFloat32;
+  std::mt19937_64 rng(25);
+  const std::int64_t T = 3, B = 2, I = 2, H = 3;
+  const Tensor x = random_tensor(dt, {T, B, I}, rng), z = random_tensor(dt, {B, H}, rng);
+  const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // NaN and ±inf keep their meaning; 3.4028235e38 is float32's largest as numpy prints it.
+  for (const double fb : {nan, inf, -inf, 3.4028235e38}) {
+    for (const double clip : {0.5, nan, 3.4028235e38}) {
+      LSTMLayer layer({.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B},
+                      {.forget_bias = fb, .cell_clip = clip});
+      layer.set_weights(w, b);
+      LSTMOuts outs(dt, {T, B, H});
+      layer.forward({.x = x, .cs_prev = z, .h_prev = z}, outs.views());
+      const BlockLSTMResult want = block_lstm({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b},
+                                              {.forget_bias = fb, .cell_clip = clip});
+      EXPECT_TRUE(bitwise(outs.t[6], want.h)) << fb << " " << clip;
+      EXPECT_TRUE(bitwise(outs.t[1], want.cs)) << fb << " " << clip;
+    }
+  }
+  const Tensor S = scalar_int64(T), zeros_h(dt, {H});
+  const TensorView ins[] = {S, x, z, z, w, zeros_h, zeros_h, zeros_h, b};
+  EXPECT_NO_THROW(
+      run_op("BlockLSTM", ins, {{"forget_bias", 3.4028235e38}, {"cell_clip", 3.4028235e38}}));
+  expect_invalid(
+      [&] {
+        run_op("BlockLSTM", ins, {{"cell_clip", 1e39}});
+      },
+      "BlockLSTM: attr cell_clip must round to a finite float32");
+  expect_invalid([] { LSTMLayer l({.input_size = 1, .hidden_size = 1}, {.forget_bias = -1e39}); },
+                 "LSTMLayer.create: forget_bias must round to a finite float32");
+}
+
+TEST(RNNHostile, BackwardMustRepeatTheForwardCallsShapes) {
+  const DType dt = DType::kFloat64;
+  std::mt19937_64 rng(26);
+  const std::int64_t B = 2, I = 2, H = 3;
+  RNN rnn({.mode = RNNMode::kGRU,
+           .input_size = I,
+           .hidden_size = H,
+           .num_layers = 2,
+           .dtype = dt,
+           .max_time = 5,
+           .max_batch = 4});
+  for (std::int64_t l = 0; l < 2; ++l) {
+    const std::vector<Tensor> p = random_params(RNNMode::kGRU, l == 0 ? I : H, H, rng);
+    const TensorView v[4] = {p[0], p[1], p[2], p[3]};
+    rnn.set_weights(l, 0, v);
+  }
+  const Tensor lens = lengths_tensor({3, 1});
+  const Tensor x5 = random_tensor(dt, {5, B, I}, rng);
+  Tensor y(dt, {5, B, H}), hn(dt, {2, B, H});
+  rnn.forward({.x = x5, .seq_lengths = lens}, {y.mutable_view(), hn.mutable_view(), {}});
+  const Tensor x3 = random_tensor(dt, {3, B, I}, rng), y3_grad = random_tensor(dt, {3, B, H}, rng);
+  Tensor x_grad(dt, {3, B, I}), h0_grad(dt, {2, B, H});
+  std::vector<Tensor> pg;
+  for (std::int64_t l = 0; l < 2; ++l) {
+    const std::int64_t Il = l == 0 ? I : H;
+    for (const Shape& s : {Shape{Il + H, 2 * H}, Shape{Il + H, H}, Shape{2 * H}, Shape{H}}) {
+      pg.push_back(Tensor(dt, s));
+    }
+  }
+  std::vector<MutableTensorView> pv;
+  for (Tensor& t : pg) pv.push_back(t.mutable_view());
+  expect_invalid(
+      [&] {
+        rnn.backward({.x = x3, .seq_lengths = lens}, {.y_grad = y3_grad},
+                     {x_grad.mutable_view(), h0_grad.mutable_view(), {}, pv});
+      },
+      "RNN.backward: x has 3 time steps and batch 2, the forward call the RNN's reserve holds "
+      "had 5 and 2");
+}
+
+TEST(BlockGRUResetAfterDefaults, UnsetSeqLenMaxRunsEveryStep) {
+  const DType dt = DType::kFloat64;
+  std::mt19937_64 rng(27);
+  const std::int64_t T = 4, B = 2, I = 3, H = 2;
+  const Tensor x = random_tensor(dt, {T, B, I}, rng), h0 = random_tensor(dt, {B, H}, rng);
+  const Tensor wi = random_tensor(dt, {I, 3 * H}, rng), wh = random_tensor(dt, {H, 3 * H}, rng);
+  const Tensor bi = random_tensor(dt, {3 * H}, rng), bh = random_tensor(dt, {3 * H}, rng);
+  BlockGRUResetAfterInputs in{.x = x, .h_prev = h0, .w_i = wi, .w_h = wh, .b_i = bi, .b_h = bh};
+  const BlockGRUResetAfterResult unset = block_gru_reset_after(in);
+  in.seq_len_max = T;
+  const BlockGRUResetAfterResult all = block_gru_reset_after(in);
+  EXPECT_TRUE(bitwise(unset.h, all.h));
+  EXPECT_FALSE(all_zero(unset.h, (T - 1) * B * H));  // the last step ran
+  const Tensor hg = random_tensor(dt, {T, B, H}, rng);
+  BlockGRUResetAfterGradInputs gin{.x = x,
+                                   .h_prev = h0,
+                                   .w_i = wi,
+                                   .w_h = wh,
+                                   .b_i = bi,
+                                   .b_h = bh,
+                                   .r = all.r,
+                                   .u = all.u,
+                                   .n = all.n,
+                                   .hn = all.hn,
+                                   .h = all.h,
+                                   .h_grad = hg};
+  const BlockGRUResetAfterGradResult g_unset = block_gru_reset_after_grad(gin);
+  gin.seq_len_max = T;
+  const BlockGRUResetAfterGradResult g_all = block_gru_reset_after_grad(gin);
+  EXPECT_TRUE(bitwise(g_unset.x_grad, g_all.x_grad));
+  EXPECT_TRUE(bitwise(g_unset.w_h_grad, g_all.w_h_grad));
+  EXPECT_FALSE(all_zero(g_unset.w_h_grad));
 }
 
 }  // namespace

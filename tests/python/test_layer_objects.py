@@ -223,3 +223,109 @@ def test_torch_stack_is_bitwise_the_per_op_path():
     res = subprocess.run([sys.executable, "-c", _STACK_VS_PER_OP], capture_output=True,
                          text=True, timeout=600)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
+
+
+# ---- hostile input: overlap, memory, sizes, attrs ---------------------------------------------
+
+class _MemoryLimit:
+    """The memory limit of one test; the previous one afterwards."""
+
+    def __init__(self, nbytes):
+        self.nbytes, self.before = nbytes, blockrnn.get_memory_limit()
+
+    def __enter__(self):
+        blockrnn.set_memory_limit(self.nbytes)
+
+    def __exit__(self, *exc):
+        blockrnn.set_memory_limit(self.before)
+
+
+def test_layers_lstm_argument_types_are_named():
+    with pytest.raises(TypeError, match=r"LSTM: cell_clip must be a real number, got 'a'"):
+        blockrnn.layers.LSTM(3, 4, cell_clip="a")
+    with pytest.raises(TypeError, match=r"LSTM: forget_bias must be a real number"):
+        blockrnn.layers.LSTM(3, 4, forget_bias=None)
+    with pytest.raises(TypeError, match=r"GRU: hidden_size must be an integer, got 2.5"):
+        blockrnn.layers.GRU(3, 2.5)
+
+
+def test_layer_and_rnn_refuse_an_output_on_an_input():
+    rng = np.random.default_rng(7)
+    n = 4  # I = H: x and every output have one shape
+    layer = _core.LSTMLayer(n, n, "float32", 3, 2)
+    layer.set_weights(_rand(rng, (2 * n, 4 * n), np.float32), _rand(rng, (4 * n,), np.float32))
+    x = _rand(rng, (3, 2, n), np.float32)
+    before = x.copy()
+    acts = [np.empty((3, 2, n), np.float32) for _ in range(6)] + [x]  # h on x
+    z = np.zeros((2, n), np.float32)
+    with pytest.raises(blockrnn.InvalidArgumentError,
+                       match="LSTMLayer.forward: output h overlaps input x"):
+        layer.forward(x, z, z, acts)
+    np.testing.assert_array_equal(x, before)
+    # Bidirectional y [T, B, 2H] on x [T, B, I = 2H].
+    rnn = _core.RNN("lstm_v2", 2 * n, n, 1, True, "float32", 3, 2)
+    for d in range(2):
+        rnn.set_weights(0, d, [_rand(rng, (3 * n, 4 * n), np.float32),
+                               _rand(rng, (4 * n,), np.float32)])
+    x2 = _rand(rng, (3, 2, 2 * n), np.float32)
+    before2 = x2.copy()
+    hn, cn = np.empty((2, 2, n), np.float32), np.empty((2, 2, n), np.float32)
+    with pytest.raises(blockrnn.InvalidArgumentError,
+                       match="RNN.forward: output y overlaps input x"):
+        rnn.forward(x2, None, None, None, None, x2, hn, cn)
+    np.testing.assert_array_equal(x2, before2)
+
+
+def test_layers_forward_keeps_the_memory_limit_the_raw_op_keeps():
+    rng = np.random.default_rng(8)
+    lstm = blockrnn.layers.LSTM(16, 16, seed=0)
+    x = _rand(rng, (256, 64, 16), np.float32)
+    with _MemoryLimit(4 << 20):
+        with pytest.raises(blockrnn.ResourceExhaustedError, match="BlockLSTM: this call needs"):
+            raw_ops.BlockLSTM(seq_len_max=np.int64(256), x=x,
+                              cs_prev=np.zeros((64, 16), np.float32),
+                              h_prev=np.zeros((64, 16), np.float32), w=lstm.w, wci=lstm.wci,
+                              wcf=lstm.wcf, wco=lstm.wco, b=lstm.b)
+        with pytest.raises(blockrnn.ResourceExhaustedError,
+                           match=r"LSTMLayer.forward: this call needs .* memory limit of 4.0 MiB"):
+            lstm.forward(x)
+        with pytest.raises(blockrnn.ResourceExhaustedError,
+                           match=r"LSTMLayer.create: this call needs .* the weights for "
+                                 r"input_size 2048 and hidden_size 2048"):
+            _core.LSTMLayer(2048, 2048, "float32", 1, 1)
+        with pytest.raises(blockrnn.ResourceExhaustedError, match=r"RNN.create: this call needs"):
+            _core.RNN("lstm", 4, 4, 10**9, False, "float32", 1, 1)
+
+
+def test_layers_size_the_workspace_to_the_call_not_to_the_largest_t_times_b():
+    # T = 20000, B = 1 then T = 10, B = 512: max(T) x max(B) would need gigabytes, each call a
+    # few MiB; under a limit far below the product both run and equal the raw op.
+    rng = np.random.default_rng(9)
+    lstm = blockrnn.layers.LSTM(16, 16, seed=1)
+    with _MemoryLimit(256 << 20):
+        for T, B in ((20000, 1), (10, 512)):
+            x = _rand(rng, (T, B, 16), np.float32)
+            h, _ = lstm.forward(x)
+            z = np.zeros((B, 16), np.float32)
+            want = raw_ops.BlockLSTM(seq_len_max=np.int64(T), x=x, cs_prev=z, h_prev=z, w=lstm.w,
+                                     wci=lstm.wci, wcf=lstm.wcf, wco=lstm.wco, b=lstm.b,
+                                     forget_bias=1.0, cell_clip=-1.0)
+            np.testing.assert_array_equal(h, want.h)
+
+
+@pytest.mark.parametrize("forget_bias", [float("nan"), float("inf"), 3.4028235e38])
+def test_lstm_layer_accepts_the_attrs_the_raw_op_accepts(forget_bias):
+    rng = np.random.default_rng(10)
+    x = _rand(rng, (3, 2, 2), np.float32)
+    w, b = _rand(rng, (5, 12), np.float32), _rand(rng, (12,), np.float32)
+    z = np.zeros((2, 3), np.float32)
+    layer = _core.LSTMLayer(2, 3, "float32", 3, 2, forget_bias=forget_bias, cell_clip=3.4028235e38)
+    layer.set_weights(w, b)
+    acts = [np.empty((3, 2, 3), np.float32) for _ in range(7)]
+    layer.forward(x, z, z, acts)
+    zh = np.zeros(3, np.float32)
+    want = raw_ops.BlockLSTM(seq_len_max=np.int64(3), x=x, cs_prev=z, h_prev=z, w=w, wci=zh,
+                             wcf=zh, wco=zh, b=b, forget_bias=forget_bias,
+                             cell_clip=3.4028235e38)
+    for got, ref in zip(acts, want):
+        np.testing.assert_array_equal(got, ref)
