@@ -8,7 +8,9 @@ unbatched input and hx. float16 (which the layer objects do not run) goes layer 
 through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS = False); see
 docs/torch.md.
 """
+import contextlib
 import math
+import numbers
 import warnings
 from typing import Optional, Tuple
 
@@ -23,6 +25,19 @@ from . import _ops
 # Pass PackedSequence lengths to the ops' seq_lengths input when the core has it (the padded
 # steps are then skipped); False forces the padded fallback (docs/torch.md).
 USE_SEQ_LENGTHS = True
+
+
+@contextlib.contextmanager
+def _as_torch_nn(name: str):
+    """Checks that raise torch.nn's own exception (type and message, so that code written
+    for torch.nn catches and matches them unchanged) run inside this; it adds a note naming
+    the blockrnn module, shown in the traceback."""
+    try:
+        yield
+    except (TypeError, ValueError, RuntimeError) as e:
+        e.add_note(f"raised by blockrnn.torch.{name} (the same check and message as "
+                   f"torch.nn.{name})")
+        raise
 
 
 class _Lengths:
@@ -54,41 +69,58 @@ class _RNNBase(nn.Module):
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
         super().__init__()
-        name = f"blockrnn.torch.{self._name}"
+        with _as_torch_nn(self._name):
+            # torch.nn.RNNBase's checks, in its order, with its exception types and messages
+            # (a model's error handling written for torch.nn sees the same errors).
+            self.mode = self._name
+            self.input_size = input_size
+            self.hidden_size = hidden_size
+            self.num_layers = num_layers
+            self.bias = bias
+            self.batch_first = batch_first
+            self.dropout = float(dropout)
+            self.bidirectional = bidirectional
+            self.proj_size = proj_size
+            if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 \
+                    or isinstance(dropout, bool):
+                raise ValueError("dropout should be a number in range [0, 1] representing the "
+                                 "probability of an element being zeroed")
+            if dropout > 0 and num_layers == 1:
+                warnings.warn("dropout option adds dropout after all but last recurrent layer, "
+                              "so non-zero dropout expects num_layers greater than 1, but got "
+                              f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
+            if not isinstance(bias, bool):
+                raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+            if not isinstance(batch_first, bool):
+                raise TypeError(f"batch_first should be of type bool, got: "
+                                f"{type(batch_first).__name__}")
+            if not isinstance(input_size, int):
+                raise TypeError(f"input_size should be of type int, got: "
+                                f"{type(input_size).__name__}")
+            if input_size <= 0:
+                raise ValueError("input_size must be greater than zero")
+            if not isinstance(hidden_size, int):
+                raise TypeError(f"hidden_size should be of type int, got: "
+                                f"{type(hidden_size).__name__}")
+            if hidden_size <= 0:
+                raise ValueError("hidden_size must be greater than zero")
+            if num_layers <= 0:
+                raise ValueError("num_layers must be greater than zero")
+            if proj_size < 0:
+                raise ValueError("proj_size should be a positive integer or zero to disable "
+                                 "projections")
+            if proj_size >= hidden_size:
+                raise ValueError("proj_size has to be smaller than hidden_size")
+            layers = range(num_layers)  # torch's TypeError for a non-integral num_layers
         if proj_size != 0:
             raise NotImplementedError(
-                f"{name}: proj_size={proj_size} (LSTM with projections) is not implemented by "
-                f"blockrnn; use torch.nn.LSTM for projected LSTMs")
-        for arg, v in (("input_size", input_size), ("hidden_size", hidden_size),
-                       ("num_layers", num_layers)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"{name}: {arg} should be of type int, got: {type(v).__name__}")
-        if hidden_size <= 0:
-            raise ValueError(f"{name}: hidden_size must be greater than zero")
-        if num_layers <= 0:
-            raise ValueError(f"{name}: num_layers must be greater than zero")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
-                or not 0 <= dropout <= 1:
-            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing "
-                             f"the probability of an element being zeroed")
-        if dropout > 0 and num_layers == 1:
-            warnings.warn(f"{name}: dropout option adds dropout after all but last recurrent "
-                          f"layer, so non-zero dropout expects num_layers greater than 1, but "
-                          f"got dropout={dropout} and num_layers={num_layers}")
-        self.mode = self._name
-        self.input_size = input_size
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
-        self.bias = bias
-        self.batch_first = batch_first
-        self.dropout = float(dropout)
-        self.bidirectional = bidirectional
-        self.proj_size = 0
+                f"blockrnn.torch.{self._name}: proj_size={proj_size} (an LSTM with projections) "
+                f"is not implemented by blockrnn; use torch.nn.LSTM for projected LSTMs")
         fk = {"device": device, "dtype": dtype}
         dirs = 2 if bidirectional else 1
         g = self._gates * hidden_size
         self._flat_weights_names = []
-        for layer in range(num_layers):
+        for layer in layers:
             layer_in = input_size if layer == 0 else hidden_size * dirs
             for d in range(dirs):
                 sfx = self._suffix(layer, d)
@@ -162,58 +194,70 @@ class _RNNBase(nn.Module):
                 f"blockrnn.torch.{self._name}: input is on device '{t.device}'; blockrnn runs "
                 f"on the CPU only (a GPU backend is a separate issue)")
 
-    def _prepare(self, input, hx_list):
-        """Returns (x [T,B,I] time-major, lengths or None, packed info, unbatched, hx list of
-        [L*D,B,H] tensors or None)."""
+    def _prepare(self, input, hx):
+        """Checks the call as torch.nn does and returns (x [T,B,I] time-major, lengths or None,
+        packed info, unbatched, the initial states as a list of [L*D,B,H] tensors or None,
+        their shape). hx: None, LSTM's (h_0, c_0) or GRU's h_0."""
         name = f"blockrnn.torch.{self._name}"
+        lstm = self._name == "LSTM"
         packed = None
         lengths = None
         unbatched = False
-        if isinstance(input, PackedSequence):
-            data, batch_sizes, sorted_idx, unsorted_idx = input
-            self._check_device(data)
-            x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
-            packed = (batch_sizes, sorted_idx, unsorted_idx)
-            if hx_list is not None and sorted_idx is not None:
-                hx_list = [h.index_select(1, sorted_idx) for h in hx_list]
-        else:
-            if not isinstance(input, Tensor):
-                raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
-                                f"{type(input).__name__}")
-            self._check_device(input)
-            if input.dim() not in (2, 3):
-                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
-                                 f"tensor instead")
-            unbatched = input.dim() == 2
-            kind = "unbatched 2-D" if unbatched else "batched 3-D"
-            for h in hx_list or ():
-                if h.dim() != input.dim():
-                    raise RuntimeError(f"{name}: For {kind} input, hx should also be "
-                                       f"{input.dim()}-D but got {h.dim()}-D tensor")
-            if unbatched:
-                x = input.unsqueeze(1)
-                if hx_list is not None:
-                    hx_list = [h.unsqueeze(1) for h in hx_list]
+        hx_list = None if hx is None else ([hx[0], hx[1]] if lstm else [hx])
+        with _as_torch_nn(self._name):
+            if isinstance(input, PackedSequence):
+                data, batch_sizes, sorted_idx, unsorted_idx = input
+                self._check_device(data)
+                x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
+                packed = (batch_sizes, sorted_idx, unsorted_idx)
             else:
-                x = input.transpose(0, 1) if self.batch_first else input
-        w0 = self.weight_ih_l0
-        if x.dtype != w0.dtype:
-            raise RuntimeError(f"{name}: input must have the type {w0.dtype}, got type "
-                               f"{x.dtype}")
-        if x.shape[2] != self.input_size:
-            raise RuntimeError(f"{name}: input.size(-1) must be equal to input_size. Expected "
-                               f"{self.input_size}, got {x.shape[2]}")
-        dirs = 2 if self.bidirectional else 1
-        expected = (self.num_layers * dirs, x.shape[1], self.hidden_size)
-        if hx_list is not None:
-            for k, h in enumerate(hx_list):
+                if not isinstance(input, Tensor):
+                    raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
+                                    f"{type(input).__name__}")
+                if input.dim() not in (2, 3):
+                    raise ValueError(f"{self._name}: Expected input to be 2D or 3D, got "
+                                     f"{input.dim()}D instead")
+                unbatched = input.dim() == 2
+                dims = [h.dim() for h in hx_list or ()]
+                if any(d != input.dim() for d in dims):
+                    kind = "unbatched 2-D" if unbatched else "batched 3-D"
+                    if lstm:
+                        raise RuntimeError(f"For {kind} input, hx and cx should also be "
+                                           f"{input.dim()}-D but got ({dims[0]}-D, "
+                                           f"{dims[1]}-D) tensors")
+                    raise RuntimeError(f"For {kind} input, hx should also be {input.dim()}-D "
+                                       f"but got {dims[0]}-D tensor")
+                self._check_device(input)
+                if unbatched:
+                    x = input.unsqueeze(1)
+                    if hx_list is not None:
+                        hx_list = [h.unsqueeze(1) for h in hx_list]
+                else:
+                    x = input.transpose(0, 1) if self.batch_first else input
+            w0 = self.weight_ih_l0
+            if x.dtype != w0.dtype:
+                raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype "
+                                 f"({w0.dtype}). Convert input: input.to({w0.dtype}), or "
+                                 f"convert model: model.to({x.dtype})")
+            if x.shape[2] != self.input_size:
+                raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                                   f"{self.input_size}, got {x.shape[2]}")
+            dirs = 2 if self.bidirectional else 1
+            expected = (self.num_layers * dirs, int(x.shape[1]), self.hidden_size)
+            for k, h in enumerate(hx_list or ()):
                 if tuple(h.shape) != expected:
-                    which = f"hidden[{k}]" if len(hx_list) > 1 else "hidden"
-                    raise RuntimeError(f"{name}: Expected {which} size {expected}, got "
-                                       f"{list(h.shape)}")
-                if h.dtype != x.dtype:
-                    raise RuntimeError(f"{name}: hx must have the type {x.dtype}, got "
-                                       f"{h.dtype}")
+                    which = f"hidden[{k}]" if lstm else "hidden"
+                    raise RuntimeError(f"Expected {which} size {expected}, got {list(h.shape)}")
+        for h in hx_list or ():
+            if h.dtype != x.dtype:
+                raise RuntimeError(f"{name}: hx must have the input's dtype {x.dtype}, got "
+                                   f"{h.dtype}")
+        with _as_torch_nn(self._name):
+            if x.shape[0] == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        if packed is not None and hx_list is not None and packed[1] is not None:
+            # each example's initial state goes with it into the sorted batch
+            hx_list = [h.index_select(1, packed[1]) for h in hx_list]
         lens = None
         if lengths is not None:
             lens = _Lengths(lengths, x.shape[0], x.dtype, x.device)
@@ -266,7 +310,7 @@ class _RNNBase(nn.Module):
         c0 = init_states[1].contiguous() if len(init_states) > 1 else None
         y, h_n, c_n, _ = _ops.rnn(x.contiguous(), h0, c0, self._stack_params(), sl,
                                   self._dropout_masks(x, T, B), mode, self.num_layers,
-                                  self.bidirectional, fb, clip, peep)
+                                  bool(self.bidirectional), fb, clip, peep)
         return y, ([h_n, c_n] if c0 is not None else [h_n])
 
     def _run_layers_per_op(self, x, lens, init_states):
@@ -311,14 +355,23 @@ class LSTM(_RNNBase):
       cell_clip: clip the cell state to [-cell_clip, cell_clip] (None or <= 0: no clipping).
       forget_bias: added to the forget gate's pre-activation (TensorFlow's BlockLSTM; runs on
         BlockLSTM in TensorFlow's gate order i,c,f,o). Default 0.0, i.e. torch's LSTM.
-    proj_size > 0 raises NotImplementedError.
+    proj_size > 0 raises NotImplementedError (torch.nn's range checks on it apply first).
     """
     _gates = 4
     _name = "LSTM"
 
     def __init__(self, *args, use_peephole: bool = False, cell_clip: Optional[float] = None,
                  forget_bias: float = 0.0, **kwargs):
-        self.use_peephole = bool(use_peephole)
+        if not isinstance(use_peephole, bool):
+            raise TypeError(f"blockrnn.torch.LSTM: use_peephole should be of type bool, got: "
+                            f"{type(use_peephole).__name__}")
+        for arg, v in (("cell_clip", cell_clip), ("forget_bias", forget_bias)):
+            if (v is not None or arg == "forget_bias") and (
+                    isinstance(v, bool) or not isinstance(v, numbers.Real)):
+                raise TypeError(f"blockrnn.torch.LSTM: {arg} should be a real number"
+                                f"{' or None' if arg == 'cell_clip' else ''}, got: "
+                                f"{type(v).__name__}")
+        self.use_peephole = use_peephole
         self.cell_clip = cell_clip
         self.forget_bias = float(forget_bias)
         super().__init__(*args, **kwargs)
@@ -376,10 +429,7 @@ class LSTM(_RNNBase):
         return h, (h, cs)
 
     def forward(self, input, hx: Optional[Tuple[Tensor, Tensor]] = None):
-        if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-            raise RuntimeError("blockrnn.torch.LSTM: hx must be a tuple (h_0, c_0)")
-        x, lens, packed, unbatched, hxl, shape = self._prepare(
-            input, None if hx is None else list(hx))
+        x, lens, packed, unbatched, hxl, shape = self._prepare(input, hx)
         if hxl is None:
             z = torch.zeros(shape, dtype=x.dtype, device=x.device)
             hxl = [z, z]
@@ -402,9 +452,13 @@ class GRU(_RNNBase):
     _name = "GRU"
 
     def __init__(self, *args, reset_after: bool = True, **kwargs):
-        self.reset_after = bool(reset_after)
-        if kwargs.get("proj_size", 0):
-            raise NotImplementedError("blockrnn.torch.GRU: proj_size is not an argument of GRU")
+        if not isinstance(reset_after, bool):
+            raise TypeError(f"blockrnn.torch.GRU: reset_after should be of type bool, got: "
+                            f"{type(reset_after).__name__}")
+        self.reset_after = reset_after
+        with _as_torch_nn("GRU"):
+            if "proj_size" in kwargs:
+                raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__(*args, **kwargs)
 
     def extra_repr(self) -> str:
@@ -441,8 +495,7 @@ class GRU(_RNNBase):
         return h, (h,)
 
     def forward(self, input, hx: Optional[Tensor] = None):
-        x, lens, packed, unbatched, hxl, shape = self._prepare(
-            input, None if hx is None else [hx])
+        x, lens, packed, unbatched, hxl, shape = self._prepare(input, hx)
         if hxl is None:
             hxl = [torch.zeros(shape, dtype=x.dtype, device=x.device)]
         out, (h_n,) = self._run_layers(x, lens, hxl)
