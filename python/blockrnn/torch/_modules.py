@@ -1,10 +1,11 @@
 """blockrnn.torch.LSTM and blockrnn.torch.GRU: torch.nn.LSTM / torch.nn.GRU on blockrnn's ops.
 
 Layers, directions, dropout between layers and per-example lengths run in the library: one
-blockrnn::rnn custom op call for the forward of the whole stack and one blockrnn::rnn_grad for
-its backward (blockrnn.RNN, blockrnn/layer.h). This module maps the torch parameters onto the
-ops' layout, draws the dropout masks with torch's RNG, and handles PackedSequence, batch_first,
-unbatched input and hx. float16 (which the layer objects do not run) goes layer by layer
+blockrnn::nn_rnn custom op call for the forward of the whole stack and one blockrnn::nn_rnn_grad
+for its backward (blockrnn.RNN, blockrnn/layer.h), on the module's parameters themselves (the
+op maps them onto the ops' layout when it packs them). This module checks the call as
+torch.nn does, draws the dropout masks with torch's RNG, and handles PackedSequence,
+batch_first, unbatched input and hx. float16 (which the layer objects do not run) goes layer by layer
 through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS = False); see
 docs/torch.md.
 """
@@ -175,18 +176,24 @@ class _RNNBase(nn.Module):
 
     # ------------------------------------------------------------------ forward plumbing
 
-    def _zero_bias(self, like: Tensor, n: int) -> Tensor:
-        return torch.zeros(n, dtype=like.dtype, device=like.device)
-
     def _layer_params(self, layer: int, d: int):
+        """torch.nn's parameters of (layer, direction): w_ih, w_hh, b_ih, b_hh (None without
+        bias), then the peephole vectors (LSTM with use_peephole; else none)."""
         sfx = self._suffix(layer, d)
         w_ih = getattr(self, "weight_ih" + sfx)
         w_hh = getattr(self, "weight_hh" + sfx)
+        b_ih = b_hh = None
         if self.bias:
             b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
-        else:
-            b_ih = b_hh = self._zero_bias(w_ih, w_ih.shape[0])
-        return w_ih, w_hh, b_ih, b_hh
+        return w_ih, w_hh, b_ih, b_hh, self._peepholes(sfx)
+
+    def _peepholes(self, sfx: str):
+        return ()
+
+    def _op_params(self, layer: int, d: int):
+        """(layer, direction)'s parameters in the layout of the op of _stack_mode()."""
+        return _ops.nn_to_ops_layout(self._stack_mode()[0], self.hidden_size,
+                                     *self._layer_params(layer, d))
 
     def _check_device(self, t: Tensor):
         if t.device.type != "cpu":
@@ -278,13 +285,14 @@ class _RNNBase(nn.Module):
         return out, states
 
     def _stack_params(self):
-        """The parameters of every (layer, direction) in the ops' layout, layer-major (the
-        order of blockrnn::rnn's `params`), each C-contiguous."""
+        """The parameters themselves, layer-major then direction, in the order of
+        blockrnn::nn_rnn's `params`: weight_ih, weight_hh, (bias_ih, bias_hh), (peepholes)."""
         dirs = 2 if self.bidirectional else 1
         out = []
         for layer in range(self.num_layers):
             for d in range(dirs):
-                out += [p.contiguous() for p in self._op_params(layer, d)]
+                w_ih, w_hh, b_ih, b_hh, peep = self._layer_params(layer, d)
+                out += [w_ih, w_hh, *([b_ih, b_hh] if self.bias else []), *peep]
         return out
 
     def _dropout_masks(self, x, T, B):
@@ -308,9 +316,9 @@ class _RNNBase(nn.Module):
         mode, fb, clip, peep = self._stack_mode()
         h0 = init_states[0].contiguous()
         c0 = init_states[1].contiguous() if len(init_states) > 1 else None
-        y, h_n, c_n, _ = _ops.rnn(x.contiguous(), h0, c0, self._stack_params(), sl,
-                                  self._dropout_masks(x, T, B), mode, self.num_layers,
-                                  bool(self.bidirectional), fb, clip, peep)
+        y, h_n, c_n, _ = _ops.nn_rnn(x.contiguous(), h0, c0, self._stack_params(), sl,
+                                     self._dropout_masks(x, T, B), mode, self.num_layers,
+                                     bool(self.bidirectional), self.bias, fb, clip, peep)
         return y, ([h_n, c_n] if c0 is not None else [h_n])
 
     def _run_layers_per_op(self, x, lens, init_states):
@@ -396,23 +404,10 @@ class LSTM(_RNNBase):
             s += f", forget_bias={self.forget_bias}"
         return s
 
-    def _op_params(self, layer, d):
-        """(w [I+H,4H], b [4H], wci, wcf, wco [H]) of BlockLSTMV2, or of BlockLSTM (TensorFlow's
-        gate order) with a forget_bias."""
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-        H = self.hidden_size
-        b = b_ih + b_hh
-        if self.forget_bias != 0.0:  # torch's i,f,g,o -> TensorFlow's i,c,f,o
-            perm = torch.cat([torch.arange(0, H), torch.arange(2 * H, 3 * H),
-                              torch.arange(H, 2 * H), torch.arange(3 * H, 4 * H)])
-            w_ih, w_hh, b = w_ih[perm], w_hh[perm], b[perm]
-        w = torch.cat([w_ih.t(), w_hh.t()], 0)  # [I+H, 4H]: the one weight copy per call
-        if self.use_peephole:
-            sfx = self._suffix(layer, d)
-            wci, wcf, wco = (getattr(self, f"weight_{g}" + sfx) for g in ("ci", "cf", "co"))
-        else:
-            wci = wcf = wco = self._zero_bias(w, H)
-        return w, b, wci, wcf, wco
+    def _peepholes(self, sfx: str):
+        if not self.use_peephole:
+            return ()
+        return tuple(getattr(self, f"weight_{g}" + sfx) for g in ("ci", "cf", "co"))
 
     def _stack_mode(self):
         clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
@@ -421,7 +416,8 @@ class LSTM(_RNNBase):
 
     def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
         h0, c0 = states
-        w, b, wci, wcf, wco = self._op_params(layer, d)
+        w, b, *peep = self._op_params(layer, d)
+        wci, wcf, wco = peep if peep else [w.new_zeros(self.hidden_size)] * 3
         tf_order = self.forget_bias != 0.0
         clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
         i, cs, f, o, ci, co, h = _ops.lstm(x, c0, h0, w, wci, wcf, wco, b, self.forget_bias,
@@ -465,33 +461,18 @@ class GRU(_RNNBase):
         s = super().extra_repr()
         return s if self.reset_after else s + ", reset_after=False"
 
-    def _op_params(self, layer, d):
-        """(w_i, w_h, b_i, b_h) of BlockGRUResetAfter or (w_ru, w_c, b_ru, b_c) of BlockGRU."""
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-        if self.reset_after:
-            return w_ih.t(), w_hh.t(), b_ih, b_hh
-        H2 = 2 * self.hidden_size
-        return (torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0),
-                torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0),
-                b_ih[:H2] + b_hh[:H2], b_ih[H2:] + b_hh[H2:])
-
     def _stack_mode(self):
         return ("gru_reset_after" if self.reset_after else "gru"), 0.0, 0.0, False
 
     def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
         (h0,) = states
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+        # reset-after: weight_ihᵀ, weight_hhᵀ as transposed views (the one-shot ops read them
+        # strided); reset-before: the concatenated w_ru, w_c (copies)
+        params = self._op_params(layer, d)
         if self.reset_after:
-            # w_i, w_h are transposed views: no copy here (the core reads them strided).
-            r, u, n, hn, h = _ops.gru_reset_after(x, h0, w_ih.t(), w_hh.t(), b_ih, b_hh,
-                                                  seq_lengths)
+            r, u, n, hn, h = _ops.gru_reset_after(x, h0, *params, seq_lengths)
         else:
-            H2 = 2 * self.hidden_size
-            w_ru = torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0)  # [I+H, 2H] (copy)
-            w_c = torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0)  # [I+H, H] (copy)
-            b_ru = b_ih[:H2] + b_hh[:H2]
-            b_c = b_ih[H2:] + b_hh[H2:]
-            r, u, c, h = _ops.gru_reset_before(x, h0, w_ru, w_c, b_ru, b_c, seq_lengths)
+            r, u, c, h = _ops.gru_reset_before(x, h0, *params, seq_lengths)
         return h, (h,)
 
     def forward(self, input, hx: Optional[Tensor] = None):
