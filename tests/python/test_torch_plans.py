@@ -209,6 +209,15 @@ for mode, kw in [("LSTM", dict(use_peephole=True, forget_bias=0.5)), ("LSTM", di
     args = (x, h0, c0, m._stack_params(), torch.tensor([4, 1, 3]), None, smode, 2, True, m.bias,
             fb, clip, peep)
     torch.library.opcheck(_ops.nn_rnn, args)
+    y, h_n, c_n, reserve = _ops.nn_rnn(*args)
+    flat = torch.cat([p.detach().reshape(-1) for p in m._stack_params()])
+    # (the grad ops have no gradient of their own: opcheck them on plain tensors)
+    c0 = None if c0 is None else c0.detach()
+    torch.library.opcheck(_ops.rnn_grad_flat, (x.detach(), h0.detach(), c0, flat, args[4],
+                                               None, reserve.detach(),
+                                               torch.randn_like(y), torch.randn_like(h_n),
+                                               torch.randn_like(c_n) if c0 is not None else None,
+                                               "nn", *args[6:]))
 print("ok")
 """
 
@@ -217,3 +226,50 @@ def test_nn_rnn_opcheck_in_fresh_process():
     res = subprocess.run([sys.executable, "-c", _OPCHECK_NN_RNN], capture_output=True,
                          text=True, timeout=600)
     assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
+
+
+# ------------------------------------------------------------------ vmap, batched gradients
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_is_grads_batched_matches_torch_nn(mode):
+    ref, mine = _pair(mode)
+    x = torch.randn(T, B, I, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(4, T, B, 2 * H, dtype=torch.float64)
+    want = torch.autograd.grad(ref(x)[0], [x, *ref.parameters()], v, is_grads_batched=True)
+    got = torch.autograd.grad(mine(x)[0], [x, *mine.parameters()], v, is_grads_batched=True)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w, atol=F64, rtol=0)
+    # each batch entry is the plain gradient of its vector
+    plain = torch.autograd.grad(mine(x)[0], [x, *mine.parameters()], v[2])
+    for g, p in zip(got, plain):
+        torch.testing.assert_close(g[2], p, atol=F64, rtol=0)
+
+
+@pytest.mark.parametrize("mode, kw", [("LSTM", dict(use_peephole=True, forget_bias=0.5)),
+                                      ("LSTM", dict(bias=False)),
+                                      ("GRU", dict(reset_after=False))])
+def test_gradcheck_with_batched_grad(mode, kw):
+    torch.manual_seed(3)
+    m = getattr(brt, mode)(3, 2, num_layers=2, bidirectional=True, **kw).double()
+    names = [n for n, _ in m.named_parameters()]
+    x = torch.randn(3, 2, 3, dtype=torch.float64, requires_grad=True)
+    lengths = torch.tensor([3, 1])
+
+    def f(x, *ps):
+        with torch.nn.utils.stateless._reparametrize_module(m, dict(zip(names, ps))):
+            packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths)
+            out, state = m(packed)
+            return out.data, (state[0] if mode == "LSTM" else state)
+
+    params = [p.detach().requires_grad_(True) for p in m.parameters()]
+    assert torch.autograd.gradcheck(f, (x, *params), eps=1e-6, atol=1e-7,
+                                    check_batched_grad=True)
+
+
+def test_vmap_of_the_forward_is_the_loop():
+    m = _module("LSTM")
+    xs = torch.randn(3, T, B, I, dtype=torch.float64)
+    got = torch.vmap(lambda x: m(x)[0])(xs)
+    want = torch.stack([m(x)[0] for x in xs])
+    torch.testing.assert_close(got, want, atol=0, rtol=0)

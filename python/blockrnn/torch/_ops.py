@@ -377,7 +377,7 @@ def _stamp(params) -> tuple:
     return ids, [p.detach().clone() for p in params]
 
 
-def _unchanged(stamp, params) -> bool:
+def _unchanged(stamp, params, by_value: bool = False) -> bool:
     """True when `params` are the tensors of `stamp`, unchanged. The version counters see
     every write autograd tracks (optimiser steps, load_state_dict, in-place updates under
     no_grad), so a changed one repacks at once; the values are compared as well, because
@@ -386,6 +386,10 @@ def _unchanged(stamp, params) -> bool:
     if stamp is None:
         return False
     ids, values = stamp
+    if by_value:  # tensors made for the call (the batched-gradient path): the values decide
+        return len(values) == len(params) and all(
+            c.shape == p.shape and torch.equal(_bit_view(p.detach()), _bit_view(c))
+            for p, c in zip(params, values))
     return len(ids) == len(params) and all(
         ref() is p and v is not None and v == _version(p) and ptr == p.data_ptr()
         and shape == tuple(p.shape) and strides == tuple(p.stride())
@@ -490,10 +494,11 @@ def _layer_input_size(cfg: _Config, layer: int) -> int:
     return cfg.I if layer == 0 else (2 if cfg.bidirectional else 1) * cfg.H
 
 
-def _pack(plan: _Plan, cfg: _Config, params: List[Tensor], op: str) -> None:
+def _pack(plan: _Plan, cfg: _Config, params: List[Tensor], op: str,
+          by_value: bool = False) -> None:
     """Sets the plan's weights from `params` unless they are the ones it holds (plan.lock
     held)."""
-    if _unchanged(plan.stamp, params):
+    if _unchanged(plan.stamp, params, by_value):
         return
     plan.stamp = None
     D = 2 if cfg.bidirectional else 1
@@ -561,7 +566,7 @@ def _stack_forward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, mod
 
 def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad,
                     h_n_grad, c_n_grad, mode, num_layers, bidirectional, has_bias, forget_bias,
-                    cell_clip, use_peephole):
+                    cell_clip, use_peephole, flat: bool = False):
     cfg = _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias,
                   cell_clip, use_peephole, op)
     _check_params(cfg, params, op)
@@ -571,14 +576,15 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
     x_grad = torch.empty_like(x, memory_format=torch.contiguous_format)
     h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format)
     c0_grad = x.new_empty(tuple(h0.shape) if lstm_ else (0,))
-    plan = _plan(cfg, id(params[0]) if layout == "nn" else None, T, B)
+    owner = "flat" if flat else (id(params[0]) if layout == "nn" else None)
+    plan = _plan(cfg, owner, T, B)
     if layout == "ops":
         grads = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
     else:  # the ops' layout first; torch.nn's below
         grads = [x.new_empty(shape) for k in range(num_layers * D)
                  for shape in _ops_shapes(cfg, _layer_input_size(cfg, k // D))]
     with plan.lock:
-        _pack(plan, cfg, params, op)
+        _pack(plan, cfg, params, op, by_value=flat)
         plan.rnn.backward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"), lens,
                           _opt(dropout_mask, op, "dropout_mask"), _np(y_grad, op, "y_grad"),
                           _np(h_n_grad, op, "h_n_grad"), _opt(c_n_grad, op, "c_n_grad"),
@@ -608,11 +614,13 @@ def _stack_grad_fake(x, h0, params, mode):
                                                                 for p in params]]
 
 
-def _wire_stack(fwd, grad, n_attrs: int):
+def _wire_stack(fwd, grad, layout: str):
     """register_autograd for a stack op pair: fwd(x, h0, c0, params, seq_lengths,
     dropout_mask, *attrs) -> (y, h_n, c_n, reserve); grad(x, h0, c0, params, seq_lengths,
     dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, *attrs) -> [x_grad, h0_grad, c0_grad,
-    *param grads]. attrs[0] is the mode, attrs[2] bidirectional."""
+    *param grads]. attrs: mode, num_layers, bidirectional, (has_bias: the "nn" layout),
+    forget_bias, cell_clip, use_peephole."""
+    n_attrs = 7 if layout == "nn" else 6
     def setup(ctx, inputs, output):
         x, h0, c0, params, seq_lengths, mask = inputs[:6]
         ctx.attrs = inputs[6:]
@@ -643,12 +651,76 @@ def _wire_stack(fwd, grad, n_attrs: int):
             gcn = gcn if gcn is not None else torch.zeros_like(h0)
         else:
             gcn = None
-        g = grad(x, h0, c0, params, ctx.lens, mask, reserve, gy.contiguous(), ghn.contiguous(),
-                 None if gcn is None else gcn.contiguous(), *ctx.attrs)
+        grads = (gy.contiguous(), ghn.contiguous(), None if gcn is None else gcn.contiguous())
+        if any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
+            # torch.autograd.grad(is_grads_batched=True) and gradcheck's batched check vmap
+            # this backward with torch's legacy vmap, which loops over an op for us only when
+            # it takes and returns plain tensors: the flat twin of the grad op
+            attrs = ctx.attrs if layout == "nn" else (*ctx.attrs[:3], True, *ctx.attrs[3:])
+            g = _flat_grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, layout, *attrs)
+        else:
+            g = grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, *ctx.attrs)
         return (g[0], g[1], g[2] if ctx.has_c0 else None, list(g[3:]), None, None,
                 *([None] * n_attrs))
 
     fwd.register_autograd(backward, setup_context=setup)
+
+
+def _param_shapes(cfg: _Config) -> List[Tuple[int, ...]]:
+    """The shapes of a stack op's `params` in the config's layout, in order."""
+    D = 2 if cfg.bidirectional else 1
+    out = []
+    for k in range(cfg.L * D):
+        I_l = _layer_input_size(cfg, k // D)
+        if cfg.layout == "ops":
+            out += _ops_shapes(cfg, I_l)
+            continue
+        G = (4 if cfg.mode.startswith("lstm") else 3) * cfg.H
+        out += [(G, I_l), (G, cfg.H)] + ([(G,), (G,)] if cfg.has_bias else []) + \
+            ([(cfg.H,)] * 3 if cfg.use_peephole else [])
+    return out
+
+
+@torch.library.custom_op("blockrnn::rnn_grad_flat", mutates_args=())
+def rnn_grad_flat(x: Tensor, h0: Tensor, c0: Optional[Tensor], flat_params: Tensor,
+                  seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor],
+                  reserve: Tensor, y_grad: Tensor, h_n_grad: Tensor,
+                  c_n_grad: Optional[Tensor], layout: str, mode: str, num_layers: int,
+                  bidirectional: bool, has_bias: bool, forget_bias: float, cell_clip: float,
+                  use_peephole: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """rnn_grad / nn_rnn_grad (layout "ops" / "nn") with the parameters and their gradients
+    flattened into one 1-D tensor each, so that the op takes and returns plain tensors."""
+    op = "blockrnn::rnn_grad_flat"
+    cfg = _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias,
+                  cell_clip, use_peephole, op)
+    shapes = _param_shapes(cfg)
+    sizes = [int(np.prod(s)) for s in shapes]
+    if flat_params.dim() != 1 or flat_params.numel() != sum(sizes):
+        raise ValueError(f"{op}: flat_params must have shape [{sum(sizes)}], got "
+                         f"{list(flat_params.shape)}")
+    params = [t.view(s) for t, s in zip(flat_params.split(sizes), shapes)]
+    g = _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, reserve,
+                        y_grad, h_n_grad, c_n_grad, mode, num_layers, bidirectional, has_bias,
+                        forget_bias, cell_clip, use_peephole, flat=True)
+    return g[0], g[1], g[2], torch.cat([t.reshape(-1) for t in g[3:]])
+
+
+@rnn_grad_flat.register_fake
+def _(x, h0, c0, flat_params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c_n_grad,
+      layout, mode, num_layers, bidirectional, has_bias, forget_bias, cell_clip, use_peephole):
+    return (x.new_empty(x.shape), x.new_empty(h0.shape),
+            x.new_empty(tuple(h0.shape) if mode.startswith("lstm") else (0,)),
+            x.new_empty(flat_params.shape))
+
+
+def _flat_grad(x, h0, c0, params, seq_lengths, mask, reserve, gy, ghn, gcn, layout, *attrs):
+    """The stack's gradients through rnn_grad_flat: [x_grad, h0_grad, c0_grad, *param grads]
+    (views of one flat gradient, each contiguous in its parameter's shape)."""
+    flat = torch.cat([p.detach().reshape(-1) for p in params])
+    xg, hg, cg, fg = rnn_grad_flat(x, h0, c0, flat, seq_lengths, mask, reserve, gy, ghn, gcn,
+                                   layout, *attrs)
+    sizes = [p.numel() for p in params]
+    return [xg, hg, cg, *[t.view(p.shape) for t, p in zip(fg.split(sizes), params)]]
 
 
 @torch.library.custom_op("blockrnn::rnn", mutates_args=())
@@ -687,7 +759,7 @@ def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c
     return _stack_grad_fake(x, h0, params, mode)
 
 
-_wire_stack(rnn, rnn_grad, 6)
+_wire_stack(rnn, rnn_grad, "ops")
 
 
 @torch.library.custom_op("blockrnn::nn_rnn", mutates_args=())
@@ -727,4 +799,39 @@ def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c
     return _stack_grad_fake(x, h0, params, mode)
 
 
-_wire_stack(nn_rnn, nn_rnn_grad, 7)
+_wire_stack(nn_rnn, nn_rnn_grad, "nn")
+
+
+# ------------------------------------------------------------------------------ vmap
+#
+# torch.vmap over any of the ops above (and so torch.autograd.grad(..., is_grads_batched=True),
+# gradcheck(check_batched_grad=True), torch.func's per-example gradients) runs the op once per
+# batch entry and stacks the results: the library has no batch-of-problems entry point, and a
+# stack of independent recurrences is what a batching rule would compute anyway. The plan and
+# its packed weights are shared by the entries (the parameters do not change between them).
+
+def _vmap_slice(a, dim, k: int):
+    """Entry k of argument `a` batched along `dim` (None: not batched); lists elementwise."""
+    if isinstance(a, (list, tuple)):
+        dims = dim if isinstance(dim, (list, tuple)) else [dim] * len(a)
+        return [_vmap_slice(t, d, k) for t, d in zip(a, dims)]
+    return a if dim is None else a.select(dim, k)
+
+
+def _loop_vmap(op):
+    def rule(info, in_dims, *args):
+        outs = [op(*[_vmap_slice(a, d, k) for a, d in zip(args, in_dims)])
+                for k in range(info.batch_size)]
+        if isinstance(outs[0], Tensor):
+            return torch.stack(outs), 0
+        stacked = [torch.stack([o[n] for o in outs]) for n in range(len(outs[0]))]
+        if isinstance(outs[0], tuple):
+            return tuple(stacked), tuple(0 for _ in stacked)
+        return stacked, [0 for _ in stacked]
+
+    op.register_vmap(rule)
+
+
+for _op in (lstm, lstm_grad, gru_reset_after, gru_reset_after_grad, gru_reset_before,
+            gru_reset_before_grad, rnn, rnn_grad, nn_rnn, nn_rnn_grad, rnn_grad_flat):
+    _loop_vmap(_op)
