@@ -196,3 +196,11 @@ def test_hx_dtype_refused_clearly(mode):
     with pytest.raises(RuntimeError, match=rf"blockrnn\.torch\.{mode}: hx must have the "
                                            r"input's dtype torch.float32, got torch.float64"):
         m(_z(4, 2, I), (h, h) if mode == "LSTM" else h)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_non_tensor_input_refused_clearly(mode):
+    # torch.nn: AttributeError "'list' object has no attribute 'dim'"
+    with pytest.raises(TypeError, match=rf"blockrnn\.torch\.{mode}: input must be a Tensor or "
+                                        r"a PackedSequence, got list"):
+        getattr(brt, mode)(I, H)([1, 2])

@@ -5,8 +5,8 @@ blockrnn::nn_rnn custom op call for the forward of the whole stack and one block
 for its backward (blockrnn.RNN, blockrnn/layer.h), on the module's parameters themselves (the
 op maps them onto the ops' layout when it packs them). This module checks the call as
 torch.nn does, draws the dropout masks with torch's RNG, and handles PackedSequence,
-batch_first, unbatched input and hx. float16 (which the layer objects do not run) goes layer by layer
-through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS = False); see
+batch_first, unbatched input and hx. float16 (which the layer objects do not run) goes layer
+by layer through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS = False); see
 docs/torch.md.
 """
 import contextlib
@@ -210,6 +210,9 @@ class _RNNBase(nn.Module):
         packed = None
         lengths = None
         unbatched = False
+        if not isinstance(input, (Tensor, PackedSequence)):
+            raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
+                            f"{type(input).__name__}")
         hx_list = None if hx is None else ([hx[0], hx[1]] if lstm else [hx])
         with _as_torch_nn(self._name):
             if isinstance(input, PackedSequence):
@@ -218,9 +221,6 @@ class _RNNBase(nn.Module):
                 x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
                 packed = (batch_sizes, sorted_idx, unsorted_idx)
             else:
-                if not isinstance(input, Tensor):
-                    raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
-                                    f"{type(input).__name__}")
                 if input.dim() not in (2, 3):
                     raise ValueError(f"{self._name}: Expected input to be 2D or 3D, got "
                                      f"{input.dim()}D instead")

@@ -12,8 +12,9 @@ The forward ops return every per-step tensor the backward needs (gates, cell sta
 `cs` and `h` (LSTM) and `h` (GRUs) are differentiable outputs: the others are saved
 activations, and a gradient arriving on them is ignored (the modules never use them).
 
-Every op takes an optional `seq_lengths` (int64 [B], blockrnn's per-example lengths, when the
-core has them: HAS_SEQ_LENGTHS); it is not differentiable.
+Every op takes an optional `seq_lengths` ([B], blockrnn's per-example lengths, when the core
+has them: HAS_SEQ_LENGTHS), of any integer dtype as pack_padded_sequence takes its lengths
+(passed on as int64); it is not differentiable.
 """
 import inspect
 from typing import List, Optional, Tuple
