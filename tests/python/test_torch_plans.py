@@ -273,3 +273,13 @@ def test_vmap_of_the_forward_is_the_loop():
     got = torch.vmap(lambda x: m(x)[0])(xs)
     want = torch.stack([m(x)[0] for x in xs])
     torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("mode, kw", VARIANTS)
+def test_float16_weight_gradients_have_torch_nn_s_layout(mode, kw):
+    # float16 runs layer by layer on the one-shot ops; its gradients are contiguous too
+    m = _module(mode, **kw).half()
+    x = torch.randn(T, B, I).half()
+    grads = torch.autograd.grad(_loss(m, x), list(m.parameters()))
+    for (name, p), g in zip(m.named_parameters(), grads):
+        assert g.dtype == torch.float16 and g.stride() == p.stride(), name

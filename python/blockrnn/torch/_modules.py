@@ -62,6 +62,23 @@ class _Lengths:
         return seq.gather(0, self.last.expand(1, seq.shape[1], seq.shape[2])).squeeze(0)
 
 
+class _ContiguousGrad(torch.autograd.Function):
+    """Identity whose gradient is made contiguous: autograd gives a parameter the gradient of a
+    transpose or a slice of a concatenation as a strided view, where torch.nn's is contiguous."""
+
+    @staticmethod
+    def forward(t):
+        return t.view_as(t)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.contiguous()
+
+
 class _RNNBase(nn.Module):
     _gates = 0
     _name = ""
@@ -191,9 +208,14 @@ class _RNNBase(nn.Module):
         return ()
 
     def _op_params(self, layer: int, d: int):
-        """(layer, direction)'s parameters in the layout of the op of _stack_mode()."""
-        return _ops.nn_to_ops_layout(self._stack_mode()[0], self.hidden_size,
-                                     *self._layer_params(layer, d))
+        """(layer, direction)'s parameters in the layout of the op of _stack_mode() (the
+        per-op path), their gradients arriving contiguous in torch.nn's layout."""
+        w_ih, w_hh, b_ih, b_hh, peep = self._layer_params(layer, d)
+        g = _ContiguousGrad.apply
+        return _ops.nn_to_ops_layout(self._stack_mode()[0], self.hidden_size, g(w_ih), g(w_hh),
+                                     None if b_ih is None else g(b_ih),
+                                     None if b_hh is None else g(b_hh),
+                                     tuple(g(p) for p in peep))
 
     def _check_device(self, t: Tensor):
         if t.device.type != "cpu":
