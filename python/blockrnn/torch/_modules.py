@@ -13,7 +13,7 @@ import contextlib
 import math
 import numbers
 import warnings
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -36,6 +36,8 @@ def _as_torch_nn(name: str):
     try:
         yield
     except (TypeError, ValueError, RuntimeError) as e:
+        if str(e).startswith("blockrnn"):  # one of blockrnn's own checks
+            raise
         e.add_note(f"raised by blockrnn.torch.{name} (the same check and message as "
                    f"torch.nn.{name})")
         raise
@@ -82,6 +84,7 @@ class _ContiguousGrad(torch.autograd.Function):
 class _RNNBase(nn.Module):
     _gates = 0
     _name = ""
+    __jit_unused_properties__ = ["_flat_weights", "all_weights"]  # Python-only conveniences
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
@@ -136,6 +139,7 @@ class _RNNBase(nn.Module):
                 f"is not implemented by blockrnn; use torch.nn.LSTM for projected LSTMs")
         fk = {"device": device, "dtype": dtype}
         dirs = 2 if bidirectional else 1
+        self._num_directions = dirs
         g = self._gates * hidden_size
         self._flat_weights_names = []
         for layer in layers:
@@ -217,94 +221,127 @@ class _RNNBase(nn.Module):
                                      None if b_hh is None else g(b_hh),
                                      tuple(g(p) for p in peep))
 
-    def _check_device(self, t: Tensor):
+    def _check_device(self, t: Tensor) -> None:
         if t.device.type != "cpu":
             raise NotImplementedError(
-                f"blockrnn.torch.{self._name}: input is on device '{t.device}'; blockrnn runs "
+                f"blockrnn.torch.{self.mode}: input is on device '{t.device}'; blockrnn runs "
                 f"on the CPU only (a GPU backend is a separate issue)")
 
-    def _prepare(self, input, hx):
-        """Checks the call as torch.nn does and returns (x [T,B,I] time-major, lengths or None,
-        packed info, unbatched, the initial states as a list of [L*D,B,H] tensors or None,
-        their shape). hx: None, LSTM's (h_0, c_0) or GRU's h_0."""
-        name = f"blockrnn.torch.{self._name}"
-        lstm = self._name == "LSTM"
-        packed = None
-        lengths = None
-        unbatched = False
-        if not isinstance(input, (Tensor, PackedSequence)):
-            raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
-                            f"{type(input).__name__}")
-        hx_list = None if hx is None else ([hx[0], hx[1]] if lstm else [hx])
-        with _as_torch_nn(self._name):
-            if isinstance(input, PackedSequence):
-                data, batch_sizes, sorted_idx, unsorted_idx = input
-                self._check_device(data)
-                x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
-                packed = (batch_sizes, sorted_idx, unsorted_idx)
-            else:
-                if input.dim() not in (2, 3):
-                    raise ValueError(f"{self._name}: Expected input to be 2D or 3D, got "
-                                     f"{input.dim()}D instead")
-                unbatched = input.dim() == 2
-                dims = [h.dim() for h in hx_list or ()]
-                if any(d != input.dim() for d in dims):
-                    kind = "unbatched 2-D" if unbatched else "batched 3-D"
-                    if lstm:
-                        raise RuntimeError(f"For {kind} input, hx and cx should also be "
-                                           f"{input.dim()}-D but got ({dims[0]}-D, "
-                                           f"{dims[1]}-D) tensors")
-                    raise RuntimeError(f"For {kind} input, hx should also be {input.dim()}-D "
-                                       f"but got {dims[0]}-D tensor")
-                self._check_device(input)
-                if unbatched:
-                    x = input.unsqueeze(1)
-                    if hx_list is not None:
-                        hx_list = [h.unsqueeze(1) for h in hx_list]
-                else:
-                    x = input.transpose(0, 1) if self.batch_first else input
-            w0 = self.weight_ih_l0
+    def _check_call(self, x: Tensor, hx: Optional[List[Tensor]]) -> None:
+        """torch.nn's checks of a time-major batch x [T, B, I] and the initial states hx
+        ([L*D, B, H] each), with its exception types and messages."""
+        w0 = self.weight_ih_l0
+        if not torch.jit.is_scripting():  # (torch.nn's scripted modules skip it too)
             if x.dtype != w0.dtype:
                 raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype "
                                  f"({w0.dtype}). Convert input: input.to({w0.dtype}), or "
                                  f"convert model: model.to({x.dtype})")
-            if x.shape[2] != self.input_size:
-                raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
-                                   f"{self.input_size}, got {x.shape[2]}")
-            dirs = 2 if self.bidirectional else 1
-            expected = (self.num_layers * dirs, int(x.shape[1]), self.hidden_size)
-            for k, h in enumerate(hx_list or ()):
-                if tuple(h.shape) != expected:
-                    which = f"hidden[{k}]" if lstm else "hidden"
+        if x.shape[2] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {x.shape[2]}")
+        expected = (self.num_layers * self._num_directions, int(x.shape[1]), self.hidden_size)
+        if hx is not None:
+            for k, h in enumerate(hx):
+                if list(h.shape) != [expected[0], expected[1], expected[2]]:
+                    which = "hidden" if self.mode == "GRU" else f"hidden[{k}]"
                     raise RuntimeError(f"Expected {which} size {expected}, got {list(h.shape)}")
-        for h in hx_list or ():
-            if h.dtype != x.dtype:
-                raise RuntimeError(f"{name}: hx must have the input's dtype {x.dtype}, got "
-                                   f"{h.dtype}")
-        with _as_torch_nn(self._name):
-            if x.shape[0] == 0:
-                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-        if packed is not None and hx_list is not None and packed[1] is not None:
-            # each example's initial state goes with it into the sorted batch
-            hx_list = [h.index_select(1, packed[1]) for h in hx_list]
-        lens = None
-        if lengths is not None:
-            lens = _Lengths(lengths, x.shape[0], x.dtype, x.device)
-        return x, lens, packed, unbatched, hx_list, expected
+            for h in hx:
+                if h.dtype != x.dtype:
+                    raise RuntimeError(f"blockrnn.torch.{self.mode}: hx must have the "
+                                       f"input's dtype {x.dtype}, got {h.dtype}")
+        if x.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
 
-    def _finish(self, out: Tensor, lens, packed, unbatched, states):
-        if packed is not None:
-            batch_sizes, sorted_idx, unsorted_idx = packed
-            data = pack_padded_sequence(out, lens.lengths.cpu(), enforce_sorted=True).data
-            out = PackedSequence(data, batch_sizes, sorted_idx, unsorted_idx)
-            if unsorted_idx is not None:
-                states = [s.index_select(1, unsorted_idx) for s in states]
-        elif unbatched:
-            out = out.squeeze(1)
-            states = [s.squeeze(1) for s in states]
-        elif self.batch_first:
-            out = out.transpose(0, 1)
+    def _tensor_input(self, input: Tensor, hx: Optional[List[Tensor]]
+                      ) -> Tuple[Tensor, Optional[List[Tensor]], bool]:
+        """A Tensor input's checks (torch.nn's) and its time-major view: (x [T,B,I], hx
+        [L*D,B,H] each or None, unbatched)."""
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"{self.mode}: Expected input to be 2D or 3D, got {input.dim()}D "
+                             f"instead")
+        unbatched = input.dim() == 2
+        kind = "unbatched 2-D" if unbatched else "batched 3-D"
+        if hx is not None:
+            for h in hx:
+                if h.dim() != input.dim():
+                    if self.mode == "LSTM":
+                        raise RuntimeError(f"For {kind} input, hx and cx should also be "
+                                           f"{input.dim()}-D but got ({hx[0].dim()}-D, "
+                                           f"{hx[1].dim()}-D) tensors")
+                    raise RuntimeError(f"For {kind} input, hx should also be {input.dim()}-D "
+                                       f"but got {h.dim()}-D tensor")
+        self._check_device(input)
+        if unbatched:
+            x = input.unsqueeze(1)
+            if hx is not None:
+                hx = [h.unsqueeze(1) for h in hx]
+        else:
+            x = input.transpose(0, 1) if self.batch_first else input
+        self._check_call(x, hx)
+        return x, hx, unbatched
+
+    def _initial_states(self, x: Tensor, hx: Optional[List[Tensor]]) -> List[Tensor]:
+        """hx, or zeros [L*D, B, H] (h_0, and c_0 for the LSTM)."""
+        if hx is not None:
+            return hx
+        shape = (self.num_layers * self._num_directions, x.shape[1], self.hidden_size)
+        z = torch.zeros(shape, dtype=x.dtype, device=x.device)
+        return [z, z] if self.mode == "LSTM" else [z]
+
+    def _forward_tensor(self, input: Tensor, hx: Optional[List[Tensor]]
+                        ) -> Tuple[Tensor, List[Tensor]]:
+        """forward on a Tensor input (TorchScript's path, and eager's through _forward_eager):
+        the output and the final states, in torch.nn's shapes."""
+        x, hxl, unbatched = self._checked_tensor_input(input, hx)
+        out, states = self._run_stack(x, self._initial_states(x, hxl))
+        if unbatched:
+            return out.squeeze(1), [s.squeeze(1) for s in states]
+        if self.batch_first:
+            return out.transpose(0, 1), states
         return out, states
+
+    def _checked_tensor_input(self, input: Tensor, hx: Optional[List[Tensor]]
+                              ) -> Tuple[Tensor, Optional[List[Tensor]], bool]:
+        if torch.jit.is_scripting():
+            return self._tensor_input(input, hx)
+        return self._tensor_input_noted(input, hx)
+
+    @torch.jit.unused
+    def _tensor_input_noted(self, input: Tensor, hx: Optional[List[Tensor]]
+                            ) -> Tuple[Tensor, Optional[List[Tensor]], bool]:
+        with _as_torch_nn(self.mode):
+            return self._tensor_input(input, hx)
+
+    @torch.jit.unused
+    def _forward_eager(self, input, hx: Optional[List[Tensor]]) -> Tuple[Tensor, List[Tensor]]:
+        """forward outside TorchScript: a Tensor, or a PackedSequence (unpacked to a padded,
+        time-major batch sorted by length, run with the lengths and packed again)."""
+        if not isinstance(input, (Tensor, PackedSequence)):
+            raise TypeError(f"blockrnn.torch.{self.mode}: input must be a Tensor or a "
+                            f"PackedSequence, got {type(input).__name__}")
+        if isinstance(input, Tensor):
+            return self._forward_tensor(input, hx)
+        data, batch_sizes, sorted_idx, unsorted_idx = input
+        self._check_device(data)
+        x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
+        with _as_torch_nn(self.mode):
+            self._check_call(x, hx)
+        if hx is not None and sorted_idx is not None:
+            # each example's initial state goes with it into the sorted batch
+            hx = [h.index_select(1, sorted_idx) for h in hx]
+        lens = _Lengths(lengths, x.shape[0], x.dtype, x.device)
+        out, states = self._run_layers(x, lens, self._initial_states(x, hx))
+        data = pack_padded_sequence(out, lens.lengths.cpu(), enforce_sorted=True).data
+        out = PackedSequence(data, batch_sizes, sorted_idx, unsorted_idx)
+        if unsorted_idx is not None:
+            states = [s.index_select(1, unsorted_idx) for s in states]
+        return out, states
+
+    def __prepare_scriptable__(self):
+        # torch.jit.script: the scripted forward takes the parameters from this list (scripting
+        # fixes a module's parameters)
+        self._script_params = self._stack_params()
+        return self
 
     def _stack_params(self):
         """The parameters themselves, layer-major then direction, in the order of
@@ -317,31 +354,59 @@ class _RNNBase(nn.Module):
                 out += [w_ih, w_hh, *([b_ih, b_hh] if self.bias else []), *peep]
         return out
 
-    def _dropout_masks(self, x, T, B):
+    def _dropout_masks(self, x: Tensor, T: int, B: int) -> Optional[Tensor]:
         """[L-1, T, B, D*H] masks scaled as torch's dropout multiplies (0 or 1/(1-p)), drawn
         with torch's RNG one layer after another; None when no dropout applies."""
         if not (self.dropout > 0 and self.training and self.num_layers > 1):
             return None
-        dirs = 2 if self.bidirectional else 1
-        shape = (self.num_layers - 1, T, B, dirs * self.hidden_size)
+        shape = (self.num_layers - 1, T, B, self._num_directions * self.hidden_size)
         if self.dropout >= 1:
             return x.new_zeros(shape)
         return x.new_empty(shape).bernoulli_(1 - self.dropout).div_(1 - self.dropout)
 
     def _run_layers(self, x, lens, init_states):
-        """init_states: list over state kinds of [L*D,B,H]. Returns out [T,B,D*H] and the final
-        states (list over kinds of [L*D,B,H])."""
+        """init_states: list over state kinds of [L*D,B,H]; lens: the lengths or None. Returns
+        out [T,B,D*H] and the final states (list over kinds of [L*D,B,H])."""
         if x.dtype == torch.float16 or (lens is not None and not USE_SEQ_LENGTHS):
             return self._run_layers_per_op(x, lens, init_states)
+        return self._run_stack_on(x, None if lens is None else lens.lengths.cpu(), init_states)
+
+    def _run_stack(self, x: Tensor, init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
+        """The stack on a batch without lengths."""
+        if x.dtype == torch.float16:
+            return self._run_per_op_without_lengths(x, init_states)
+        return self._run_stack_on(x, None, init_states)
+
+    @torch.jit.unused
+    def _run_per_op_without_lengths(self, x: Tensor, init_states: List[Tensor]
+                                    ) -> Tuple[Tensor, List[Tensor]]:
+        return self._run_layers_per_op(x, None, init_states)
+
+    def _run_stack_on(self, x: Tensor, seq_lengths: Optional[Tensor],
+                      init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
+        """blockrnn::nn_rnn on x [T,B,I] (float32, float64), optional lengths."""
         T, B = x.shape[0], x.shape[1]
-        sl = None if lens is None else lens.lengths.cpu()
         mode, fb, clip, peep = self._stack_mode()
         h0 = init_states[0].contiguous()
-        c0 = init_states[1].contiguous() if len(init_states) > 1 else None
-        y, h_n, c_n, _ = _ops.nn_rnn(x.contiguous(), h0, c0, self._stack_params(), sl,
-                                     self._dropout_masks(x, T, B), mode, self.num_layers,
-                                     bool(self.bidirectional), self.bias, fb, clip, peep)
-        return y, ([h_n, c_n] if c0 is not None else [h_n])
+        c0: Optional[Tensor] = None
+        if len(init_states) > 1:
+            c0 = init_states[1].contiguous()
+        y, h_n, c_n, _ = torch.ops.blockrnn.nn_rnn(
+            x.contiguous(), h0, c0, self._params(), seq_lengths, self._dropout_masks(x, T, B),
+            mode, self.num_layers, self._num_directions == 2, self.bias, fb, clip, peep)
+        if c0 is not None:
+            return y, [h_n, c_n]
+        return y, [h_n]
+
+    def _params(self) -> List[Tensor]:
+        """The parameters in blockrnn::nn_rnn's order (scripted: as they were when scripted)."""
+        if torch.jit.is_scripting():
+            return self._script_params
+        return self._eager_params()
+
+    @torch.jit.unused
+    def _eager_params(self) -> List[Tensor]:
+        return self._stack_params()
 
     def _run_layers_per_op(self, x, lens, init_states):
         """The stack in Python, one sequence op per (layer, direction): float16 and the padded
@@ -389,6 +454,7 @@ class LSTM(_RNNBase):
     """
     _gates = 4
     _name = "LSTM"
+    cell_clip: Optional[float]  # (the attribute's type, for TorchScript)
 
     def __init__(self, *args, use_peephole: bool = False, cell_clip: Optional[float] = None,
                  forget_bias: float = 0.0, **kwargs):
@@ -402,7 +468,7 @@ class LSTM(_RNNBase):
                                 f"{' or None' if arg == 'cell_clip' else ''}, got: "
                                 f"{type(v).__name__}")
         self.use_peephole = use_peephole
-        self.cell_clip = cell_clip
+        self.cell_clip = None if cell_clip is None else float(cell_clip)
         self.forget_bias = float(forget_bias)
         super().__init__(*args, **kwargs)
 
@@ -431,8 +497,9 @@ class LSTM(_RNNBase):
             return ()
         return tuple(getattr(self, f"weight_{g}" + sfx) for g in ("ci", "cf", "co"))
 
-    def _stack_mode(self):
-        clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
+    def _stack_mode(self) -> Tuple[str, float, float, bool]:
+        c = self.cell_clip
+        clip = 0.0 if c is None else c
         mode = "lstm" if self.forget_bias != 0.0 else "lstm_v2"
         return mode, self.forget_bias, clip, self.use_peephole
 
@@ -446,14 +513,17 @@ class LSTM(_RNNBase):
                                            clip, self.use_peephole, tf_order, seq_lengths)
         return h, (h, cs)
 
-    def forward(self, input, hx: Optional[Tuple[Tensor, Tensor]] = None):
-        x, lens, packed, unbatched, hxl, shape = self._prepare(input, hx)
-        if hxl is None:
-            z = torch.zeros(shape, dtype=x.dtype, device=x.device)
-            hxl = [z, z]
-        out, (h_n, c_n) = self._run_layers(x, lens, hxl)
-        out, (h_n, c_n) = self._finish(out, lens, packed, unbatched, [h_n, c_n])
-        return out, (h_n, c_n)
+    def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None
+                ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        # input: a Tensor or (outside TorchScript) a PackedSequence
+        hxl: Optional[List[Tensor]] = None
+        if hx is not None:
+            hxl = [hx[0], hx[1]]
+        if torch.jit.is_scripting():
+            out, states = self._forward_tensor(input, hxl)
+        else:
+            out, states = self._forward_eager(input, hxl)
+        return out, (states[0], states[1])
 
 
 class GRU(_RNNBase):
@@ -483,7 +553,7 @@ class GRU(_RNNBase):
         s = super().extra_repr()
         return s if self.reset_after else s + ", reset_after=False"
 
-    def _stack_mode(self):
+    def _stack_mode(self) -> Tuple[str, float, float, bool]:
         return ("gru_reset_after" if self.reset_after else "gru"), 0.0, 0.0, False
 
     def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
@@ -497,13 +567,16 @@ class GRU(_RNNBase):
             r, u, c, h = _ops.gru_reset_before(x, h0, *params, seq_lengths)
         return h, (h,)
 
-    def forward(self, input, hx: Optional[Tensor] = None):
-        x, lens, packed, unbatched, hxl, shape = self._prepare(input, hx)
-        if hxl is None:
-            hxl = [torch.zeros(shape, dtype=x.dtype, device=x.device)]
-        out, (h_n,) = self._run_layers(x, lens, hxl)
-        out, (h_n,) = self._finish(out, lens, packed, unbatched, [h_n])
-        return out, h_n
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        # input: a Tensor or (outside TorchScript) a PackedSequence
+        hxl: Optional[List[Tensor]] = None
+        if hx is not None:
+            hxl = [hx]
+        if torch.jit.is_scripting():
+            out, states = self._forward_tensor(input, hxl)
+        else:
+            out, states = self._forward_eager(input, hxl)
+        return out, states[0]
 
 
 # ------------------------------------------------------------------ Keras conversion helpers
