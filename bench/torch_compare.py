@@ -6,10 +6,14 @@ the same thread count (torch.set_num_threads and blockrnn.set_num_threads) and m
     .venv/bin/python bench/torch_compare.py --threads 2 --shapes T50,B64,I512,H512 --reps 10
 
 Each measurement: the module's forward on x [T,B,I] (time-major, zero initial state), then
-backward of sum(output * g) for a fixed g, parameter gradients zeroed in between; 2 warm-up runs,
+backward of sum(output * g) for a fixed g, parameter gradients zeroed in between (with --train,
+also an SGD step on the parameters, in place: a training loop, where blockrnn packs the changed
+weights once per step); 2 warm-up runs,
 then --reps runs of each module, alternating torch.nn and blockrnn so that a load change on a
 shared machine hits both; the minimum and the median in milliseconds. Ratio = blockrnn / torch
-of the minima (< 1: blockrnn is faster). Both modules hold the same weights. The load average
+of the minima (< 1: blockrnn is faster). Both modules hold the same weights. "packs/step":
+how many times blockrnn packed its weights per measured step (blockrnn.torch.ops.weight_packs;
+0 without --train, where the weights never change, 1 with it). The load average
 is printed before and after: on a loaded machine the medians are unreliable.
 """
 import argparse
@@ -42,23 +46,29 @@ def parse(shape):
     return d["T"], d["B"], d["I"], d["H"]
 
 
-def run_once(module, x, g):
+def run_once(module, x, g, train):
     for p in module.parameters():
         p.grad = None
     t0 = time.perf_counter()
     out, _ = module(x)
     (out * g).sum().backward()
+    if train:
+        with torch.no_grad():
+            for p in module.parameters():
+                p.add_(p.grad, alpha=-1e-4)
     return (time.perf_counter() - t0) * 1e3
 
 
-def measure_pair(ref, mine, x, g, reps):
+def measure_pair(ref, mine, x, g, reps, train):
     for _ in range(2):
-        run_once(ref, x, g), run_once(mine, x, g)
+        run_once(ref, x, g, train), run_once(mine, x, g, train)
     a, b = [], []
+    packs = brt.ops.weight_packs()
     for _ in range(reps):
-        a.append(run_once(ref, x, g))
-        b.append(run_once(mine, x, g))
-    return (min(a), statistics.median(a)), (min(b), statistics.median(b))
+        a.append(run_once(ref, x, g, train))
+        b.append(run_once(mine, x, g, train))
+    packs = (brt.ops.weight_packs() - packs) / reps
+    return (min(a), statistics.median(a)), (min(b), statistics.median(b)), packs
 
 
 def loadavg():
@@ -74,16 +84,19 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--shapes", nargs="*", default=DEFAULT_SHAPES)
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    ap.add_argument("--train", action="store_true",
+                    help="an SGD step after each backward (the weights change every step)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     blockrnn.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
     print(f"CPU: {cpu_name()}; threads {args.threads} (torch and blockrnn); {args.dtype}; "
+          f"{'training loop (SGD step each run)' if args.train else 'fixed weights'}; "
           f"torch {torch.__version__}, blockrnn {blockrnn.__version__}; ISA {blockrnn.get_isa()}")
     print("command: " + " ".join([sys.executable.split("/")[-1]] + sys.argv))
     print(f"load average (1 min) before: {loadavg()}")
     print(f"{'shape':<20}{'module':<6}{'torch.nn min/median ms':>24}"
-          f"{'blockrnn min/median ms':>24}{'ratio':>7}")
+          f"{'blockrnn min/median ms':>24}{'ratio':>7}{'packs/step':>12}")
     for shape in args.shapes:
         T, B, I, H = parse(shape)
         gen = torch.Generator().manual_seed(0)
@@ -95,9 +108,10 @@ def main():
             ref = ref_cls(I, H).to(dtype)
             mine = my_cls(I, H).to(dtype)
             mine.load_state_dict(ref.state_dict())
-            (r_min, r_med), (m_min, m_med) = measure_pair(ref, mine, x, g, args.reps)
+            (r_min, r_med), (m_min, m_med), packs = measure_pair(ref, mine, x, g, args.reps,
+                                                                 args.train)
             print(f"{shape:<20}{name:<6}{r_min:12.1f} /{r_med:9.1f}{m_min:14.1f} /{m_med:9.1f}"
-                  f"{m_min / r_min:7.2f}", flush=True)
+                  f"{m_min / r_min:7.2f}{packs:12.1f}", flush=True)
     print(f"load average (1 min) after: {loadavg()}")
 
 

@@ -7,7 +7,8 @@
 
 Needs torch (`pip install blockrnn[torch]`); the core package `blockrnn` never imports it.
 The modules run their whole stack (layers, directions, dropout, lengths) through the library in
-one custom op each way, `blockrnn::rnn` and `blockrnn::rnn_grad`; the per-op custom ops
+one custom op each way, `blockrnn::nn_rnn` and `blockrnn::nn_rnn_grad` (on the modules' own
+parameters; `blockrnn::rnn` and `blockrnn::rnn_grad` take the ops' layout); the per-op custom ops
 `blockrnn::lstm`, `blockrnn::lstm_grad`, `blockrnn::gru_reset_after(_grad)`,
 `blockrnn::gru_reset_before(_grad)` serve float16 and the padded fallback. See docs/torch.md.
 """

@@ -1,16 +1,19 @@
 """blockrnn.torch.LSTM and blockrnn.torch.GRU: torch.nn.LSTM / torch.nn.GRU on blockrnn's ops.
 
 Layers, directions, dropout between layers and per-example lengths run in the library: one
-blockrnn::rnn custom op call for the forward of the whole stack and one blockrnn::rnn_grad for
-its backward (blockrnn.RNN, blockrnn/layer.h). This module maps the torch parameters onto the
-ops' layout, draws the dropout masks with torch's RNG, and handles PackedSequence, batch_first,
-unbatched input and hx. float16 (which the layer objects do not run) goes layer by layer
-through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS = False); see
+blockrnn::nn_rnn custom op call for the forward of the whole stack and one blockrnn::nn_rnn_grad
+for its backward (blockrnn.RNN, blockrnn/layer.h), on the module's parameters themselves (the
+op maps them onto the ops' layout when it packs them). This module checks the call as
+torch.nn does, draws the dropout masks with torch's RNG, and handles PackedSequence,
+batch_first, unbatched input and hx. float16 (which the layer objects do not run) goes layer
+by layer through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS = False); see
 docs/torch.md.
 """
+import contextlib
 import math
+import numbers
 import warnings
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -23,6 +26,21 @@ from . import _ops
 # Pass PackedSequence lengths to the ops' seq_lengths input when the core has it (the padded
 # steps are then skipped); False forces the padded fallback (docs/torch.md).
 USE_SEQ_LENGTHS = True
+
+
+@contextlib.contextmanager
+def _as_torch_nn(name: str):
+    """Checks that raise torch.nn's own exception (type and message, so that code written
+    for torch.nn catches and matches them unchanged) run inside this; it adds a note naming
+    the blockrnn module, shown in the traceback."""
+    try:
+        yield
+    except (TypeError, ValueError, RuntimeError) as e:
+        if str(e).startswith("blockrnn"):  # one of blockrnn's own checks
+            raise
+        e.add_note(f"raised by blockrnn.torch.{name} (the same check and message as "
+                   f"torch.nn.{name})")
+        raise
 
 
 class _Lengths:
@@ -46,49 +64,85 @@ class _Lengths:
         return seq.gather(0, self.last.expand(1, seq.shape[1], seq.shape[2])).squeeze(0)
 
 
+class _ContiguousGrad(torch.autograd.Function):
+    """Identity whose gradient is made contiguous: autograd gives a parameter the gradient of a
+    transpose or a slice of a concatenation as a strided view, where torch.nn's is contiguous."""
+
+    @staticmethod
+    def forward(t):
+        return t.view_as(t)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.contiguous()
+
+
 class _RNNBase(nn.Module):
     _gates = 0
     _name = ""
+    __jit_unused_properties__ = ["_flat_weights", "all_weights"]  # Python-only conveniences
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
         super().__init__()
-        name = f"blockrnn.torch.{self._name}"
+        with _as_torch_nn(self._name):
+            # torch.nn.RNNBase's checks, in its order, with its exception types and messages
+            # (a model's error handling written for torch.nn sees the same errors).
+            self.mode = self._name
+            self.input_size = input_size
+            self.hidden_size = hidden_size
+            self.num_layers = num_layers
+            self.bias = bias
+            self.batch_first = batch_first
+            self.dropout = float(dropout)
+            self.bidirectional = bidirectional
+            self.proj_size = proj_size
+            if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 \
+                    or isinstance(dropout, bool):
+                raise ValueError("dropout should be a number in range [0, 1] representing the "
+                                 "probability of an element being zeroed")
+            if dropout > 0 and num_layers == 1:
+                warnings.warn("dropout option adds dropout after all but last recurrent layer, "
+                              "so non-zero dropout expects num_layers greater than 1, but got "
+                              f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
+            if not isinstance(bias, bool):
+                raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+            if not isinstance(batch_first, bool):
+                raise TypeError(f"batch_first should be of type bool, got: "
+                                f"{type(batch_first).__name__}")
+            if not isinstance(input_size, int):
+                raise TypeError(f"input_size should be of type int, got: "
+                                f"{type(input_size).__name__}")
+            if input_size <= 0:
+                raise ValueError("input_size must be greater than zero")
+            if not isinstance(hidden_size, int):
+                raise TypeError(f"hidden_size should be of type int, got: "
+                                f"{type(hidden_size).__name__}")
+            if hidden_size <= 0:
+                raise ValueError("hidden_size must be greater than zero")
+            if num_layers <= 0:
+                raise ValueError("num_layers must be greater than zero")
+            if proj_size < 0:
+                raise ValueError("proj_size should be a positive integer or zero to disable "
+                                 "projections")
+            if proj_size >= hidden_size:
+                raise ValueError("proj_size has to be smaller than hidden_size")
+            layers = range(num_layers)  # torch's TypeError for a non-integral num_layers
         if proj_size != 0:
             raise NotImplementedError(
-                f"{name}: proj_size={proj_size} (LSTM with projections) is not implemented by "
-                f"blockrnn; use torch.nn.LSTM for projected LSTMs")
-        for arg, v in (("input_size", input_size), ("hidden_size", hidden_size),
-                       ("num_layers", num_layers)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"{name}: {arg} should be of type int, got: {type(v).__name__}")
-        if hidden_size <= 0:
-            raise ValueError(f"{name}: hidden_size must be greater than zero")
-        if num_layers <= 0:
-            raise ValueError(f"{name}: num_layers must be greater than zero")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
-                or not 0 <= dropout <= 1:
-            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing "
-                             f"the probability of an element being zeroed")
-        if dropout > 0 and num_layers == 1:
-            warnings.warn(f"{name}: dropout option adds dropout after all but last recurrent "
-                          f"layer, so non-zero dropout expects num_layers greater than 1, but "
-                          f"got dropout={dropout} and num_layers={num_layers}")
-        self.mode = self._name
-        self.input_size = input_size
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
-        self.bias = bias
-        self.batch_first = batch_first
-        self.dropout = float(dropout)
-        self.bidirectional = bidirectional
-        self.proj_size = 0
+                f"blockrnn.torch.{self._name}: proj_size={proj_size} (an LSTM with projections) "
+                f"is not implemented by blockrnn; use torch.nn.LSTM for projected LSTMs")
         fk = {"device": device, "dtype": dtype}
         dirs = 2 if bidirectional else 1
+        self._num_directions = dirs
         g = self._gates * hidden_size
         self._flat_weights_names = []
-        for layer in range(num_layers):
+        for layer in layers:
             layer_in = input_size if layer == 0 else hidden_size * dirs
             for d in range(dirs):
                 sfx = self._suffix(layer, d)
@@ -143,131 +197,216 @@ class _RNNBase(nn.Module):
 
     # ------------------------------------------------------------------ forward plumbing
 
-    def _zero_bias(self, like: Tensor, n: int) -> Tensor:
-        return torch.zeros(n, dtype=like.dtype, device=like.device)
-
     def _layer_params(self, layer: int, d: int):
+        """torch.nn's parameters of (layer, direction): w_ih, w_hh, b_ih, b_hh (None without
+        bias), then the peephole vectors (LSTM with use_peephole; else none)."""
         sfx = self._suffix(layer, d)
         w_ih = getattr(self, "weight_ih" + sfx)
         w_hh = getattr(self, "weight_hh" + sfx)
+        b_ih = b_hh = None
         if self.bias:
             b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
-        else:
-            b_ih = b_hh = self._zero_bias(w_ih, w_ih.shape[0])
-        return w_ih, w_hh, b_ih, b_hh
+        return w_ih, w_hh, b_ih, b_hh, self._peepholes(sfx)
 
-    def _check_device(self, t: Tensor):
+    def _peepholes(self, sfx: str):
+        return ()
+
+    def _op_params(self, layer: int, d: int):
+        """(layer, direction)'s parameters in the layout of the op of _stack_mode() (the
+        per-op path), their gradients arriving contiguous in torch.nn's layout."""
+        w_ih, w_hh, b_ih, b_hh, peep = self._layer_params(layer, d)
+        g = _ContiguousGrad.apply
+        return _ops.nn_to_ops_layout(self._stack_mode()[0], self.hidden_size, g(w_ih), g(w_hh),
+                                     None if b_ih is None else g(b_ih),
+                                     None if b_hh is None else g(b_hh),
+                                     tuple(g(p) for p in peep))
+
+    def _check_device(self, t: Tensor) -> None:
         if t.device.type != "cpu":
             raise NotImplementedError(
-                f"blockrnn.torch.{self._name}: input is on device '{t.device}'; blockrnn runs "
+                f"blockrnn.torch.{self.mode}: input is on device '{t.device}'; blockrnn runs "
                 f"on the CPU only (a GPU backend is a separate issue)")
 
-    def _prepare(self, input, hx_list):
-        """Returns (x [T,B,I] time-major, lengths or None, packed info, unbatched, hx list of
-        [L*D,B,H] tensors or None)."""
-        name = f"blockrnn.torch.{self._name}"
-        packed = None
-        lengths = None
-        unbatched = False
-        if isinstance(input, PackedSequence):
-            data, batch_sizes, sorted_idx, unsorted_idx = input
-            self._check_device(data)
-            x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
-            packed = (batch_sizes, sorted_idx, unsorted_idx)
-            if hx_list is not None and sorted_idx is not None:
-                hx_list = [h.index_select(1, sorted_idx) for h in hx_list]
-        else:
-            if not isinstance(input, Tensor):
-                raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
-                                f"{type(input).__name__}")
-            self._check_device(input)
-            if input.dim() not in (2, 3):
-                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
-                                 f"tensor instead")
-            unbatched = input.dim() == 2
-            kind = "unbatched 2-D" if unbatched else "batched 3-D"
-            for h in hx_list or ():
-                if h.dim() != input.dim():
-                    raise RuntimeError(f"{name}: For {kind} input, hx should also be "
-                                       f"{input.dim()}-D but got {h.dim()}-D tensor")
-            if unbatched:
-                x = input.unsqueeze(1)
-                if hx_list is not None:
-                    hx_list = [h.unsqueeze(1) for h in hx_list]
-            else:
-                x = input.transpose(0, 1) if self.batch_first else input
+    def _check_call(self, x: Tensor, hx: Optional[List[Tensor]]) -> None:
+        """torch.nn's checks of a time-major batch x [T, B, I] and the initial states hx
+        ([L*D, B, H] each), with its exception types and messages."""
         w0 = self.weight_ih_l0
-        if x.dtype != w0.dtype:
-            raise RuntimeError(f"{name}: input must have the type {w0.dtype}, got type "
-                               f"{x.dtype}")
+        if not torch.jit.is_scripting():  # (torch.nn's scripted modules skip it too)
+            if x.dtype != w0.dtype:
+                raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype "
+                                 f"({w0.dtype}). Convert input: input.to({w0.dtype}), or "
+                                 f"convert model: model.to({x.dtype})")
         if x.shape[2] != self.input_size:
-            raise RuntimeError(f"{name}: input.size(-1) must be equal to input_size. Expected "
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {x.shape[2]}")
-        dirs = 2 if self.bidirectional else 1
-        expected = (self.num_layers * dirs, x.shape[1], self.hidden_size)
-        if hx_list is not None:
-            for k, h in enumerate(hx_list):
-                if tuple(h.shape) != expected:
-                    which = f"hidden[{k}]" if len(hx_list) > 1 else "hidden"
-                    raise RuntimeError(f"{name}: Expected {which} size {expected}, got "
-                                       f"{list(h.shape)}")
+        expected = (self.num_layers * self._num_directions, int(x.shape[1]), self.hidden_size)
+        if hx is not None:
+            for k, h in enumerate(hx):
+                if list(h.shape) != [expected[0], expected[1], expected[2]]:
+                    which = "hidden" if self.mode == "GRU" else f"hidden[{k}]"
+                    raise RuntimeError(f"Expected {which} size {expected}, got {list(h.shape)}")
+            for h in hx:
                 if h.dtype != x.dtype:
-                    raise RuntimeError(f"{name}: hx must have the type {x.dtype}, got "
-                                       f"{h.dtype}")
-        lens = None
-        if lengths is not None:
-            lens = _Lengths(lengths, x.shape[0], x.dtype, x.device)
-        return x, lens, packed, unbatched, hx_list, expected
+                    raise RuntimeError(f"blockrnn.torch.{self.mode}: hx must have the "
+                                       f"input's dtype {x.dtype}, got {h.dtype}")
+        if x.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
 
-    def _finish(self, out: Tensor, lens, packed, unbatched, states):
-        if packed is not None:
-            batch_sizes, sorted_idx, unsorted_idx = packed
-            data = pack_padded_sequence(out, lens.lengths.cpu(), enforce_sorted=True).data
-            out = PackedSequence(data, batch_sizes, sorted_idx, unsorted_idx)
-            if unsorted_idx is not None:
-                states = [s.index_select(1, unsorted_idx) for s in states]
-        elif unbatched:
-            out = out.squeeze(1)
-            states = [s.squeeze(1) for s in states]
-        elif self.batch_first:
-            out = out.transpose(0, 1)
+    def _tensor_input(self, input: Tensor, hx: Optional[List[Tensor]]
+                      ) -> Tuple[Tensor, Optional[List[Tensor]], bool]:
+        """A Tensor input's checks (torch.nn's) and its time-major view: (x [T,B,I], hx
+        [L*D,B,H] each or None, unbatched)."""
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"{self.mode}: Expected input to be 2D or 3D, got {input.dim()}D "
+                             f"instead")
+        unbatched = input.dim() == 2
+        kind = "unbatched 2-D" if unbatched else "batched 3-D"
+        if hx is not None:
+            for h in hx:
+                if h.dim() != input.dim():
+                    if self.mode == "LSTM":
+                        raise RuntimeError(f"For {kind} input, hx and cx should also be "
+                                           f"{input.dim()}-D but got ({hx[0].dim()}-D, "
+                                           f"{hx[1].dim()}-D) tensors")
+                    raise RuntimeError(f"For {kind} input, hx should also be {input.dim()}-D "
+                                       f"but got {h.dim()}-D tensor")
+        self._check_device(input)
+        if unbatched:
+            x = input.unsqueeze(1)
+            if hx is not None:
+                hx = [h.unsqueeze(1) for h in hx]
+        else:
+            x = input.transpose(0, 1) if self.batch_first else input
+        self._check_call(x, hx)
+        return x, hx, unbatched
+
+    def _initial_states(self, x: Tensor, hx: Optional[List[Tensor]]) -> List[Tensor]:
+        """hx, or zeros [L*D, B, H] (h_0, and c_0 for the LSTM)."""
+        if hx is not None:
+            return hx
+        shape = (self.num_layers * self._num_directions, x.shape[1], self.hidden_size)
+        z = torch.zeros(shape, dtype=x.dtype, device=x.device)
+        return [z, z] if self.mode == "LSTM" else [z]
+
+    def _forward_tensor(self, input: Tensor, hx: Optional[List[Tensor]]
+                        ) -> Tuple[Tensor, List[Tensor]]:
+        """forward on a Tensor input (TorchScript's path, and eager's through _forward_eager):
+        the output and the final states, in torch.nn's shapes."""
+        x, hxl, unbatched = self._checked_tensor_input(input, hx)
+        out, states = self._run_stack(x, self._initial_states(x, hxl))
+        if unbatched:
+            return out.squeeze(1), [s.squeeze(1) for s in states]
+        if self.batch_first:
+            return out.transpose(0, 1), states
         return out, states
 
+    def _checked_tensor_input(self, input: Tensor, hx: Optional[List[Tensor]]
+                              ) -> Tuple[Tensor, Optional[List[Tensor]], bool]:
+        if torch.jit.is_scripting():
+            return self._tensor_input(input, hx)
+        return self._tensor_input_noted(input, hx)
+
+    @torch.jit.unused
+    def _tensor_input_noted(self, input: Tensor, hx: Optional[List[Tensor]]
+                            ) -> Tuple[Tensor, Optional[List[Tensor]], bool]:
+        with _as_torch_nn(self.mode):
+            return self._tensor_input(input, hx)
+
+    @torch.jit.unused
+    def _forward_eager(self, input, hx: Optional[List[Tensor]]) -> Tuple[Tensor, List[Tensor]]:
+        """forward outside TorchScript: a Tensor, or a PackedSequence (unpacked to a padded,
+        time-major batch sorted by length, run with the lengths and packed again)."""
+        if not isinstance(input, (Tensor, PackedSequence)):
+            raise TypeError(f"blockrnn.torch.{self.mode}: input must be a Tensor or a "
+                            f"PackedSequence, got {type(input).__name__}")
+        if isinstance(input, Tensor):
+            return self._forward_tensor(input, hx)
+        data, batch_sizes, sorted_idx, unsorted_idx = input
+        self._check_device(data)
+        x, lengths = pad_packed_sequence(PackedSequence(data, batch_sizes))
+        with _as_torch_nn(self.mode):
+            self._check_call(x, hx)
+        if hx is not None and sorted_idx is not None:
+            # each example's initial state goes with it into the sorted batch
+            hx = [h.index_select(1, sorted_idx) for h in hx]
+        lens = _Lengths(lengths, x.shape[0], x.dtype, x.device)
+        out, states = self._run_layers(x, lens, self._initial_states(x, hx))
+        data = pack_padded_sequence(out, lens.lengths.cpu(), enforce_sorted=True).data
+        out = PackedSequence(data, batch_sizes, sorted_idx, unsorted_idx)
+        if unsorted_idx is not None:
+            states = [s.index_select(1, unsorted_idx) for s in states]
+        return out, states
+
+    def __prepare_scriptable__(self):
+        # torch.jit.script: the scripted forward takes the parameters from this list (scripting
+        # fixes a module's parameters)
+        self._script_params = self._stack_params()
+        return self
+
     def _stack_params(self):
-        """The parameters of every (layer, direction) in the ops' layout, layer-major (the
-        order of blockrnn::rnn's `params`), each C-contiguous."""
+        """The parameters themselves, layer-major then direction, in the order of
+        blockrnn::nn_rnn's `params`: weight_ih, weight_hh, (bias_ih, bias_hh), (peepholes)."""
         dirs = 2 if self.bidirectional else 1
         out = []
         for layer in range(self.num_layers):
             for d in range(dirs):
-                out += [p.contiguous() for p in self._op_params(layer, d)]
+                w_ih, w_hh, b_ih, b_hh, peep = self._layer_params(layer, d)
+                out += [w_ih, w_hh, *([b_ih, b_hh] if self.bias else []), *peep]
         return out
 
-    def _dropout_masks(self, x, T, B):
+    def _dropout_masks(self, x: Tensor, T: int, B: int) -> Optional[Tensor]:
         """[L-1, T, B, D*H] masks scaled as torch's dropout multiplies (0 or 1/(1-p)), drawn
         with torch's RNG one layer after another; None when no dropout applies."""
         if not (self.dropout > 0 and self.training and self.num_layers > 1):
             return None
-        dirs = 2 if self.bidirectional else 1
-        shape = (self.num_layers - 1, T, B, dirs * self.hidden_size)
+        shape = (self.num_layers - 1, T, B, self._num_directions * self.hidden_size)
         if self.dropout >= 1:
             return x.new_zeros(shape)
         return x.new_empty(shape).bernoulli_(1 - self.dropout).div_(1 - self.dropout)
 
     def _run_layers(self, x, lens, init_states):
-        """init_states: list over state kinds of [L*D,B,H]. Returns out [T,B,D*H] and the final
-        states (list over kinds of [L*D,B,H])."""
+        """init_states: list over state kinds of [L*D,B,H]; lens: the lengths or None. Returns
+        out [T,B,D*H] and the final states (list over kinds of [L*D,B,H])."""
         if x.dtype == torch.float16 or (lens is not None and not USE_SEQ_LENGTHS):
             return self._run_layers_per_op(x, lens, init_states)
+        return self._run_stack_on(x, None if lens is None else lens.lengths.cpu(), init_states)
+
+    def _run_stack(self, x: Tensor, init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
+        """The stack on a batch without lengths."""
+        if x.dtype == torch.float16:
+            return self._run_per_op_without_lengths(x, init_states)
+        return self._run_stack_on(x, None, init_states)
+
+    @torch.jit.unused
+    def _run_per_op_without_lengths(self, x: Tensor, init_states: List[Tensor]
+                                    ) -> Tuple[Tensor, List[Tensor]]:
+        return self._run_layers_per_op(x, None, init_states)
+
+    def _run_stack_on(self, x: Tensor, seq_lengths: Optional[Tensor],
+                      init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
+        """blockrnn::nn_rnn on x [T,B,I] (float32, float64), optional lengths."""
         T, B = x.shape[0], x.shape[1]
-        sl = None if lens is None else lens.lengths.cpu()
         mode, fb, clip, peep = self._stack_mode()
         h0 = init_states[0].contiguous()
-        c0 = init_states[1].contiguous() if len(init_states) > 1 else None
-        y, h_n, c_n, _ = _ops.rnn(x.contiguous(), h0, c0, self._stack_params(), sl,
-                                  self._dropout_masks(x, T, B), mode, self.num_layers,
-                                  self.bidirectional, fb, clip, peep)
-        return y, ([h_n, c_n] if c0 is not None else [h_n])
+        c0: Optional[Tensor] = None
+        if len(init_states) > 1:
+            c0 = init_states[1].contiguous()
+        y, h_n, c_n, _ = torch.ops.blockrnn.nn_rnn(
+            x.contiguous(), h0, c0, self._params(), seq_lengths, self._dropout_masks(x, T, B),
+            mode, self.num_layers, self._num_directions == 2, self.bias, fb, clip, peep)
+        if c0 is not None:
+            return y, [h_n, c_n]
+        return y, [h_n]
+
+    def _params(self) -> List[Tensor]:
+        """The parameters in blockrnn::nn_rnn's order (scripted: as they were when scripted)."""
+        if torch.jit.is_scripting():
+            return self._script_params
+        return self._eager_params()
+
+    @torch.jit.unused
+    def _eager_params(self) -> List[Tensor]:
+        return self._stack_params()
 
     def _run_layers_per_op(self, x, lens, init_states):
         """The stack in Python, one sequence op per (layer, direction): float16 and the padded
@@ -311,15 +450,25 @@ class LSTM(_RNNBase):
       cell_clip: clip the cell state to [-cell_clip, cell_clip] (None or <= 0: no clipping).
       forget_bias: added to the forget gate's pre-activation (TensorFlow's BlockLSTM; runs on
         BlockLSTM in TensorFlow's gate order i,c,f,o). Default 0.0, i.e. torch's LSTM.
-    proj_size > 0 raises NotImplementedError.
+    proj_size > 0 raises NotImplementedError (torch.nn's range checks on it apply first).
     """
     _gates = 4
     _name = "LSTM"
+    cell_clip: Optional[float]  # (the attribute's type, for TorchScript)
 
     def __init__(self, *args, use_peephole: bool = False, cell_clip: Optional[float] = None,
                  forget_bias: float = 0.0, **kwargs):
-        self.use_peephole = bool(use_peephole)
-        self.cell_clip = cell_clip
+        if not isinstance(use_peephole, bool):
+            raise TypeError(f"blockrnn.torch.LSTM: use_peephole should be of type bool, got: "
+                            f"{type(use_peephole).__name__}")
+        for arg, v in (("cell_clip", cell_clip), ("forget_bias", forget_bias)):
+            if (v is not None or arg == "forget_bias") and (
+                    isinstance(v, bool) or not isinstance(v, numbers.Real)):
+                raise TypeError(f"blockrnn.torch.LSTM: {arg} should be a real number"
+                                f"{' or None' if arg == 'cell_clip' else ''}, got: "
+                                f"{type(v).__name__}")
+        self.use_peephole = use_peephole
+        self.cell_clip = None if cell_clip is None else float(cell_clip)
         self.forget_bias = float(forget_bias)
         super().__init__(*args, **kwargs)
 
@@ -343,49 +492,38 @@ class LSTM(_RNNBase):
             s += f", forget_bias={self.forget_bias}"
         return s
 
-    def _op_params(self, layer, d):
-        """(w [I+H,4H], b [4H], wci, wcf, wco [H]) of BlockLSTMV2, or of BlockLSTM (TensorFlow's
-        gate order) with a forget_bias."""
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-        H = self.hidden_size
-        b = b_ih + b_hh
-        if self.forget_bias != 0.0:  # torch's i,f,g,o -> TensorFlow's i,c,f,o
-            perm = torch.cat([torch.arange(0, H), torch.arange(2 * H, 3 * H),
-                              torch.arange(H, 2 * H), torch.arange(3 * H, 4 * H)])
-            w_ih, w_hh, b = w_ih[perm], w_hh[perm], b[perm]
-        w = torch.cat([w_ih.t(), w_hh.t()], 0)  # [I+H, 4H]: the one weight copy per call
-        if self.use_peephole:
-            sfx = self._suffix(layer, d)
-            wci, wcf, wco = (getattr(self, f"weight_{g}" + sfx) for g in ("ci", "cf", "co"))
-        else:
-            wci = wcf = wco = self._zero_bias(w, H)
-        return w, b, wci, wcf, wco
+    def _peepholes(self, sfx: str):
+        if not self.use_peephole:
+            return ()
+        return tuple(getattr(self, f"weight_{g}" + sfx) for g in ("ci", "cf", "co"))
 
-    def _stack_mode(self):
-        clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
+    def _stack_mode(self) -> Tuple[str, float, float, bool]:
+        c = self.cell_clip
+        clip = 0.0 if c is None else c
         mode = "lstm" if self.forget_bias != 0.0 else "lstm_v2"
         return mode, self.forget_bias, clip, self.use_peephole
 
     def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
         h0, c0 = states
-        w, b, wci, wcf, wco = self._op_params(layer, d)
+        w, b, *peep = self._op_params(layer, d)
+        wci, wcf, wco = peep if peep else [w.new_zeros(self.hidden_size)] * 3
         tf_order = self.forget_bias != 0.0
         clip = 0.0 if self.cell_clip is None else float(self.cell_clip)
         i, cs, f, o, ci, co, h = _ops.lstm(x, c0, h0, w, wci, wcf, wco, b, self.forget_bias,
                                            clip, self.use_peephole, tf_order, seq_lengths)
         return h, (h, cs)
 
-    def forward(self, input, hx: Optional[Tuple[Tensor, Tensor]] = None):
-        if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-            raise RuntimeError("blockrnn.torch.LSTM: hx must be a tuple (h_0, c_0)")
-        x, lens, packed, unbatched, hxl, shape = self._prepare(
-            input, None if hx is None else list(hx))
-        if hxl is None:
-            z = torch.zeros(shape, dtype=x.dtype, device=x.device)
-            hxl = [z, z]
-        out, (h_n, c_n) = self._run_layers(x, lens, hxl)
-        out, (h_n, c_n) = self._finish(out, lens, packed, unbatched, [h_n, c_n])
-        return out, (h_n, c_n)
+    def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None
+                ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        # input: a Tensor or (outside TorchScript) a PackedSequence
+        hxl: Optional[List[Tensor]] = None
+        if hx is not None:
+            hxl = [hx[0], hx[1]]
+        if torch.jit.is_scripting():
+            out, states = self._forward_tensor(input, hxl)
+        else:
+            out, states = self._forward_eager(input, hxl)
+        return out, (states[0], states[1])
 
 
 class GRU(_RNNBase):
@@ -402,52 +540,43 @@ class GRU(_RNNBase):
     _name = "GRU"
 
     def __init__(self, *args, reset_after: bool = True, **kwargs):
-        self.reset_after = bool(reset_after)
-        if kwargs.get("proj_size", 0):
-            raise NotImplementedError("blockrnn.torch.GRU: proj_size is not an argument of GRU")
+        if not isinstance(reset_after, bool):
+            raise TypeError(f"blockrnn.torch.GRU: reset_after should be of type bool, got: "
+                            f"{type(reset_after).__name__}")
+        self.reset_after = reset_after
+        with _as_torch_nn("GRU"):
+            if "proj_size" in kwargs:
+                raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__(*args, **kwargs)
 
     def extra_repr(self) -> str:
         s = super().extra_repr()
         return s if self.reset_after else s + ", reset_after=False"
 
-    def _op_params(self, layer, d):
-        """(w_i, w_h, b_i, b_h) of BlockGRUResetAfter or (w_ru, w_c, b_ru, b_c) of BlockGRU."""
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-        if self.reset_after:
-            return w_ih.t(), w_hh.t(), b_ih, b_hh
-        H2 = 2 * self.hidden_size
-        return (torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0),
-                torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0),
-                b_ih[:H2] + b_hh[:H2], b_ih[H2:] + b_hh[H2:])
-
-    def _stack_mode(self):
+    def _stack_mode(self) -> Tuple[str, float, float, bool]:
         return ("gru_reset_after" if self.reset_after else "gru"), 0.0, 0.0, False
 
     def _cell_sequence(self, x, states, layer, d, seq_lengths=None):
         (h0,) = states
-        w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+        # reset-after: weight_ihᵀ, weight_hhᵀ as transposed views (the one-shot ops read them
+        # strided); reset-before: the concatenated w_ru, w_c (copies)
+        params = self._op_params(layer, d)
         if self.reset_after:
-            # w_i, w_h are transposed views: no copy here (the core reads them strided).
-            r, u, n, hn, h = _ops.gru_reset_after(x, h0, w_ih.t(), w_hh.t(), b_ih, b_hh,
-                                                  seq_lengths)
+            r, u, n, hn, h = _ops.gru_reset_after(x, h0, *params, seq_lengths)
         else:
-            H2 = 2 * self.hidden_size
-            w_ru = torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0)  # [I+H, 2H] (copy)
-            w_c = torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0)  # [I+H, H] (copy)
-            b_ru = b_ih[:H2] + b_hh[:H2]
-            b_c = b_ih[H2:] + b_hh[H2:]
-            r, u, c, h = _ops.gru_reset_before(x, h0, w_ru, w_c, b_ru, b_c, seq_lengths)
+            r, u, c, h = _ops.gru_reset_before(x, h0, *params, seq_lengths)
         return h, (h,)
 
-    def forward(self, input, hx: Optional[Tensor] = None):
-        x, lens, packed, unbatched, hxl, shape = self._prepare(
-            input, None if hx is None else [hx])
-        if hxl is None:
-            hxl = [torch.zeros(shape, dtype=x.dtype, device=x.device)]
-        out, (h_n,) = self._run_layers(x, lens, hxl)
-        out, (h_n,) = self._finish(out, lens, packed, unbatched, [h_n])
-        return out, h_n
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        # input: a Tensor or (outside TorchScript) a PackedSequence
+        hxl: Optional[List[Tensor]] = None
+        if hx is not None:
+            hxl = [hx]
+        if torch.jit.is_scripting():
+            out, states = self._forward_tensor(input, hxl)
+        else:
+            out, states = self._forward_eager(input, hxl)
+        return out, states[0]
 
 
 # ------------------------------------------------------------------ Keras conversion helpers

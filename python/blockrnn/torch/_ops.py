@@ -12,8 +12,9 @@ The forward ops return every per-step tensor the backward needs (gates, cell sta
 `cs` and `h` (LSTM) and `h` (GRUs) are differentiable outputs: the others are saved
 activations, and a gradient arriving on them is ignored (the modules never use them).
 
-Every op takes an optional `seq_lengths` (int64 [B], blockrnn's per-example lengths, when the
-core has them: HAS_SEQ_LENGTHS); it is not differentiable.
+Every op takes an optional `seq_lengths` ([B], blockrnn's per-example lengths, when the core
+has them: HAS_SEQ_LENGTHS), of any integer dtype as pack_padded_sequence takes its lengths
+(passed on as int64); it is not differentiable.
 """
 import inspect
 from typing import List, Optional, Tuple
@@ -36,10 +37,7 @@ def _lengths_kw(seq_lengths: Optional[Tensor], op: str) -> dict:
     if not HAS_SEQ_LENGTHS:
         raise NotImplementedError(f"blockrnn.torch: {op}: this blockrnn build has no "
                                   f"seq_lengths input")
-    if seq_lengths.device.type != "cpu" or seq_lengths.dtype != torch.int64:
-        raise TypeError(f"blockrnn.torch: {op}: seq_lengths must be an int64 CPU tensor, got "
-                        f"{seq_lengths.dtype} on {seq_lengths.device}")
-    return {"seq_lengths": seq_lengths.numpy()}
+    return {"seq_lengths": lengths_array(seq_lengths, op)}
 
 
 def _np(t: Tensor, op: str, arg: str) -> np.ndarray:
@@ -80,7 +78,7 @@ def lstm(x: Tensor, cs_prev: Tensor, h_prev: Tensor, w: Tensor, wci: Tensor, wcf
     """BlockLSTMV2 (gate order i,f,g,o; tf_order=False, forget_bias must be 0) or BlockLSTM
     (TensorFlow's order i,c,f,o with forget_bias; tf_order=True). Returns i, cs, f, o, ci, co, h
     ([T,B,H] each)."""
-    op = "BlockLSTM" if tf_order else "BlockLSTMV2"
+    op = "blockrnn::lstm (BlockLSTM)" if tf_order else "blockrnn::lstm (BlockLSTMV2)"
     tensors = dict(x=x, cs_prev=cs_prev, h_prev=h_prev, w=w, wci=wci, wcf=wcf, wco=wco, b=b)
     if tf_order:
         return _call(raw_ops.BlockLSTM, op, tensors, seq_lengths, forget_bias=forget_bias,
@@ -106,7 +104,8 @@ def lstm_grad(x: Tensor, cs_prev: Tensor, h_prev: Tensor, w: Tensor, wci: Tensor
               ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """BlockLSTMGrad(V2): x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad,
     wco_grad, b_grad."""
-    op = "BlockLSTMGrad" if tf_order else "BlockLSTMGradV2"
+    op = "blockrnn::lstm_grad (BlockLSTMGrad)" if tf_order \
+        else "blockrnn::lstm_grad (BlockLSTMGradV2)"
     fn = raw_ops.BlockLSTMGrad if tf_order else raw_ops.BlockLSTMGradV2
     tensors = dict(x=x, cs_prev=cs_prev, h_prev=h_prev, w=w, wci=wci, wcf=wcf, wco=wco, b=b, i=i,
                    cs=cs, f=f, o=o, ci=ci, co=co, h=h, cs_grad=cs_grad, h_grad=h_grad)
@@ -148,7 +147,7 @@ def gru_reset_after(x: Tensor, h_prev: Tensor, w_i: Tensor, w_h: Tensor, b_i: Te
                     b_h: Tensor, seq_lengths: Optional[Tensor] = None
                     ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """BlockGRUResetAfter: r, u, n, hn, h ([T,B,H] each)."""
-    return _call(raw_ops.BlockGRUResetAfter, "BlockGRUResetAfter",
+    return _call(raw_ops.BlockGRUResetAfter, "blockrnn::gru_reset_after (BlockGRUResetAfter)",
                  dict(x=x, h_prev=h_prev, w_i=w_i, w_h=w_h, b_i=b_i, b_h=b_h), seq_lengths)
 
 
@@ -158,7 +157,8 @@ def gru_reset_after_grad(x: Tensor, h_prev: Tensor, w_i: Tensor, w_h: Tensor, b_
                          h_grad: Tensor, seq_lengths: Optional[Tensor] = None
                          ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """BlockGRUResetAfterGrad: x_grad, h_prev_grad, w_i_grad, w_h_grad, b_i_grad, b_h_grad."""
-    return _call(raw_ops.BlockGRUResetAfterGrad, "BlockGRUResetAfterGrad",
+    return _call(raw_ops.BlockGRUResetAfterGrad,
+                 "blockrnn::gru_reset_after_grad (BlockGRUResetAfterGrad)",
                  dict(x=x, h_prev=h_prev, w_i=w_i, w_h=w_h, b_i=b_i, b_h=b_h, r=r, u=u, n=n,
                       hn=hn, h=h, h_grad=h_grad), seq_lengths)
 
@@ -199,7 +199,7 @@ def gru_reset_before(x: Tensor, h_prev: Tensor, w_ru: Tensor, w_c: Tensor, b_ru:
                      b_c: Tensor, seq_lengths: Optional[Tensor] = None
                      ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """BlockGRU (TensorFlow's GRUBlockCell over a sequence): r, u, c, h ([T,B,H] each)."""
-    return _call(raw_ops.BlockGRU, "BlockGRU",
+    return _call(raw_ops.BlockGRU, "blockrnn::gru_reset_before (BlockGRU)",
                  dict(x=x, h_prev=h_prev, w_ru=w_ru, w_c=w_c, b_ru=b_ru, b_c=b_c), seq_lengths)
 
 
@@ -209,7 +209,7 @@ def gru_reset_before_grad(x: Tensor, h_prev: Tensor, w_ru: Tensor, w_c: Tensor, 
                           h_grad: Tensor, seq_lengths: Optional[Tensor] = None
                           ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """BlockGRUGrad: x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad."""
-    return _call(raw_ops.BlockGRUGrad, "BlockGRUGrad",
+    return _call(raw_ops.BlockGRUGrad, "blockrnn::gru_reset_before_grad (BlockGRUGrad)",
                  dict(x=x, h_prev=h_prev, w_ru=w_ru, w_c=w_c, b_ru=b_ru, b_c=b_c, r=r, u=u, c=c,
                       h=h, h_grad=h_grad), seq_lengths)
 
@@ -222,76 +222,506 @@ _gru_autograd(gru_reset_before, gru_reset_before_grad, 4)
 # torch.nn.LSTM / GRU's layers, directions, dropout masks and per-example lengths in one
 # library call each way (blockrnn.RNN, blockrnn/layer.h). The activations the backward reads
 # come back as `reserve` (a 1-D tensor, cuDNN's reserve space), an output the backward takes
-# again; so several forward calls can await their backward. The library plans once per
-# configuration (a cached _core.RNN per mode, sizes, dtype and attrs, grown to the largest T
-# and B seen); each call sets the weights (copied and packed) and runs.
+# again; so several forward calls can await their backward.
 #
-# Per (layer, direction) the parameters are in the ops' layout: LSTM [w [I+H,4H], b [4H], wci,
-# wcf, wco [H]], GRU (reset before) [w_ru, w_c, b_ru, b_c], GRU reset-after [w_i, w_h, b_i,
-# b_h], all C-contiguous (the modules make them so). float32 and float64.
+# Two op pairs differ only in how the parameters are laid out:
+# - blockrnn::nn_rnn / nn_rnn_grad (the modules' path) take torch.nn's own parameters, per
+#   (layer, direction) weight_ih [G*H, I_l], weight_hh [G*H, H], then bias_ih, bias_hh [G*H]
+#   when has_bias, then (LSTM with use_peephole) w_ci, w_cf, w_co [H]; the gradients come
+#   back in the same layout, contiguous, as torch.nn returns them.
+# - blockrnn::rnn / rnn_grad take the ops' layout, per (layer, direction) LSTM [w [I+H,4H],
+#   b [4H], wci, wcf, wco [H]], GRU (reset before) [w_ru, w_c, b_ru, b_c], GRU reset-after
+#   [w_i, w_h, b_i, b_h], all C-contiguous.
+#
+# Plans. The library object (a _core.RNN: every layer object, its packed weights and the
+# stack's buffers) is a plan kept between calls, in a small LRU cache (MAX_PLANS entries) keyed
+# by the configuration's values (floats by their bit pattern, so a NaN cell_clip finds its
+# plan again) and, on the torch.nn layout, by the parameters' owner (the first weight), so
+# that two modules of the same configuration keep a plan each. A plan holds its weights packed
+# with a stamp of the parameters they came from: each tensor itself (a weak reference), its
+# version counter (bumped by every in-place change autograd sees: optimiser steps,
+# load_state_dict, updates under no_grad) and its storage address, shape and strides (a
+# `.data =` swap keeps the version counter), and a copy of its values, compared bit for bit
+# too, since writes through `.data` (gradcheck's perturbations) and collectives bypass the
+# version counter. A call whose parameters match the stamp packs nothing; any change packs
+# every layer once (weight_packs() counts them). A plan is sized for the calls it serves: it
+# grows to cover a new shape only while the grown size is at most twice the larger of the two
+# shapes', else it is rebuilt for the new call's shape.
 
 import atexit
+import collections
+import functools
+import struct
 import threading
+import weakref
 
 from .. import _core
 
-_RNN_PARAMS = {"lstm": 5, "lstm_v2": 5, "gru": 4, "gru_reset_after": 4}
-_RNN_ACTS = {"lstm": 7, "lstm_v2": 7, "gru": 4, "gru_reset_after": 5}
-_RNN_CACHE: dict = {}
-_RNN_LOCK = threading.Lock()
+MAX_PLANS = 8
+_PLANS: "collections.OrderedDict[tuple, _Plan]" = collections.OrderedDict()
+_PLANS_LOCK = threading.Lock()
+_PACKS = [0]
 
 
 @atexit.register
-def _drop_rnn_cache():  # the _core objects go before the extension module does
-    _RNN_CACHE.clear()
+def clear_plans() -> None:
+    """Drops every cached plan (the next call of each configuration builds and packs anew).
+    Also runs at exit, so that the _core objects go before the extension module does."""
+    with _PLANS_LOCK:
+        _PLANS.clear()
+        _layout_rnn.cache_clear()
 
 
-def _rnn_sizes(x, h0, bidirectional):
-    """T, B, I of x; H of h0 [L*D, B, H]; D."""
-    return int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(h0.shape[2]), \
-        2 if bidirectional else 1
+def cached_plans() -> int:
+    """How many plans the cache holds (at most MAX_PLANS)."""
+    return len(_PLANS)
 
 
-def _reserve_elems(mode, T, B, I, H, L, D):
-    """blockrnn::RNN::reserve_elems (src/layer/rnn.cc: activations, reversed inputs, layer
-    outputs and masked inputs)."""
-    TB = T * B
-    rev = sum(TB * (I if l == 0 else D * H) for l in range(L)) if D == 2 else 0
-    return L * D * _RNN_ACTS[mode] * TB * H + rev + 2 * (L - 1) * TB * D * H
+def weight_packs() -> int:
+    """How many times a plan has packed its weights (set_weights of every layer and direction)
+    since the process started: unchanged parameters are not packed again."""
+    return _PACKS[0]
 
 
-def _rnn_object(mode, I, H, L, bidirectional, dtype, T, B, forget_bias, cell_clip,
-                use_peephole):
-    key = (mode, I, H, L, bidirectional, dtype, forget_bias, cell_clip, use_peephole)
-    entry = _RNN_CACHE.get(key)
-    if entry is None or entry[1] < T or entry[2] < B:
-        T2 = max(T, entry[1] if entry else 0, 1)
-        B2 = max(B, entry[2] if entry else 0, 1)
-        obj = _core.RNN(mode, I, H, L, bidirectional, dtype, T2, B2,
-                        None if mode != "lstm" else forget_bias, cell_clip, use_peephole,
-                        caller_reserve=True)
-        entry = (obj, T2, B2, threading.Lock())
-        _RNN_CACHE[key] = entry
-    return entry[0], entry[3]
+_Config = collections.namedtuple(
+    "_Config", "layout mode I H L bidirectional dtype has_bias forget_bias cell_clip "
+               "use_peephole")
 
 
-def _rnn_prepare(mode, x, h0, params, num_layers, bidirectional, forget_bias, cell_clip,
-                 use_peephole, op):
+def _bits(v: float) -> bytes:
+    """A float as a dictionary key: its bit pattern (NaN equals itself)."""
+    return struct.pack("<d", float(v))
+
+
+def _unbits(b: bytes) -> float:
+    return struct.unpack("<d", b)[0]
+
+
+def _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias, cell_clip,
+            use_peephole, op) -> _Config:
+    if mode not in ("lstm", "lstm_v2", "gru", "gru_reset_after"):
+        raise ValueError(f"{op}: mode must be 'lstm', 'lstm_v2', 'gru' or 'gru_reset_after', "
+                         f"got {mode!r}")
     if x.dtype not in (torch.float32, torch.float64):
         raise TypeError(f"blockrnn.torch: {op}: dtype {x.dtype}; the stack runs float32 and "
                         f"float64 (float16 runs layer by layer on the ops)")
-    T, B, I, H, D = _rnn_sizes(x, h0, bidirectional)
-    with _RNN_LOCK:
-        rnn, lock = _rnn_object(mode, I, H, num_layers, bidirectional,
-                                "float32" if x.dtype == torch.float32 else "float64", T, B,
-                                forget_bias, cell_clip, use_peephole)
-    P = _RNN_PARAMS[mode]
-    arrays = [_np(p, op, "params") for p in params]
-    return rnn, lock, T, B, I, H, D, P, arrays
+    return _Config(layout, mode, int(x.shape[2]), int(h0.shape[2]), int(num_layers),
+                   bool(bidirectional), "float32" if x.dtype == torch.float32 else "float64",
+                   bool(has_bias), _bits(forget_bias), _bits(cell_clip), bool(use_peephole))
+
+
+def _new_rnn(cfg: _Config, T: int, B: int):
+    return _core.RNN(cfg.mode, cfg.I, cfg.H, cfg.L, cfg.bidirectional, cfg.dtype, T, B,
+                     None if cfg.mode != "lstm" else _unbits(cfg.forget_bias),
+                     _unbits(cfg.cell_clip), cfg.use_peephole, caller_reserve=True)
+
+
+@functools.lru_cache(maxsize=32)
+def _layout_rnn(mode, I, H, L, bidirectional):
+    """An RNN sized for no steps: the library's reserve formula, for the fake functions too."""
+    return _core.RNN(mode, I, H, L, bidirectional, "float32", 0, 0, caller_reserve=True)
+
+
+def _reserve_elems(cfg: _Config, T: int, B: int) -> int:
+    return _layout_rnn(cfg.mode, cfg.I, cfg.H, cfg.L, cfg.bidirectional).reserve_elems(T, B)
+
+
+class _Plan:
+    """A _core.RNN sized for up to T steps and B examples, and the stamp of the parameters
+    whose weights it holds packed (None: none yet)."""
+
+    def __init__(self, cfg: _Config, T: int, B: int):
+        self.rnn = _new_rnn(cfg, T, B)
+        self.T, self.B = T, B
+        self.lock = threading.Lock()
+        self.stamp = None
+
+
+def _plan_size(old: Optional[_Plan], T: int, B: int) -> Tuple[int, int]:
+    T, B = max(T, 1), max(B, 1)
+    if old is None:
+        return T, B
+    T2, B2 = max(T, old.T), max(B, old.B)
+    # Covering both shapes is worth it while it costs at most twice the larger one (varying
+    # lengths or batch sizes); a far-off shape (T = 20000, B = 1 then T = 10, B = 512) gets a
+    # plan of its own size, not the product of the two maxima.
+    if T2 * B2 <= 2 * max(T * B, old.T * old.B):
+        return T2, B2
+    return T, B
+
+
+def _plan(cfg: _Config, owner, T: int, B: int) -> _Plan:
+    key = (cfg, owner)
+    with _PLANS_LOCK:
+        plan = _PLANS.get(key)
+        if plan is None or plan.T < T or plan.B < B:
+            plan = _Plan(cfg, *_plan_size(plan, T, B))
+            _PLANS[key] = plan
+        _PLANS.move_to_end(key)
+        while len(_PLANS) > MAX_PLANS:
+            _PLANS.popitem(last=False)
+        return plan
+
+
+def _version(p: Tensor) -> Optional[int]:
+    try:
+        return p._version
+    except RuntimeError:  # inference tensors keep no version counter: never taken as unchanged
+        return None
+
+
+def _stamp(params) -> tuple:
+    """What _unchanged compares: per tensor a weak reference, its version counter, storage
+    address, shape and strides, and a copy of its values."""
+    ids = tuple((weakref.ref(p), _version(p), p.data_ptr(), tuple(p.shape), tuple(p.stride()))
+                for p in params)
+    return ids, [p.detach().clone() for p in params]
+
+
+def _unchanged(stamp, params, by_value: bool = False) -> bool:
+    """True when `params` are the tensors of `stamp`, unchanged. The version counters see
+    every write autograd tracks (optimiser steps, load_state_dict, in-place updates under
+    no_grad), so a changed one repacks at once; the values are compared as well, because
+    writes through `.data` (gradcheck's perturbations, old-style manual updates) and into
+    the storage by collectives bypass the counter."""
+    if stamp is None:
+        return False
+    ids, values = stamp
+    if by_value:  # tensors made for the call (the batched-gradient path): the values decide
+        return len(values) == len(params) and all(
+            c.shape == p.shape and torch.equal(_bit_view(p.detach()), _bit_view(c))
+            for p, c in zip(params, values))
+    return len(ids) == len(params) and all(
+        ref() is p and v is not None and v == _version(p) and ptr == p.data_ptr()
+        and shape == tuple(p.shape) and strides == tuple(p.stride())
+        for (ref, v, ptr, shape, strides), p in zip(ids, params)) and all(
+        torch.equal(_bit_view(p.detach()), _bit_view(c)) for p, c in zip(params, values))
+
+
+_INT_OF = {torch.float16: torch.int16, torch.float32: torch.int32, torch.float64: torch.int64}
+
+
+def _bit_view(t: Tensor) -> Tensor:
+    """t's bit patterns (NaN equals itself, -0.0 differs from 0.0): equality means the same
+    packed weights."""
+    return t.view(_INT_OF[t.dtype]) if t.dtype in _INT_OF else t
+
+
+def _per_direction(cfg: _Config) -> int:
+    """Parameters per (layer, direction) in the op's layout."""
+    if cfg.layout == "ops":
+        return 5 if cfg.mode.startswith("lstm") else 4
+    return 2 + (2 if cfg.has_bias else 0) + (3 if cfg.use_peephole else 0)
+
+
+def _tf_gate_order(H: int) -> Tensor:
+    """Rows of torch's LSTM gate order i, f, g, o in TensorFlow's i, c, f, o (its own inverse)."""
+    return torch.cat([torch.arange(0, H), torch.arange(2 * H, 3 * H), torch.arange(H, 2 * H),
+                      torch.arange(3 * H, 4 * H)])
+
+
+def nn_to_ops_layout(mode: str, H: int, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor],
+                     b_hh: Optional[Tensor], peepholes=()) -> List[Tensor]:
+    """One (layer, direction)'s torch.nn parameters (biases None: bias=False) in the ops'
+    layout, as the op of `mode` takes them: LSTM [w [I+H,4H], b, *peepholes] ("lstm": rows in
+    TensorFlow's gate order), GRU reset-after [w_i, w_h, b_i, b_h], GRU (reset before) [w_ru,
+    w_c, b_ru, b_c]. New tensors where the layout differs (differentiable); views otherwise."""
+    G = w_ih.shape[0]
+
+    def zeros(n):
+        return w_ih.new_zeros(n)
+    if mode.startswith("lstm"):
+        b = zeros(G) if b_ih is None else b_ih + b_hh
+        if mode == "lstm":
+            perm = _tf_gate_order(H)
+            w_ih, w_hh, b = w_ih[perm], w_hh[perm], b[perm]
+        return [torch.cat([w_ih.t(), w_hh.t()], 0), b, *peepholes]
+    if mode == "gru_reset_after":
+        return [w_ih.t(), w_hh.t(), zeros(G) if b_ih is None else b_ih,
+                zeros(G) if b_hh is None else b_hh]
+    H2 = 2 * H
+    b_ru = zeros(H2) if b_ih is None else b_ih[:H2] + b_hh[:H2]
+    b_c = zeros(H) if b_ih is None else b_ih[H2:] + b_hh[H2:]
+    return [torch.cat([w_ih[:H2].t(), w_hh[:H2].t()], 0),
+            torch.cat([w_ih[H2:].t(), w_hh[H2:].t()], 0), b_ru, b_c]
+
+
+def _nn_group(cfg: _Config, g):
+    """(w_ih, w_hh, b_ih, b_hh, peepholes) of one (layer, direction)'s torch.nn parameters."""
+    if cfg.has_bias:
+        return g[0], g[1], g[2], g[3], g[4:]
+    return g[0], g[1], None, None, g[2:]
+
+
+def _ops_grads_to_nn(cfg: _Config, I_l: int, g) -> List[Tensor]:
+    """One (layer, direction)'s gradients in the ops' layout -> torch.nn's layout, contiguous
+    (torch.nn's strides): weight_ih_grad, weight_hh_grad, (bias_ih_grad, bias_hh_grad),
+    (peephole grads)."""
+    H = cfg.H
+    if cfg.mode.startswith("lstm"):
+        gw, gb = g[0], g[1]
+        w_ih, w_hh = gw[:I_l].t(), gw[I_l:].t()
+        if cfg.mode == "lstm":
+            perm = _tf_gate_order(H)
+            w_ih, w_hh, gb = w_ih[perm], w_hh[perm], gb[perm]
+        out = [w_ih.contiguous(), w_hh.contiguous()]
+        if cfg.has_bias:
+            out += [gb.contiguous(), gb.clone()]  # b = b_ih + b_hh: the same gradient twice
+        return out + (list(g[2:5]) if cfg.use_peephole else [])
+    if cfg.mode == "gru_reset_after":
+        out = [g[0].t().contiguous(), g[1].t().contiguous()]
+        return out + ([g[2], g[3]] if cfg.has_bias else [])
+    gw_ru, gw_c, gb_ru, gb_c = g
+    out = [torch.cat([gw_ru[:I_l].t(), gw_c[:I_l].t()], 0),
+           torch.cat([gw_ru[I_l:].t(), gw_c[I_l:].t()], 0)]
+    if cfg.has_bias:
+        gb = torch.cat([gb_ru, gb_c])
+        out += [gb, gb.clone()]
+    return out
+
+
+def _ops_shapes(cfg: _Config, I_l: int) -> List[Tuple[int, ...]]:
+    """Shapes of one (layer, direction)'s parameters in the ops' layout (LSTM with the three
+    peephole vectors, which the backward fills with or without peepholes)."""
+    H = cfg.H
+    if cfg.mode.startswith("lstm"):
+        return [(I_l + H, 4 * H), (4 * H,), (H,), (H,), (H,)]
+    if cfg.mode == "gru_reset_after":
+        return [(I_l, 3 * H), (H, 3 * H), (3 * H,), (3 * H,)]
+    return [(I_l + H, 2 * H), (I_l + H, H), (2 * H,), (H,)]
+
+
+def _layer_input_size(cfg: _Config, layer: int) -> int:
+    return cfg.I if layer == 0 else (2 if cfg.bidirectional else 1) * cfg.H
+
+
+def _pack(plan: _Plan, cfg: _Config, params: List[Tensor], op: str,
+          by_value: bool = False) -> None:
+    """Sets the plan's weights from `params` unless they are the ones it holds (plan.lock
+    held)."""
+    if _unchanged(plan.stamp, params, by_value):
+        return
+    plan.stamp = None
+    D = 2 if cfg.bidirectional else 1
+    P = _per_direction(cfg)
+    with torch.no_grad():
+        for k in range(cfg.L * D):
+            group = params[k * P:(k + 1) * P]
+            if cfg.layout == "nn":
+                group = [t.contiguous() for t in nn_to_ops_layout(cfg.mode, cfg.H,
+                                                                  *_nn_group(cfg, group))]
+            plan.rnn.set_weights(k // D, k % D, [_np(t, op, "params") for t in group])
+    plan.stamp = _stamp(params)
+    with _PLANS_LOCK:
+        _PACKS[0] += 1
+
+
+def lengths_array(seq_lengths: Optional[Tensor], op: str) -> Optional[np.ndarray]:
+    """seq_lengths as the library takes them (int64 [B], a numpy view), None when absent. Any
+    integer dtype is taken, as pack_padded_sequence takes its lengths."""
+    if seq_lengths is None:
+        return None
+    if not isinstance(seq_lengths, Tensor) or seq_lengths.device.type != "cpu" \
+            or seq_lengths.dtype.is_floating_point or seq_lengths.dtype.is_complex \
+            or seq_lengths.dtype == torch.bool:
+        what = (f"{seq_lengths.dtype} on {seq_lengths.device}" if isinstance(seq_lengths, Tensor)
+                else type(seq_lengths).__name__)
+        raise TypeError(f"blockrnn.torch: {op}: seq_lengths must be an integer CPU tensor "
+                        f"(int64, or another integer dtype as pack_padded_sequence takes), got "
+                        f"{what}")
+    return seq_lengths.to(torch.int64).contiguous().numpy()
+
+
+def _check_params(cfg: _Config, params, op: str) -> None:
+    D = 2 if cfg.bidirectional else 1
+    want = cfg.L * D * _per_direction(cfg)
+    if len(params) != want:
+        raise ValueError(f"{op}: params must hold {want} tensors ({_per_direction(cfg)} per "
+                         f"layer and direction), got {len(params)}")
 
 
 def _opt(t: Optional[Tensor], op, arg):
     return None if t is None else _np(t, op, arg)
+
+
+def _stack_forward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, mode, num_layers,
+                   bidirectional, has_bias, forget_bias, cell_clip, use_peephole):
+    cfg = _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias,
+                  cell_clip, use_peephole, op)
+    _check_params(cfg, params, op)
+    T, B, D, H = int(x.shape[0]), int(x.shape[1]), 2 if bidirectional else 1, cfg.H
+    lens = lengths_array(seq_lengths, op)
+    lstm_ = mode.startswith("lstm")
+    y = x.new_empty((T, B, D * H))
+    h_n = x.new_empty((num_layers * D, B, H))
+    c_n = x.new_empty((num_layers * D, B, H) if lstm_ else (0,))
+    reserve = x.new_empty((_reserve_elems(cfg, T, B),))
+    plan = _plan(cfg, id(params[0]) if layout == "nn" else None, T, B)
+    with plan.lock:
+        _pack(plan, cfg, params, op)
+        plan.rnn.forward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"), lens,
+                         _opt(dropout_mask, op, "dropout_mask"), y.numpy(), h_n.numpy(),
+                         c_n.numpy() if lstm_ else None, reserve.numpy())
+    return y, h_n, c_n, reserve
+
+
+def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad,
+                    h_n_grad, c_n_grad, mode, num_layers, bidirectional, has_bias, forget_bias,
+                    cell_clip, use_peephole, flat: bool = False):
+    cfg = _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias,
+                  cell_clip, use_peephole, op)
+    _check_params(cfg, params, op)
+    T, B, D = int(x.shape[0]), int(x.shape[1]), 2 if bidirectional else 1
+    lens = lengths_array(seq_lengths, op)
+    lstm_ = mode.startswith("lstm")
+    x_grad = torch.empty_like(x, memory_format=torch.contiguous_format)
+    h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format)
+    c0_grad = x.new_empty(tuple(h0.shape) if lstm_ else (0,))
+    owner = "flat" if flat else (id(params[0]) if layout == "nn" else None)
+    plan = _plan(cfg, owner, T, B)
+    if layout == "ops":
+        grads = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
+    else:  # the ops' layout first; torch.nn's below
+        grads = [x.new_empty(shape) for k in range(num_layers * D)
+                 for shape in _ops_shapes(cfg, _layer_input_size(cfg, k // D))]
+    with plan.lock:
+        _pack(plan, cfg, params, op, by_value=flat)
+        plan.rnn.backward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"), lens,
+                          _opt(dropout_mask, op, "dropout_mask"), _np(y_grad, op, "y_grad"),
+                          _np(h_n_grad, op, "h_n_grad"), _opt(c_n_grad, op, "c_n_grad"),
+                          x_grad.numpy(), h0_grad.numpy(), c0_grad.numpy() if lstm_ else None,
+                          [g.numpy() for g in grads], _np(reserve, op, "reserve"))
+    if layout == "nn":
+        Q = 5 if lstm_ else 4
+        grads = [g for k in range(num_layers * D)
+                 for g in _ops_grads_to_nn(cfg, _layer_input_size(cfg, k // D),
+                                           grads[k * Q:(k + 1) * Q])]
+    return [x_grad, h0_grad, c0_grad, *grads]
+
+
+def _stack_fake(x, h0, mode, num_layers, bidirectional):
+    T, B, I, H = int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(h0.shape[2])
+    D = 2 if bidirectional else 1
+    lstm_ = mode.startswith("lstm")
+    elems = _layout_rnn(mode, I, H, num_layers, bool(bidirectional)).reserve_elems(T, B)
+    return (x.new_empty((T, B, D * H)), x.new_empty((num_layers * D, B, H)),
+            x.new_empty((num_layers * D, B, H) if lstm_ else (0,)), x.new_empty((elems,)))
+
+
+def _stack_grad_fake(x, h0, params, mode):
+    lstm_ = mode.startswith("lstm")
+    return [x.new_empty(x.shape), x.new_empty(h0.shape),
+            x.new_empty(tuple(h0.shape) if lstm_ else (0,)), *[p.new_empty(p.shape)
+                                                                for p in params]]
+
+
+def _wire_stack(fwd, grad, layout: str):
+    """register_autograd for a stack op pair: fwd(x, h0, c0, params, seq_lengths,
+    dropout_mask, *attrs) -> (y, h_n, c_n, reserve); grad(x, h0, c0, params, seq_lengths,
+    dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, *attrs) -> [x_grad, h0_grad, c0_grad,
+    *param grads]. attrs: mode, num_layers, bidirectional, (has_bias: the "nn" layout),
+    forget_bias, cell_clip, use_peephole."""
+    n_attrs = 7 if layout == "nn" else 6
+    def setup(ctx, inputs, output):
+        x, h0, c0, params, seq_lengths, mask = inputs[:6]
+        ctx.attrs = inputs[6:]
+        ctx.n_params = len(params)
+        ctx.has_c0 = c0 is not None
+        ctx.lens = seq_lengths
+        ctx.has_mask = mask is not None
+        saved = [x, h0, output[3], *params]
+        if c0 is not None:
+            saved.append(c0)
+        if mask is not None:
+            saved.append(mask)
+        ctx.save_for_backward(*saved)
+
+    def backward(ctx, gy, ghn, gcn, _greserve):
+        saved = list(ctx.saved_tensors)
+        x, h0, reserve = saved[:3]
+        params = saved[3:3 + ctx.n_params]
+        rest = saved[3 + ctx.n_params:]
+        c0 = rest.pop(0) if ctx.has_c0 else None
+        mask = rest.pop(0) if ctx.has_mask else None
+        mode = ctx.attrs[0]
+        D = 2 if ctx.attrs[2] else 1
+        H = h0.shape[2]
+        gy = gy if gy is not None else x.new_zeros((x.shape[0], x.shape[1], D * H))
+        ghn = ghn if ghn is not None else torch.zeros_like(h0)
+        if mode.startswith("lstm"):
+            gcn = gcn if gcn is not None else torch.zeros_like(h0)
+        else:
+            gcn = None
+        grads = (gy.contiguous(), ghn.contiguous(), None if gcn is None else gcn.contiguous())
+        if any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
+            # torch.autograd.grad(is_grads_batched=True) and gradcheck's batched check vmap
+            # this backward with torch's legacy vmap, which loops over an op for us only when
+            # it takes and returns plain tensors: the flat twin of the grad op
+            attrs = ctx.attrs if layout == "nn" else (*ctx.attrs[:3], True, *ctx.attrs[3:])
+            g = _flat_grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, layout, *attrs)
+        else:
+            g = grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, *ctx.attrs)
+        return (g[0], g[1], g[2] if ctx.has_c0 else None, list(g[3:]), None, None,
+                *([None] * n_attrs))
+
+    fwd.register_autograd(backward, setup_context=setup)
+
+
+def _param_shapes(cfg: _Config) -> List[Tuple[int, ...]]:
+    """The shapes of a stack op's `params` in the config's layout, in order."""
+    D = 2 if cfg.bidirectional else 1
+    out = []
+    for k in range(cfg.L * D):
+        I_l = _layer_input_size(cfg, k // D)
+        if cfg.layout == "ops":
+            out += _ops_shapes(cfg, I_l)
+            continue
+        G = (4 if cfg.mode.startswith("lstm") else 3) * cfg.H
+        out += [(G, I_l), (G, cfg.H)] + ([(G,), (G,)] if cfg.has_bias else []) + \
+            ([(cfg.H,)] * 3 if cfg.use_peephole else [])
+    return out
+
+
+@torch.library.custom_op("blockrnn::rnn_grad_flat", mutates_args=())
+def rnn_grad_flat(x: Tensor, h0: Tensor, c0: Optional[Tensor], flat_params: Tensor,
+                  seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor],
+                  reserve: Tensor, y_grad: Tensor, h_n_grad: Tensor,
+                  c_n_grad: Optional[Tensor], layout: str, mode: str, num_layers: int,
+                  bidirectional: bool, has_bias: bool, forget_bias: float, cell_clip: float,
+                  use_peephole: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """rnn_grad / nn_rnn_grad (layout "ops" / "nn") with the parameters and their gradients
+    flattened into one 1-D tensor each, so that the op takes and returns plain tensors."""
+    op = "blockrnn::rnn_grad_flat"
+    cfg = _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias,
+                  cell_clip, use_peephole, op)
+    shapes = _param_shapes(cfg)
+    sizes = [int(np.prod(s)) for s in shapes]
+    if flat_params.dim() != 1 or flat_params.numel() != sum(sizes):
+        raise ValueError(f"{op}: flat_params must have shape [{sum(sizes)}], got "
+                         f"{list(flat_params.shape)}")
+    params = [t.view(s) for t, s in zip(flat_params.split(sizes), shapes)]
+    g = _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, reserve,
+                        y_grad, h_n_grad, c_n_grad, mode, num_layers, bidirectional, has_bias,
+                        forget_bias, cell_clip, use_peephole, flat=True)
+    return g[0], g[1], g[2], torch.cat([t.reshape(-1) for t in g[3:]])
+
+
+@rnn_grad_flat.register_fake
+def _(x, h0, c0, flat_params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c_n_grad,
+      layout, mode, num_layers, bidirectional, has_bias, forget_bias, cell_clip, use_peephole):
+    return (x.new_empty(x.shape), x.new_empty(h0.shape),
+            x.new_empty(tuple(h0.shape) if mode.startswith("lstm") else (0,)),
+            x.new_empty(flat_params.shape))
+
+
+def _flat_grad(x, h0, c0, params, seq_lengths, mask, reserve, gy, ghn, gcn, layout, *attrs):
+    """The stack's gradients through rnn_grad_flat: [x_grad, h0_grad, c0_grad, *param grads]
+    (views of one flat gradient, each contiguous in its parameter's shape)."""
+    flat = torch.cat([p.detach().reshape(-1) for p in params])
+    xg, hg, cg, fg = rnn_grad_flat(x, h0, c0, flat, seq_lengths, mask, reserve, gy, ghn, gcn,
+                                   layout, *attrs)
+    sizes = [p.numel() for p in params]
+    return [xg, hg, cg, *[t.view(p.shape) for t, p in zip(fg.split(sizes), params)]]
 
 
 @torch.library.custom_op("blockrnn::rnn", mutates_args=())
@@ -299,33 +729,17 @@ def rnn(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
         seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], mode: str,
         num_layers: int, bidirectional: bool, forget_bias: float, cell_clip: float,
         use_peephole: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The stack's forward: y [T,B,D*H], h_n [L*D,B,H], c_n (LSTM; else empty), reserve."""
-    op = "blockrnn::rnn"
-    rnn_, lock, T, B, I, H, D, P, arrays = _rnn_prepare(
-        mode, x, h0, params, num_layers, bidirectional, forget_bias, cell_clip, use_peephole, op)
-    lstm_ = mode.startswith("lstm")
-    y = x.new_empty((T, B, D * H))
-    h_n = x.new_empty((num_layers * D, B, H))
-    c_n = x.new_empty((num_layers * D, B, H) if lstm_ else (0,))
-    reserve = x.new_empty((_reserve_elems(mode, T, B, I, H, num_layers, D),))
-    with lock:
-        for k in range(num_layers * D):
-            rnn_.set_weights(k // D, k % D, arrays[k * P:(k + 1) * P])
-        rnn_.forward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"),
-                     None if seq_lengths is None else seq_lengths.numpy(),
-                     _opt(dropout_mask, op, "dropout_mask"), y.numpy(), h_n.numpy(),
-                     c_n.numpy() if lstm_ else None, reserve.numpy())
-    return y, h_n, c_n, reserve
+    """The stack's forward, parameters in the ops' layout: y [T,B,D*H], h_n [L*D,B,H], c_n
+    (LSTM; else empty), reserve."""
+    return _stack_forward("blockrnn::rnn", "ops", x, h0, c0, params, seq_lengths,
+                          dropout_mask, mode, num_layers, bidirectional, True, forget_bias,
+                          cell_clip, use_peephole)
 
 
 @rnn.register_fake
 def _(x, h0, c0, params, seq_lengths, dropout_mask, mode, num_layers, bidirectional,
       forget_bias, cell_clip, use_peephole):
-    T, B, I, H, D = _rnn_sizes(x, h0, bidirectional)
-    lstm_ = mode.startswith("lstm")
-    return (x.new_empty((T, B, D * H)), x.new_empty((num_layers * D, B, H)),
-            x.new_empty((num_layers * D, B, H) if lstm_ else (0,)),
-            x.new_empty((_reserve_elems(mode, T, B, I, H, num_layers, D),)))
+    return _stack_fake(x, h0, mode, num_layers, bidirectional)
 
 
 @torch.library.custom_op("blockrnn::rnn_grad", mutates_args=())
@@ -335,74 +749,90 @@ def rnn_grad(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
              num_layers: int, bidirectional: bool, forget_bias: float, cell_clip: float,
              use_peephole: bool) -> List[Tensor]:
     """The stack's backward: [x_grad, h0_grad, c0_grad (LSTM; else empty), *param grads]."""
-    op = "blockrnn::rnn_grad"
-    rnn_, lock, T, B, I, H, D, P, arrays = _rnn_prepare(
-        mode, x, h0, params, num_layers, bidirectional, forget_bias, cell_clip, use_peephole, op)
-    lstm_ = mode.startswith("lstm")
-    x_grad = torch.empty_like(x, memory_format=torch.contiguous_format)
-    h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format)
-    c0_grad = x.new_empty(tuple(h0.shape) if lstm_ else (0,))
-    p_grads = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
-    with lock:
-        for k in range(num_layers * D):
-            rnn_.set_weights(k // D, k % D, arrays[k * P:(k + 1) * P])
-        rnn_.backward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"),
-                      None if seq_lengths is None else seq_lengths.numpy(),
-                      _opt(dropout_mask, op, "dropout_mask"), _np(y_grad, op, "y_grad"),
-                      _np(h_n_grad, op, "h_n_grad"), _opt(c_n_grad, op, "c_n_grad"),
-                      x_grad.numpy(), h0_grad.numpy(), c0_grad.numpy() if lstm_ else None,
-                      [g.numpy() for g in p_grads], _np(reserve, op, "reserve"))
-    return [x_grad, h0_grad, c0_grad, *p_grads]
+    return _stack_backward("blockrnn::rnn_grad", "ops", x, h0, c0, params, seq_lengths,
+                           dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode, num_layers,
+                           bidirectional, True, forget_bias, cell_clip, use_peephole)
 
 
 @rnn_grad.register_fake
 def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode,
       num_layers, bidirectional, forget_bias, cell_clip, use_peephole):
-    lstm_ = mode.startswith("lstm")
-    return [x.new_empty(x.shape), x.new_empty(h0.shape),
-            x.new_empty(tuple(h0.shape) if lstm_ else (0,)), *[p.new_empty(p.shape)
-                                                                for p in params]]
+    return _stack_grad_fake(x, h0, params, mode)
 
 
-_RNN_ATTRS = ("mode", "num_layers", "bidirectional", "forget_bias", "cell_clip", "use_peephole")
+_wire_stack(rnn, rnn_grad, "ops")
 
 
-def _rnn_setup(ctx, inputs, output):
-    x, h0, c0, params, seq_lengths, mask = inputs[:6]
-    ctx.attrs = inputs[6:]
-    ctx.n_params = len(params)
-    ctx.has_c0 = c0 is not None
-    ctx.lens = seq_lengths
-    ctx.has_mask = mask is not None
-    saved = [x, h0, output[3], *params]
-    if c0 is not None:
-        saved.append(c0)
-    if mask is not None:
-        saved.append(mask)
-    ctx.save_for_backward(*saved)
+@torch.library.custom_op("blockrnn::nn_rnn", mutates_args=())
+def nn_rnn(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
+           seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], mode: str,
+           num_layers: int, bidirectional: bool, has_bias: bool, forget_bias: float,
+           cell_clip: float, use_peephole: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The stack's forward on torch.nn's parameters (see above): y [T,B,D*H], h_n [L*D,B,H],
+    c_n (LSTM; else empty), reserve."""
+    return _stack_forward("blockrnn::nn_rnn", "nn", x, h0, c0, params, seq_lengths,
+                          dropout_mask, mode, num_layers, bidirectional, has_bias, forget_bias,
+                          cell_clip, use_peephole)
 
 
-def _rnn_backward(ctx, gy, ghn, gcn, _greserve):
-    saved = list(ctx.saved_tensors)
-    x, h0, reserve = saved[:3]
-    params = saved[3:3 + ctx.n_params]
-    rest = saved[3 + ctx.n_params:]
-    c0 = rest.pop(0) if ctx.has_c0 else None
-    mask = rest.pop(0) if ctx.has_mask else None
-    mode = ctx.attrs[0]
-    D = 2 if ctx.attrs[2] else 1
-    H = h0.shape[2]
-    gy = gy if gy is not None else x.new_zeros((x.shape[0], x.shape[1], D * H))
-    ghn = ghn if ghn is not None else torch.zeros_like(h0)
-    if mode.startswith("lstm"):
-        gcn = gcn if gcn is not None else torch.zeros_like(h0)
-    else:
-        gcn = None
-    g = rnn_grad(x, h0, c0, params, ctx.lens, mask, reserve, gy.contiguous(), ghn.contiguous(),
-                 None if gcn is None else gcn.contiguous(), *ctx.attrs)
-    x_grad, h0_grad, c0_grad = g[0], g[1], g[2]
-    return (x_grad, h0_grad, c0_grad if ctx.has_c0 else None, list(g[3:]), None, None,
-            *([None] * len(_RNN_ATTRS)))
+@nn_rnn.register_fake
+def _(x, h0, c0, params, seq_lengths, dropout_mask, mode, num_layers, bidirectional, has_bias,
+      forget_bias, cell_clip, use_peephole):
+    return _stack_fake(x, h0, mode, num_layers, bidirectional)
 
 
-rnn.register_autograd(_rnn_backward, setup_context=_rnn_setup)
+@torch.library.custom_op("blockrnn::nn_rnn_grad", mutates_args=())
+def nn_rnn_grad(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
+                seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], reserve: Tensor,
+                y_grad: Tensor, h_n_grad: Tensor, c_n_grad: Optional[Tensor], mode: str,
+                num_layers: int, bidirectional: bool, has_bias: bool, forget_bias: float,
+                cell_clip: float, use_peephole: bool) -> List[Tensor]:
+    """The backward of nn_rnn: [x_grad, h0_grad, c0_grad (LSTM; else empty), *param grads in
+    torch.nn's layout, contiguous]."""
+    return _stack_backward("blockrnn::nn_rnn_grad", "nn", x, h0, c0, params, seq_lengths,
+                           dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode, num_layers,
+                           bidirectional, has_bias, forget_bias, cell_clip, use_peephole)
+
+
+@nn_rnn_grad.register_fake
+def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode,
+      num_layers, bidirectional, has_bias, forget_bias, cell_clip, use_peephole):
+    return _stack_grad_fake(x, h0, params, mode)
+
+
+_wire_stack(nn_rnn, nn_rnn_grad, "nn")
+
+
+# ------------------------------------------------------------------------------ vmap
+#
+# torch.vmap over any of the ops above (and so torch.autograd.grad(..., is_grads_batched=True),
+# gradcheck(check_batched_grad=True), torch.func's per-example gradients) runs the op once per
+# batch entry and stacks the results: the library has no batch-of-problems entry point, and a
+# stack of independent recurrences is what a batching rule would compute anyway. The plan and
+# its packed weights are shared by the entries (the parameters do not change between them).
+
+def _vmap_slice(a, dim, k: int):
+    """Entry k of argument `a` batched along `dim` (None: not batched); lists elementwise."""
+    if isinstance(a, (list, tuple)):
+        dims = dim if isinstance(dim, (list, tuple)) else [dim] * len(a)
+        return [_vmap_slice(t, d, k) for t, d in zip(a, dims)]
+    return a if dim is None else a.select(dim, k)
+
+
+def _loop_vmap(op):
+    def rule(info, in_dims, *args):
+        outs = [op(*[_vmap_slice(a, d, k) for a, d in zip(args, in_dims)])
+                for k in range(info.batch_size)]
+        if isinstance(outs[0], Tensor):
+            return torch.stack(outs), 0
+        stacked = [torch.stack([o[n] for o in outs]) for n in range(len(outs[0]))]
+        if isinstance(outs[0], tuple):
+            return tuple(stacked), tuple(0 for _ in stacked)
+        return stacked, [0 for _ in stacked]
+
+    op.register_vmap(rule)
+
+
+for _op in (lstm, lstm_grad, gru_reset_after, gru_reset_after_grad, gru_reset_before,
+            gru_reset_before_grad, rnn, rnn_grad, nn_rnn, nn_rnn_grad, rnn_grad_flat):
+    _loop_vmap(_op)

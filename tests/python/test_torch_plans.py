@@ -1,0 +1,285 @@
+"""blockrnn.torch's plans and weights: gradients in torch.nn's memory layout, weights packed
+once per change of the parameters (blockrnn.torch.ops.weight_packs()), the plan cache keyed by
+value (NaN included), bounded, and sized to the calls, and lengths of any integer dtype.
+
+Tolerances: float64 against torch.nn at 1e-12 (the reason is in test_torch_modules.py's
+header: the same formulas summed in another order, ~1e-15 observed on O(1) values)."""
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import blockrnn.torch as brt  # noqa: E402
+from blockrnn.torch import _ops  # noqa: E402
+
+F64 = 1e-12
+I, H, T, B = 4, 3, 5, 2
+
+VARIANTS = [("LSTM", {}), ("LSTM", dict(bias=False)), ("LSTM", dict(forget_bias=0.5)),
+            ("LSTM", dict(use_peephole=True)), ("GRU", {}), ("GRU", dict(bias=False)),
+            ("GRU", dict(reset_after=False))]
+
+
+def _module(mode, **kw):
+    torch.manual_seed(5)
+    return getattr(brt, mode)(I, H, num_layers=2, bidirectional=True, **kw).double()
+
+
+def _pair(mode):
+    torch.manual_seed(5)
+    ref = getattr(torch.nn, mode)(I, H, num_layers=2, bidirectional=True).double()
+    mine = getattr(brt, mode)(I, H, num_layers=2, bidirectional=True).double()
+    mine.load_state_dict(ref.state_dict())
+    return ref, mine
+
+
+def _loss(m, x):
+    out = m(x)[0]
+    return (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view(out.shape)).sum()
+
+
+@pytest.mark.parametrize("mode, kw", VARIANTS)
+def test_weight_gradients_have_torch_nn_s_layout(mode, kw):
+    m = _module(mode, **kw)
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    grads = torch.autograd.grad(_loss(m, x), list(m.parameters()))
+    for (name, p), g in zip(m.named_parameters(), grads):
+        assert g.is_contiguous(), name
+        assert g.stride() == p.stride(), name
+        g.view(-1)  # raised on the transposed views before
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_weight_gradient_strides_equal_torch_nn_s(mode):
+    ref, mine = _pair(mode)
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    want = torch.autograd.grad(_loss(ref, x), list(ref.parameters()))
+    got = torch.autograd.grad(_loss(mine, x), list(mine.parameters()))
+    for w, g in zip(want, got):
+        assert g.stride() == w.stride()
+        torch.testing.assert_close(g, w, atol=F64, rtol=0)
+
+
+@pytest.mark.parametrize("mode, kw", VARIANTS)
+def test_unchanged_parameters_are_not_packed_again(mode, kw):
+    m = _module(mode, **kw)
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    _loss(m, x).backward()  # the first call packs
+    before = _ops.weight_packs()
+    for _ in range(3):  # forward and backward, three steps, no parameter changed
+        _loss(m, x).backward()
+    with torch.no_grad():
+        m(x)
+    assert _ops.weight_packs() == before
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_optimiser_step_repacks_once_and_matches_torch_nn(mode):
+    ref, mine = _pair(mode)
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.5)
+    opt_mine = torch.optim.SGD(mine.parameters(), lr=0.5)
+    for step in range(3):
+        for m, opt in ((ref, opt_ref), (mine, opt_mine)):
+            opt.zero_grad()
+            _loss(m, x).backward()
+        packs = _ops.weight_packs()
+        opt_ref.step()
+        opt_mine.step()  # in place: the versions change
+        _loss(mine, x).backward()  # forward repacks once, its backward reuses the pack
+        assert _ops.weight_packs() == packs + 1, step
+        torch.testing.assert_close(mine(x)[0], ref(x)[0], atol=F64, rtol=0)
+
+
+def test_writes_the_version_counter_misses_are_seen():
+    # .data writes (gradcheck perturbs parameters that way) and swaps bypass the version
+    # counter; the plan compares the values too and repacks.
+    ref, mine = _pair("LSTM")
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    mine(x)
+    for m in (ref, mine):
+        m.weight_hh_l0.data.mul_(2)
+    torch.testing.assert_close(mine(x)[0], ref(x)[0], atol=F64, rtol=0)
+    new = torch.randn_like(ref.weight_ih_l1)
+    for m in (ref, mine):
+        m.weight_ih_l1.data = new.clone()
+    torch.testing.assert_close(mine(x)[0], ref(x)[0], atol=F64, rtol=0)
+    halved = {k: v * 0.5 for k, v in ref.state_dict().items()}
+    for m in (ref, mine):
+        m.load_state_dict(halved)
+    torch.testing.assert_close(mine(x)[0], ref(x)[0], atol=F64, rtol=0)
+
+
+def test_nan_cell_clip_keeps_one_plan():
+    _ops.clear_plans()
+    m = brt.LSTM(I, H, cell_clip=float("nan"))
+    x = torch.randn(T, B, I)
+    m(x)[0].sum().backward()
+    packs = _ops.weight_packs()
+    for _ in range(20):
+        m(x)[0].sum().backward()
+    assert _ops.cached_plans() == 1
+    assert _ops.weight_packs() == packs
+    # NaN clips nothing (TensorFlow's cell_clip > 0 test): the unclipped LSTM's result
+    plain = brt.LSTM(I, H)
+    plain.load_state_dict(m.state_dict())
+    torch.testing.assert_close(m(x)[0], plain(x)[0], atol=0, rtol=0)
+
+
+def test_plan_cache_is_bounded():
+    _ops.clear_plans()
+    x = torch.randn(T, B, I)
+    for k in range(3 * _ops.MAX_PLANS):
+        brt.LSTM(I, H, cell_clip=1.0 + k)(x)
+        assert _ops.cached_plans() <= _ops.MAX_PLANS
+    assert _ops.cached_plans() == _ops.MAX_PLANS
+
+
+def test_two_modules_of_one_configuration_keep_a_plan_each():
+    a, b = brt.GRU(I, H), brt.GRU(I, H)
+    x = torch.randn(T, B, I)
+    a(x), b(x)
+    packs = _ops.weight_packs()
+    for _ in range(3):
+        a(x), b(x)
+    assert _ops.weight_packs() == packs
+
+
+def _plan_sizes():
+    return sorted((p.T, p.B) for p in _ops._PLANS.values())
+
+
+def test_plans_are_sized_to_the_calls_not_to_the_maxima():
+    _ops.clear_plans()
+    m = brt.GRU(2, 2)
+    m(torch.randn(4000, 1, 2))
+    m(torch.randn(10, 512, 2))
+    # one plan of the second call's size, not 4000 x 512
+    assert _plan_sizes() == [(10, 512)]
+    # nearby shapes (varying lengths) share one grown plan
+    m(torch.randn(12, 512, 2))
+    m(torch.randn(11, 500, 2))
+    assert _plan_sizes() == [(12, 512)]
+
+
+def test_lengths_of_any_integer_dtype_as_pack_padded_sequence_takes():
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    h0 = torch.zeros(1, B, H, dtype=torch.float64)
+    m = _module("GRU")
+    params = m._stack_params()[:4]
+    args = (x, h0, None, params)
+    attrs = ("gru_reset_after", 1, False, True, 0.0, 0.0, False)
+    want = _ops.nn_rnn(*args, torch.tensor([5, 2]), None, *attrs)[0]
+    for dtype in (torch.int32, torch.int16, torch.uint8):
+        got = _ops.nn_rnn(*args, torch.tensor([5, 2], dtype=dtype), None, *attrs)[0]
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+    for bad in (torch.tensor([5.0, 2.0]), torch.tensor([True, False])):
+        with pytest.raises(TypeError, match=r"blockrnn::nn_rnn: seq_lengths must be an integer "
+                                            r"CPU tensor"):
+            _ops.nn_rnn(*args, bad, None, *attrs)
+    w = torch.zeros(I + H, 4 * H, dtype=torch.float64)
+    z = torch.zeros(4 * H, dtype=torch.float64)
+    hb = torch.zeros(B, H, dtype=torch.float64)
+    want = _ops.lstm(x, hb, hb, w, hb[0], hb[0], hb[0], z, 0.0, 0.0, False, False,
+                     torch.tensor([5, 2]))
+    got = _ops.lstm(x, hb, hb, w, hb[0], hb[0], hb[0], z, 0.0, 0.0, False, False,
+                    torch.tensor([5, 2], dtype=torch.int32))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    with pytest.raises(TypeError, match=r"blockrnn::lstm \(BlockLSTMV2\): seq_lengths must be "
+                                        r"an integer CPU tensor"):
+        _ops.lstm(x, hb, hb, w, hb[0], hb[0], hb[0], z, 0.0, 0.0, False, False,
+                  torch.tensor([5.0, 2.0]))
+
+
+_OPCHECK_NN_RNN = r"""
+import torch
+import blockrnn.torch as brt
+from blockrnn.torch import _ops
+
+torch.manual_seed(2)
+x = torch.randn(4, 3, 3, dtype=torch.float64, requires_grad=True)
+for mode, kw in [("LSTM", dict(use_peephole=True, forget_bias=0.5)), ("LSTM", dict(bias=False)),
+                 ("GRU", dict(reset_after=False)), ("GRU", {})]:
+    m = getattr(brt, mode)(3, 2, num_layers=2, bidirectional=True, **kw).double()
+    smode, fb, clip, peep = m._stack_mode()
+    h0 = torch.randn(4, 3, 2, dtype=torch.float64, requires_grad=True)
+    c0 = torch.randn(4, 3, 2, dtype=torch.float64, requires_grad=True) if mode == "LSTM" else None
+    args = (x, h0, c0, m._stack_params(), torch.tensor([4, 1, 3]), None, smode, 2, True, m.bias,
+            fb, clip, peep)
+    torch.library.opcheck(_ops.nn_rnn, args)
+    y, h_n, c_n, reserve = _ops.nn_rnn(*args)
+    flat = torch.cat([p.detach().reshape(-1) for p in m._stack_params()])
+    # (the grad ops have no gradient of their own: opcheck them on plain tensors)
+    c0 = None if c0 is None else c0.detach()
+    torch.library.opcheck(_ops.rnn_grad_flat, (x.detach(), h0.detach(), c0, flat, args[4],
+                                               None, reserve.detach(),
+                                               torch.randn_like(y), torch.randn_like(h_n),
+                                               torch.randn_like(c_n) if c0 is not None else None,
+                                               "nn", *args[6:]))
+print("ok")
+"""
+
+
+def test_nn_rnn_opcheck_in_fresh_process():
+    res = subprocess.run([sys.executable, "-c", _OPCHECK_NN_RNN], capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stdout + res.stderr
+
+
+# ------------------------------------------------------------------ vmap, batched gradients
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_is_grads_batched_matches_torch_nn(mode):
+    ref, mine = _pair(mode)
+    x = torch.randn(T, B, I, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(4, T, B, 2 * H, dtype=torch.float64)
+    want = torch.autograd.grad(ref(x)[0], [x, *ref.parameters()], v, is_grads_batched=True)
+    got = torch.autograd.grad(mine(x)[0], [x, *mine.parameters()], v, is_grads_batched=True)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w, atol=F64, rtol=0)
+    # each batch entry is the plain gradient of its vector
+    plain = torch.autograd.grad(mine(x)[0], [x, *mine.parameters()], v[2])
+    for g, p in zip(got, plain):
+        torch.testing.assert_close(g[2], p, atol=F64, rtol=0)
+
+
+@pytest.mark.parametrize("mode, kw", [("LSTM", dict(use_peephole=True, forget_bias=0.5)),
+                                      ("LSTM", dict(bias=False)),
+                                      ("GRU", dict(reset_after=False))])
+def test_gradcheck_with_batched_grad(mode, kw):
+    torch.manual_seed(3)
+    m = getattr(brt, mode)(3, 2, num_layers=2, bidirectional=True, **kw).double()
+    names = [n for n, _ in m.named_parameters()]
+    x = torch.randn(3, 2, 3, dtype=torch.float64, requires_grad=True)
+    lengths = torch.tensor([3, 1])
+
+    def f(x, *ps):
+        with torch.nn.utils.stateless._reparametrize_module(m, dict(zip(names, ps))):
+            packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths)
+            out, state = m(packed)
+            return out.data, (state[0] if mode == "LSTM" else state)
+
+    params = [p.detach().requires_grad_(True) for p in m.parameters()]
+    assert torch.autograd.gradcheck(f, (x, *params), eps=1e-6, atol=1e-7,
+                                    check_batched_grad=True)
+
+
+def test_vmap_of_the_forward_is_the_loop():
+    m = _module("LSTM")
+    xs = torch.randn(3, T, B, I, dtype=torch.float64)
+    got = torch.vmap(lambda x: m(x)[0])(xs)
+    want = torch.stack([m(x)[0] for x in xs])
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("mode, kw", VARIANTS)
+def test_float16_weight_gradients_have_torch_nn_s_layout(mode, kw):
+    # float16 runs layer by layer on the one-shot ops; its gradients are contiguous too
+    m = _module(mode, **kw).half()
+    x = torch.randn(T, B, I).half()
+    grads = torch.autograd.grad(_loss(m, x), list(m.parameters()))
+    for (name, p), g in zip(m.named_parameters(), grads):
+        assert g.dtype == torch.float16 and g.stride() == p.stride(), name
