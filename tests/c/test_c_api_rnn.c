@@ -153,8 +153,7 @@ static void test_lstm_v2(void) {
   blockrnn_tensor gparams[5];
   static float y[T * B * H], h_n[B * H], c_n[B * H];
   static float dx[T * B * I], dh0[B * H], dc0[B * H], dw[K * 4 * H], dpeep[3 * H], db[4 * H];
-  static float rdx[T * B * I], rdh0[B * H], rdc0[B * H], rdw[K * 4 * H], rdpeep[3 * H],
-      rdb[4 * H];
+  static float rdx[T * B * I], rdh0[B * H], rdc0[B * H], rdw[K * 4 * H], rdpeep[3 * H], rdb[4 * H];
   int32_t per_layer = 0;
   int step;
 
@@ -236,15 +235,15 @@ static void test_lstm_v2(void) {
     out2.y = tensor(3, s_tbh, y2);
     out2.h_n = tensor(3, s_lbh, h_n2);
     out2.c_n = tensor(3, s_lbh, c_n2);
-    CHECK(blockrnn_rnn_reserve_elems(rnn, T, B, &elems) == BLOCKRNN_OK && elems > 0 &&
-              elems <= 4096,
-          "reserve_elems");
+    CHECK(
+        blockrnn_rnn_reserve_elems(rnn, T, B, &elems) == BLOCKRNN_OK && elems > 0 && elems <= 4096,
+        "reserve_elems");
     s_res[0] = elems;
     res = tensor(1, s_res, reserve);
     CHECK(blockrnn_rnn_forward(rnn, &in2, &out2, &res) == BLOCKRNN_OK, "forward, strided x");
-    CHECK(same(y2, acts[6], sizeof y2) && same(h_n2, h_n, sizeof h_n) &&
-              same(c_n2, c_n, sizeof c_n),
-          "strided x and caller's reserve: same bits");
+    CHECK(
+        same(y2, acts[6], sizeof y2) && same(h_n2, h_n, sizeof h_n) && same(c_n2, c_n, sizeof c_n),
+        "strided x and caller's reserve: same bits");
     CHECK(blockrnn_rnn_backward(rnn, &in2, &gin, &gout, &res) == BLOCKRNN_OK,
           "backward, caller's reserve");
     CHECK(same(rdx, dx, sizeof dx) && same(rdw, dw, sizeof dw), "backward from caller's reserve");
@@ -300,8 +299,8 @@ static void test_gru_reset_after(void) {
   blockrnn_rnn_outputs out;
   blockrnn_rnn_grad_inputs gin;
   blockrnn_rnn_grad_outputs gout;
-  static float y[T * B * H], h_n[B * H], dx[T * B * I], dh0[B * H], dwi[I * 3 * H],
-      dwh[H * 3 * H], dbi[3 * H], dbh[3 * H];
+  static float y[T * B * H], h_n[B * H], dx[T * B * I], dh0[B * H], dwi[I * 3 * H], dwh[H * 3 * H],
+      dbi[3 * H], dbh[3 * H];
   static float rdx[T * B * I], rdh0[B * H], rdwi[I * 3 * H], rdwh[H * 3 * H], rdbi[3 * H],
       rdbh[3 * H];
   int k;
@@ -372,8 +371,8 @@ static void test_gru_reset_after(void) {
   gout.num_params = 4;
   CHECK(blockrnn_rnn_backward(rnn, &in, &gin, &gout, NULL) == BLOCKRNN_OK, "backward GRU");
   CHECK(same(rdx, dx, sizeof dx) && same(rdh0, dh0, sizeof dh0), "GRU x_grad, h0_grad bitwise");
-  CHECK(same(rdwi, dwi, sizeof dwi) && same(rdwh, dwh, sizeof dwh) &&
-            same(rdbi, dbi, sizeof dbi) && same(rdbh, dbh, sizeof dbh),
+  CHECK(same(rdwi, dwi, sizeof dwi) && same(rdwh, dwh, sizeof dwh) && same(rdbi, dbi, sizeof dbi) &&
+            same(rdbh, dbh, sizeof dbh),
         "GRU weight gradients bitwise");
 
   /* The LSTM-only tensors are refused in a GRU mode rather than ignored. */
