@@ -126,6 +126,12 @@ BLOCKRNN_API void blockrnn_rnn_free(blockrnn_rnn* rnn);
  * [K+H, H], b_ru [2H], b_c [H]; GRU reset-after w_i [K, 3H], w_h [H, 3H], b_i [3H], b_h [3H]. */
 BLOCKRNN_API blockrnn_status blockrnn_rnn_params_per_layer(const blockrnn_rnn* rnn, int32_t* n);
 
+/* The shape of parameter k (0 <= k < params_per_layer, in the order above) of `layer` (the
+ * same for both directions): what blockrnn_rnn_set_weights takes and the backward's parameter
+ * gradient has. */
+BLOCKRNN_API blockrnn_status blockrnn_rnn_param_shape(const blockrnn_rnn* rnn, int64_t layer,
+                                                      int32_t k, blockrnn_shape* shape);
+
 /* Copies (and packs) the parameters of (layer, direction) from `params`, in the order above; an
  * LSTM without peepholes passes 2 (w, b). Every layer's weights must be set before a forward. */
 BLOCKRNN_API blockrnn_status blockrnn_rnn_set_weights(blockrnn_rnn* rnn, int64_t layer,

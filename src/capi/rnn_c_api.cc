@@ -129,6 +129,30 @@ RNNInputs rnn_inputs(const RNN& rnn, const blockrnn_rnn_inputs& c, const char* f
   return in;
 }
 
+// The shape of parameter k of `layer`, as the layer objects' set_weights take them (K: the
+// layer's input size).
+Shape param_shape(const RNN& rnn, std::int64_t layer, int k) {
+  const RNNOptions& o = rnn.options();
+  const std::int64_t H = o.hidden_size;
+  const std::int64_t K = layer == 0 ? o.input_size : rnn.num_directions() * H;
+  switch (o.mode) {
+    case RNNMode::kLSTM:
+    case RNNMode::kLSTMV2: {
+      const Shape shapes[] = {{K + H, 4 * H}, {4 * H}, {H}, {H}, {H}};  // w, b, wci, wcf, wco
+      return shapes[k];
+    }
+    case RNNMode::kGRU: {
+      const Shape shapes[] = {{K + H, 2 * H}, {K + H, H}, {2 * H}, {H}};  // w_ru, w_c, b_ru, b_c
+      return shapes[k];
+    }
+    case RNNMode::kGRUResetAfter: {
+      const Shape shapes[] = {{K, 3 * H}, {H, 3 * H}, {3 * H}, {3 * H}};  // w_i, w_h, b_i, b_h
+      return shapes[k];
+    }
+  }
+  throw Error(ErrorCode::kInternal, "RNN.param_shape: unknown mode");
+}
+
 }  // namespace
 }  // namespace blockrnn::capi
 
@@ -170,6 +194,27 @@ blockrnn_status blockrnn_rnn_params_per_layer(const blockrnn_rnn* rnn, int32_t* 
     require(rnn, fn, "rnn");
     require(n, fn, "n");
     *n = rnn->rnn.params_per_layer();
+  });
+}
+
+blockrnn_status blockrnn_rnn_param_shape(const blockrnn_rnn* rnn, int64_t layer, int32_t k,
+                                         blockrnn_shape* shape) {
+  return guarded([&] {
+    const char* fn = "blockrnn_rnn_param_shape";
+    require(rnn, fn, "rnn");
+    require(shape, fn, "shape");
+    const RNN& r = rnn->rnn;
+    if (layer < 0 || layer >= r.options().num_layers) {
+      invalid(std::string(fn) + ": layer must be in [0, " + std::to_string(r.options().num_layers) +
+              "), got " + std::to_string(layer));
+    }
+    if (k < 0 || k >= r.params_per_layer()) {
+      invalid(std::string(fn) + ": k must be in [0, " + std::to_string(r.params_per_layer()) +
+              ") (params_per_layer), got " + std::to_string(k));
+    }
+    const Shape s = param_shape(r, layer, k);
+    shape->rank = s.rank();
+    for (int d = 0; d < BLOCKRNN_MAX_RANK; ++d) shape->dims[d] = d < s.rank() ? s.dim(d) : 0;
   });
 }
 

@@ -421,7 +421,14 @@ static void test_stack(void) {
       p[1] = tensor(2, s_whh, whh);
       p[2] = tensor(1, s_b, bias);
       p[3] = tensor(1, s_b, bias);
-      for (k = 0; k < 4; ++k) p[k].dtype = BLOCKRNN_FLOAT64;
+      for (k = 0; k < 4; ++k) {
+        blockrnn_shape shape;
+        p[k].dtype = BLOCKRNN_FLOAT64;
+        CHECK(blockrnn_rnn_param_shape(rnn, l, k, &shape) == BLOCKRNN_OK &&
+                  shape.rank == p[k].rank && shape.dims[0] == p[k].shape[0] &&
+                  (shape.rank == 1 || shape.dims[1] == p[k].shape[1]),
+              "param_shape is what set_weights takes");
+      }
       CHECK(blockrnn_rnn_set_weights(rnn, l, d, p, 4) == BLOCKRNN_OK, "set_weights stack");
     }
   }
@@ -439,6 +446,13 @@ static void test_stack(void) {
         "stack h_n[top, forward] == y[T-1, 0, :H]");
   CHECK(memcmp(h_n + 3 * B * H, y + H, H * sizeof(double)) == 0,
         "stack h_n[top, reverse] == y[0, 0, H:]");
+  {
+    blockrnn_shape shape;
+    expect_error(blockrnn_rnn_param_shape(rnn, 0, 4, &shape), BLOCKRNN_INVALID_ARGUMENT,
+                 "blockrnn_rnn_param_shape: k must be in [0, 4)", "param_shape k");
+    expect_error(blockrnn_rnn_param_shape(rnn, 2, 0, &shape), BLOCKRNN_INVALID_ARGUMENT,
+                 "blockrnn_rnn_param_shape: layer must be in [0, 2)", "param_shape layer");
+  }
   blockrnn_rnn_free(rnn);
 }
 
