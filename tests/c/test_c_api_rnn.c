@@ -248,6 +248,14 @@ static void test_lstm_v2(void) {
           "backward, caller's reserve");
     CHECK(same(rdx, dx, sizeof dx) && same(rdw, dw, sizeof dw), "backward from caller's reserve");
 
+    /* A strided input's dense copy counts against the memory limit, checked before copying. */
+    blockrnn_set_memory_limit(64);
+    expect_error(blockrnn_rnn_forward(rnn, &in2, &out2, &res), BLOCKRNN_RESOURCE_EXHAUSTED,
+                 "blockrnn_rnn_forward: x: a dense copy of the strided tensor [4, 3, 2] takes 96 "
+                 "bytes, over the memory limit of 64 bytes",
+                 "strided copy over the memory limit");
+    blockrnn_set_memory_limit(0);
+
     /* Errors of the per-call arguments. */
     s_res[0] = elems - 1;
     expect_error(blockrnn_rnn_forward(rnn, &in, &out, &res), BLOCKRNN_INVALID_ARGUMENT, "reserve",
