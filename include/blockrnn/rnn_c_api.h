@@ -15,7 +15,11 @@
  * blockrnn_tensor is absent). dtypes: float32 and float64.
  *
  * Thread safety: a handle holds one workspace (and, unless caller_reserve, one reserve): one call
- * at a time per handle. Different handles may be used from different threads at once. */
+ * at a time per handle. A set_weights, forward or backward that starts while another of these
+ * runs on the same handle is refused (BLOCKRNN_INVALID_ARGUMENT, "the handle is running another
+ * call") and changes nothing; params_per_layer, param_shape and reserve_elems only read what was
+ * fixed at creation and may run at any time; free must not overlap any call. Different handles
+ * may be used from different threads at once. */
 #ifndef BLOCKRNN_RNN_C_API_H_
 #define BLOCKRNN_RNN_C_API_H_
 

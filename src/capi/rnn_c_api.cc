@@ -3,6 +3,7 @@
 // NULL pointers by name, and turns every exception into a status code plus the per-thread
 // message (src/capi/capi_internal.h). Adds no semantics of its own beyond refusing the LSTM-only
 // tensors (c0, c_n, c_n_grad, c0_grad) in the GRU modes, which the C++ stack would ignore.
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -17,10 +18,13 @@
 #include "blockrnn/tensor.h"
 #include "capi_internal.h"
 
-// The opaque handle of the header.
+// The opaque handle of the header. `busy` is set while a call that uses the workspace, the
+// reserve or the weights (set_weights, forward, backward) runs, so that a second such call at
+// the same time is refused instead of corrupting the first.
 struct blockrnn_rnn {
   explicit blockrnn_rnn(const blockrnn::RNNOptions& options) : rnn(options) {}
   blockrnn::RNN rnn;
+  std::atomic<bool> busy{false};
 };
 
 namespace blockrnn::capi {
@@ -31,10 +35,24 @@ void require(const P* p, const char* fn, const char* name) {
   if (p == nullptr) invalid(std::string(fn) + ": " + name + " is NULL");
 }
 
-RNN& handle(blockrnn_rnn* rnn, const char* fn) {
-  require(rnn, fn, "rnn");
-  return rnn->rnn;
-}
+// Holds the handle for one call that changes it: one call at a time per handle.
+class InUse {
+ public:
+  InUse(blockrnn_rnn* rnn, const char* fn) : rnn_(rnn) {
+    require(rnn, fn, "rnn");
+    if (rnn_->busy.exchange(true, std::memory_order_acquire)) {
+      invalid(std::string(fn) +
+              ": the handle is running another call (one call at a time per handle)");
+    }
+  }
+  ~InUse() { rnn_->busy.store(false, std::memory_order_release); }
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+  RNN& rnn() const { return rnn_->rnn; }
+
+ private:
+  blockrnn_rnn* rnn_;
+};
 
 bool is_absent(const blockrnn_tensor& t) {
   return t.data == nullptr && t.rank == 0;
@@ -222,7 +240,8 @@ blockrnn_status blockrnn_rnn_set_weights(blockrnn_rnn* rnn, int64_t layer, int64
                                          const blockrnn_tensor* params, size_t num_params) {
   return guarded([&] {
     const char* fn = "blockrnn_rnn_set_weights";
-    RNN& r = handle(rnn, fn);
+    const InUse in_use(rnn, fn);
+    RNN& r = in_use.rnn();
     if (num_params > 0) require(params, fn, "params");
     // More views than any mode takes is refused before any is read.
     if (num_params > static_cast<size_t>(r.params_per_layer())) {
@@ -260,7 +279,8 @@ blockrnn_status blockrnn_rnn_forward(blockrnn_rnn* rnn, const blockrnn_rnn_input
                                      const blockrnn_tensor* reserve) {
   return guarded([&] {
     const char* fn = "blockrnn_rnn_forward";
-    RNN& r = handle(rnn, fn);
+    const InUse in_use(rnn, fn);
+    RNN& r = in_use.rnn();
     require(inputs, fn, "inputs");
     require(outputs, fn, "outputs");
     require_absent_unless_lstm(r, outputs->c_n, fn, "c_n");
@@ -280,7 +300,8 @@ blockrnn_status blockrnn_rnn_backward(blockrnn_rnn* rnn, const blockrnn_rnn_inpu
                                       const blockrnn_tensor* reserve) {
   return guarded([&] {
     const char* fn = "blockrnn_rnn_backward";
-    RNN& r = handle(rnn, fn);
+    const InUse in_use(rnn, fn);
+    RNN& r = in_use.rnn();
     require(inputs, fn, "inputs");
     require(grads, fn, "grads");
     require(outputs, fn, "outputs");

@@ -2,11 +2,14 @@
  * bit for bit the one-shot sequence ops' results (blockrnn_run_op of BlockLSTMV2 /
  * BlockGRUResetAfter and their grads), over many calls on one handle, with new weights set in
  * between, with a strided x and with a caller's reserve; a two-layer bidirectional handle runs;
+ * a second call on a handle while one runs is refused;
  * NULL handles and pointers, bad options and mode-specific misuse are refused by name. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <threads.h>
 
 #include "blockrnn/c_api.h"
 #include "blockrnn/rnn_c_api.h"
@@ -464,6 +467,78 @@ static void test_stack(void) {
   blockrnn_rnn_free(rnn);
 }
 
+/* ---- One call at a time per handle ---------------------------------------------------------
+ * A forward runs on a second thread and is held inside its cancel check (asked between steps);
+ * meanwhile a forward on the same handle from this thread is refused, then the first finishes. */
+
+enum { LONG_T = 1 << 17 };
+static atomic_int g_inside, g_tried, g_finished;
+
+static int hold_in_check(void* user) {
+  (void)user;
+  atomic_store(&g_inside, 1);
+  while (!atomic_load(&g_tried)) {
+  }
+  return 0;
+}
+
+struct job {
+  blockrnn_rnn* rnn;
+  blockrnn_rnn_inputs in;
+  blockrnn_rnn_outputs out;
+  blockrnn_status status;
+};
+
+static int run_forward(void* arg) {
+  struct job* j = (struct job*)arg;
+  blockrnn_set_cancel_check(hold_in_check, NULL);
+  j->status = blockrnn_rnn_forward(j->rnn, &j->in, &j->out, NULL);
+  blockrnn_set_cancel_check(NULL, NULL);
+  atomic_store(&g_finished, 1);
+  atomic_store(&g_inside, 1); /* in case the check was never asked */
+  return 0;
+}
+
+static void test_one_call_at_a_time(void) {
+  static const int64_t s_lx[] = {LONG_T, 1, 1}, s_ly[] = {LONG_T, 1, 1}, s_st[] = {1, 1, 1},
+                       s_wi1[] = {1, 3}, s_b1[] = {3};
+  static float lx[LONG_T], ly[LONG_T], hn[1], wi1[3], wh1[3], bi1[3], bh1[3];
+  blockrnn_rnn_options o = blockrnn_rnn_default_options();
+  blockrnn_tensor p[4];
+  struct job j;
+  thrd_t worker;
+  blockrnn_status second;
+  o.mode = BLOCKRNN_RNN_GRU_RESET_AFTER;
+  o.input_size = 1;
+  o.hidden_size = 1;
+  o.max_time = LONG_T;
+  o.max_batch = 1;
+  memset(&j, 0, sizeof j);
+  CHECK(blockrnn_rnn_create(&o, &j.rnn) == BLOCKRNN_OK, "create long GRU");
+  if (j.rnn == NULL) return;
+  p[0] = tensor(2, s_wi1, wi1);
+  p[1] = tensor(2, s_wi1, wh1);
+  p[2] = tensor(1, s_b1, bi1);
+  p[3] = tensor(1, s_b1, bh1);
+  CHECK(blockrnn_rnn_set_weights(j.rnn, 0, 0, p, 4) == BLOCKRNN_OK, "set_weights long GRU");
+  j.in.x = tensor(3, s_lx, lx);
+  j.out.y = tensor(3, s_ly, ly);
+  j.out.h_n = tensor(3, s_st, hn);
+  CHECK(thrd_create(&worker, run_forward, &j) == thrd_success, "thrd_create");
+  while (!atomic_load(&g_inside)) {
+  }
+  second = blockrnn_rnn_forward(j.rnn, &j.in, &j.out, NULL);
+  CHECK(!atomic_load(&g_finished), "the first forward was held while the second was tried");
+  atomic_store(&g_tried, 1);
+  thrd_join(worker, NULL);
+  expect_error(second, BLOCKRNN_INVALID_ARGUMENT,
+               "blockrnn_rnn_forward: the handle is running another call", "second call");
+  CHECK(j.status == BLOCKRNN_OK, "the first forward finished");
+  CHECK(blockrnn_rnn_forward(j.rnn, &j.in, &j.out, NULL) == BLOCKRNN_OK,
+        "the handle is free again");
+  blockrnn_rnn_free(j.rnn);
+}
+
 /* ---- Errors at creation and NULL pointers ------------------------------------------------- */
 
 static void test_errors(void) {
@@ -526,6 +601,7 @@ int main(void) {
   test_lstm_v2();
   test_gru_reset_after();
   test_stack();
+  test_one_call_at_a_time();
   test_errors();
   if (g_failures != 0) {
     fprintf(stderr, "%d failures\n", g_failures);
