@@ -17,9 +17,10 @@
 #include "blockrnn/error.h"
 #include "blockrnn/ops.h"
 #include "blockrnn/tensor.h"
+#include "capi_internal.h"
 
 namespace blockrnn {
-namespace {
+namespace capi {
 
 thread_local std::string t_last_error;
 
@@ -39,44 +40,11 @@ blockrnn_status status_of(ErrorCode code) {
   return BLOCKRNN_UNKNOWN;
 }
 
-// The last error belongs to the calls that return a status: each clears it on success and sets
-// it on failure (guarded). A call that returns no status runs through attempted, which sets it
-// only when that call fails and never clears it, so that a caller may query the library (op
-// names, settings) between a failed call and reading its message.
-
-// Runs `f` and maps whatever it throws onto a status, recording the message; leaves the last
-// error as it was when `f` succeeds.
-template <typename F>
-blockrnn_status attempted(F&& f) noexcept {
-  try {
-    f();
-    return BLOCKRNN_OK;
-  } catch (const Error& e) {
-    t_last_error = e.what();
-    return status_of(e.code());
-  } catch (const std::bad_alloc&) {
-    t_last_error = "out of memory";
-    return BLOCKRNN_RESOURCE_EXHAUSTED;
-  } catch (const std::exception& e) {
-    t_last_error = std::string("unexpected exception: ") + e.what();
-    return BLOCKRNN_UNKNOWN;
-  } catch (...) {
-    t_last_error = "unexpected exception of unknown type";
-    return BLOCKRNN_UNKNOWN;
-  }
-}
-
-// attempted(f) for the calls that return a status: success clears the last error.
-template <typename F>
-blockrnn_status guarded(F&& f) noexcept {
-  const blockrnn_status status = attempted(f);
-  if (status == BLOCKRNN_OK) t_last_error.clear();
-  return status;
-}
-
-[[noreturn]] void invalid(const std::string& message) {
+void invalid(const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, message);
 }
+
+namespace {
 
 // "GRUBlockCell: input 2 (w_ru)"
 std::string describe(const char* op, const char* what, size_t index,
@@ -85,6 +53,8 @@ std::string describe(const char* op, const char* what, size_t index,
   if (index < names.size()) s += " (" + names[index] + ")";
   return s;
 }
+
+}  // namespace
 
 DType checked_dtype(int32_t dtype, const std::string& where) {
   if (dtype < BLOCKRNN_FLOAT16 || dtype > BLOCKRNN_INT64) {
@@ -115,6 +85,8 @@ Shape checked_shape(const blockrnn_tensor& t, const std::string& where) {
   return shape;
 }
 
+namespace {
+
 std::string strides_text(const blockrnn_tensor& t) {
   std::string s = "[";
   for (int d = 0; d < t.rank; ++d) s += (d ? ", " : "") + std::to_string(t.strides[d]);
@@ -128,6 +100,8 @@ bool mul_fits(std::int64_t a, std::int64_t b, std::int64_t* out) {
 bool add_fits(std::int64_t a, std::int64_t b, std::int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
 }
+
+}  // namespace
 
 // The byte offsets a strided tensor with elements can reach, relative to its data pointer:
 // the element at index k is at data + elem * sum(k_d * strides[d]), so the lowest offset sums
@@ -162,6 +136,8 @@ void check_strides(const blockrnn_tensor& t, const Shape& shape, DType dtype,
   }
 }
 
+namespace {
+
 // Argument `index` of the call (what: "input" or "output"), its dtype and shape checked.
 struct CheckedTensor {
   std::string where;  // describe()'s
@@ -176,6 +152,8 @@ CheckedTensor checked_tensor(const char* op, const char* what, size_t index,
   check_strides(t, shape, dtype, where);
   return {std::move(where), dtype, shape};
 }
+
+}  // namespace
 
 // True when the strides are NULL or those of the dense row-major layout (dimensions of size 1
 // may have any stride; a tensor with no elements is dense).
@@ -210,6 +188,8 @@ void gather(const blockrnn_tensor& t, const Shape& shape, Tensor& dense) {
     }
   }
 }
+
+namespace {
 
 // The inputs as views of the caller's memory. Strided inputs are listed in `strided`: their
 // views are only good for validation (no op reads data while it validates, except seq_len_max,
@@ -372,9 +352,11 @@ bool call_c_cancel(void* p) {
 }
 
 }  // namespace
+}  // namespace capi
 }  // namespace blockrnn
 
-using namespace blockrnn;  // NOLINT: the definitions below are the extern "C" functions
+using namespace blockrnn;        // NOLINT: the definitions below are the extern "C" functions
+using namespace blockrnn::capi;  // NOLINT
 
 extern "C" {
 

@@ -1,0 +1,325 @@
+// The JNI side of org.blockrnn.RNN, over the C API's RNN handles (blockrnn/rnn_c_api.h): copies
+// the Java arrays into native buffers (a call may run long: no Java array stays pinned), runs the
+// handle, and copies the outputs into new Java arrays. A failed status becomes a Java exception
+// (jni_util.h); every JNI call that can throw is checked (the tests run under -Xcheck:jni).
+#include <jni.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "blockrnn/c_api.h"
+#include "blockrnn/rnn_c_api.h"
+#include "jni_util.h"
+#include "org_blockrnn_RNN.h"
+
+namespace {
+
+using namespace blockrnn_jni;  // NOLINT
+
+// A tensor in native memory: a copy of a Java array (an input), or a buffer for an output.
+struct NativeTensor {
+  int32_t dtype = BLOCKRNN_FLOAT32;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+  bool absent = true;
+
+  blockrnn_tensor c() {
+    if (absent) return blockrnn_tensor{0, 0, nullptr, nullptr, nullptr};
+    return {dtype, static_cast<int32_t>(shape.size()), shape.data(), nullptr, bytes.data()};
+  }
+};
+
+size_t elem_size(int32_t dtype) {
+  return dtype == BLOCKRNN_FLOAT32 ? sizeof(float) : 8;  // float64 and int64
+}
+
+std::vector<int64_t> long_array(JNIEnv* env, jlongArray a) {
+  const jsize n = env->GetArrayLength(a);
+  check_pending(env);
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  env->GetLongArrayRegion(a, 0, n, reinterpret_cast<jlong*>(out.data()));
+  check_pending(env);
+  return out;
+}
+
+// Element k of data (a float[], double[] or long[], or null: absent) with shape k, copied.
+// (A Java Tensor's length is the product of its shape, checked by its constructor.)
+NativeTensor read_input(JNIEnv* env, const std::string& where, jobjectArray data,
+                        jobjectArray shapes, jsize k) {
+  NativeTensor t;
+  auto array = static_cast<jarray>(env->GetObjectArrayElement(data, k));
+  check_pending(env);
+  if (array == nullptr) return t;
+  t.absent = false;
+  auto shape = static_cast<jlongArray>(env->GetObjectArrayElement(shapes, k));
+  check_pending(env);
+  t.shape = long_array(env, shape);
+  env->DeleteLocalRef(shape);
+  const jsize length = env->GetArrayLength(array);
+  check_pending(env);
+  jclass floats = env->FindClass("[F");
+  check_pending(env);
+  jclass doubles = env->FindClass("[D");
+  check_pending(env);
+  jclass longs = env->FindClass("[J");
+  check_pending(env);
+  const bool is_float = env->IsInstanceOf(array, floats) == JNI_TRUE;
+  const bool is_double = env->IsInstanceOf(array, doubles) == JNI_TRUE;
+  const bool is_long = env->IsInstanceOf(array, longs) == JNI_TRUE;
+  env->DeleteLocalRef(floats);
+  env->DeleteLocalRef(doubles);
+  env->DeleteLocalRef(longs);
+  if (!is_float && !is_double && !is_long) {
+    throw_java(env, "java/lang/IllegalArgumentException",
+               where + " is not a float[], double[] or long[]");
+  }
+  t.dtype = is_float ? BLOCKRNN_FLOAT32 : is_double ? BLOCKRNN_FLOAT64 : BLOCKRNN_INT64;
+  t.bytes.resize(static_cast<size_t>(length) * elem_size(t.dtype));
+  if (is_float) {
+    env->GetFloatArrayRegion(static_cast<jfloatArray>(array), 0, length,
+                             reinterpret_cast<jfloat*>(t.bytes.data()));
+  } else if (is_double) {
+    env->GetDoubleArrayRegion(static_cast<jdoubleArray>(array), 0, length,
+                              reinterpret_cast<jdouble*>(t.bytes.data()));
+  } else {
+    env->GetLongArrayRegion(static_cast<jlongArray>(array), 0, length,
+                            reinterpret_cast<jlong*>(t.bytes.data()));
+  }
+  check_pending(env);
+  env->DeleteLocalRef(array);
+  return t;
+}
+
+std::vector<NativeTensor> read_inputs(JNIEnv* env, const char* fn, jobjectArray data,
+                                      jobjectArray shapes, const std::vector<std::string>& names) {
+  std::vector<NativeTensor> out;
+  for (size_t k = 0; k < names.size(); ++k) {
+    out.push_back(read_input(env, std::string(fn) + ": " + names[k], data, shapes, jsize(k)));
+  }
+  return out;
+}
+
+// An output buffer of `shape` (absent when null) in `dtype`, its element count within what a
+// Java array holds.
+NativeTensor make_output(JNIEnv* env, const std::string& where, int32_t dtype,
+                         std::vector<int64_t> shape) {
+  NativeTensor t;
+  t.absent = false;
+  t.dtype = dtype;
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && count > (INT_MAX - 8) / d)) {
+      throw_java(env, "java/lang/IllegalArgumentException",
+                 where + " has more elements than a Java array holds");
+    }
+    count *= d;
+  }
+  t.shape = std::move(shape);
+  t.bytes.resize(static_cast<size_t>(count) * elem_size(dtype));
+  return t;
+}
+
+// The output shapes Java computed (element k of out_shapes; null: absent).
+std::vector<NativeTensor> make_outputs(JNIEnv* env, const char* fn, int32_t dtype,
+                                       jobjectArray out_shapes,
+                                       const std::vector<std::string>& names) {
+  std::vector<NativeTensor> out;
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto shape = static_cast<jlongArray>(env->GetObjectArrayElement(out_shapes, jsize(k)));
+    check_pending(env);
+    if (shape == nullptr) {
+      out.emplace_back();
+      continue;
+    }
+    out.push_back(
+        make_output(env, std::string(fn) + ": " + names[k], dtype, long_array(env, shape)));
+    env->DeleteLocalRef(shape);
+  }
+  return out;
+}
+
+// The outputs as new Java arrays (null for the absent ones).
+jobjectArray to_java(JNIEnv* env, std::vector<NativeTensor>& outs) {
+  jclass object_class = env->FindClass("java/lang/Object");
+  check_pending(env);
+  jobjectArray result = env->NewObjectArray(static_cast<jsize>(outs.size()), object_class, nullptr);
+  check_pending(env);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    NativeTensor& t = outs[k];
+    if (t.absent) continue;
+    const auto count = static_cast<jsize>(t.bytes.size() / elem_size(t.dtype));
+    jarray array;
+    if (t.dtype == BLOCKRNN_FLOAT32) {
+      jfloatArray a = env->NewFloatArray(count);
+      check_pending(env);
+      env->SetFloatArrayRegion(a, 0, count, reinterpret_cast<const jfloat*>(t.bytes.data()));
+      array = a;
+    } else {
+      jdoubleArray a = env->NewDoubleArray(count);
+      check_pending(env);
+      env->SetDoubleArrayRegion(a, 0, count, reinterpret_cast<const jdouble*>(t.bytes.data()));
+      array = a;
+    }
+    check_pending(env);
+    std::vector<unsigned char>().swap(t.bytes);
+    env->SetObjectArrayElement(result, static_cast<jsize>(k), array);
+    check_pending(env);
+    env->DeleteLocalRef(array);
+  }
+  return result;
+}
+
+blockrnn_rnn* handle_of(jlong h) {
+  return reinterpret_cast<blockrnn_rnn*>(static_cast<intptr_t>(h));
+}
+
+void check(JNIEnv* env, blockrnn_status s) {
+  if (s != BLOCKRNN_OK) throw_status(env, s);
+}
+
+// The dtype of the outputs: x's (the handle refuses an x of another dtype than its own).
+int32_t float_dtype(JNIEnv* env, const char* fn, const NativeTensor& x) {
+  if (x.absent || (x.dtype != BLOCKRNN_FLOAT32 && x.dtype != BLOCKRNN_FLOAT64)) {
+    throw_java(env, "java/lang/IllegalArgumentException",
+               std::string(fn) + ": x must be a FloatTensor or a DoubleTensor");
+  }
+  return x.dtype;
+}
+
+}  // namespace
+
+extern "C" {
+
+JNIEXPORT jlong JNICALL Java_org_blockrnn_RNN_createNative(
+    JNIEnv* env, jclass, jint mode, jboolean double_precision, jlong input_size, jlong hidden_size,
+    jlong num_layers, jboolean bidirectional, jlong max_time, jlong max_batch,
+    jboolean has_forget_bias, jdouble forget_bias, jboolean has_cell_clip, jdouble cell_clip,
+    jboolean use_peephole) {
+  return guarded<jlong>(env, 0, [&] {
+    blockrnn_rnn_options o = blockrnn_rnn_default_options();
+    o.mode = mode;
+    o.dtype = double_precision ? BLOCKRNN_FLOAT64 : BLOCKRNN_FLOAT32;
+    o.input_size = input_size;
+    o.hidden_size = hidden_size;
+    o.num_layers = num_layers;
+    o.bidirectional = bidirectional ? 1 : 0;
+    o.max_time = max_time;
+    o.max_batch = max_batch;
+    o.has_forget_bias = has_forget_bias ? 1 : 0;
+    o.forget_bias = forget_bias;
+    o.has_cell_clip = has_cell_clip ? 1 : 0;
+    o.cell_clip = cell_clip;
+    o.use_peephole = use_peephole ? 1 : 0;
+    blockrnn_rnn* rnn = nullptr;
+    check(env, blockrnn_rnn_create(&o, &rnn));
+    return static_cast<jlong>(reinterpret_cast<intptr_t>(rnn));
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_blockrnn_RNN_freeNative(JNIEnv*, jclass, jlong h) {
+  blockrnn_rnn_free(handle_of(h));
+}
+
+JNIEXPORT jint JNICALL Java_org_blockrnn_RNN_paramsPerLayerNative(JNIEnv* env, jclass, jlong h) {
+  return guarded<jint>(env, 0, [&] {
+    int32_t n = 0;
+    check(env, blockrnn_rnn_params_per_layer(handle_of(h), &n));
+    return static_cast<jint>(n);
+  });
+}
+
+JNIEXPORT void JNICALL Java_org_blockrnn_RNN_setWeightsNative(JNIEnv* env, jclass, jlong h,
+                                                              jlong layer, jlong direction,
+                                                              jobjectArray data,
+                                                              jobjectArray shapes) {
+  guarded<int>(env, 0, [&] {
+    const char* fn = "RNN.setWeights";
+    int32_t most = 0;
+    check(env, blockrnn_rnn_params_per_layer(handle_of(h), &most));
+    const jsize n = env->GetArrayLength(data);
+    check_pending(env);
+    if (n > most) {
+      throw_java(env, "java/lang/IllegalArgumentException",
+                 std::string(fn) + ": the layers take " + std::to_string(most) +
+                     " parameters, got " + std::to_string(n));
+    }
+    std::vector<std::string> names;
+    for (jsize k = 0; k < n; ++k) names.push_back("params[" + std::to_string(k) + "]");
+    std::vector<NativeTensor> params = read_inputs(env, fn, data, shapes, names);
+    std::vector<blockrnn_tensor> c;
+    for (NativeTensor& t : params) {
+      if (t.absent) {
+        throw_java(env, "java/lang/IllegalArgumentException",
+                   std::string(fn) + ": a param is null");
+      }
+      c.push_back(t.c());
+    }
+    check(env, blockrnn_rnn_set_weights(handle_of(h), layer, direction, c.data(), c.size()));
+    return 0;
+  });
+}
+
+JNIEXPORT jobjectArray JNICALL Java_org_blockrnn_RNN_forwardNative(JNIEnv* env, jclass, jlong h,
+                                                                   jobjectArray data,
+                                                                   jobjectArray shapes,
+                                                                   jobjectArray out_shapes) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    const char* fn = "RNN.forward";
+    std::vector<NativeTensor> in =
+        read_inputs(env, fn, data, shapes, {"x", "h0", "c0", "seq_lengths", "dropout_mask"});
+    const int32_t dtype = float_dtype(env, fn, in[0]);
+    std::vector<NativeTensor> out = make_outputs(env, fn, dtype, out_shapes, {"y", "h_n", "c_n"});
+    blockrnn_rnn_inputs ci = {in[0].c(), in[1].c(), in[2].c(), in[3].c(), in[4].c()};
+    blockrnn_rnn_outputs co = {out[0].c(), out[1].c(), out[2].c()};
+    check(env, blockrnn_rnn_forward(handle_of(h), &ci, &co, nullptr));
+    return to_java(env, out);
+  });
+}
+
+JNIEXPORT jobjectArray JNICALL Java_org_blockrnn_RNN_backwardNative(JNIEnv* env, jclass, jlong h,
+                                                                    jlong directions,
+                                                                    jobjectArray data,
+                                                                    jobjectArray shapes,
+                                                                    jobjectArray out_shapes) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    const char* fn = "RNN.backward";
+    std::vector<NativeTensor> in = read_inputs(
+        env, fn, data, shapes,
+        {"x", "h0", "c0", "seq_lengths", "dropout_mask", "y_grad", "h_n_grad", "c_n_grad"});
+    const int32_t dtype = float_dtype(env, fn, in[0]);
+    std::vector<NativeTensor> out =
+        make_outputs(env, fn, dtype, out_shapes, {"x_grad", "h0_grad", "c0_grad"});
+    // The parameters' gradients, shaped as the handle reports; their shapes go back to Java.
+    int32_t per_layer = 0;
+    check(env, blockrnn_rnn_params_per_layer(handle_of(h), &per_layer));
+    const jsize total = env->GetArrayLength(out_shapes);
+    check_pending(env);
+    std::vector<blockrnn_tensor> params;
+    for (jsize k = 3; k < total; ++k) {
+      const jlong p = k - 3;
+      blockrnn_shape shape;
+      check(env, blockrnn_rnn_param_shape(handle_of(h), p / per_layer / directions,
+                                          static_cast<int32_t>(p % per_layer), &shape));
+      out.push_back(make_output(env, std::string(fn) + ": params[" + std::to_string(p) + "]", dtype,
+                                std::vector<int64_t>(shape.dims, shape.dims + shape.rank)));
+      jlongArray s = env->NewLongArray(shape.rank);
+      check_pending(env);
+      env->SetLongArrayRegion(s, 0, shape.rank, reinterpret_cast<const jlong*>(shape.dims));
+      check_pending(env);
+      env->SetObjectArrayElement(out_shapes, k, s);
+      check_pending(env);
+      env->DeleteLocalRef(s);
+    }
+    for (size_t k = 3; k < out.size(); ++k) params.push_back(out[k].c());
+    blockrnn_rnn_inputs ci = {in[0].c(), in[1].c(), in[2].c(), in[3].c(), in[4].c()};
+    blockrnn_rnn_grad_inputs cg = {in[5].c(), in[6].c(), in[7].c()};
+    blockrnn_rnn_grad_outputs co = {out[0].c(), out[1].c(), out[2].c(), params.data(),
+                                    params.size()};
+    check(env, blockrnn_rnn_backward(handle_of(h), &ci, &cg, &co, nullptr));
+    return to_java(env, out);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,166 @@
+package org.blockrnn;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * org.blockrnn.RNN: a one-layer, one-direction handle gives bit for bit what the one-shot ops give
+ * through RawOps (BlockLSTMV2, BlockGRUResetAfter and their grads), over many calls on one handle
+ * with the weights set again in between; a bidirectional stack's shapes; errors and close().
+ */
+class RNNTest {
+  static final int T = 4, B = 3, I = 2, H = 3;
+
+  static FloatTensor random(java.util.Random rng, float scale, long... shape) {
+    float[] v = new float[FloatTensor.zeros(shape).size()];
+    for (int k = 0; k < v.length; ++k) {
+      v[k] = (rng.nextFloat() * 2 - 1) * scale;
+    }
+    return FloatTensor.of(v, shape);
+  }
+
+  /** The last step of a [T, B, H] tensor as [1, B, H]. */
+  static FloatTensor lastStep(Tensor t) {
+    float[] all = ((FloatTensor) t).data();
+    float[] last = new float[B * H];
+    System.arraycopy(all, (T - 1) * B * H, last, 0, B * H);
+    return FloatTensor.of(last, 1, B, H);
+  }
+
+  static FloatTensor asState(Tensor t) {
+    return FloatTensor.of(((FloatTensor) t).data(), 1, B, H);
+  }
+
+  @Test
+  void lstmV2MatchesTheOneShotOpsOverManyCalls() {
+    java.util.Random rng = new java.util.Random(3);
+    FloatTensor zerosH = FloatTensor.zeros(H), zerosTbh = FloatTensor.zeros(T, B, H);
+    Map<String, Object> noPeephole = Map.of("use_peephole", false);
+    try (RNN rnn = new RNN(new RNN.Options(RNN.Mode.LSTM_V2, I, H).max(T, B))) {
+      assertEquals(5, rnn.paramsPerLayer());
+      FloatTensor w = null, b = null;
+      for (int step = 0; step < 5; ++step) {
+        if (step % 2 == 0) { // new weights every other call
+          w = random(rng, 0.5f, I + H, 4 * H);
+          b = random(rng, 0.2f, 4 * H);
+          rnn.setWeights(0, 0, w, b);
+        }
+        FloatTensor x = random(rng, 1, T, B, I), h0 = random(rng, 0.5f, B, H),
+                    c0 = random(rng, 0.5f, B, H), yGrad = random(rng, 1, T, B, H);
+        Tensor[] acts = RawOps.run("BlockLSTMV2", (long) T, noPeephole, x, c0, h0, w, zerosH,
+            zerosH, zerosH, b); // i cs f o ci co h
+        RNN.Outputs out = rnn.forward(x, asState(h0), asState(c0), null, null);
+        assertEquals(acts[6], out.y, "y == h");
+        assertEquals(lastStep(acts[6]), out.hN, "h_n == h[T-1]");
+        assertEquals(lastStep(acts[1]), out.cN, "c_n == cs[T-1]");
+
+        Tensor[] grads = RawOps.run("BlockLSTMGradV2", (long) T, noPeephole, x, c0, h0, w, zerosH,
+            zerosH, zerosH, b, acts[0], acts[1], acts[2], acts[3], acts[4], acts[5], acts[6],
+            zerosTbh, yGrad); // x_grad cs_prev_grad h_prev_grad w_grad wci wcf wco b_grad
+        RNN.Gradients g =
+            rnn.backward(x, asState(h0), asState(c0), null, null, yGrad, null, null);
+        assertEquals(grads[0], g.xGrad, "x_grad");
+        assertEquals(asState(grads[2]), g.h0Grad, "h0_grad == h_prev_grad");
+        assertEquals(asState(grads[1]), g.c0Grad, "c0_grad == cs_prev_grad");
+        assertEquals(5, g.params.length);
+        assertEquals(grads[3], g.params[0], "w_grad");
+        assertEquals(grads[7], g.params[1], "b_grad");
+        assertEquals(grads[4], g.params[2], "wci_grad (zeros)");
+      }
+    }
+  }
+
+  @Test
+  void gruResetAfterMatchesTheOneShotOps() {
+    java.util.Random rng = new java.util.Random(5);
+    FloatTensor x = random(rng, 1, T, B, I), h0 = random(rng, 0.5f, B, H),
+                wI = random(rng, 0.5f, I, 3 * H), wH = random(rng, 0.5f, H, 3 * H),
+                bI = random(rng, 0.2f, 3 * H), bH = random(rng, 0.2f, 3 * H),
+                yGrad = random(rng, 1, T, B, H);
+    Tensor[] acts = RawOps.run("BlockGRUResetAfter", (long) T, null, x, h0, wI, wH, bI, bH);
+    Tensor[] grads = RawOps.run("BlockGRUResetAfterGrad", (long) T, null, x, h0, wI, wH, bI, bH,
+        acts[0], acts[1], acts[2], acts[3], acts[4], yGrad);
+    try (RNN rnn = new RNN(new RNN.Options(RNN.Mode.GRU_RESET_AFTER, I, H).max(T, B))) {
+      IllegalArgumentException e = assertThrows(
+          IllegalArgumentException.class, () -> rnn.forward(x, asState(h0), null, null, null));
+      assertTrue(e.getMessage().contains("set_weights has not been called"), e.getMessage());
+      rnn.setWeights(0, 0, wI, wH, bI, bH);
+      RNN.Outputs out = rnn.forward(x, asState(h0), null, null, null);
+      assertEquals(acts[4], out.y, "y == h");
+      assertEquals(lastStep(acts[4]), out.hN, "h_n == h[T-1]");
+      assertNull(out.cN, "no cell state in a GRU mode");
+      RNN.Gradients g = rnn.backward(x, asState(h0), null, null, null, yGrad, null, null);
+      assertEquals(grads[0], g.xGrad, "x_grad");
+      assertEquals(asState(grads[1]), g.h0Grad, "h0_grad");
+      assertNull(g.c0Grad);
+      for (int k = 0; k < 4; ++k) {
+        assertEquals(grads[2 + k], g.params[k], "param gradient " + k);
+      }
+      e = assertThrows(IllegalArgumentException.class,
+          () -> rnn.forward(x, asState(h0), asState(h0), null, null));
+      assertTrue(e.getMessage().contains("c0 must be absent"), e.getMessage());
+    }
+  }
+
+  @Test
+  void bidirectionalStackInFloat64() {
+    long L = 2, D = 2;
+    try (RNN rnn = new RNN(new RNN.Options(RNN.Mode.LSTM, I, H)
+                               .numLayers(L)
+                               .bidirectional(true)
+                               .doublePrecision(true)
+                               .max(T, B)
+                               .usePeephole(true))) {
+      for (long l = 0; l < L; ++l) {
+        long k = l == 0 ? I : D * H;
+        for (long d = 0; d < D; ++d) {
+          rnn.setWeights(l, d, DoubleTensor.zeros(k + H, 4 * H), DoubleTensor.zeros(4 * H),
+              DoubleTensor.zeros(H), DoubleTensor.zeros(H), DoubleTensor.zeros(H));
+        }
+      }
+      DoubleTensor x = DoubleTensor.zeros(T, B, I);
+      LongTensor lengths = LongTensor.of(new long[] {4, 2, 0}, B);
+      RNN.Outputs out = rnn.forward(x, null, null, lengths, null);
+      assertArrayEquals(new long[] {T, B, D * H}, out.y.shape());
+      assertArrayEquals(new long[] {L * D, B, H}, out.hN.shape());
+      assertEquals("double", out.y.dtype());
+      RNN.Gradients g = rnn.backward(
+          x, null, null, lengths, null, DoubleTensor.zeros(T, B, D * H), null, null);
+      assertEquals(L * D * 5, g.params.length);
+      assertArrayEquals(new long[] {D * H + H, 4 * H}, g.params[10].shape(), "layer 1's w");
+      assertArrayEquals(new long[] {T, B, I}, g.xGrad.shape());
+    }
+  }
+
+  @Test
+  void errorsAndClose() {
+    IllegalArgumentException e = assertThrows(
+        IllegalArgumentException.class, () -> new RNN(new RNN.Options(RNN.Mode.GRU, I, 0)));
+    assertTrue(e.getMessage().contains("hidden_size"), e.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> new RNN(null));
+    RNN rnn = new RNN(new RNN.Options(RNN.Mode.GRU, I, H).max(T, B));
+    e = assertThrows(IllegalArgumentException.class,
+        () -> rnn.setWeights(0, 0, FloatTensor.zeros(I + H, 2 * H)));
+    assertTrue(e.getMessage().contains("parameters"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class,
+        () -> rnn.forward(FloatTensor.zeros(T + 1, B, I), null, null, null, null));
+    assertTrue(e.getMessage().contains("x"), e.getMessage());
+    e = assertThrows(
+        IllegalArgumentException.class, () -> rnn.forward(null, null, null, null, null));
+    assertTrue(e.getMessage().contains("RNN.forward: x is null"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class,
+        () -> rnn.setWeights(0, 0, FloatTensor.zeros(I + H, 2 * H), null));
+    assertTrue(e.getMessage().contains("params[1] is null"), e.getMessage());
+    rnn.close();
+    rnn.close(); // idempotent
+    IllegalStateException closed =
+        assertThrows(IllegalStateException.class, () -> rnn.paramsPerLayer());
+    assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
+  }
+}
