@@ -153,11 +153,12 @@ bool intersect(const ByteRange& a, const ByteRange& b) {
 void check_no_alias(const char* op, std::span<const char* const> input_names,
                     std::span<const TensorView> inputs, std::span<const char* const> output_names,
                     std::span<const MutableTensorView> outputs) {
-  const std::string name(op);
+  // The message is built only when it is thrown: a plan's call allocates nothing.
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const ByteRange o = byte_range(outputs[k]);
     for (std::size_t j = 0; j < inputs.size(); ++j) {
       if (intersect(o, byte_range(inputs[j]))) {
+        const std::string name(op);
         throw Error(ErrorCode::kInvalidArgument, name + ": output " + output_names[k] +
                                                      " overlaps input " + input_names[j] +
                                                      " in memory; outputs must not alias inputs");
@@ -165,6 +166,7 @@ void check_no_alias(const char* op, std::span<const char* const> input_names,
     }
     for (std::size_t j = 0; j < k; ++j) {
       if (intersect(o, byte_range(outputs[j]))) {
+        const std::string name(op);
         throw Error(ErrorCode::kInvalidArgument, name + ": outputs " + output_names[j] + " and " +
                                                      output_names[k] + " overlap in memory");
       }

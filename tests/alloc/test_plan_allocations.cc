@@ -1,0 +1,136 @@
+// The plan objects' promise that a call after the first does no heap allocation: the layer
+// objects' forward (every family, float32 and float64) counted through this binary's
+// replacement of operator new. A separate binary, so the replacement counts nothing else.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "blockrnn/blockrnn.h"
+
+namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  return operator new(n);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  ++g_allocations;
+  void* p = nullptr;
+  const std::size_t al = std::max(std::size_t(a), sizeof(void*));
+  if (posix_memalign(&p, al, n ? n : 1) != 0) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return operator new(n, a);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace blockrnn {
+namespace {
+
+constexpr std::int64_t kT = 5, kB = 3, kI = 7, kH = 9;
+
+Tensor filled(DType dt, Shape shape, double value) {
+  Tensor t(dt, shape);
+  const std::int64_t n = t.shape().num_elements();
+  for (std::int64_t e = 0; e < n; ++e) {
+    if (dt == DType::kFloat32) {
+      static_cast<float*>(t.data())[e] = static_cast<float>(value * ((e % 7) - 3));
+    } else {
+      static_cast<double*>(t.data())[e] = value * ((e % 7) - 3);
+    }
+  }
+  return t;
+}
+
+// Runs `call` once to warm up (the layer's own workspace is sized then), then counts the heap
+// allocations of ten more calls.
+template <typename F>
+long allocations_after_first(F&& call) {
+  call();
+  const long before = g_allocations.load();
+  for (int k = 0; k < 10; ++k) call();
+  return g_allocations.load() - before;
+}
+
+class PlanAllocations : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PlanAllocations, LSTMLayerForward) {
+  const DType dt = GetParam();
+  LSTMLayer layer(
+      {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
+  layer.set_weights(filled(dt, {kI + kH, 4 * kH}, 0.01), filled(dt, {4 * kH}, 0.1));
+  const Tensor x = filled(dt, {kT, kB, kI}, 0.1), s = filled(dt, {kB, kH}, 0.1);
+  std::vector<Tensor> o;
+  for (int k = 0; k < 7; ++k) o.emplace_back(dt, Shape{kT, kB, kH});
+  const BlockLSTMOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                             o[3].mutable_view(), o[4].mutable_view(), o[5].mutable_view(),
+                             o[6].mutable_view()};
+  EXPECT_EQ(
+      allocations_after_first([&] { layer.forward({.x = x, .cs_prev = s, .h_prev = s}, out); }), 0);
+}
+
+TEST_P(PlanAllocations, GRULayerForward) {
+  const DType dt = GetParam();
+  GRULayer layer(
+      {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
+  layer.set_weights(filled(dt, {kI + kH, 2 * kH}, 0.01), filled(dt, {kI + kH, kH}, 0.01),
+                    filled(dt, {2 * kH}, 0.1), filled(dt, {kH}, 0.1));
+  const Tensor x = filled(dt, {kT, kB, kI}, 0.1), h = filled(dt, {kB, kH}, 0.1);
+  std::vector<Tensor> o;
+  for (int k = 0; k < 4; ++k) o.emplace_back(dt, Shape{kT, kB, kH});
+  const BlockGRUOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                            o[3].mutable_view()};
+  EXPECT_EQ(allocations_after_first([&] { layer.forward({.x = x, .h_prev = h}, out); }), 0);
+}
+
+TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
+  const DType dt = GetParam();
+  GRUResetAfterLayer layer(
+      {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
+  layer.set_weights(filled(dt, {kI, 3 * kH}, 0.01), filled(dt, {kH, 3 * kH}, 0.01),
+                    filled(dt, {3 * kH}, 0.1), filled(dt, {3 * kH}, 0.1));
+  const Tensor x = filled(dt, {kT, kB, kI}, 0.1), h = filled(dt, {kB, kH}, 0.1);
+  std::vector<Tensor> o;
+  for (int k = 0; k < 5; ++k) o.emplace_back(dt, Shape{kT, kB, kH});
+  const BlockGRUResetAfterOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                                      o[3].mutable_view(), o[4].mutable_view()};
+  EXPECT_EQ(allocations_after_first([&] { layer.forward({.x = x, .h_prev = h}, out); }), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, PlanAllocations,
+                         ::testing::Values(DType::kFloat32, DType::kFloat64));
+
+}  // namespace
+}  // namespace blockrnn
