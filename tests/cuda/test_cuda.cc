@@ -13,8 +13,19 @@
 //   float16: 4e-3 abs + 4e-3 rel. Reason: both paths compute in float32 and round each output
 //            to half once (eps 9.8e-4), so float32-level differences can flip a rounding: at
 //            most a couple of half ulps.
-// Shapes include empty ones (T = 0, B = 0, I = 0), seq_len_max < T and seq_len_max = 0.
+// Inputs are uniform in [−1, 1] (gate values in (0.05, 0.95)), the weight matrices scaled by
+// 1/√(I+H) so that every pre-activation stays O(1) at any size: unscaled weights make the
+// recurrence chaotic at real sizes (float64 BlockGRU at T = 40, H = 130 then amplifies the GEMMs'
+// last-bit differences beyond 1e-10), which would test the inputs, not the kernels.
+// Shapes include empty ones (T = 0, B = 0, I = 0), seq_len_max < T and seq_len_max = 0, and odd
+// multi-block ones (B = 257, H = 130, T = 40: B·H = 33410 elements, 131 blocks of 256 threads).
+// The optional seq_lengths input is omitted (the CUDA backend refuses it: CudaValidation).
 // Without a CUDA device every device test is skipped ("no CUDA device"), never passed.
+//
+// The same file builds twice: blockrnn_cuda_tests on the real backend, and
+// blockrnn_cuda_emu_tests on the host emulation (BLOCKRNN_CUDA_HOST_EMU, docs/cuda.md), where
+// every device test runs and additionally fails on any broken CUDA / cuBLAS rule the stand-in
+// reports and on device memory the op leaves allocated.
 //
 // Host-only tests (CudaValidation): the CUDA entry points validate exactly as the CPU API, with
 // the same messages, before touching a device, so they run on any machine.
@@ -34,6 +45,9 @@
 #include "blockrnn/error.h"
 #include "blockrnn/ops.h"
 #include "blockrnn/tensor.h"
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+#include "cuda/emu/emu.h"
+#endif
 
 namespace blockrnn {
 namespace {
@@ -113,6 +127,15 @@ struct Dims {
   std::int64_t T, B, I, H, S;
 };
 
+// The inputs the tests pass: all but the optional ones (seq_lengths), which stay omitted.
+std::size_t required_inputs(const OpDef& def) {
+  return def.inputs.size() - static_cast<std::size_t>(def.num_optional_inputs);
+}
+
+bool is_weight(const std::string& name) {
+  return name == "w" || name == "w_ru" || name == "w_c" || name == "w_i" || name == "w_h";
+}
+
 bool is_cell(const std::string& op) {
   return op.find("Cell") != std::string::npos;
 }
@@ -133,6 +156,33 @@ Shape shape_of(const std::string& name, const Dims& d, bool cell) {
   if (name == "w_h") return Shape{H, 3 * H};
   if (name == "b_i" || name == "b_h") return Shape{3 * H};
   return cell ? Shape{B, H} : Shape{T, B, H};  // per-step tensors and their gradients
+}
+
+// Random inputs of `op` in `dtype` (seq_len_max = d.S): uniform in [−1, 1], gate values in
+// (0.05, 0.95), weights scaled by 1/√(I+H) (see the top of the file).
+std::vector<Tensor> random_inputs(const OpDef& def, const Dims& d, DType dtype, unsigned seed) {
+  const bool cell = is_cell(def.name);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> sym(-1.0, 1.0), unit(0.05, 0.95);
+  const double weight_scale =
+      1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(1, d.I + d.H)));
+  std::vector<Tensor> host;
+  for (std::size_t k = 0; k < required_inputs(def); ++k) {
+    const std::string& name = def.inputs[k];
+    if (name == "seq_len_max") {
+      host.emplace_back(DType::kInt64, Shape{});
+      *host.back().data_as<std::int64_t>() = d.S;
+      continue;
+    }
+    Tensor t(dtype, shape_of(name, d, cell));
+    const bool gate = name == "i" || name == "f" || name == "o" || name == "r" || name == "u";
+    const double scale = is_weight(name) ? weight_scale : 1.0;
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) {
+      set_element(t, e, gate ? unit(rng) : scale * sym(rng));
+    }
+    host.push_back(std::move(t));
+  }
+  return host;
 }
 
 std::string attr_string(const AttrMap& attrs) {
@@ -228,32 +278,15 @@ Tolerance tolerance(DType dtype) {
   }
 }
 
-// Random inputs (uniform in [−1, 1]; gate values in (0, 1)), the CPU reference and the device in
-// `dtype`, compared output by output.
+// Random inputs (random_inputs), the CPU reference and the device in `dtype`, compared output by
+// output.
 void compare_op(const std::string& op, const Dims& d, DType dtype, const AttrMap& attrs,
                 unsigned seed = 1) {
   SCOPED_TRACE(op + " " + dtype_name(dtype) + " T=" + std::to_string(d.T) + " B=" +
                std::to_string(d.B) + " I=" + std::to_string(d.I) + " H=" + std::to_string(d.H) +
                " S=" + std::to_string(d.S) + " " + attr_string(attrs));
   const OpDef& def = find_op(op);
-  const bool cell = is_cell(op);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> sym(-1.0, 1.0), unit(0.05, 0.95);
-  std::int64_t S = d.S;
-  std::vector<Tensor> host;
-  for (const std::string& name : def.inputs) {
-    if (name == "seq_len_max") {
-      host.emplace_back(DType::kInt64, Shape{});
-      *host.back().data_as<std::int64_t>() = S;
-      continue;
-    }
-    Tensor t(dtype, shape_of(name, d, cell));
-    const bool gate = name == "i" || name == "f" || name == "o" || name == "r" || name == "u";
-    for (std::int64_t e = 0; e < t.num_elements(); ++e) {
-      set_element(t, e, gate ? unit(rng) : sym(rng));
-    }
-    host.push_back(std::move(t));
-  }
+  const std::vector<Tensor> host = random_inputs(def, d, dtype, seed);
   std::vector<TensorView> host_views(host.begin(), host.end());
   set_force_reference(true);
   std::vector<Tensor> expected;
@@ -315,8 +348,25 @@ class CudaOps : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!has_device()) GTEST_SKIP() << "no CUDA device";
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+    violations_ = cuda_emu::violation_count();
+    allocations_ = cuda_emu::live_allocations();
+#endif
   }
-  void TearDown() override { cuda::set_math_mode(cuda::MathMode::kExactFP32); }
+  void TearDown() override {
+    cuda::set_math_mode(cuda::MathMode::kExactFP32);
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+    // Even a broken rule whose status the code ignored (e.g. in a destructor) fails the test.
+    EXPECT_EQ(cuda_emu::violation_count(), violations_)
+        << "the CUDA emulation reported a broken API rule, last: " << cuda_emu::last_violation();
+    EXPECT_EQ(cuda_emu::live_allocations(), allocations_) << "device memory left allocated";
+#endif
+  }
+
+ private:
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+  std::size_t violations_ = 0, allocations_ = 0;
+#endif
 };
 
 TEST_F(CudaOps, GRUCellOps) {
@@ -372,6 +422,32 @@ TEST_F(CudaOps, BlockGRU) {
   }
 }
 
+// Odd sizes that span many blocks (B·H = 33410: 131 blocks of 256 threads, the last one partly
+// idle), B not a multiple of 8, H not of 32, I odd, T = 40 steps, in every dtype; the cells at
+// the same B, I, H. Same tolerances as above (the weights' 1/√(I+H) scale keeps the recurrence
+// stable, so GEMM reordering is not amplified over the 40 steps).
+TEST_F(CudaOps, OddMultiBlockShapes) {
+  const Dims seq{40, 257, 31, 130, 40}, cell{1, 257, 31, 130, 1};
+  const AttrMap lstm{{"forget_bias", 1.0}, {"cell_clip", 0.5}, {"use_peephole", 1.0}};
+  for (DType t : kDTypes) {
+    compare_op("BlockLSTM", seq, t, lstm);
+    compare_op("BlockLSTMV2", seq, t, {{"cell_clip", 0.0}, {"use_peephole", 1.0}});
+    for (const char* op : {"BlockLSTMGrad", "BlockLSTMGradV2"}) {
+      compare_op(op, seq, t, {{"use_peephole", 1.0}});
+    }
+    for (const char* op :
+         {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+      compare_op(op, seq, t, {});
+    }
+    for (const char* op : {"GRUBlockCell", "GRUBlockCellGrad", "gradients.GRUBlockCell"}) {
+      compare_op(op, cell, t, {});
+    }
+    compare_op("LSTMBlockCell", cell, t, lstm);
+    compare_op("gradients.LSTMBlockCell", cell, t, lstm);
+    compare_op("LSTMBlockCellGrad", cell, t, {{"use_peephole", 1.0}});
+  }
+}
+
 // The TF32 mode changes only float32 products: float64 stays within its tolerance.
 TEST_F(CudaOps, TF32ModeLeavesFloat64Alone) {
   cuda::set_math_mode(cuda::MathMode::kTF32);
@@ -386,19 +462,7 @@ TEST_F(CudaOps, Deterministic) {
   for (const char* op : {"BlockLSTMGrad", "BlockGRUGrad", "BlockGRUResetAfterGrad"}) {
     SCOPED_TRACE(op);
     const OpDef& def = find_op(op);
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<double> sym(-1.0, 1.0);
-    std::vector<Tensor> host;
-    for (const std::string& name : def.inputs) {
-      if (name == "seq_len_max") {
-        host.emplace_back(DType::kInt64, Shape{});
-        *host.back().data_as<std::int64_t>() = d.S;
-        continue;
-      }
-      Tensor t(DType::kFloat32, shape_of(name, d, false));
-      for (std::int64_t e = 0; e < t.num_elements(); ++e) set_element(t, e, sym(rng));
-      host.push_back(std::move(t));
-    }
+    const std::vector<Tensor> host = random_inputs(def, d, DType::kFloat32, 7);
     std::vector<std::unique_ptr<DeviceTensor>> dev_in;
     std::vector<TensorView> in_views;
     for (std::size_t k = 0; k < host.size(); ++k) {
@@ -453,6 +517,23 @@ TEST_F(CudaOps, HostPointerRejected) {
     EXPECT_NE(std::string(e.what()).find("GRUBlockCell: x is not device memory"), std::string::npos)
         << e.what();
   }
+  // Pinned host memory (cudaMallocHost) is host memory too: an output there is refused.
+  void* pinned = nullptr;
+  cuda_ok(cudaMallocHost(&pinned, sizeof(float) * B * H), "cudaMallocHost");
+  const DeviceTensor dx(x), dh(h), dw_ru(w_ru), dw_c(w_c), db_ru(b_ru), db_c(b_c);
+  try {
+    cuda::gru_block_cell(
+        {dx.view(), dh.view(), dw_ru.view(), dw_c.view(), db_ru.view(), db_c.view()},
+        {MutableTensorView(pinned, DType::kFloat32, {B, H}), u.mutable_view(), c.mutable_view(),
+         hout.mutable_view()});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("GRUBlockCell: output r is not device memory"),
+              std::string::npos)
+        << e.what();
+  }
+  cuda_ok(cudaFreeHost(pinned), "cudaFreeHost");
 }
 
 // ---- host-only: validation is the CPU path's, before any device access ------------------------
@@ -561,6 +642,13 @@ TEST(CudaValidation, SeqLengthsIsRefusedNotIgnored) {
 }
 
 TEST(CudaValidation, NoDeviceIsAClearError) {
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+  // The emulation can take its device away: the check runs on every CI machine.
+  cuda_emu::set_device_count(0);
+  struct Restore {
+    ~Restore() { cuda_emu::set_device_count(1); }
+  } restore;
+#endif
   if (has_device()) GTEST_SKIP() << "a CUDA device is present (this checks the no-device error)";
   const std::int64_t B = 2, I = 3, H = 4;
   Tensor x(DType::kFloat32, {B, I}), h(DType::kFloat32, {B, H}),
