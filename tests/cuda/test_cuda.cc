@@ -5,11 +5,13 @@
 //   float64: |gpu − cpu| ≤ 1e-10 + 1e-10·|cpu|. Reason: cuBLAS sums the GEMMs' products in
 //            another order than the reference's triple loop (and, for the sequence ops, the
 //            input projection x·w_x and the recurrent h·w_h are two products added, and dW is one
-//            product over all steps instead of per-step sums); each reorders ≤ K + S·B ≤ ~100
-//            terms of size ≤ ~10, a few 1e-14, amplified over ≤ 6 recurrent steps. 1e-10 is far
-//            above that and far below any real error (a wrong term is ≥ 1e-3 here).
-//   float32: 2e-4 abs + 2e-4 rel. Reason: the same reordering at float32's eps (6e-8) plus
-//            CUDA's expf/tanhf (≤ 2 ulp) against libm, amplified over the recurrence.
+//            product over all steps instead of per-step sums). A reordered sum of n terms of
+//            size ≤ 1 differs by about √n·eps relative to its size: n ≤ K + S·B ≤ ~100 for the
+//            small shapes, and S·B = 10280 (dW) at the odd shapes, so ≤ ~1e-14 relative, and the
+//            scaled weights keep the recurrence from amplifying it over the 40 steps. 1e-10 is
+//            far above that and far below any real error (a wrong term is ≥ 1e-3 here).
+//   float32: 2e-4 abs + 2e-4 rel. Reason: the same reordering at float32's eps (6e-8: √10280·eps
+//            ≈ 6e-6) plus CUDA's expf/tanhf (≤ 2 ulp) against libm, over the recurrence.
 //   float16: 4e-3 abs + 4e-3 rel. Reason: both paths compute in float32 and round each output
 //            to half once (eps 9.8e-4), so float32-level differences can flip a rounding: at
 //            most a couple of half ulps.
@@ -426,26 +428,35 @@ TEST_F(CudaOps, BlockGRU) {
 // idle), B not a multiple of 8, H not of 32, I odd, T = 40 steps, in every dtype; the cells at
 // the same B, I, H. Same tolerances as above (the weights' 1/√(I+H) scale keeps the recurrence
 // stable, so GEMM reordering is not amplified over the 40 steps).
-TEST_F(CudaOps, OddMultiBlockShapes) {
+void compare_odd_multi_block_shapes(DType t) {
   const Dims seq{40, 257, 31, 130, 40}, cell{1, 257, 31, 130, 1};
   const AttrMap lstm{{"forget_bias", 1.0}, {"cell_clip", 0.5}, {"use_peephole", 1.0}};
-  for (DType t : kDTypes) {
-    compare_op("BlockLSTM", seq, t, lstm);
-    compare_op("BlockLSTMV2", seq, t, {{"cell_clip", 0.0}, {"use_peephole", 1.0}});
-    for (const char* op : {"BlockLSTMGrad", "BlockLSTMGradV2"}) {
-      compare_op(op, seq, t, {{"use_peephole", 1.0}});
-    }
-    for (const char* op :
-         {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
-      compare_op(op, seq, t, {});
-    }
-    for (const char* op : {"GRUBlockCell", "GRUBlockCellGrad", "gradients.GRUBlockCell"}) {
-      compare_op(op, cell, t, {});
-    }
-    compare_op("LSTMBlockCell", cell, t, lstm);
-    compare_op("gradients.LSTMBlockCell", cell, t, lstm);
-    compare_op("LSTMBlockCellGrad", cell, t, {{"use_peephole", 1.0}});
+  compare_op("BlockLSTM", seq, t, lstm);
+  compare_op("BlockLSTMV2", seq, t, {{"cell_clip", 0.0}, {"use_peephole", 1.0}});
+  for (const char* op : {"BlockLSTMGrad", "BlockLSTMGradV2"}) {
+    compare_op(op, seq, t, {{"use_peephole", 1.0}});
   }
+  for (const char* op :
+       {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+    compare_op(op, seq, t, {});
+  }
+  for (const char* op : {"GRUBlockCell", "GRUBlockCellGrad", "gradients.GRUBlockCell"}) {
+    compare_op(op, cell, t, {});
+  }
+  compare_op("LSTMBlockCell", cell, t, lstm);
+  compare_op("gradients.LSTMBlockCell", cell, t, lstm);
+  compare_op("LSTMBlockCellGrad", cell, t, {{"use_peephole", 1.0}});
+}
+
+// One test per dtype, so that CTest can run them in parallel.
+TEST_F(CudaOps, OddMultiBlockShapesFloat64) {
+  compare_odd_multi_block_shapes(DType::kFloat64);
+}
+TEST_F(CudaOps, OddMultiBlockShapesFloat32) {
+  compare_odd_multi_block_shapes(DType::kFloat32);
+}
+TEST_F(CudaOps, OddMultiBlockShapesFloat16) {
+  compare_odd_multi_block_shapes(DType::kFloat16);
 }
 
 // The TF32 mode changes only float32 products: float64 stays within its tolerance.
