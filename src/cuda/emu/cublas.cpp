@@ -6,13 +6,16 @@
 // round every input element to TF32 (10 explicit mantissa bits, to nearest, ties away from zero,
 // as the tensor cores' conversion) before the products. Also the half conversions of
 // cuda_fp16.h.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -31,7 +34,10 @@ namespace {
 using i64 = std::int64_t;
 
 std::mutex g_mu;
-std::set<cublasHandle_t> g_handles;  // created and not destroyed (objects are never deleted)
+std::set<cublasHandle_t> g_handles;  // created and not destroyed
+// Every handle object ever created, kept until exit: a destroyed handle's address is never
+// reused, so a stale handle is always recognised.
+std::vector<std::unique_ptr<cublasContext>> g_handle_objects;
 
 bool is_live(cublasHandle_t h) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -103,8 +109,10 @@ cublasStatus_t cublasCreate(cublasHandle_t* handle) {
     cudaGetLastError();
     return CUBLAS_STATUS_NOT_INITIALIZED;
   }
-  *handle = new cublasContext{nullptr, CUBLAS_DEFAULT_MATH};
   std::lock_guard<std::mutex> lock(g_mu);
+  g_handle_objects.push_back(
+      std::make_unique<cublasContext>(cublasContext{nullptr, CUBLAS_DEFAULT_MATH}));
+  *handle = g_handle_objects.back().get();
   g_handles.insert(*handle);
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cuda/emu/emu.h"
 
@@ -44,6 +46,9 @@ struct State {
   std::mutex mu;
   std::map<std::uintptr_t, Allocation> allocations;  // by start address
   std::set<cudaStream_t> streams;                    // created and not destroyed
+  // Every stream object ever created: kept until exit, so that a destroyed stream's address is
+  // never reused and a stale handle is always recognised.
+  std::vector<std::unique_ptr<CUstream_st>> stream_objects;
   int devices = 1;
   std::size_t violations = 0;
   std::string last_violation;
@@ -467,10 +472,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
     return violation(cudaErrorInvalidValue, "cudaStreamCreateWithFlags: bad arguments");
   }
   if (!has_device()) return fail(cudaErrorNoDevice);
-  // Stream objects are never deleted, so a destroyed stream's address is never reused and a
-  // stale handle is always recognised.
-  *stream = new CUstream_st{flags};
   std::lock_guard<std::mutex> lock(state().mu);
+  state().stream_objects.push_back(std::make_unique<CUstream_st>(CUstream_st{flags}));
+  *stream = state().stream_objects.back().get();
   state().streams.insert(*stream);
   return cudaSuccess;
 }
