@@ -193,9 +193,11 @@ std::string attr_string(const AttrMap& attrs) {
   return s;
 }
 
-// Calls the CUDA entry point of `op` with device views in the op's input / output order.
+// Calls the CUDA entry point of `op` with device views in the op's input / output order, on
+// `stream`.
 void cuda_run(const std::string& op, const std::vector<TensorView>& in,
-              const std::vector<MutableTensorView>& out, const AttrMap& attrs) {
+              const std::vector<MutableTensorView>& out, const AttrMap& attrs,
+              cudaStream_t stream = nullptr) {
   auto attr = [&](const char* name, double def) {
     auto it = attrs.find(name);
     return it == attrs.end() ? def : it->second;
@@ -206,36 +208,36 @@ void cuda_run(const std::string& op, const std::vector<TensorView>& in,
                              : *static_cast<const std::int64_t*>(in[0].data);
   if (op == "GRUBlockCell") {
     cuda::gru_block_cell({in[0], in[1], in[2], in[3], in[4], in[5]},
-                         {out[0], out[1], out[2], out[3]});
+                         {out[0], out[1], out[2], out[3]}, stream);
   } else if (op == "GRUBlockCellGrad" || op == "gradients.GRUBlockCell") {
     const GRUBlockCellGradInputs g{in[0], in[1], in[2], in[3], in[4],
                                    in[5], in[6], in[7], in[8], in[9]};
     if (op == "GRUBlockCellGrad") {
-      cuda::gru_block_cell_grad(g, {out[0], out[1], out[2], out[3]});
+      cuda::gru_block_cell_grad(g, {out[0], out[1], out[2], out[3]}, stream);
     } else {
-      cuda::gru_block_cell_backward(g, {out[0], out[1], out[2], out[3], out[4], out[5]});
+      cuda::gru_block_cell_backward(g, {out[0], out[1], out[2], out[3], out[4], out[5]}, stream);
     }
   } else if (op == "LSTMBlockCell") {
     cuda::lstm_block_cell({in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]},
                           {out[0], out[1], out[2], out[3], out[4], out[5], out[6]},
-                          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+                          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep}, stream);
   } else if (op == "LSTMBlockCellGrad" || op == "gradients.LSTMBlockCell") {
     const LSTMBlockCellGradInputs g{in[0], in[1], in[2],  in[3],  in[4],  in[5],  in[6],  in[7],
                                     in[8], in[9], in[10], in[11], in[12], in[13], in[14], in[15]};
     if (op == "LSTMBlockCellGrad") {
-      cuda::lstm_block_cell_grad(g, {out[0], out[1], out[2], out[3], out[4]}, peep);
+      cuda::lstm_block_cell_grad(g, {out[0], out[1], out[2], out[3], out[4]}, peep, stream);
     } else {
       cuda::lstm_block_cell_backward(
           g, {out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]},
-          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep}, stream);
     }
   } else if (op == "BlockLSTM" || op == "BlockLSTMV2") {
     const BlockLSTMInputs f{S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]};
     const BlockLSTMOutputs o{out[0], out[1], out[2], out[3], out[4], out[5], out[6]};
     if (op == "BlockLSTM") {
-      cuda::block_lstm(f, o, {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+      cuda::block_lstm(f, o, {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep}, stream);
     } else {
-      cuda::block_lstm_v2(f, o, {attr("cell_clip", 0.0), peep});
+      cuda::block_lstm_v2(f, o, {attr("cell_clip", 0.0), peep}, stream);
     }
   } else if (op == "BlockLSTMGrad" || op == "BlockLSTMGradV2") {
     const BlockLSTMGradInputs g{S,      in[1],  in[2],  in[3],  in[4],  in[5],
@@ -243,28 +245,78 @@ void cuda_run(const std::string& op, const std::vector<TensorView>& in,
                                 in[12], in[13], in[14], in[15], in[16], in[17]};
     const BlockLSTMGradOutputs o{out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]};
     if (op == "BlockLSTMGrad") {
-      cuda::block_lstm_grad(g, o, peep);
+      cuda::block_lstm_grad(g, o, peep, stream);
     } else {
-      cuda::block_lstm_grad_v2(g, o, peep);
+      cuda::block_lstm_grad_v2(g, o, peep, stream);
     }
   } else if (op == "BlockGRU") {
-    cuda::block_gru({S, in[1], in[2], in[3], in[4], in[5], in[6]},
-                    {out[0], out[1], out[2], out[3]});
+    cuda::block_gru({S, in[1], in[2], in[3], in[4], in[5], in[6]}, {out[0], out[1], out[2], out[3]},
+                    stream);
   } else if (op == "BlockGRUGrad") {
     cuda::block_gru_grad(
         {S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9], in[10], in[11]},
-        {out[0], out[1], out[2], out[3], out[4], out[5]});
+        {out[0], out[1], out[2], out[3], out[4], out[5]}, stream);
   } else if (op == "BlockGRUResetAfter") {
     cuda::block_gru_reset_after({S, in[1], in[2], in[3], in[4], in[5], in[6]},
-                                {out[0], out[1], out[2], out[3], out[4]});
+                                {out[0], out[1], out[2], out[3], out[4]}, stream);
   } else if (op == "BlockGRUResetAfterGrad") {
     cuda::block_gru_reset_after_grad(
         {S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9], in[10], in[11], in[12]},
-        {out[0], out[1], out[2], out[3], out[4], out[5]});
+        {out[0], out[1], out[2], out[3], out[4], out[5]}, stream);
   } else {
     FAIL() << "no CUDA entry point for " << op;
   }
 }
+
+// One call of `op` on device copies of the host inputs `host` (seq_len_max stays a host
+// integer), with device outputs of infer_outputs' shapes pre-filled with NaN bytes.
+class DeviceCall {
+ public:
+  DeviceCall(const std::string& op, const std::vector<Tensor>& host, const AttrMap& attrs)
+      : op_(op), def_(find_op(op)), host_(host), attrs_(attrs) {
+    for (std::size_t k = 0; k < host.size(); ++k) {
+      if (def_.inputs[k] == "seq_len_max") {
+        in_views_.push_back(host[k].view());
+        continue;
+      }
+      dev_in_.push_back(std::make_unique<DeviceTensor>(host[k]));
+      in_views_.push_back(dev_in_.back()->view());
+    }
+    const std::vector<TensorView> host_views(host.begin(), host.end());
+    const OutputSpec spec = infer_outputs(op, host_views, attrs);
+    for (const Shape& shape : spec.shapes) {
+      dev_out_.push_back(std::make_unique<DeviceTensor>(spec.dtype, shape));
+      out_views_.push_back(dev_out_.back()->mutable_view());
+    }
+  }
+  // Enqueues the call on `stream` (not waited for).
+  void run(cudaStream_t stream) { cuda_run(op_, in_views_, out_views_, attrs_, stream); }
+  // The outputs, read back (after the stream has run the call).
+  std::vector<Tensor> outputs() const {
+    std::vector<Tensor> out;
+    for (const auto& d : dev_out_) out.push_back(d->to_host());
+    return out;
+  }
+  // The op wrote none of its inputs: each device input still holds the host bytes.
+  void expect_inputs_unchanged() const {
+    std::size_t d = 0;
+    for (std::size_t k = 0; k < host_.size(); ++k) {
+      if (def_.inputs[k] == "seq_len_max") continue;
+      const Tensor now = dev_in_[d++]->to_host();
+      EXPECT_EQ(std::memcmp(now.data(), host_[k].data(), now.num_bytes()), 0)
+          << "input " << def_.inputs[k] << " was modified";
+    }
+  }
+
+ private:
+  std::string op_;
+  const OpDef& def_;
+  const std::vector<Tensor>& host_;
+  AttrMap attrs_;
+  std::vector<std::unique_ptr<DeviceTensor>> dev_in_, dev_out_;
+  std::vector<TensorView> in_views_;
+  std::vector<MutableTensorView> out_views_;
+};
 
 struct Tolerance {
   double atol, rtol;
@@ -300,26 +352,15 @@ void compare_op(const std::string& op, const Dims& d, DType dtype, const AttrMap
   }
   set_force_reference(false);
 
-  std::vector<std::unique_ptr<DeviceTensor>> dev_in, dev_out;
-  std::vector<TensorView> in_views;
-  for (std::size_t k = 0; k < host.size(); ++k) {
-    if (def.inputs[k] == "seq_len_max") {
-      in_views.push_back(host[k].view());  // host scalar: the typed structs take an integer
-      continue;
-    }
-    dev_in.push_back(std::make_unique<DeviceTensor>(host[k]));
-    in_views.push_back(dev_in.back()->view());
-  }
-  std::vector<MutableTensorView> out_views;
-  for (const Tensor& e : expected) {
-    dev_out.push_back(std::make_unique<DeviceTensor>(e.dtype(), e.shape()));
-    out_views.push_back(dev_out.back()->mutable_view());
-  }
-  cuda_run(op, in_views, out_views, attrs);
+  DeviceCall call(op, host, attrs);
+  call.run(nullptr);
   cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  call.expect_inputs_unchanged();
+  const std::vector<Tensor> outputs = call.outputs();
   const Tolerance tol = tolerance(dtype);
+  ASSERT_EQ(outputs.size(), expected.size());
   for (std::size_t k = 0; k < expected.size(); ++k) {
-    const Tensor got = dev_out[k]->to_host();
+    const Tensor& got = outputs[k];
     int reported = 0;
     for (std::int64_t e = 0; e < got.num_elements(); ++e) {
       const double g = element(got, e), x = element(expected[k], e);
@@ -474,41 +515,56 @@ TEST_F(CudaOps, Deterministic) {
     SCOPED_TRACE(op);
     const OpDef& def = find_op(op);
     const std::vector<Tensor> host = random_inputs(def, d, DType::kFloat32, 7);
-    std::vector<std::unique_ptr<DeviceTensor>> dev_in;
-    std::vector<TensorView> in_views;
-    for (std::size_t k = 0; k < host.size(); ++k) {
-      if (def.inputs[k] == "seq_len_max") {
-        in_views.push_back(host[k].view());
-        continue;
-      }
-      dev_in.push_back(std::make_unique<DeviceTensor>(host[k]));
-      in_views.push_back(dev_in.back()->view());
-    }
     const AttrMap attrs =
         std::string(op) == "BlockLSTMGrad" ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
-    const std::vector<TensorView> host_views(host.begin(), host.end());
-    const OutputSpec spec = infer_outputs(op, host_views, attrs);
-    std::vector<Tensor> first;
-    for (int run = 0; run < 2; ++run) {
-      std::vector<std::unique_ptr<DeviceTensor>> dev_out;
-      std::vector<MutableTensorView> out_views;
-      for (const Shape& s : spec.shapes) {
-        dev_out.push_back(std::make_unique<DeviceTensor>(spec.dtype, s));
-        out_views.push_back(dev_out.back()->mutable_view());
-      }
-      cuda_run(op, in_views, out_views, attrs);
-      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      for (std::size_t k = 0; k < dev_out.size(); ++k) {
-        Tensor t = dev_out[k]->to_host();
-        if (run == 0) {
-          first.push_back(std::move(t));
-        } else {
-          EXPECT_EQ(std::memcmp(t.data(), first[k].data(), t.num_bytes()), 0)
-              << "output " << def.outputs[k] << " differs between two runs";
-        }
-      }
+    DeviceCall first(op, host, attrs), second(op, host, attrs);
+    first.run(nullptr);
+    second.run(nullptr);
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const std::vector<Tensor> a = first.outputs(), b = second.outputs();
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(std::memcmp(a[k].data(), b[k].data(), a[k].num_bytes()), 0)
+          << "output " << def.outputs[k] << " differs between two runs";
     }
   }
+}
+
+// Calls on two non-blocking streams at once (each op's forward and backward, interleaved) give
+// the same bits as the same calls one after another on the default stream: every call's work,
+// workspace included, is ordered on its own stream.
+TEST_F(CudaOps, TwoNonBlockingStreamsMatchSerialRuns) {
+  const Dims d{7, 5, 6, 11, 7};
+  const char* ops[] = {"BlockLSTM",    "BlockLSTMGrad",      "BlockGRU",
+                       "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"};
+  std::vector<std::vector<Tensor>> inputs;
+  std::vector<std::unique_ptr<DeviceCall>> serial, concurrent;
+  for (const char* op : ops) {
+    inputs.push_back(random_inputs(find_op(op), d, DType::kFloat32, 11));
+  }
+  for (std::size_t k = 0; k < std::size(ops); ++k) {
+    const AttrMap attrs =
+        std::string(ops[k]).starts_with("BlockLSTM") ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+    serial.push_back(std::make_unique<DeviceCall>(ops[k], inputs[k], attrs));
+    concurrent.push_back(std::make_unique<DeviceCall>(ops[k], inputs[k], attrs));
+  }
+  for (auto& call : serial) call->run(nullptr);
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  for (cudaStream_t& s : streams) {
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  for (std::size_t k = 0; k < concurrent.size(); ++k) concurrent[k]->run(streams[k % 2]);
+  for (cudaStream_t s : streams) cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  for (std::size_t k = 0; k < serial.size(); ++k) {
+    SCOPED_TRACE(ops[k]);
+    concurrent[k]->expect_inputs_unchanged();
+    const std::vector<Tensor> a = serial[k]->outputs(), b = concurrent[k]->outputs();
+    for (std::size_t o = 0; o < a.size(); ++o) {
+      EXPECT_EQ(std::memcmp(a[o].data(), b[o].data(), a[o].num_bytes()), 0)
+          << "output " << find_op(ops[k]).outputs[o] << " differs from the serial run";
+    }
+  }
+  for (cudaStream_t s : streams) cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
 }
 
 // Host memory where device memory is expected is an error naming the argument.
