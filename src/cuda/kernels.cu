@@ -17,6 +17,9 @@
 // tests state the tolerances. cell_clip clips with std::min/std::max's NaN behaviour (a NaN cs
 // stays NaN), only when cell_clip > 0 (NaN and ≤ 0 disable it).
 #include <cuda_fp16.h>
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+#include "cuda/emu/emu.h"  // kernel qualifiers, built-in variables, cuda_emu::launch
+#endif
 
 #include <algorithm>
 #include <string>
@@ -69,8 +72,27 @@ unsigned grid_for(i64 n) {
   for (i64 e = i64(blockIdx.x) * blockDim.x + threadIdx.x; e < (n); \
        e += i64(gridDim.x) * blockDim.x)
 
-void check_launch(const Ctx& ctx, const char* kernel) {
-  check_cuda(ctx.op, cudaGetLastError(), kernel);
+// The parameter types of a kernel, not deduced from the arguments (they convert to them).
+template <typename T>
+struct Param {
+  using type = T;
+};
+
+// kernel<<<grid, kThreads, 0, ctx.stream>>>(args...), then the launch's error checked (named
+// `name`). The only place that launches a kernel. Under the host emulation
+// (BLOCKRNN_CUDA_HOST_EMU, docs/cuda.md) the stand-in runtime runs every thread of the grid on
+// the host instead, after the same launch checks.
+template <typename... Params>
+void launch(const Ctx& ctx, const char* name, void (*kernel)(Params...), unsigned grid,
+            typename Param<Params>::type... args) {
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+  cuda_emu::launch(name, dim3(grid), dim3(kThreads), 0, ctx.stream, [&] { kernel(args...); });
+#else
+  // clang-format off
+  kernel<<<grid, kThreads, 0, ctx.stream>>>(args...);
+  // clang-format on
+#endif
+  check_cuda(ctx.op, cudaGetLastError(), name);
 }
 
 template <typename T>
@@ -153,8 +175,7 @@ __global__ void colsum_time_kernel(i64 S, i64 B, i64 cols, i64 ld, const T* m, T
 template <typename T>
 void colsum_time(const Ctx& ctx, i64 S, i64 B, i64 cols, i64 ld, const T* m, T* out) {
   if (cols == 0) return;
-  colsum_time_kernel<T><<<grid_for(cols), kThreads, 0, ctx.stream>>>(S, B, cols, ld, m, out);
-  check_launch(ctx, "colsum_time_kernel");
+  launch(ctx, "colsum_time_kernel", colsum_time_kernel<T>, grid_for(cols), S, B, cols, ld, m, out);
 }
 
 // ---- LSTM -------------------------------------------------------------------------------------
@@ -206,9 +227,9 @@ __global__ void lstm_fwd_kernel(i64 B, i64 H, Blocks blk, const T* gates, const 
 template <typename T>
 __global__ void lstm_bwd_kernel(i64 B, i64 H, Blocks blk, bool use_peephole, const T* pi,
                                 const T* pf, const T* po, const T* pci, const T* pco,
-                                const T* cs_prev, const T* d_cs, const T* d_h,
-                                const T* carry_cs, const T* carry_h, const T* wci, const T* wcf,
-                                const T* wco, T* d_gates, T* d_cs_prev) {
+                                const T* cs_prev, const T* d_cs, const T* d_h, const T* carry_cs,
+                                const T* carry_h, const T* wci, const T* wcf, const T* wco,
+                                T* d_gates, T* d_cs_prev) {
   const i64 G = 4 * H;
   BLOCKRNN_GRID_STRIDE(e, B * H) {
     const i64 n = e / H, j = e % H;
@@ -292,8 +313,8 @@ __global__ void gru_fwd_c_kernel(i64 B, i64 H, const T* c_bar, const T* b_c, con
 
 // d_h = carry + d_h (or d_h in cell mode); d_c_bar; d_u_bar.
 template <typename T>
-__global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* d_h, const T* u,
-                                 const T* c, const T* hp, T* dh_out, T* d_c_bar, T* d_ru) {
+__global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* d_h, const T* u, const T* c,
+                                 const T* hp, T* dh_out, T* d_c_bar, T* d_ru) {
   BLOCKRNN_GRID_STRIDE(e, B * H) {
     const i64 n = e / H, j = e % H;
     const T dh = carry != nullptr ? carry[e] + d_h[e] : d_h[e];
@@ -404,10 +425,9 @@ void lstm_fwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>&
     const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
     T* g = gates + t * B * G;
     gemm<T>(ctx, false, false, B, G, H, hp, H, w_h, G, g, G, 1.0);  // += h[t−1]·w_h
-    lstm_fwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
-        B, H, blk, g, a.b, csp, a.wci, a.wcf, a.wco, a.forget_bias, a.cell_clip, a.use_peephole,
-        a.i + o, a.cs + o, a.f + o, a.o + o, a.ci + o, a.co + o, a.h + o);
-    check_launch(ctx, "lstm_fwd_kernel");
+    launch(ctx, "lstm_fwd_kernel", lstm_fwd_kernel<T>, grid_for(BH), B, H, blk, g, a.b, csp, a.wci,
+           a.wcf, a.wco, a.forget_bias, a.cell_clip, a.use_peephole, a.i + o, a.cs + o, a.f + o,
+           a.o + o, a.ci + o, a.co + o, a.h + o);
   }
 }
 
@@ -445,16 +465,14 @@ void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>&
     const i64 o = t * BH;
     const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
     T* dg_t = dg + t * B * G;
-    lstm_bwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
-        B, H, blk, a.use_peephole, a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp,
-        a.d_cs + o, a.d_h + o, extra.cell ? nullptr : a.d_cs_prev,
-        extra.cell ? nullptr : a.d_h_prev, a.wci, a.wcf, a.wco, dg_t, a.d_cs_prev);
-    check_launch(ctx, "lstm_bwd_kernel");
+    launch(ctx, "lstm_bwd_kernel", lstm_bwd_kernel<T>, grid_for(BH), B, H, blk, a.use_peephole,
+           a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp, a.d_cs + o, a.d_h + o,
+           extra.cell ? nullptr : a.d_cs_prev, extra.cell ? nullptr : a.d_h_prev, a.wci, a.wcf,
+           a.wco, dg_t, a.d_cs_prev);
     if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.d_h_prev, H, 0.0);
   }
-  lstm_peephole_grad_kernel<T><<<grid_for(H), kThreads, 0, ctx.stream>>>(
-      S, B, H, blk, a.use_peephole, dg, a.cs_prev, a.cs, a.d_wci, a.d_wcf, a.d_wco);
-  check_launch(ctx, "lstm_peephole_grad_kernel");
+  launch(ctx, "lstm_peephole_grad_kernel", lstm_peephole_grad_kernel<T>, grid_for(H), S, B, H, blk,
+         a.use_peephole, dg, a.cs_prev, a.cs, a.d_wci, a.d_wcf, a.d_wco);
   if (!full) return;
   // d_x = d_gates·w_xᵀ for all steps; d_w = [x; h[t−1]]ᵀ·d_gates summed over the steps.
   gemm<T>(ctx, false, true, S * B, I, G, dg, G, a.w, G, a.d_x, I, 0.0);
@@ -485,13 +503,11 @@ void gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a)
     T* ru_t = ru_bar + t * B * 2 * H;
     T* c_t = c_bar + o;
     gemm<T>(ctx, false, false, B, 2 * H, H, hp, H, w_ru_h, 2 * H, ru_t, 2 * H, 1.0);
-    gru_fwd_ru_kernel<T>
-        <<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, ru_t, a.b_ru, hp, a.r + o, a.u + o, hr);
-    check_launch(ctx, "gru_fwd_ru_kernel");
+    launch(ctx, "gru_fwd_ru_kernel", gru_fwd_ru_kernel<T>, grid_for(BH), B, H, ru_t, a.b_ru, hp,
+           a.r + o, a.u + o, hr);
     gemm<T>(ctx, false, false, B, H, H, hr, H, w_c_h, H, c_t, H, 1.0);
-    gru_fwd_c_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, c_t, a.b_c, a.u + o, hp,
-                                                                   a.c + o, a.h + o);
-    check_launch(ctx, "gru_fwd_c_kernel");
+    launch(ctx, "gru_fwd_c_kernel", gru_fwd_c_kernel<T>, grid_for(BH), B, H, c_t, a.b_c, a.u + o,
+           hp, a.c + o, a.h + o);
   }
 }
 
@@ -537,17 +553,14 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
     const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
     T* dc_t = dc + o;
     T* dru_t = dru + 2 * o;
-    gru_bwd_a_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
-        B, H, extra.cell ? nullptr : carry, a.d_h + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
-    check_launch(ctx, "gru_bwd_a_kernel");
+    launch(ctx, "gru_bwd_a_kernel", gru_bwd_a_kernel<T>, grid_for(BH), B, H,
+           extra.cell ? nullptr : carry, a.d_h + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
     gemm<T>(ctx, false, true, B, H, H, dc_t, H, w_c_h, H, d_hr, H, 0.0);  // d_c_bar·w_c_hᵀ
-    gru_bwd_b_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
-        B, H, d_hr, hp, a.r + o, dru_t, hr != nullptr ? hr + o : nullptr);
-    check_launch(ctx, "gru_bwd_b_kernel");
+    launch(ctx, "gru_bwd_b_kernel", gru_bwd_b_kernel<T>, grid_for(BH), B, H, d_hr, hp, a.r + o,
+           dru_t, hr != nullptr ? hr + o : nullptr);
     gemm<T>(ctx, false, true, B, H, 2 * H, dru_t, 2 * H, w_ru_h, 2 * H, g1, H, 0.0);
-    gru_bwd_c_kernel<T>
-        <<<grid_for(BH), kThreads, 0, ctx.stream>>>(BH, g1, d_hr, a.r + o, dh, a.u + o, carry);
-    check_launch(ctx, "gru_bwd_c_kernel");
+    launch(ctx, "gru_bwd_c_kernel", gru_bwd_c_kernel<T>, grid_for(BH), BH, g1, d_hr, a.r + o, dh,
+           a.u + o, carry);
   }
   // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ for all steps.
   gemm<T>(ctx, false, true, S * B, I, 2 * H, dru, 2 * H, a.w_ru, 2 * H, a.d_x, I, 0.0);
@@ -579,9 +592,8 @@ void gru_reset_after_fwd(const Ctx& ctx, const BlockGRUDims& d,
     const i64 o = t * BH;
     const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
     gemm<T>(ctx, false, false, B, H3, H, hp, H, a.w_h, H3, gh, H3, 0.0);
-    gra_fwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(
-        B, H, gi + t * B * H3, gh, a.b_i, a.b_h, hp, a.r + o, a.u + o, a.n + o, a.hn + o, a.h + o);
-    check_launch(ctx, "gra_fwd_kernel");
+    launch(ctx, "gra_fwd_kernel", gra_fwd_kernel<T>, grid_for(BH), B, H, gi + t * B * H3, gh, a.b_i,
+           a.b_h, hp, a.r + o, a.u + o, a.n + o, a.hn + o, a.h + o);
   }
 }
 
@@ -608,10 +620,8 @@ void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
     const i64 o = t * BH;
     const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
     T* dgh_t = d_gh + t * B * H3;
-    gra_bwd_kernel<T><<<grid_for(BH), kThreads, 0, ctx.stream>>>(B, H, a.d_h + o, a.r + o,
-                                                                 a.u + o, a.n + o, a.hn + o, hp,
-                                                                 carry, d_gi + t * B * H3, dgh_t);
-    check_launch(ctx, "gra_bwd_kernel");
+    launch(ctx, "gra_bwd_kernel", gra_bwd_kernel<T>, grid_for(BH), B, H, a.d_h + o, a.r + o,
+           a.u + o, a.n + o, a.hn + o, hp, carry, d_gi + t * B * H3, dgh_t);
     gemm<T>(ctx, false, true, B, H, H3, dgh_t, H3, a.w_h, H3, carry, H, 1.0);  // += d_gh·w_hᵀ
   }
   gemm<T>(ctx, false, true, S * B, I, H3, d_gi, H3, a.w_i, H3, a.d_x, I, 0.0);
@@ -624,14 +634,12 @@ void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
 
 void half_to_float(const Ctx& ctx, const void* src, float* dst, std::int64_t n) {
   if (n == 0) return;
-  h2f_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(n, static_cast<const __half*>(src), dst);
-  check_launch(ctx, "h2f_kernel");
+  launch(ctx, "h2f_kernel", h2f_kernel, grid_for(n), n, static_cast<const __half*>(src), dst);
 }
 
 void float_to_half(const Ctx& ctx, const float* src, void* dst, std::int64_t n) {
   if (n == 0) return;
-  f2h_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(n, src, static_cast<__half*>(dst));
-  check_launch(ctx, "f2h_kernel");
+  launch(ctx, "f2h_kernel", f2h_kernel, grid_for(n), n, src, static_cast<__half*>(dst));
 }
 
 #define BLOCKRNN_INSTANTIATE(T)                                                            \

@@ -5,16 +5,29 @@
 //   float64: |gpu − cpu| ≤ 1e-10 + 1e-10·|cpu|. Reason: cuBLAS sums the GEMMs' products in
 //            another order than the reference's triple loop (and, for the sequence ops, the
 //            input projection x·w_x and the recurrent h·w_h are two products added, and dW is one
-//            product over all steps instead of per-step sums); each reorders ≤ K + S·B ≤ ~100
-//            terms of size ≤ ~10, a few 1e-14, amplified over ≤ 6 recurrent steps. 1e-10 is far
-//            above that and far below any real error (a wrong term is ≥ 1e-3 here).
-//   float32: 2e-4 abs + 2e-4 rel. Reason: the same reordering at float32's eps (6e-8) plus
-//            CUDA's expf/tanhf (≤ 2 ulp) against libm, amplified over the recurrence.
+//            product over all steps instead of per-step sums). A reordered sum of n terms of
+//            size ≤ 1 differs by about √n·eps relative to its size: n ≤ K + S·B ≤ ~100 for the
+//            small shapes, and S·B = 10280 (dW) at the odd shapes, so ≤ ~1e-14 relative, and the
+//            scaled weights keep the recurrence from amplifying it over the 40 steps. 1e-10 is
+//            far above that and far below any real error (a wrong term is ≥ 1e-3 here).
+//   float32: 2e-4 abs + 2e-4 rel. Reason: the same reordering at float32's eps (6e-8: √10280·eps
+//            ≈ 6e-6) plus CUDA's expf/tanhf (≤ 2 ulp) against libm, over the recurrence.
 //   float16: 4e-3 abs + 4e-3 rel. Reason: both paths compute in float32 and round each output
 //            to half once (eps 9.8e-4), so float32-level differences can flip a rounding: at
 //            most a couple of half ulps.
-// Shapes include empty ones (T = 0, B = 0, I = 0), seq_len_max < T and seq_len_max = 0.
+// Inputs are uniform in [−1, 1] (gate values in (0.05, 0.95)), the weight matrices scaled by
+// 1/√(I+H) so that every pre-activation stays O(1) at any size: unscaled weights make the
+// recurrence chaotic at real sizes (float64 BlockGRU at T = 40, H = 130 then amplifies the GEMMs'
+// last-bit differences beyond 1e-10), which would test the inputs, not the kernels.
+// Shapes include empty ones (T = 0, B = 0, I = 0), seq_len_max < T and seq_len_max = 0, and odd
+// multi-block ones (B = 257, H = 130, T = 40: B·H = 33410 elements, 131 blocks of 256 threads).
+// The optional seq_lengths input is omitted (the CUDA backend refuses it: CudaValidation).
 // Without a CUDA device every device test is skipped ("no CUDA device"), never passed.
+//
+// The same file builds twice: blockrnn_cuda_tests on the real backend, and
+// blockrnn_cuda_emu_tests on the host emulation (BLOCKRNN_CUDA_HOST_EMU, docs/cuda.md), where
+// every device test runs and additionally fails on any broken CUDA / cuBLAS rule the stand-in
+// reports and on device memory the op leaves allocated.
 //
 // Host-only tests (CudaValidation): the CUDA entry points validate exactly as the CPU API, with
 // the same messages, before touching a device, so they run on any machine.
@@ -34,6 +47,9 @@
 #include "blockrnn/error.h"
 #include "blockrnn/ops.h"
 #include "blockrnn/tensor.h"
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+#include "cuda/emu/emu.h"
+#endif
 
 namespace blockrnn {
 namespace {
@@ -113,6 +129,15 @@ struct Dims {
   std::int64_t T, B, I, H, S;
 };
 
+// The inputs the tests pass: all but the optional ones (seq_lengths), which stay omitted.
+std::size_t required_inputs(const OpDef& def) {
+  return def.inputs.size() - static_cast<std::size_t>(def.num_optional_inputs);
+}
+
+bool is_weight(const std::string& name) {
+  return name == "w" || name == "w_ru" || name == "w_c" || name == "w_i" || name == "w_h";
+}
+
 bool is_cell(const std::string& op) {
   return op.find("Cell") != std::string::npos;
 }
@@ -135,15 +160,44 @@ Shape shape_of(const std::string& name, const Dims& d, bool cell) {
   return cell ? Shape{B, H} : Shape{T, B, H};  // per-step tensors and their gradients
 }
 
+// Random inputs of `op` in `dtype` (seq_len_max = d.S): uniform in [−1, 1], gate values in
+// (0.05, 0.95), weights scaled by 1/√(I+H) (see the top of the file).
+std::vector<Tensor> random_inputs(const OpDef& def, const Dims& d, DType dtype, unsigned seed) {
+  const bool cell = is_cell(def.name);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> sym(-1.0, 1.0), unit(0.05, 0.95);
+  const double weight_scale =
+      1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(1, d.I + d.H)));
+  std::vector<Tensor> host;
+  for (std::size_t k = 0; k < required_inputs(def); ++k) {
+    const std::string& name = def.inputs[k];
+    if (name == "seq_len_max") {
+      host.emplace_back(DType::kInt64, Shape{});
+      *host.back().data_as<std::int64_t>() = d.S;
+      continue;
+    }
+    Tensor t(dtype, shape_of(name, d, cell));
+    const bool gate = name == "i" || name == "f" || name == "o" || name == "r" || name == "u";
+    const double scale = is_weight(name) ? weight_scale : 1.0;
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) {
+      set_element(t, e, gate ? unit(rng) : scale * sym(rng));
+    }
+    host.push_back(std::move(t));
+  }
+  return host;
+}
+
 std::string attr_string(const AttrMap& attrs) {
   std::string s;
   for (const auto& [k, v] : attrs) s += k + "=" + std::to_string(v) + " ";
   return s;
 }
 
-// Calls the CUDA entry point of `op` with device views in the op's input / output order.
+// Calls the CUDA entry point of `op` with device views in the op's input / output order, on
+// `stream`.
 void cuda_run(const std::string& op, const std::vector<TensorView>& in,
-              const std::vector<MutableTensorView>& out, const AttrMap& attrs) {
+              const std::vector<MutableTensorView>& out, const AttrMap& attrs,
+              cudaStream_t stream = nullptr) {
   auto attr = [&](const char* name, double def) {
     auto it = attrs.find(name);
     return it == attrs.end() ? def : it->second;
@@ -154,36 +208,36 @@ void cuda_run(const std::string& op, const std::vector<TensorView>& in,
                              : *static_cast<const std::int64_t*>(in[0].data);
   if (op == "GRUBlockCell") {
     cuda::gru_block_cell({in[0], in[1], in[2], in[3], in[4], in[5]},
-                         {out[0], out[1], out[2], out[3]});
+                         {out[0], out[1], out[2], out[3]}, stream);
   } else if (op == "GRUBlockCellGrad" || op == "gradients.GRUBlockCell") {
     const GRUBlockCellGradInputs g{in[0], in[1], in[2], in[3], in[4],
                                    in[5], in[6], in[7], in[8], in[9]};
     if (op == "GRUBlockCellGrad") {
-      cuda::gru_block_cell_grad(g, {out[0], out[1], out[2], out[3]});
+      cuda::gru_block_cell_grad(g, {out[0], out[1], out[2], out[3]}, stream);
     } else {
-      cuda::gru_block_cell_backward(g, {out[0], out[1], out[2], out[3], out[4], out[5]});
+      cuda::gru_block_cell_backward(g, {out[0], out[1], out[2], out[3], out[4], out[5]}, stream);
     }
   } else if (op == "LSTMBlockCell") {
     cuda::lstm_block_cell({in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]},
                           {out[0], out[1], out[2], out[3], out[4], out[5], out[6]},
-                          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+                          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep}, stream);
   } else if (op == "LSTMBlockCellGrad" || op == "gradients.LSTMBlockCell") {
     const LSTMBlockCellGradInputs g{in[0], in[1], in[2],  in[3],  in[4],  in[5],  in[6],  in[7],
                                     in[8], in[9], in[10], in[11], in[12], in[13], in[14], in[15]};
     if (op == "LSTMBlockCellGrad") {
-      cuda::lstm_block_cell_grad(g, {out[0], out[1], out[2], out[3], out[4]}, peep);
+      cuda::lstm_block_cell_grad(g, {out[0], out[1], out[2], out[3], out[4]}, peep, stream);
     } else {
       cuda::lstm_block_cell_backward(
           g, {out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]},
-          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+          {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep}, stream);
     }
   } else if (op == "BlockLSTM" || op == "BlockLSTMV2") {
     const BlockLSTMInputs f{S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]};
     const BlockLSTMOutputs o{out[0], out[1], out[2], out[3], out[4], out[5], out[6]};
     if (op == "BlockLSTM") {
-      cuda::block_lstm(f, o, {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep});
+      cuda::block_lstm(f, o, {attr("forget_bias", 1.0), attr("cell_clip", 3.0), peep}, stream);
     } else {
-      cuda::block_lstm_v2(f, o, {attr("cell_clip", 0.0), peep});
+      cuda::block_lstm_v2(f, o, {attr("cell_clip", 0.0), peep}, stream);
     }
   } else if (op == "BlockLSTMGrad" || op == "BlockLSTMGradV2") {
     const BlockLSTMGradInputs g{S,      in[1],  in[2],  in[3],  in[4],  in[5],
@@ -191,28 +245,78 @@ void cuda_run(const std::string& op, const std::vector<TensorView>& in,
                                 in[12], in[13], in[14], in[15], in[16], in[17]};
     const BlockLSTMGradOutputs o{out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]};
     if (op == "BlockLSTMGrad") {
-      cuda::block_lstm_grad(g, o, peep);
+      cuda::block_lstm_grad(g, o, peep, stream);
     } else {
-      cuda::block_lstm_grad_v2(g, o, peep);
+      cuda::block_lstm_grad_v2(g, o, peep, stream);
     }
   } else if (op == "BlockGRU") {
-    cuda::block_gru({S, in[1], in[2], in[3], in[4], in[5], in[6]},
-                    {out[0], out[1], out[2], out[3]});
+    cuda::block_gru({S, in[1], in[2], in[3], in[4], in[5], in[6]}, {out[0], out[1], out[2], out[3]},
+                    stream);
   } else if (op == "BlockGRUGrad") {
     cuda::block_gru_grad(
         {S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9], in[10], in[11]},
-        {out[0], out[1], out[2], out[3], out[4], out[5]});
+        {out[0], out[1], out[2], out[3], out[4], out[5]}, stream);
   } else if (op == "BlockGRUResetAfter") {
     cuda::block_gru_reset_after({S, in[1], in[2], in[3], in[4], in[5], in[6]},
-                                {out[0], out[1], out[2], out[3], out[4]});
+                                {out[0], out[1], out[2], out[3], out[4]}, stream);
   } else if (op == "BlockGRUResetAfterGrad") {
     cuda::block_gru_reset_after_grad(
         {S, in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], in[9], in[10], in[11], in[12]},
-        {out[0], out[1], out[2], out[3], out[4], out[5]});
+        {out[0], out[1], out[2], out[3], out[4], out[5]}, stream);
   } else {
     FAIL() << "no CUDA entry point for " << op;
   }
 }
+
+// One call of `op` on device copies of the host inputs `host` (seq_len_max stays a host
+// integer), with device outputs of infer_outputs' shapes pre-filled with NaN bytes.
+class DeviceCall {
+ public:
+  DeviceCall(const std::string& op, const std::vector<Tensor>& host, const AttrMap& attrs)
+      : op_(op), def_(find_op(op)), host_(host), attrs_(attrs) {
+    for (std::size_t k = 0; k < host.size(); ++k) {
+      if (def_.inputs[k] == "seq_len_max") {
+        in_views_.push_back(host[k].view());
+        continue;
+      }
+      dev_in_.push_back(std::make_unique<DeviceTensor>(host[k]));
+      in_views_.push_back(dev_in_.back()->view());
+    }
+    const std::vector<TensorView> host_views(host.begin(), host.end());
+    const OutputSpec spec = infer_outputs(op, host_views, attrs);
+    for (const Shape& shape : spec.shapes) {
+      dev_out_.push_back(std::make_unique<DeviceTensor>(spec.dtype, shape));
+      out_views_.push_back(dev_out_.back()->mutable_view());
+    }
+  }
+  // Enqueues the call on `stream` (not waited for).
+  void run(cudaStream_t stream) { cuda_run(op_, in_views_, out_views_, attrs_, stream); }
+  // The outputs, read back (after the stream has run the call).
+  std::vector<Tensor> outputs() const {
+    std::vector<Tensor> out;
+    for (const auto& d : dev_out_) out.push_back(d->to_host());
+    return out;
+  }
+  // The op wrote none of its inputs: each device input still holds the host bytes.
+  void expect_inputs_unchanged() const {
+    std::size_t d = 0;
+    for (std::size_t k = 0; k < host_.size(); ++k) {
+      if (def_.inputs[k] == "seq_len_max") continue;
+      const Tensor now = dev_in_[d++]->to_host();
+      EXPECT_EQ(std::memcmp(now.data(), host_[k].data(), now.num_bytes()), 0)
+          << "input " << def_.inputs[k] << " was modified";
+    }
+  }
+
+ private:
+  std::string op_;
+  const OpDef& def_;
+  const std::vector<Tensor>& host_;
+  AttrMap attrs_;
+  std::vector<std::unique_ptr<DeviceTensor>> dev_in_, dev_out_;
+  std::vector<TensorView> in_views_;
+  std::vector<MutableTensorView> out_views_;
+};
 
 struct Tolerance {
   double atol, rtol;
@@ -228,32 +332,15 @@ Tolerance tolerance(DType dtype) {
   }
 }
 
-// Random inputs (uniform in [−1, 1]; gate values in (0, 1)), the CPU reference and the device in
-// `dtype`, compared output by output.
+// Random inputs (random_inputs), the CPU reference and the device in `dtype`, compared output by
+// output.
 void compare_op(const std::string& op, const Dims& d, DType dtype, const AttrMap& attrs,
                 unsigned seed = 1) {
   SCOPED_TRACE(op + " " + dtype_name(dtype) + " T=" + std::to_string(d.T) + " B=" +
                std::to_string(d.B) + " I=" + std::to_string(d.I) + " H=" + std::to_string(d.H) +
                " S=" + std::to_string(d.S) + " " + attr_string(attrs));
   const OpDef& def = find_op(op);
-  const bool cell = is_cell(op);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> sym(-1.0, 1.0), unit(0.05, 0.95);
-  std::int64_t S = d.S;
-  std::vector<Tensor> host;
-  for (const std::string& name : def.inputs) {
-    if (name == "seq_len_max") {
-      host.emplace_back(DType::kInt64, Shape{});
-      *host.back().data_as<std::int64_t>() = S;
-      continue;
-    }
-    Tensor t(dtype, shape_of(name, d, cell));
-    const bool gate = name == "i" || name == "f" || name == "o" || name == "r" || name == "u";
-    for (std::int64_t e = 0; e < t.num_elements(); ++e) {
-      set_element(t, e, gate ? unit(rng) : sym(rng));
-    }
-    host.push_back(std::move(t));
-  }
+  const std::vector<Tensor> host = random_inputs(def, d, dtype, seed);
   std::vector<TensorView> host_views(host.begin(), host.end());
   set_force_reference(true);
   std::vector<Tensor> expected;
@@ -265,26 +352,15 @@ void compare_op(const std::string& op, const Dims& d, DType dtype, const AttrMap
   }
   set_force_reference(false);
 
-  std::vector<std::unique_ptr<DeviceTensor>> dev_in, dev_out;
-  std::vector<TensorView> in_views;
-  for (std::size_t k = 0; k < host.size(); ++k) {
-    if (def.inputs[k] == "seq_len_max") {
-      in_views.push_back(host[k].view());  // host scalar: the typed structs take an integer
-      continue;
-    }
-    dev_in.push_back(std::make_unique<DeviceTensor>(host[k]));
-    in_views.push_back(dev_in.back()->view());
-  }
-  std::vector<MutableTensorView> out_views;
-  for (const Tensor& e : expected) {
-    dev_out.push_back(std::make_unique<DeviceTensor>(e.dtype(), e.shape()));
-    out_views.push_back(dev_out.back()->mutable_view());
-  }
-  cuda_run(op, in_views, out_views, attrs);
+  DeviceCall call(op, host, attrs);
+  call.run(nullptr);
   cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  call.expect_inputs_unchanged();
+  const std::vector<Tensor> outputs = call.outputs();
   const Tolerance tol = tolerance(dtype);
+  ASSERT_EQ(outputs.size(), expected.size());
   for (std::size_t k = 0; k < expected.size(); ++k) {
-    const Tensor got = dev_out[k]->to_host();
+    const Tensor& got = outputs[k];
     int reported = 0;
     for (std::int64_t e = 0; e < got.num_elements(); ++e) {
       const double g = element(got, e), x = element(expected[k], e);
@@ -315,8 +391,25 @@ class CudaOps : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!has_device()) GTEST_SKIP() << "no CUDA device";
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+    violations_ = cuda_emu::violation_count();
+    allocations_ = cuda_emu::live_allocations();
+#endif
   }
-  void TearDown() override { cuda::set_math_mode(cuda::MathMode::kExactFP32); }
+  void TearDown() override {
+    cuda::set_math_mode(cuda::MathMode::kExactFP32);
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+    // Even a broken rule whose status the code ignored (e.g. in a destructor) fails the test.
+    EXPECT_EQ(cuda_emu::violation_count(), violations_)
+        << "the CUDA emulation reported a broken API rule, last: " << cuda_emu::last_violation();
+    EXPECT_EQ(cuda_emu::live_allocations(), allocations_) << "device memory left allocated";
+#endif
+  }
+
+ private:
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+  std::size_t violations_ = 0, allocations_ = 0;
+#endif
 };
 
 TEST_F(CudaOps, GRUCellOps) {
@@ -372,6 +465,41 @@ TEST_F(CudaOps, BlockGRU) {
   }
 }
 
+// Odd sizes that span many blocks (B·H = 33410: 131 blocks of 256 threads, the last one partly
+// idle), B not a multiple of 8, H not of 32, I odd, T = 40 steps, in every dtype; the cells at
+// the same B, I, H. Same tolerances as above (the weights' 1/√(I+H) scale keeps the recurrence
+// stable, so GEMM reordering is not amplified over the 40 steps).
+void compare_odd_multi_block_shapes(DType t) {
+  const Dims seq{40, 257, 31, 130, 40}, cell{1, 257, 31, 130, 1};
+  const AttrMap lstm{{"forget_bias", 1.0}, {"cell_clip", 0.5}, {"use_peephole", 1.0}};
+  compare_op("BlockLSTM", seq, t, lstm);
+  compare_op("BlockLSTMV2", seq, t, {{"cell_clip", 0.0}, {"use_peephole", 1.0}});
+  for (const char* op : {"BlockLSTMGrad", "BlockLSTMGradV2"}) {
+    compare_op(op, seq, t, {{"use_peephole", 1.0}});
+  }
+  for (const char* op :
+       {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+    compare_op(op, seq, t, {});
+  }
+  for (const char* op : {"GRUBlockCell", "GRUBlockCellGrad", "gradients.GRUBlockCell"}) {
+    compare_op(op, cell, t, {});
+  }
+  compare_op("LSTMBlockCell", cell, t, lstm);
+  compare_op("gradients.LSTMBlockCell", cell, t, lstm);
+  compare_op("LSTMBlockCellGrad", cell, t, {{"use_peephole", 1.0}});
+}
+
+// One test per dtype, so that CTest can run them in parallel.
+TEST_F(CudaOps, OddMultiBlockShapesFloat64) {
+  compare_odd_multi_block_shapes(DType::kFloat64);
+}
+TEST_F(CudaOps, OddMultiBlockShapesFloat32) {
+  compare_odd_multi_block_shapes(DType::kFloat32);
+}
+TEST_F(CudaOps, OddMultiBlockShapesFloat16) {
+  compare_odd_multi_block_shapes(DType::kFloat16);
+}
+
 // The TF32 mode changes only float32 products: float64 stays within its tolerance.
 TEST_F(CudaOps, TF32ModeLeavesFloat64Alone) {
   cuda::set_math_mode(cuda::MathMode::kTF32);
@@ -386,54 +514,57 @@ TEST_F(CudaOps, Deterministic) {
   for (const char* op : {"BlockLSTMGrad", "BlockGRUGrad", "BlockGRUResetAfterGrad"}) {
     SCOPED_TRACE(op);
     const OpDef& def = find_op(op);
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<double> sym(-1.0, 1.0);
-    std::vector<Tensor> host;
-    for (const std::string& name : def.inputs) {
-      if (name == "seq_len_max") {
-        host.emplace_back(DType::kInt64, Shape{});
-        *host.back().data_as<std::int64_t>() = d.S;
-        continue;
-      }
-      Tensor t(DType::kFloat32, shape_of(name, d, false));
-      for (std::int64_t e = 0; e < t.num_elements(); ++e) set_element(t, e, sym(rng));
-      host.push_back(std::move(t));
-    }
-    std::vector<std::unique_ptr<DeviceTensor>> dev_in;
-    std::vector<TensorView> in_views;
-    for (std::size_t k = 0; k < host.size(); ++k) {
-      if (def.inputs[k] == "seq_len_max") {
-        in_views.push_back(host[k].view());
-        continue;
-      }
-      dev_in.push_back(std::make_unique<DeviceTensor>(host[k]));
-      in_views.push_back(dev_in.back()->view());
-    }
+    const std::vector<Tensor> host = random_inputs(def, d, DType::kFloat32, 7);
     const AttrMap attrs =
         std::string(op) == "BlockLSTMGrad" ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
-    const std::vector<TensorView> host_views(host.begin(), host.end());
-    const OutputSpec spec = infer_outputs(op, host_views, attrs);
-    std::vector<Tensor> first;
-    for (int run = 0; run < 2; ++run) {
-      std::vector<std::unique_ptr<DeviceTensor>> dev_out;
-      std::vector<MutableTensorView> out_views;
-      for (const Shape& s : spec.shapes) {
-        dev_out.push_back(std::make_unique<DeviceTensor>(spec.dtype, s));
-        out_views.push_back(dev_out.back()->mutable_view());
-      }
-      cuda_run(op, in_views, out_views, attrs);
-      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      for (std::size_t k = 0; k < dev_out.size(); ++k) {
-        Tensor t = dev_out[k]->to_host();
-        if (run == 0) {
-          first.push_back(std::move(t));
-        } else {
-          EXPECT_EQ(std::memcmp(t.data(), first[k].data(), t.num_bytes()), 0)
-              << "output " << def.outputs[k] << " differs between two runs";
-        }
-      }
+    DeviceCall first(op, host, attrs), second(op, host, attrs);
+    first.run(nullptr);
+    second.run(nullptr);
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const std::vector<Tensor> a = first.outputs(), b = second.outputs();
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(std::memcmp(a[k].data(), b[k].data(), a[k].num_bytes()), 0)
+          << "output " << def.outputs[k] << " differs between two runs";
     }
   }
+}
+
+// Calls on two non-blocking streams at once (each op's forward and backward, interleaved) give
+// the same bits as the same calls one after another on the default stream: every call's work,
+// workspace included, is ordered on its own stream.
+TEST_F(CudaOps, TwoNonBlockingStreamsMatchSerialRuns) {
+  const Dims d{7, 5, 6, 11, 7};
+  const char* ops[] = {"BlockLSTM",    "BlockLSTMGrad",      "BlockGRU",
+                       "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"};
+  std::vector<std::vector<Tensor>> inputs;
+  std::vector<std::unique_ptr<DeviceCall>> serial, concurrent;
+  for (const char* op : ops) {
+    inputs.push_back(random_inputs(find_op(op), d, DType::kFloat32, 11));
+  }
+  for (std::size_t k = 0; k < std::size(ops); ++k) {
+    const AttrMap attrs =
+        std::string(ops[k]).starts_with("BlockLSTM") ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+    serial.push_back(std::make_unique<DeviceCall>(ops[k], inputs[k], attrs));
+    concurrent.push_back(std::make_unique<DeviceCall>(ops[k], inputs[k], attrs));
+  }
+  for (auto& call : serial) call->run(nullptr);
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  for (cudaStream_t& s : streams) {
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  for (std::size_t k = 0; k < concurrent.size(); ++k) concurrent[k]->run(streams[k % 2]);
+  for (cudaStream_t s : streams) cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  for (std::size_t k = 0; k < serial.size(); ++k) {
+    SCOPED_TRACE(ops[k]);
+    concurrent[k]->expect_inputs_unchanged();
+    const std::vector<Tensor> a = serial[k]->outputs(), b = concurrent[k]->outputs();
+    for (std::size_t o = 0; o < a.size(); ++o) {
+      EXPECT_EQ(std::memcmp(a[o].data(), b[o].data(), a[o].num_bytes()), 0)
+          << "output " << find_op(ops[k]).outputs[o] << " differs from the serial run";
+    }
+  }
+  for (cudaStream_t s : streams) cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
 }
 
 // Host memory where device memory is expected is an error naming the argument.
@@ -453,6 +584,23 @@ TEST_F(CudaOps, HostPointerRejected) {
     EXPECT_NE(std::string(e.what()).find("GRUBlockCell: x is not device memory"), std::string::npos)
         << e.what();
   }
+  // Pinned host memory (cudaMallocHost) is host memory too: an output there is refused.
+  void* pinned = nullptr;
+  cuda_ok(cudaMallocHost(&pinned, sizeof(float) * B * H), "cudaMallocHost");
+  const DeviceTensor dx(x), dh(h), dw_ru(w_ru), dw_c(w_c), db_ru(b_ru), db_c(b_c);
+  try {
+    cuda::gru_block_cell(
+        {dx.view(), dh.view(), dw_ru.view(), dw_c.view(), db_ru.view(), db_c.view()},
+        {MutableTensorView(pinned, DType::kFloat32, {B, H}), u.mutable_view(), c.mutable_view(),
+         hout.mutable_view()});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("GRUBlockCell: output r is not device memory"),
+              std::string::npos)
+        << e.what();
+  }
+  cuda_ok(cudaFreeHost(pinned), "cudaFreeHost");
 }
 
 // ---- host-only: validation is the CPU path's, before any device access ------------------------
@@ -561,6 +709,13 @@ TEST(CudaValidation, SeqLengthsIsRefusedNotIgnored) {
 }
 
 TEST(CudaValidation, NoDeviceIsAClearError) {
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+  // The emulation can take its device away: the check runs on every CI machine.
+  cuda_emu::set_device_count(0);
+  struct Restore {
+    ~Restore() { cuda_emu::set_device_count(1); }
+  } restore;
+#endif
   if (has_device()) GTEST_SKIP() << "a CUDA device is present (this checks the no-device error)";
   const std::int64_t B = 2, I = 3, H = 4;
   Tensor x(DType::kFloat32, {B, I}), h(DType::kFloat32, {B, H}),

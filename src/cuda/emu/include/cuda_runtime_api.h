@@ -1,0 +1,96 @@
+// Host emulation of the CUDA backend (docs/cuda.md, "Host emulation"): the stand-in for the
+// CUDA runtime API header. Only the targets built with BLOCKRNN_CUDA_HOST_EMU see this directory;
+// the real backend includes the toolkit's header of the same name.
+//
+// It declares the part of the runtime that src/cuda/ and tests/cuda/ use, with the toolkit's
+// names and error codes. src/cuda/emu/runtime.cpp implements it on the host: "device" memory is
+// host memory that the stand-in tracks, poisons (every byte 0xFF: NaN in float16, float32 and
+// float64) and checks on every use; streams run their work at once, in the calling thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+};
+
+// The toolkit's numbering, for the codes the stand-in returns.
+enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidPitchValue = 12,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+};
+typedef enum cudaError cudaError_t;
+
+typedef struct CUstream_st* cudaStream_t;
+// The special handles: the legacy default stream (also nullptr) and the per-thread one.
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3,
+};
+
+struct cudaPointerAttributes {
+  enum cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
+
+extern "C" {
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char* cudaGetErrorName(cudaError_t error);
+const char* cudaGetErrorString(cudaError_t error);
+
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes);
+cudaError_t cudaFree(void* ptr);
+cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t stream);
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes);
+cudaError_t cudaFreeHost(void* ptr);
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr);
+
+cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes);
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream);
+cudaError_t cudaMemset2DAsync(void* ptr, std::size_t pitch, int value, std::size_t width,
+                              std::size_t height, cudaStream_t stream);
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, enum cudaMemcpyKind kind,
+                            cudaStream_t stream);
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+}
