@@ -102,8 +102,9 @@ void run(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs
   for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*op.outputs[k].view;
   const std::span<const MutableTensorView> out_views(outs, outputs.size());
   core::check_outputs(op.name, outputs, p.dtype, p.output_shapes(), out_views);
-  // Empty work (h_prev without elements, as the CPU path): every output is zeros.
-  if (!p.empty()) {
+  // Whatever the size of the work: empty work still zero-fills the outputs, and some of them
+  // (w_grad with B = 0) are not empty, so an output on an input would zero that input.
+  {
     const char* in_names[core::kMaxInputs];
     TensorView views[core::kMaxInputs];
     for (std::size_t k = 0; k < op.inputs.size(); ++k) in_names[k] = op.inputs[k].name;

@@ -655,6 +655,36 @@ TEST(CudaValidation, SameErrorsAsTheCpuApi) {
             message_of([&] { block_lstm(good, o3); }));
 }
 
+// An output on an input is refused whatever the size of the work: with B = 0 BlockLSTMGrad still
+// zero-fills w_grad [I+H, 4H], which would zero the input w underneath it.
+TEST(CudaValidation, OutputOnAnInputIsRefusedWithEmptyWork) {
+  const std::int64_t T = 2, B = 0, I = 3, H = 4;
+  std::vector<Tensor> ins, outs;
+  ins.reserve(8), outs.reserve(8);  // the views below point into these tensors
+  BlockLSTMGradInputs in;
+  in.x = ins.emplace_back(DType::kFloat32, Shape{T, B, I});
+  in.cs_prev = ins.emplace_back(DType::kFloat32, Shape{B, H});
+  in.h_prev = ins.emplace_back(DType::kFloat32, Shape{B, H});
+  Tensor w(DType::kFloat32, {I + H, 4 * H});
+  in.w = w;
+  in.wci = in.wcf = in.wco = ins.emplace_back(DType::kFloat32, Shape{H});
+  in.b = ins.emplace_back(DType::kFloat32, Shape{4 * H});
+  const Tensor& step = ins.emplace_back(DType::kFloat32, Shape{T, B, H});
+  in.i = in.cs = in.f = in.o = in.ci = in.co = in.h = in.cs_grad = in.h_grad = step;
+  BlockLSTMGradOutputs out;
+  out.x_grad = outs.emplace_back(DType::kFloat32, Shape{T, B, I}).mutable_view();
+  out.cs_prev_grad = outs.emplace_back(DType::kFloat32, Shape{B, H}).mutable_view();
+  out.h_prev_grad = outs.emplace_back(DType::kFloat32, Shape{B, H}).mutable_view();
+  out.w_grad = w.mutable_view();  // on the input w
+  out.wci_grad = outs.emplace_back(DType::kFloat32, Shape{H}).mutable_view();
+  out.wcf_grad = outs.emplace_back(DType::kFloat32, Shape{H}).mutable_view();
+  out.wco_grad = outs.emplace_back(DType::kFloat32, Shape{H}).mutable_view();
+  out.b_grad = outs.emplace_back(DType::kFloat32, Shape{4 * H}).mutable_view();
+  const std::string cpu = message_of([&] { block_lstm_grad(in, out, false); });
+  ASSERT_NE(cpu.find("overlaps input w"), std::string::npos) << cpu;
+  EXPECT_EQ(message_of([&] { cuda::block_lstm_grad(in, out, false); }), cpu);
+}
+
 TEST(CudaValidation, GruAndCellErrors) {
   const std::int64_t T = 2, B = 2, I = 3, H = 4;
   Tensor x(DType::kFloat64, {T, B, I}), hp(DType::kFloat64, {B, H}),
