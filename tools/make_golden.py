@@ -4,7 +4,7 @@
 Runs the real tensorflow-cpu kernels (tf.raw_ops) on small seeded inputs and writes one
 binary file per op family in the versioned format of docs/golden-format.md. The parameter
 gradients of `gradients.<Cell>` are computed the way TensorFlow's registered Python gradient
-did (SPEC §3.4, §6.4): the kernel, then tf.matmul / tf.reduce_sum around it.
+did (docs/ops.md): the kernel, then tf.matmul / tf.reduce_sum around it.
 
 Usage:  .venv/bin/python tools/make_golden.py --out tests/golden [--only gru_cell]
 """

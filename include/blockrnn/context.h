@@ -15,9 +15,9 @@
 // the budget counts every pool, lets a pool grow only after the system has started that many
 // more threads (with OpenMP's stack size, one to spare), runs at most max_threads() − 1 workers
 // at once over all callers, and ends a thread's pool with its region when another caller got
-// fewer threads than it asked for meanwhile. A call the budget cannot give threads runs with fewer, down to the calling thread
-// alone, with the same bits: a shortage of threads never fails a call or ends the process. A
-// call from inside a parallel region runs on the calling thread alone.
+// fewer threads than it asked for meanwhile. A call the budget cannot give threads runs with fewer,
+// down to the calling thread alone, with the same bits: a shortage of threads never fails a call or
+// ends the process. A call from inside a parallel region runs on the calling thread alone.
 //
 // CPU path: the hand-written kernels run on AVX-512, AVX2+FMA or baseline x86-64, chosen from
 // CPUID; BLOCKRNN_ISA=avx512|avx2|baseline|auto or set_isa() forces one (an error when the CPU
@@ -25,7 +25,7 @@
 //
 // Reference mode: set_force_reference(true), or BLOCKRNN_FORCE_REFERENCE=1 in the environment,
 // routes every op through its plain-loop reference implementation (src/ref/), the executable
-// form of SPEC.md. Tests run the conformance suites in both modes.
+// form of docs/ops.md. Tests run the conformance suites in both modes.
 #pragma once
 
 #include <string_view>

@@ -13,7 +13,7 @@
 namespace blockrnn {
 
 enum class ErrorCode {
-  kInvalidArgument,    // bad shapes, ranks, dtypes or values (SPEC A3)
+  kInvalidArgument,    // bad shapes, ranks, dtypes or values (docs/design.md)
   kUnimplemented,      // a documented path that is not built (e.g. a dtype not yet supported)
   kResourceExhausted,  // sizes whose byte counts overflow, exceed the memory limit or cannot be
                        // allocated, and thread teams the system cannot create

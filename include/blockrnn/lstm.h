@@ -7,7 +7,7 @@
 //   i  = σ(g_i [+ cs_prev⊙wci]);  ci = tanh(g_c);  f = σ((g_f + forget_bias) [+ cs_prev⊙wcf])
 //   cs = i⊙ci + f⊙cs_prev, clipped to [−cell_clip, cell_clip] when cell_clip > 0
 //   co = tanh(cs);  o = σ(g_o [+ cs⊙wco]);  h = o⊙co
-// [..] only with use_peephole. Exactly TensorFlow's kernels (SPEC §5–§6, docs/ops.md), including
+// [..] only with use_peephole. Exactly TensorFlow's kernels (docs/ops.md), including
 // the straight-through clip in the backward. dtypes: float16, float32, float64.
 // Every function validates first and throws blockrnn::Error on bad input (B = 0 or H = 0 is an
 // error, "cs_prev is empty", as in TensorFlow). Outputs passed by the caller must have the
@@ -34,7 +34,7 @@ struct LSTMBlockCellInputs {
   TensorView b;    // [4H]  ICFO
 };
 // The op definition's attrs and defaults. Note that the op clips at ±3 by default; TensorFlow's
-// Python layers passed cell_clip = −1 (no clipping) unless told otherwise (SPEC §1.2).
+// Python layers passed cell_clip = −1 (no clipping) unless told otherwise (docs/ops.md).
 struct LSTMBlockCellAttrs {
   double forget_bias = 1.0;  // added to the forget gate's pre-activation after b
   double cell_clip = 3.0;    // clip cs only when > 0 (0, negative and NaN disable it)
@@ -76,7 +76,7 @@ BLOCKRNN_API LSTMBlockCellGradResult lstm_block_cell_grad(const LSTMBlockCellGra
                                                           bool use_peephole);
 
 // The full backward of LSTMBlockCell: the kernel above plus the input and parameter gradients
-// that TensorFlow computed in Python (SPEC §6.4). One gradient per forward input. Takes the
+// that TensorFlow computed in Python (docs/ops.md). One gradient per forward input. Takes the
 // forward call's attrs; only use_peephole affects the result (forget_bias and cell_clip are
 // accepted so the same attrs can be passed to both; the clip is straight-through).
 using LSTMBlockCellBackwardInputs = LSTMBlockCellGradInputs;

@@ -1,6 +1,6 @@
 // blockrnn/sequence.h — the sequence ops: BlockLSTM, BlockLSTMGrad (ICFO), BlockLSTMV2,
-// BlockLSTMGradV2 (IFCO), and the new BlockGRU, BlockGRUGrad (SPEC §7–§8, A6), and
-// BlockGRUResetAfter, BlockGRUResetAfterGrad (blockrnn's extension, SPEC A9: PyTorch's GRU).
+// BlockLSTMGradV2 (IFCO), and the new BlockGRU, BlockGRUGrad (docs/ops.md), and
+// BlockGRUResetAfter, BlockGRUResetAfterGrad (blockrnn's extension, docs/ops.md: PyTorch's GRU).
 //
 // Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
 // x is time-major [T, B, I]. Steps t < S run the cell (LSTMBlockCell / GRUBlockCell) on x[t]
@@ -14,7 +14,7 @@
 //   o = σ(g_o [+ cs⊙wco]);  h = o⊙co          (clip at ±cell_clip only when cell_clip > 0)
 // GRU, per step: as blockrnn/gru.h.
 //
-// Exactly TensorFlow's kernels (docs/ops.md lists the deliberate differences, SPEC A4: all
+// Exactly TensorFlow's kernels (docs/ops.md lists the deliberate differences, docs/ops.md: all
 // outputs past S are zero; BlockLSTMGradV2 is the correct IFCO gradient). dtypes: float16,
 // float32, float64. Every function validates first and throws blockrnn::Error on bad input.
 // Outputs passed by the caller must have the documented shapes and the inputs' dtype and must
@@ -69,7 +69,7 @@ struct BlockLSTMResult {
   Tensor i, cs, f, o, ci, co, h;
 };
 // BlockLSTM (ICFO) and BlockLSTMV2 (IFCO, no forget bias) take the same inputs and outputs; their
-// attrs differ. Defaults are the op definition's, not TF's Python wrappers' (SPEC §1.2).
+// attrs differ. Defaults are the op definition's, not TF's Python wrappers' (docs/ops.md).
 struct BlockLSTMAttrs {
   double forget_bias = 1.0;  // added to the forget gate's pre-activation after b
   double cell_clip = 3.0;    // clip cs only when > 0 (0, negative and NaN disable it)
@@ -118,7 +118,8 @@ BLOCKRNN_API void block_lstm_grad_v2(const BlockLSTMGradInputs& in, const BlockL
 BLOCKRNN_API BlockLSTMGradResult block_lstm_grad_v2(const BlockLSTMGradInputs& in,
                                                     bool use_peephole);
 
-// ---- BlockGRU / BlockGRUGrad (new, SPEC A6) --------------------------------------------------
+// ---- BlockGRU / BlockGRUGrad (new, docs/ops.md)
+// --------------------------------------------------
 
 struct BlockGRUInputs {
   std::optional<std::int64_t> seq_len_max;  // S, in [0, T]; unset: T, x's time dimension
@@ -160,7 +161,8 @@ struct BlockGRUGradResult {
 BLOCKRNN_API void block_gru_grad(const BlockGRUGradInputs& in, const BlockGRUGradOutputs& out);
 BLOCKRNN_API BlockGRUGradResult block_gru_grad(const BlockGRUGradInputs& in);
 
-// ---- BlockGRUResetAfter / BlockGRUResetAfterGrad (blockrnn's, SPEC A9) ------------------------
+// ---- BlockGRUResetAfter / BlockGRUResetAfterGrad (blockrnn's, docs/ops.md)
+// ------------------------
 //
 // The reset-after GRU of PyTorch nn.GRU, cuDNN and Keras GRU(reset_after=True), with two bias
 // sets. Gate column blocks of w_i, w_h, b_i, b_h in PyTorch's order [r | z | n] (w_i =
@@ -176,10 +178,10 @@ struct BlockGRUResetAfterInputs {
   TensorView x;                             // [T, B, I]
   TensorView h_prev;                        // [B, H]
   TensorView w_i;                           // [I, 3H]  columns [r | z | n]
-  TensorView w_h;                // [H, 3H]  columns [r | z | n]
-  TensorView b_i;                // [3H]
-  TensorView b_h;                // [3H]
-  TensorView seq_lengths;        // [B] int64, optional (default: absent)
+  TensorView w_h;                           // [H, 3H]  columns [r | z | n]
+  TensorView b_i;                           // [3H]
+  TensorView b_h;                           // [3H]
+  TensorView seq_lengths;                   // [B] int64, optional (default: absent)
 };
 struct BlockGRUResetAfterOutputs {
   MutableTensorView r, u, n;  // each [T, B, H]  reset gate, update gate (PyTorch's z), candidate
@@ -194,7 +196,7 @@ BLOCKRNN_API void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
 BLOCKRNN_API BlockGRUResetAfterResult block_gru_reset_after(const BlockGRUResetAfterInputs& in);
 
 struct BlockGRUResetAfterGradInputs {
-  std::optional<std::int64_t> seq_len_max;  // as BlockGRUResetAfterInputs (unset: T)
+  std::optional<std::int64_t> seq_len_max;   // as BlockGRUResetAfterInputs (unset: T)
   TensorView x, h_prev, w_i, w_h, b_i, b_h;  // as BlockGRUResetAfterInputs
   TensorView r, u, n, hn, h;                 // [T, B, H], forward outputs
   TensorView h_grad;                         // [T, B, H], external ∂L/∂h[t]

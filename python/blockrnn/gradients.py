@@ -1,5 +1,5 @@
 """The full backward of each cell op: the gradient kernel plus the parameter gradients that
-TensorFlow's registered Python gradient computed around it (SPEC §3.4, §6.4).
+TensorFlow's registered Python gradient computed around it (docs/ops.md).
 
 Each takes the forward op's inputs and attrs, its outputs, and the upstream gradients, and
 returns a namedtuple with one gradient per forward input, named after that input."""

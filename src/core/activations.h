@@ -1,5 +1,5 @@
 // Scalar activations used by the reference kernels and the scalar fallback of the fast path.
-// Accurate to a few ulp (libm exp/tanh), which SPEC A4 asks for instead of Eigen's
+// Accurate to a few ulp (libm exp/tanh), which docs/ops.md asks for instead of Eigen's
 // approximations.
 #pragma once
 

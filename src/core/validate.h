@@ -1,6 +1,6 @@
-// Validation helpers shared by every op (SPEC A3): ranks first, then dimensions, then dtypes,
-// then values. Each failure throws Error(kInvalidArgument) with a message naming the op, the
-// argument, what was expected and what was given.
+// Validation helpers shared by every op (docs/design.md): ranks first, then dimensions, then
+// dtypes, then values. Each failure throws Error(kInvalidArgument) with a message naming the op,
+// the argument, what was expected and what was given.
 #pragma once
 
 #include <cstdint>

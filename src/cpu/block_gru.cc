@@ -1,4 +1,4 @@
-// Fast BlockGRU and BlockGRUGrad (SPEC A6, A8). Same math and signature as
+// Fast BlockGRU and BlockGRUGrad (docs/ops.md). Same math and signature as
 // src/ref/block_gru.cc; the element-wise stages are the row kernels of src/cpu/gru_pointwise.h.
 //
 // Shape letters: T time, B batch, I input, H cell, S = seq_len_max; the weights are split by
@@ -25,7 +25,7 @@
 //   d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ;  d_w_ru = [x, h_{t−1}]ᵀ·d_ru;
 //   d_w_c = [x, hr]ᵀ·d_c_bar;  d_b_ru, d_b_c = column sums.
 // TensorFlow's cell groups d_h_prev as (g + d_hr⊙r) + d_h⊙u; here the recurrent GEMM adds g
-// last (beta = 1), a rounding-level difference (SPEC A7).
+// last (beta = 1), a rounding-level difference (docs/tolerances.md).
 #include <array>
 #include <vector>
 

@@ -1,4 +1,4 @@
-// Fast BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, SPEC A8/A9).
+// Fast BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, docs/ops.md).
 // Same math and signature as src/ref/block_gru_reset_after.cc; the element-wise stages are the
 // row kernels gru_reset_after_{fwd,bwd}_row of src/cpu/gru_pointwise.h.
 //
@@ -23,7 +23,7 @@
 // is replaced by d_n_bar, which makes it d_gi = [d_r_bar, d_u_bar, d_n_bar]:
 //   d_x = d_gi·w_iᵀ;  d_w_i = xᵀ·d_gi;  d_b_i = Σ_rows d_gi.
 // The reference groups d_h_prev as d_gh·w_hᵀ + d_h⊙u; here the product's chain starts from d_h⊙u
-// (beta = 1), a rounding-level difference (SPEC A7).
+// (beta = 1), a rounding-level difference (docs/tolerances.md).
 #include <algorithm>
 
 #include "core/parallel.h"

@@ -1,4 +1,4 @@
-// Fast BlockLSTM(V2) and BlockLSTMGrad(V2) (SPEC §7–§8, A8). Same math and signature as
+// Fast BlockLSTM(V2) and BlockLSTMGrad(V2) (docs/ops.md). Same math and signature as
 // src/ref/block_lstm.cc; the element-wise work of a step is one fused pass of
 // src/cpu/lstm_pointwise.h (shared with the cell ops).
 //
@@ -27,7 +27,7 @@
 //                     d_b and the peephole gradients as column reductions over all S·B rows
 //                     (accumulated in double for float: they sum S·B terms)
 // Rounding differs from TensorFlow's per-step [x, h]·w only in GEMM accumulation order
-// (x·w_x and h·w_h are each rounded before they are added), well inside SPEC A7.
+// (x·w_x and h·w_h are each rounded before they are added), well inside docs/tolerances.md.
 #include <algorithm>
 #include <array>
 
@@ -44,7 +44,7 @@ using gemm::Trans;
 
 namespace {
 
-// Peephole gradients over all S·B rows after the backward loop (SPEC §8.2, summed over steps):
+// Peephole gradients over all S·B rows after the backward loop (docs/ops.md, summed over steps):
 //   d_wci = Σ di⊙cs[t−1];  d_wcf = Σ df⊙cs[t−1];  d_wco = Σ do⊙cs[t]
 // with cs[−1] = cs_prev. Threads split the columns; each column is summed in row order with a
 // double accumulator for float (like column_sums), so the result does not depend on threads.

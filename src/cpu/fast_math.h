@@ -2,7 +2,7 @@
 // loops (no libm calls, no data-dependent branches: both sides of every case are computed and
 // selected). Accuracy, measured by tests/cpp/test_fast_math.cc against libm in double over the
 // whole useful range: exp ≤ 2 ulp on [−87.3, 88.37], sigmoid ≤ 3 ulp, tanh ≤ 3 ulp — the "few ulp"
-// of SPEC A4. NaN propagates; ±inf give the limits. float64 uses libm (it is for checking, not
+// of docs/ops.md. NaN propagates; ±inf give the limits. float64 uses libm (it is for checking, not
 // speed).
 //
 //   exp(x):     x = n·ln2 + r, |r| ≤ ln2/2;  e^r by a degree-7 Taylor polynomial (truncation

@@ -4,7 +4,7 @@
 // elements and are written so the compiler vectorises the inner loops.
 //
 // Shape letters: H cell size. Row pointers: a row of a [B, H] tensor is H contiguous values, a
-// row of a [B, 2H] gate tensor is [r-block | u-block]. Groupings are TensorFlow's (SPEC §2.2,
+// row of a [B, 2H] gate tensor is [r-block | u-block]. Groupings are TensorFlow's (docs/ops.md,
 // §3.2):
 //   forward, gates:      r = σ(ru_bar[:H] + b_r);  u = σ(ru_bar[H:] + b_u);  hr = h_prev⊙r
 //   forward, candidate:  c = tanh(c_bar + b_c);    h = u⊙(h_prev − c) + c

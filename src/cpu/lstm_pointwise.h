@@ -3,10 +3,11 @@
 // (src/cpu/block_lstm.cc), which call them once per time step. STABLE INTERFACE: other files
 // depend on it; change it only together with its callers.
 //
-// Shape letters: B rows (the batch of one step), H cell size. Gate layout (ICFO or IFCO, SPEC
-// §1.3) decides only the column blocks of `gates`, `b` and `d_gates`; see lstm_gate_blocks().
+// Shape letters: B rows (the batch of one step), H cell size. Gate layout (ICFO or IFCO,
+// docs/ops.md) decides only the column blocks of `gates`, `b` and `d_gates`; see
+// lstm_gate_blocks().
 //
-// Forward, per element (groupings exactly as TensorFlow's CPU kernel, SPEC §5.2):
+// Forward, per element (groupings exactly as TensorFlow's CPU kernel, docs/ops.md):
 //   z_x = gates[:, block_x] + b[block_x]            (b may be null: bias already in gates)
 //   i  = σ( z_i [+ cs_prev⊙wci] )
 //   ci = tanh( z_c )
@@ -15,7 +16,7 @@
 //   co = tanh(cs)
 //   o  = σ( z_o [+ cs⊙wco] )                         (peephole on the new, clipped cs)
 //   h  = o⊙co
-// Backward, per element (SPEC §6.2 / §8.2; the clip is straight-through, as in TensorFlow):
+// Backward, per element (docs/ops.md; the clip is straight-through, as in TensorFlow):
 //   dh  = d_h [+ h_grad_carry];   dcs_in = d_cs [+ cs_grad_carry]
 //   do  = ((o⊙(1−o))⊙dh)⊙co
 //   dcs = ((1−co⊙co)⊙dh)⊙o + dcs_in      [then + do⊙wco]
@@ -29,7 +30,7 @@
 //                   d_wco = Σ_n do⊙cs;  d_b = Σ_n d_gates.
 // [..] terms are present only with use_peephole; without it wci/wcf/wco are never read.
 //
-// T is float or double (float16 is computed in float32 by the caller, SPEC A2). All pointers
+// T is float or double (float16 is computed in float32 by the caller, docs/design.md). All pointers
 // are dense row-major with the shapes given; the row functions process rows [n0, n1) and touch
 // nothing outside them, so callers may split rows over threads themselves. Outputs must not
 // alias inputs, except where noted.

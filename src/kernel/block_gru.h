@@ -1,11 +1,11 @@
-// Kernel interface of BlockGRU and BlockGRUGrad (SPEC A6), shared by the reference (namespace
+// Kernel interface of BlockGRU and BlockGRUGrad (docs/ops.md), shared by the reference (namespace
 // ref, src/ref/block_gru.cc) and the fast path (namespace cpu, src/cpu/block_gru.cc): the same
 // signature, so tests and the reference switch can swap them.
 //
 // Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
 // Step t < S is GRUBlockCell on x[t] with state h[t−1] (h_prev at t = 0); every output of a
 // step t ≥ S is zero. The backward runs t = S−1 … 0 with d_h = carry + d_h[t] and sums the
-// parameter gradients of SPEC §3.4 over the steps; d_x[t] = 0 for t ≥ S.
+// parameter gradients of docs/ops.md over the steps; d_x[t] = 0 for t ≥ S.
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 

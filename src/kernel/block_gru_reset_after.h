@@ -1,4 +1,4 @@
-// Kernel interface of BlockGRUResetAfter and BlockGRUResetAfterGrad (SPEC A9, blockrnn's
+// Kernel interface of BlockGRUResetAfter and BlockGRUResetAfterGrad (docs/ops.md, blockrnn's
 // extension: the reset-after GRU of PyTorch nn.GRU, cuDNN and Keras reset_after=True), shared
 // by the reference (namespace ref, src/ref/block_gru_reset_after.cc) and the fast path (namespace
 // cpu, src/cpu/block_gru_reset_after.cc): the same signature, so tests and the reference switch

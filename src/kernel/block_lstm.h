@@ -1,15 +1,15 @@
-// Kernel interface of BlockLSTM(V2) and BlockLSTMGrad(V2) (SPEC §7–§8), shared by the
+// Kernel interface of BlockLSTM(V2) and BlockLSTMGrad(V2) (docs/ops.md), shared by the
 // reference (namespace ref, src/ref/block_lstm.cc) and the fast path (namespace cpu,
 // src/cpu/block_lstm.cc): the same signature, so tests and the reference switch can swap them.
 //
 // Shape letters: T time steps, B batch, I input size, H cell size, S = seq_len_max (0 ≤ S ≤ T).
 // Step t < S is LSTMBlockCell on x[t] with state (cs[t−1], h[t−1]) ((cs_prev, h_prev) at t = 0);
-// the recurrence carries the clipped cs. Every output of a step t ≥ S is zero (SPEC A4).
+// the recurrence carries the clipped cs. Every output of a step t ≥ S is zero (docs/ops.md).
 // The backward runs t = S−1 … 0 with
 //   dcs_in = carry_cs + d_cs[t],  dh = carry_h + d_h[t]
 //   (d_gates, carry_cs) = LSTMBlockCellGrad(…, dcs_in, dh);  carry_h = d_gates·w_hᵀ
 //   d_x[t] = d_gates·w_xᵀ;  d_w += [x[t], h[t−1]]ᵀ·d_gates;  d_b += Σ_b d_gates;
-//   peephole grads += Σ_b (SPEC §8.2)
+//   peephole grads += Σ_b (docs/ops.md)
 // and d_x[t] = 0 for t ≥ S; d_cs_prev = carry_cs, d_h_prev = carry_h.
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once

@@ -29,7 +29,7 @@ struct GRUCellBwdArgs {
   T* d_x;                 // [B, I]
   T *d_h_prev, *d_c_bar;  // [B, H] each
   T* d_r_bar_u_bar;       // [B, 2H]
-  // Optional parameter gradients (SPEC §3.4); all null for GRUBlockCellGrad. When set they
+  // Optional parameter gradients (docs/ops.md); all null for GRUBlockCellGrad. When set they
   // are overwritten (not accumulated).
   // `full` asks for them explicitly: a null pointer is also what an empty output looks like.
   bool full = false;

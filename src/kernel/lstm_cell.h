@@ -1,6 +1,6 @@
 // Kernel interface of the LSTM block cell (LSTMBlockCell, LSTMBlockCellGrad and the full cell
 // backward), shared by the reference (namespace ref) and the fast path (namespace cpu): the same
-// signature, so tests and the reference switch can swap them. Also the gate layouts (SPEC §1.3)
+// signature, so tests and the reference switch can swap them. Also the gate layouts (docs/ops.md)
 // that every LSTM kernel uses, the sequence ops included.
 //
 // Shape letters: B batch, I input size, H cell size. Pointers are dense row-major; shapes in the
@@ -19,7 +19,7 @@
 
 namespace blockrnn {
 
-// Column order of the four H-wide gate blocks of w, b and the gate gradient (SPEC §1.3).
+// Column order of the four H-wide gate blocks of w, b and the gate gradient (docs/ops.md).
 // ICFO: LSTMBlockCell(Grad), BlockLSTM(Grad). IFCO: BlockLSTMV2, BlockLSTMGradV2.
 enum class LSTMLayout : std::uint8_t { kICFO, kIFCO };
 
@@ -68,7 +68,7 @@ struct LSTMCellBwdArgs {
   T *d_wci, *d_wcf, *d_wco;  // [H] each (zeros without peepholes)
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
-  // The full backward (SPEC §6.4, gradients.LSTMBlockCell): when `full` is set, also the input
+  // The full backward (docs/ops.md, gradients.LSTMBlockCell): when `full` is set, also the input
   // and parameter gradients below, overwritten (not accumulated); LSTMBlockCellGrad leaves it
   // unset. (A flag, not null pointers: an empty d_x, I = 0, may legitimately be null.)
   bool full = false;

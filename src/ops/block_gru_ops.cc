@@ -1,4 +1,4 @@
-// BlockGRU and BlockGRUGrad (SPEC A6): the typed C++ functions of blockrnn/sequence.h
+// BlockGRU and BlockGRUGrad (docs/ops.md): the typed C++ functions of blockrnn/sequence.h
 // (validation of the named fields, as BlockLSTM's, stricter per A3, and the kernel call) and
 // their rows of the name table.
 //

@@ -1,4 +1,4 @@
-// BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's extension, SPEC A9; not TensorFlow
+// BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's extension, docs/ops.md; not TensorFlow
 // ops): the typed C++ functions of blockrnn/sequence.h (validation of the named fields and the
 // kernel call) and their rows of the name table. The math is in src/ref/block_gru_reset_after.h.
 //

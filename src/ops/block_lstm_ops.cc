@@ -1,13 +1,13 @@
-// BlockLSTM, BlockLSTMV2, BlockLSTMGrad, BlockLSTMGradV2 (SPEC §7–§8): the typed C++ functions
+// BlockLSTM, BlockLSTMV2, BlockLSTMGrad, BlockLSTMGradV2 (docs/ops.md): the typed C++ functions
 // of blockrnn/sequence.h (validation of the named fields, §7.3, §8.3 plus the checks TensorFlow
 // misses, A3, and the kernel call) and their rows of the name table. V1 uses the ICFO gate
-// layout, V2 IFCO (SPEC §1.3).
+// layout, V2 IFCO (docs/ops.md).
 //
 // Shape letters: T time, B batch, I input, H cell, S = seq_len_max. H comes from cs_prev in the
 // forward ops and from w (w.dim(1) / 4, which must be a positive integer) in the grads, as in
 // TensorFlow. Validation order: ranks of every input (seq_len_max a scalar), then dimensions,
 // then dtypes (seq_len_max int64, every other input one floating dtype), then
-// 0 ≤ seq_len_max ≤ T. The grads check what TensorFlow does not (SPEC §8.3): cs_prev and h_prev
+// 0 ≤ seq_len_max ≤ T. The grads check what TensorFlow does not (docs/ops.md): cs_prev and h_prev
 // are [B, H], the peephole vectors [H], b exactly [4H], and every per-step tensor [T, B, H].
 #include "blockrnn/sequence.h"
 

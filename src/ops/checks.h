@@ -162,8 +162,8 @@ struct SeqDims {
   DType dtype;
 };
 
-// Every sequence op's validation, in the order of SPEC A3: the ranks of seq_len_max (a scalar),
-// x [T, B, I], then the op's state and weights (state.ranks(check)), the per-step inputs
+// Every sequence op's validation, in the order of docs/design.md: the ranks of seq_len_max (a
+// scalar), x [T, B, I], then the op's state and weights (state.ranks(check)), the per-step inputs
 // `steps` (the grads' forward outputs and incoming gradients) and seq_lengths; then dimensions:
 // H = state.cell_size(check), the state's shapes (state.shapes(check, x, B, I, H)), every step [T,
 // B, H], seq_lengths [B]; then dtypes (seq_len_max and seq_lengths int64, every floating input one

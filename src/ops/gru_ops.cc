@@ -1,5 +1,5 @@
 // GRUBlockCell, GRUBlockCellGrad and gradients.GRUBlockCell: the typed C++ functions of
-// blockrnn/gru.h (validation of the named fields, SPEC §2.3, §3.3, A3, and the kernel call) and
+// blockrnn/gru.h (validation of the named fields, docs/ops.md, and the kernel call) and
 // their rows of the name table.
 //
 // Validation order: the ranks of every input, then dimensions, then dtypes.

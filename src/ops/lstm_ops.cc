@@ -1,5 +1,5 @@
 // LSTMBlockCell, LSTMBlockCellGrad and gradients.LSTMBlockCell: the typed C++ functions of
-// blockrnn/lstm.h (validation of the named fields, SPEC §5.3, §6.3, A3, and the kernel call) and
+// blockrnn/lstm.h (validation of the named fields, docs/ops.md, and the kernel call) and
 // their rows of the name table.
 //
 // Shape letters: B batch, I input size, H cell size (H is taken from cs_prev, as TensorFlow
@@ -130,8 +130,8 @@ constexpr Op<In, Out, Res, Attrs> kLSTMBlockCell{"LSTMBlockCell", kInputs,      
                                                  kAttrs,          validate_fwd, compute_fwd};
 constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kLSTMBlockCellGrad{
     "LSTMBlockCellGrad", kGradInputs, kGradOutputs, kGradAttrs, validate_grad, compute_grad};
-// The forward op's attrs, with its defaults (SPEC A5), so that the keywords of a forward call can
-// be passed through unchanged; forget_bias and cell_clip do not affect the gradients.
+// The forward op's attrs, with its defaults (docs/ops.md), so that the keywords of a forward call
+// can be passed through unchanged; forget_bias and cell_clip do not affect the gradients.
 constexpr Op<GradIn, BackOut, BackRes, Attrs> kLSTMBlockCellBackward{
     "gradients.LSTMBlockCell", kGradInputs,     kBackwardOutputs, kAttrs,
     validate_backward,         compute_backward};

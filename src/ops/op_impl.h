@@ -6,9 +6,9 @@
 // the typed path uses the names in messages, and the name-based run_op of ops.h is the thin
 // Adapter below, which maps the names onto the fields and calls the typed op.
 //
-// float32 and float64 run natively. float16 (SPEC A2) is computed in float32: the half inputs
-// are widened once per call, the float32 kernel runs, and each stored output is rounded to half
-// once (dispatch_float). Non-floating inputs (seq_len_max, seq_lengths) are passed untouched.
+// float32 and float64 run natively. float16 (docs/design.md) is computed in float32: the half
+// inputs are widened once per call, the float32 kernel runs, and each stored output is rounded to
+// half once (dispatch_float). Non-floating inputs (seq_len_max, seq_lengths) are passed untouched.
 #pragma once
 
 #include <array>
@@ -203,7 +203,7 @@ struct TypedOp {
   std::span<const InputField<In>> inputs;
   std::span<const OutputField<Out, Result>> outputs;
   std::span<const AttrField<A>> attrs;
-  // Ranks, then dimensions, then dtypes, then values (SPEC A3), of the named fields.
+  // Ranks, then dimensions, then dtypes, then values (docs/design.md), of the named fields.
   Plan (*validate)(const In&, const A&);
   // Computes validated inputs into outputs of the plan's shapes; `dtype` is the call's.
   void (*compute)(const In&, const Out&, const A&, DType dtype);
@@ -432,7 +432,7 @@ inline std::int64_t read_int64_scalar(const TensorView& t) {
 
 // seq_lengths, the sequence ops' optional per-example lengths [B] (blockrnn's extension beyond
 // TensorFlow, docs/ops.md). Each phase of validation checks its part, so that the order of
-// SPEC A3 holds (ranks, then dimensions, then dtypes, then values); an absent view passes.
+// docs/design.md holds (ranks, then dimensions, then dtypes, then values); an absent view passes.
 struct SeqLengthsCheck {
   const Checker& check;
   const TensorView& t;

@@ -1,5 +1,5 @@
-// Reference BlockGRU and BlockGRUGrad (SPEC A6): literally GRUBlockCell / GRUBlockCellGrad plus
-// the parameter gradients of SPEC §3.4, stepped over time with the plain-loop cell reference
+// Reference BlockGRU and BlockGRUGrad (docs/ops.md): literally GRUBlockCell / GRUBlockCellGrad plus
+// the parameter gradients of docs/ops.md, stepped over time with the plain-loop cell reference
 // (src/ref/gru_cell.cc). This is the executable definition the fast path is tested against.
 //
 // Shape letters: T time, B batch, I input, H cell, S = seq_len_max.

@@ -1,5 +1,5 @@
-// Reference BlockLSTM(V2) and BlockLSTMGrad(V2) (SPEC §7.2, §8.2): literally LSTMBlockCell and
-// the full cell backward (LSTMBlockCellGrad plus SPEC §6.4), stepped over time with the
+// Reference BlockLSTM(V2) and BlockLSTMGrad(V2) (docs/ops.md): literally LSTMBlockCell and
+// the full cell backward (LSTMBlockCellGrad plus docs/ops.md), stepped over time with the
 // plain-loop cell reference (src/ref/lstm_cell.cc). The executable definition the fast path is
 // tested against.
 //

@@ -1,4 +1,4 @@
-// Reference GRU block cell: plain loops, the executable form of SPEC §2.2, §3.2 and §3.4.
+// Reference GRU block cell: plain loops, the executable form of docs/ops.md.
 //
 //   xh      = [x, h_prev]                      [B, I+H]
 //   ru_bar  = xh·w_ru  (rounded), then + b_ru  [B, 2H]

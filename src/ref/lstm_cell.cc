@@ -1,4 +1,4 @@
-// Reference LSTM block cell: plain loops, the executable form of SPEC §5.2, §6.2 and §6.4.
+// Reference LSTM block cell: plain loops, the executable form of docs/ops.md.
 // Written independently of the fast path's fused kernels (src/cpu/lstm_pointwise.h) so that the
 // two check each other. Shape letters: B batch, I input size, H cell size.
 //
@@ -14,7 +14,7 @@
 //   d_gates = [di, dci, df, do] (ICFO; IFCO: [di, df, dci, do])
 //   d_cs_prev = dcs⊙f  [+ di⊙wci + df⊙wcf]
 //   d_wci = Σ_b di⊙cs_prev;  d_wcf = Σ_b df⊙cs_prev;  d_wco = Σ_b do⊙cs  (else 0)
-// Full backward (SPEC §6.4):
+// Full backward (docs/ops.md):
 //   xh_grad = d_gates·wᵀ  → d_x = xh_grad[:, :I], d_h_prev = xh_grad[:, I:]
 //   d_w = xhᵀ·d_gates;  d_b = Σ_b d_gates
 #include "kernel/lstm_cell.h"

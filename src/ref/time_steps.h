@@ -1,4 +1,4 @@
-// The time loops every sequence reference shares (SPEC §7, §8, A6): the forward runs its cell
+// The time loops every sequence reference shares (docs/ops.md): the forward runs its cell
 // for t = 0 … S−1 and leaves zeros at t ≥ S; the backward runs t = S−1 … 0 and sums each step's
 // parameter gradients in that order, as TensorFlow does. Both poll for cancellation.
 #pragma once

@@ -148,7 +148,7 @@ static double element(const void* data, int32_t dtype, int64_t k) {
   }
 }
 
-/* SPEC A7: cell ops within 1e-5, sequence ops within 1e-4; float16 within TF's 8e-3. */
+/* docs/tolerances.md: cell ops within 1e-5, sequence ops within 1e-4; float16 within TF's 8e-3. */
 static double tolerance(const char* op, int32_t dtype) {
   if (dtype == BLOCKRNN_FLOAT16) return 8e-3;
   return strncmp(op, "Block", 5) == 0 ? 1e-4 : 1e-5;

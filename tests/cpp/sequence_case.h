@@ -19,8 +19,8 @@ struct SequenceSizes {
   std::int64_t T, B, I, H;
 
   // Fills `inputs` with `op`'s tensor inputs after seq_len_max, in its OpDef order (the optional
-  // trailing ones left out): weights (rank 2, named w…) ~U(±1/√(I+H)), SPEC A7's unit scale;
-  // every other input ~U(±1).
+  // trailing ones left out): weights (rank 2, named w…) ~U(±1/√(I+H)), docs/tolerances.md's unit
+  // scale; every other input ~U(±1).
   void draw(const std::string& op, DType dt, std::mt19937_64& rng,
             const std::vector<Tensor*>& inputs) const {
     const std::vector<std::string>& names = find_op(op).inputs;

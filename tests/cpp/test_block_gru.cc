@@ -1,4 +1,4 @@
-// BlockGRU and BlockGRUGrad (SPEC A6): equality with stepping the GRU cell ops and the typed
+// BlockGRU and BlockGRUGrad (docs/ops.md): equality with stepping the GRU cell ops and the typed
 // seq_len_max default; then the GRUSequence suite, which runs what BlockGRU and
 // BlockGRUResetAfter share on both (seq_len_max semantics, cancellation, validation, with each
 // op's refused shapes in its bad_inputs() table, BlockGRU's at the end of this file). Fast path
@@ -13,7 +13,7 @@ namespace {
 
 using namespace testing;  // test_util.h
 
-// SPEC A6: BlockGRU is GRUBlockCell stepped over time; BlockGRUGrad is the full cell backward
+// docs/ops.md: BlockGRU is GRUBlockCell stepped over time; BlockGRUGrad is the full cell backward
 // stepped in reverse with the carry, its parameter gradients summed over steps.
 TEST(BlockGRU, EqualsSteppingTheCell) {
   on_both_paths([] {

@@ -1,4 +1,4 @@
-// BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, SPEC A9): one step
+// BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, docs/ops.md): one step
 // against the equations and the shapes its validation refuses. seq_len_max semantics,
 // cancellation and validation run on both GRUs in the GRUSequence suite of test_block_gru.cc; fast
 // path vs reference, finite differences, empty shapes, float16, caller memory and bits across

@@ -1,4 +1,4 @@
-// BlockLSTM, BlockLSTMV2, BlockLSTMGrad, BlockLSTMGradV2 (SPEC §7–§8): fast path vs reference,
+// BlockLSTM, BlockLSTMV2, BlockLSTMGrad, BlockLSTMGradV2 (docs/ops.md): fast path vs reference,
 // equality with stepping LSTMBlockCell, V1 ≡ V2 with reordered weights, seq_len_max semantics,
 // finite differences in float64, empty shapes, float16, caller memory and validation.
 #include <array>
@@ -82,7 +82,7 @@ const Tensor& grad_output(const BlockLSTMGradResult& r, int k) {
 const char* const kGradNames[] = {"x_grad",   "cs_prev_grad", "h_prev_grad", "w_grad",
                                   "wci_grad", "wcf_grad",     "wco_grad",    "b_grad"};
 
-// SPEC §7.2: BlockLSTM is LSTMBlockCell stepped over time (the recurrence carries the clipped
+// docs/ops.md: BlockLSTM is LSTMBlockCell stepped over time (the recurrence carries the clipped
 // cs). The clip is active here (cell_clip 0.3 with |cs| up to ~2).
 TEST(BlockLSTM, EqualsSteppingTheCell) {
   on_both_paths([] {
@@ -112,7 +112,7 @@ TEST(BlockLSTM, EqualsSteppingTheCell) {
   });
 }
 
-// ICFO → IFCO: swap column blocks 1 and 2 (SPEC §1.3). Applies to w, b, w_grad and b_grad.
+// ICFO → IFCO: swap column blocks 1 and 2 (docs/ops.md). Applies to w, b, w_grad and b_grad.
 Tensor icfo_to_ifco(const Tensor& t, std::int64_t H) {
   Tensor out(t.dtype(), t.shape());
   const std::int64_t rows = t.shape().rank() == 2 ? t.shape()[0] : 1, G = 4 * H;
@@ -126,7 +126,7 @@ Tensor icfo_to_ifco(const Tensor& t, std::int64_t H) {
   return out;
 }
 
-// SPEC §9.6 item 4: with forget_bias 0, V1 and V2 are the same function of reordered weights;
+// docs/ops.md item 4: with forget_bias 0, V1 and V2 are the same function of reordered weights;
 // their gradients agree after reordering (T > 1, where TensorFlow's autodiff of V2 is wrong).
 TEST(BlockLSTM, V1EqualsV2WithReorderedWeights) {
   for (bool reference : {false, true}) {
@@ -495,7 +495,7 @@ TEST(BlockLSTM, Validation) {
                    p + "x and w disagree on input_size: x has input_size 3 (its last dimension), "
                        "but w's 20 rows are input_size + cell_size for input_size 4 (cell_size "
                        "16): either x must be [5, 4, 4], or w must have shape [19, 64]");
-    // The checks TensorFlow misses (SPEC §8.3).
+    // The checks TensorFlow misses (docs/ops.md).
     const Tensor bh_bad = random_tensor(f, {B, H + 1}, rng), h3 = random_tensor(f, {3}, rng),
                  b_long = random_tensor(f, {4 * H + 3}, rng);
     expect_invalid([&] { grad_with(op, [&](BlockLSTMGradInputs& in) { in.cs_prev = bh_bad; }); },

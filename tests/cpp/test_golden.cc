@@ -100,7 +100,7 @@ std::vector<GoldenCase> load(const std::string& path) {
   return cases;
 }
 
-// SPEC A7: cell ops within 1e-5, sequence ops within 1e-4 (float32, unit-scale inputs);
+// docs/tolerances.md: cell ops within 1e-5, sequence ops within 1e-4 (float32, unit-scale inputs);
 // float16 within TensorFlow's own fp16 tolerance.
 double tolerance(const GoldenCase& c) {
   if (c.inputs.back().tensor.dtype() == DType::kFloat16) return 8e-3;

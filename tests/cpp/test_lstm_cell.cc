@@ -59,7 +59,7 @@ auto in_mode(bool reference, Fn&& fn) {
   return fn();
 }
 
-// SPEC §9.5: TensorFlow's golden values. Two stacked LSTMBlockCell layers of size 2, every
+// docs/ops.md: TensorFlow's golden values. Two stacked LSTMBlockCell layers of size 2, every
 // weight 0.5, bias 0, x = [[1, 1]], every state 0.1, forget_bias 1, no clip, no peepholes.
 TEST(LSTMBlockCell, TensorFlowGoldenTwoLayerValues) {
   for (bool reference : {false, true}) {
@@ -88,7 +88,7 @@ TEST(LSTMBlockCell, TensorFlowGoldenTwoLayerValues) {
   }
 }
 
-// With the clip active TensorFlow does not differentiate it (SPEC §6.2): dcs passes straight
+// With the clip active TensorFlow does not differentiate it (docs/ops.md): dcs passes straight
 // through. With L = Σ cs_grad⊙cs and no peepholes, the true ∂L/∂cs_prev is 0 where the clip
 // holds cs at ±cell_clip and cs_grad⊙f elsewhere; the op returns cs_grad⊙f everywhere.
 TEST(LSTMBlockCell, ClipIsStraightThrough) {
@@ -132,7 +132,7 @@ TEST(LSTMBlockCell, ClipIsStraightThrough) {
 }
 
 // The cell op is ICFO; the kernels also serve IFCO (BlockLSTMV2). Swapping column blocks 1 and 2
-// of w and b turns one into the other (SPEC §1.3), for the reference and the fast path.
+// of w and b turns one into the other (docs/ops.md), for the reference and the fast path.
 TEST(LSTMKernels, IFCOIsICFOWithBlocksSwapped) {
   std::mt19937_64 rng(11);
   const std::int64_t B = 5, I = 7, H = 9, G = 4 * H;

@@ -331,7 +331,7 @@ TEST(SeqLengths, ThreadCountsAndBatchOrder) {
 }
 
 // Property (b): the fast path against the reference (the reference is the per-example
-// definition; the fast path differs in GEMM accumulation order only, SPEC A7).
+// definition; the fast path differs in GEMM accumulation order only, docs/tolerances.md).
 TEST(SeqLengths, FastMatchesReference) {
   const bool saved = force_reference();
   for (const Family& f : kFamilies) {

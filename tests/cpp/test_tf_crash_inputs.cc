@@ -1,11 +1,11 @@
-// TensorFlow's crash reports as regression tests (SPEC §10, A3; issue 7), through the C++ API.
+// TensorFlow's crash reports as regression tests (docs/ops.md; issue 7), through the C++ API.
 //
 // Every input behind a TensorFlow crash report about the LSTM block ops is one case of
 // tests/data/tf_crash_inputs.json (shared with tests/python/test_tf_crash_inputs.py; its "about"
 // says what a case holds and its "issues" what each report was). Each is replayed through
 // blockrnn::run_op, which must throw blockrnn::Error(kInvalidArgument) naming the op and the
-// argument, or, where the input is valid under SPEC A3, return correctly shaped outputs on the
-// fast and the reference paths. Run under ASan/UBSan with --gtest_filter='*Crash*'.
+// argument, or, where the input is valid under docs/design.md, return correctly shaped outputs on
+// the fast and the reference paths. Run under ASan/UBSan with --gtest_filter='*Crash*'.
 #include <nlohmann/json.hpp>
 
 #include <cmath>

@@ -117,7 +117,7 @@ void expect_invalid(F&& f, const std::string& needle) {
 
 // Central differences in float64: for every element of `param`, (L(p+ε) − L(p−ε)) / 2ε
 // against the analytic `grad`. Returns the largest absolute difference and the largest
-// |numeric| value (SPEC A7 compares the first against 1e-6 · max(1, the second)).
+// |numeric| value (docs/tolerances.md compares the first against 1e-6 · max(1, the second)).
 struct FiniteDifference {
   double max_err = 0, max_ref = 0;
   bool within(double rel) const { return max_err <= rel * std::max(1.0, max_ref); }
@@ -150,7 +150,7 @@ class ReferenceMode {
   bool saved_;
 };
 
-// Runs `f` on the fast path, then with the reference path forced (SPEC habit 1).
+// Runs `f` on the fast path, then with the reference path forced (every op has both).
 template <typename F>
 void on_both_paths(F&& f) {
   for (bool reference : {false, true}) {

@@ -41,7 +41,7 @@ def tf():
 
 @pytest.fixture(params=[False, True], ids=["fast", "reference"])
 def path(request):
-    """Runs a test on the fast path and with the reference forced (SPEC habit 1)."""
+    """Runs a test on the fast path and with the reference forced (every op has both)."""
     saved = blockrnn.force_reference()
     blockrnn.set_force_reference(request.param)
     yield request.param

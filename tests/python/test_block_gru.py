@@ -1,6 +1,5 @@
-"""BlockGRU and BlockGRUGrad (SPEC A6) against stepping tensorflow-cpu's GRUBlockCell and
-GRUBlockCellGrad over time (TF has no GRU sequence op) with the parameter gradients of SPEC
-§3.4 summed over steps; finite differences in float64; float16; every validation path."""
+"""BlockGRU and BlockGRUGrad (docs/ops.md) against stepping tensorflow-cpu's GRUBlockCell and
+GRUBlockCellGrad over time (TF has no GRU sequence op) with the parameter gradients of docs/ops.md summed over steps; finite differences in float64; float16; every validation path."""
 import numpy as np
 import pytest
 
@@ -20,7 +19,7 @@ def test_matches_stepped_tensorflow(tf, path, group, base_seed):
     for seed, rng, case, T, B, I, H, S in sequence_cases(group, 8, 3, path, base_seed, 5000):
         inp = golden.gru_inputs(rng, T, B, I, H)
         what = f"seed {seed} case {case} T={T} B={B} I={I} H={H} S={S}"
-        tol = 1e-4  # SPEC A7: sequence ops within 1e-4 at unit scale for T ≤ 100
+        tol = 1e-4  # docs/tolerances.md: sequence ops within 1e-4 at unit scale for T ≤ 100
         want = golden.stepped_forward(tf, inp, S)
         got = blockrnn.raw_ops.BlockGRU(seq_len_max=S, **inp)
         for name in OUTPUTS:
@@ -42,7 +41,7 @@ def test_matches_stepped_tensorflow(tf, path, group, base_seed):
 
 
 def test_float16_within_tensorflow_tolerance(tf):
-    """float16 runs in float32 and rounds once per stored value (SPEC A2). TF has no half GRU:
+    """float16 runs in float32 and rounds once per stored value (docs/design.md). TF has no half GRU:
     compare with its float32 on the same values, at TF's fp16 tolerance."""
     rng = np.random.default_rng(60)
     T, B, I, H, S = 6, 4, 8, 16, 5
@@ -119,7 +118,7 @@ def test_validation(arg, value, message):
 
 @pytest.mark.parametrize("arg", OUTPUTS + ["h_grad"])
 def test_grad_validation(arg):
-    """Every per-step tensor of the grad must be [T, B, H] (SPEC A3)."""
+    """Every per-step tensor of the grad must be [T, B, H] (docs/design.md)."""
     rng = np.random.default_rng(63)
     inp = dict(seq_len_max=5, **golden.gru_inputs(rng, 5, 4, 3, 16))
     out = blockrnn.raw_ops.BlockGRU(**inp)

@@ -1,4 +1,4 @@
-"""BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, SPEC A9) against
+"""BlockGRUResetAfter and BlockGRUResetAfterGrad (blockrnn's reset-after GRU, docs/ops.md) against
 Keras' GRU(reset_after=True) — PyTorch's and cuDNN's GRU — forward outputs, final state and
 every gradient (tf.GradientTape); finite differences in float64.
 
@@ -24,7 +24,7 @@ def keras_to_blockrnn(w, H):
 
 
 def random_case(rng, T, B, I, H):
-    """SPEC A7's unit scale: x, h_prev and biases ~U(±1), weights ~U(±1/√(I+H))."""
+    """docs/tolerances.md's unit scale: x, h_prev and biases ~U(±1), weights ~U(±1/√(I+H))."""
     s = 1.0 / np.sqrt(I + H)
     u = lambda shape, a=1.0: rng.uniform(-a, a, size=shape).astype(np.float32)  # noqa: E731
     return dict(x=u((T, B, I)), h_prev=u((B, H)), kernel=u((I, 3 * H), s),
@@ -60,7 +60,7 @@ def blockrnn_inputs(c, H):
                 b_i=keras_to_blockrnn(c["bias"][0], H), b_h=keras_to_blockrnn(c["bias"][1], H))
 
 
-# 12 random cases per path: T ≤ 20, B ≤ 8, I, H ≤ 40, float32. SPEC A7: sequence ops agree
+# 12 random cases per path: T ≤ 20, B ≤ 8, I, H ≤ 40, float32. docs/tolerances.md: sequence ops agree
 # within 1e-4 (docs/tolerances.md); the weight and bias gradients sum T·B per-row products.
 @pytest.mark.parametrize("case", range(12))
 def test_matches_keras_gru_reset_after(tf, path, case, base_seed):

@@ -1,7 +1,7 @@
 """BlockLSTM, BlockLSTMV2, BlockLSTMGrad and BlockLSTMGradV2 against tensorflow-cpu on random
 shapes (T 1…100, B including 0 and 1, seq_len_max in {0, 1, T−1, T}, peepholes and clip on and
 off, both layouts), V1 ≡ V2 with reordered weights, finite differences in float64, float16, and
-every validation path from Python (SPEC §7–§8, A3, A4)."""
+every validation path from Python (docs/ops.md)."""
 import numpy as np
 import pytest
 
@@ -15,7 +15,7 @@ GRADS = ["x_grad", "cs_prev_grad", "h_prev_grad", "w_grad", "wci_grad", "wcf_gra
 
 
 def lstm_inputs(rng, T, B, I, H, dtype=np.float32):
-    """SPEC A7's unit scale: inputs, states and biases ~U(±1), the weights w and the peephole
+    """docs/tolerances.md's unit scale: inputs, states and biases ~U(±1), the weights w and the peephole
     vectors ~U(±1/√(I+H)). (Peepholes ~U(±1) make the cs recurrence expansive: over 100 steps
     the gradients grow to ~1e5, outside A7's unit scale.)"""
     s = 1.0 / np.sqrt(max(I + H, 1))
@@ -25,7 +25,7 @@ def lstm_inputs(rng, T, B, I, H, dtype=np.float32):
 
 
 def icfo_to_ifco(a, H):
-    """Swap column blocks 1 and 2 (SPEC §1.3): w, b, w_grad, b_grad between ICFO and IFCO."""
+    """Swap column blocks 1 and 2 (docs/ops.md): w, b, w_grad, b_grad between ICFO and IFCO."""
     a = np.array(a)
     out = a.copy()
     out[..., H:2 * H], out[..., 2 * H:3 * H] = a[..., 2 * H:3 * H], a[..., H:2 * H]
@@ -56,7 +56,7 @@ def test_matches_tensorflow(tf, path, group, base_seed):
         attrs = draw_attrs(rng, v2)
         inp = lstm_inputs(rng, T, B, I, H)
         what = f"{op} seed {seed} case {case} T={T} B={B} I={I} H={H} S={S} {attrs}"
-        # SPEC A7: sequence ops within 1e-4 at unit scale for T ≤ 100.
+        # docs/tolerances.md: sequence ops within 1e-4 at unit scale for T ≤ 100.
         tol = 1e-4
         got = getattr(blockrnn.raw_ops, op)(seq_len_max=S, **inp, **attrs)
         want = [t.numpy() for t in getattr(tf.raw_ops, op)(seq_len_max=np.int64(S), **inp,
@@ -64,7 +64,7 @@ def test_matches_tensorflow(tf, path, group, base_seed):
         for k, name in enumerate(OUTPUTS):
             g = getattr(got, name)
             assert g.shape == (T, B, H) and g.dtype == np.float32
-            # Past seq_len_max TF writes only cs and h (zeros); ours are all zero (SPEC A4).
+            # Past seq_len_max TF writes only cs and h (zeros); ours are all zero (docs/ops.md).
             assert not np.any(g[S:]), f"{name} past seq_len_max {what}"
             w = want[k] if name in ("cs", "h") else want[k][:S]
             assert_close(g if name in ("cs", "h") else g[:S], w, tol, tol, f"{name} {what}", seed)
@@ -72,7 +72,7 @@ def test_matches_tensorflow(tf, path, group, base_seed):
         h_grad = rng.uniform(-1, 1, size=(T, B, H)).astype(np.float32)
         fwd = dict(zip(OUTPUTS, want))  # TF's forward outputs feed both grads
         peep = attrs["use_peephole"]
-        if H == 0:  # w has no columns: the grads reject it, as TensorFlow does (SPEC §8.3)
+        if H == 0:  # w has no columns: the grads reject it, as TensorFlow does (docs/ops.md)
             with pytest.raises(blockrnn.InvalidArgumentError, match="positive multiple of 4"):
                 getattr(blockrnn.raw_ops, gop)(seq_len_max=S, **inp, **fwd, cs_grad=cs_grad,
                                                h_grad=h_grad, use_peephole=peep)
@@ -105,7 +105,7 @@ def run_pair(rng, T, B, I, H, S, peephole, clip, dtype=np.float64):
 
 @pytest.mark.parametrize("peephole,clip", [(False, 0.0), (True, 0.0), (True, 0.4)])
 def test_v1_equals_v2_with_reordered_weights(path, peephole, clip):
-    """SPEC §9.6 item 4 at T > 1: forward outputs equal; gradients equal after reordering
+    """docs/ops.md item 4 at T > 1: forward outputs equal; gradients equal after reordering
     (TensorFlow's own V1/V2 test uses T = 1, where its V2 autodiff bug cannot show, §8.4)."""
     rng = np.random.default_rng(31 + peephole)
     T, B, I, H, S = 7, 3, 5, 6, 6
@@ -125,7 +125,7 @@ def test_v1_equals_v2_with_reordered_weights(path, peephole, clip):
 
 
 def test_v2_gradient_is_the_ifco_gradient(tf):
-    """SPEC §8.4: TensorFlow's autodiff of BlockLSTMV2 runs the ICFO kernel on IFCO weights.
+    """docs/ops.md: TensorFlow's autodiff of BlockLSTMV2 runs the ICFO kernel on IFCO weights.
     The correct V2 gradient is TensorFlow's (correct) autodiff of V1 on the same weights in ICFO
     order, reordered; BlockLSTMGradV2 must equal that, and TF's BlockLSTMGradV2 kernel."""
     rng = np.random.default_rng(32)
@@ -154,7 +154,7 @@ def test_v2_gradient_is_the_ifco_gradient(tf):
 
 
 def test_float16_within_tensorflow_tolerance(tf):
-    """float16 runs in float32 and rounds once per stored value (SPEC A2): against TF's float32
+    """float16 runs in float32 and rounds once per stored value (docs/design.md): against TF's float32
     on the same half values within TF's fp16 tolerance (rtol 8e-3, atol 8e-4)."""
     rng = np.random.default_rng(50)
     T, B, I, H = 5, 4, 8, 16
@@ -262,7 +262,7 @@ FWD_VALIDATION = seq_len_max_validation(5) + [
 ]
 
 
-# In the grads H comes from w, not cs_prev (SPEC §8.3), so a w with 60 columns means H = 15.
+# In the grads H comes from w, not cs_prev (docs/ops.md), so a w with 60 columns means H = 15.
 GRAD_MESSAGE = {("w", (19, 60)): "cs_prev must have shape [4, 15] (batch_size, cell_size)"}
 
 
@@ -285,7 +285,7 @@ def test_validation(op, arg, value, message):
         assert f"{gop}: {gmessage}" in str(e.value)
 
 
-# The checks TensorFlow's grads miss (SPEC §8.3) and those specific to the grads.
+# The checks TensorFlow's grads miss (docs/ops.md) and those specific to the grads.
 GRAD_VALIDATION = [(name, bad, f"{name} must have shape [5, 4, 16] (time_len, batch_size, "
                                 f"cell_size), got {list(bad.shape)}")
                    for name in OUTPUTS + ["cs_grad", "h_grad"]

@@ -1,5 +1,5 @@
 """GRUBlockCell, GRUBlockCellGrad and gradients.GRUBlockCell against tensorflow-cpu, finite
-differences in float64, validation from Python, and the numpy/GIL contract (SPEC A5)."""
+differences in float64, validation from Python, and the numpy/GIL contract (docs/ops.md)."""
 import threading
 import time
 
@@ -20,7 +20,7 @@ def gru_inputs(rng, B, I, H, scale=1.0, dtype=np.float32):
 
 
 def tf_full_backward(tf, inp, r, u, c, d_h):
-    """TF's kernel plus what TF1's registered gradient computed in Python (SPEC §3.4)."""
+    """TF's kernel plus what TF1's registered gradient computed in Python (docs/ops.md)."""
     d_x, d_h_prev, d_c_bar, d_ru = tf.raw_ops.GRUBlockCellGrad(**inp, r=r, u=u, c=c, d_h=d_h)
     xh = tf.concat([inp["x"], inp["h_prev"]], axis=1)
     xhr = tf.concat([inp["x"], inp["h_prev"] * r], axis=1)
@@ -41,12 +41,12 @@ def test_matches_tensorflow(tf, path, group, base_seed):
         B, I, H = draw_size(rng), draw_size(rng), draw_size(rng)
         if B * (I + H) * H > 8_000_000:  # keep the reference path's plain loops quick
             H = min(H, 65)
-        # Value scale: 1 is SPEC A7's unit scale; 3 and 8 push pre-activations to |z| ~ 10+
+        # Value scale: 1 is docs/tolerances.md's unit scale; 3 and 8 push pre-activations to |z| ~ 10+
         # where σ and tanh saturate (TF returns exactly 0/±1 there, libm nearly so).
         scale = float(rng.choice([1.0, 1.0, 3.0, 8.0]))
         inp = gru_inputs(rng, B, I, H, scale)
         what = f"seed {seed} case {case} B={B} I={I} H={H} scale={scale}"
-        # SPEC A7: 1e-5 at unit scale. The absolute rounding error of a pre-activation
+        # docs/tolerances.md: 1e-5 at unit scale. The absolute rounding error of a pre-activation
         # (GEMM of depth I+H, accumulated in a different order than TF's oneDNN sgemm) grows
         # with its magnitude, so the absolute tolerance scales with the value scale.
         tol = 1e-5 * scale
@@ -69,7 +69,7 @@ def test_matches_tensorflow(tf, path, group, base_seed):
             if H == 0 and name == "x":
                 continue
             # Weight gradients sum over the batch: the error grows with sqrt(B) terms of size
-            # scale (log2-depth scaling of SPEC habit 6 would be tighter; this is conservative).
+            # scale (log2-depth scaling would be tighter; this is conservative).
             t = tol * max(1.0, np.sqrt(B)) if name.startswith(("w_", "b_")) else tol
             assert_close(getattr(got_full, name), w, t, t, f"d_{name} {what}", seed)
 

@@ -15,7 +15,7 @@ KERNEL_GRADS = ["cs_prev_grad", "dicfo", "wci_grad", "wcf_grad", "wco_grad"]
 
 
 def lstm_inputs(rng, B, I, H, cs_scale=1.0, dtype=np.float32):
-    """Unit-scale inputs, weights ~U(±1/sqrt(I+H)) (SPEC A7); cs_prev ~U(±cs_scale), so a
+    """Unit-scale inputs, weights ~U(±1/sqrt(I+H)) (docs/tolerances.md); cs_prev ~U(±cs_scale), so a
     cs_scale above the clip makes |cs| exceed it."""
     w = 1.0 / np.sqrt(I + H)
     u = lambda shape, s: rng.uniform(-s, s, size=shape).astype(dtype)  # noqa: E731
@@ -25,7 +25,7 @@ def lstm_inputs(rng, B, I, H, cs_scale=1.0, dtype=np.float32):
 
 
 def tf_full_backward(tf, inp, gates, cs_grad, h_grad, use_peephole):
-    """TF's kernel plus what TF1's registered gradient computed in Python (SPEC §6.4)."""
+    """TF's kernel plus what TF1's registered gradient computed in Python (docs/ops.md)."""
     k = tf.raw_ops.LSTMBlockCellGrad(**inp, **gates, cs_grad=cs_grad, h_grad=h_grad,
                                      use_peephole=use_peephole)
     kernel = dict(zip(KERNEL_GRADS, k))
@@ -75,7 +75,7 @@ def test_matches_tensorflow(tf, path, group, case_id, attrs, cs_scale, clip, bas
             H = min(H, 65)
         inp = lstm_inputs(rng, B, I, H, cs_scale)
         what = f"{case_id} seed {seed} case {case} B={B} I={I} H={H}"
-        # SPEC A7: 1e-5, for every output and gradient, also with states up to 5 and batch
+        # docs/tolerances.md: 1e-5, for every output and gradient, also with states up to 5 and batch
         # sums over up to 509 rows (measured worst: ~6e-7 forward, ~4e-6 relative for w's
         # gradient at B=509; the element-wise backward usually matches bit for bit).
         tol = 1e-5
@@ -93,7 +93,7 @@ def test_matches_tensorflow(tf, path, group, case_id, attrs, cs_scale, clip, bas
         want_full, want_kernel = tf_full_backward(tf, inp, gates, cs_grad, h_grad, use_peephole)
         got_kernel = blockrnn.raw_ops.LSTMBlockCellGrad(**inp, **gates, cs_grad=cs_grad,
                                                         h_grad=h_grad, use_peephole=use_peephole)
-        # The forward call's keywords pass through unchanged (SPEC A5).
+        # The forward call's keywords pass through unchanged (docs/ops.md).
         got_full = blockrnn.gradients.LSTMBlockCell(**inp, **kw, **gates, cs_grad=cs_grad,
                                                     h_grad=h_grad)
         for name, w in want_kernel.items():
@@ -163,8 +163,7 @@ def loss_and_grads(inp, attrs, cs_grad, h_grad):
 
 
 def test_clip_is_straight_through(tf, path):
-    """With the clip active the backward treats it as the identity, as TensorFlow does (SPEC
-    §6.2): where cs is held at ±cell_clip the true derivative is 0, but the gradient flows."""
+    """With the clip active the backward treats it as the identity, as TensorFlow does (docs/ops.md): where cs is held at ±cell_clip the true derivative is 0, but the gradient flows."""
     rng = np.random.default_rng(21)
     B, I, H, clip = 4, 3, 8, 0.6
     inp = lstm_inputs(rng, B, I, H, cs_scale=3.0, dtype=np.float64)
@@ -204,7 +203,7 @@ def test_clip_is_straight_through(tf, path):
 
 
 def test_golden_two_layer_values(tf, path):
-    """SPEC §9.5: two stacked LSTMBlockCell(2) layers, every weight 0.5, bias 0, x = [[1, 1]],
+    """docs/ops.md: two stacked LSTMBlockCell(2) layers, every weight 0.5, bias 0, x = [[1, 1]],
     every state 0.1, forget_bias 1, no clip (TF's Python cell passed cell_clip=-1), no
     peepholes. TensorFlow's values: layer 1 (cs, h) = (0.68967271, 0.44848421), layer 2
     (0.39897051, 0.24024698)."""
@@ -229,7 +228,7 @@ def test_golden_two_layer_values(tf, path):
 
 @pytest.mark.parametrize("use_peephole", [False, True])
 def test_float16_within_tensorflow_tolerance(tf, path, use_peephole):
-    """float16 (stored half, computed in float32, SPEC A2) within TensorFlow's own fp16
+    """float16 (stored half, computed in float32, docs/design.md) within TensorFlow's own fp16
     tolerance (rtol 8e-3, atol 8e-4) of TensorFlow's float32 result on the same half values."""
     rng = np.random.default_rng(4 + use_peephole)
     # (64, 256, 256): a GEMM depth of 512, where TensorFlow's own half kernel (which appears

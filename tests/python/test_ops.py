@@ -43,7 +43,7 @@ def test_matches_tf_raw_ops(tf, path, op, base_seed):
 @pytest.mark.parametrize("op", FD_ROWS)
 def test_finite_differences_float64(path, op):
     """L = Σ upstream ⊙ forward output; every output (d L / d input of the forward op) against
-    central differences (ε = 1e-6; SPEC A7: 1e-6 · max(1, max|numeric|)), with seq_len_max = T
+    central differences (ε = 1e-6; docs/tolerances.md: 1e-6 · max(1, max|numeric|)), with seq_len_max = T
     and < T, I = 0 too, clipping off (optable.FD_ATTRS)."""
     row = ROWS[op]
     seq = op.startswith("Block")

@@ -116,7 +116,7 @@ def test_subnormal_attrs_act_as_zero_as_in_tensorflow(tf, op, attr, value, dtype
     zero = dict(kw, **{attr: 0.0 if attr == "forget_bias" else -1.0})
     unclipped = op_function(op)(**zero)
     for k, name in enumerate(got._fields):
-        # Bitwise what the attr = 0 (no clip) call gives, and within SPEC A7 of TensorFlow
+        # Bitwise what the attr = 0 (no clip) call gives, and within docs/tolerances.md of TensorFlow
         # (float16: TensorFlow's own half tolerance; docs/tolerances.md).
         np.testing.assert_array_equal(getattr(got, name), getattr(unclipped, name))
         rtol, atol = (1e-4, 1e-5) if dtype == np.float32 else (8e-3, 8e-4)

@@ -115,7 +115,7 @@ def test_each_example_alone_is_the_oracle(op, dtype, lengths, S):
 def test_tensorflow_per_example_is_the_oracle(v2):
     """TensorFlow's BlockLSTM(V2)/BlockLSTMGrad(V2) on each example alone with seq_len_max = its
     length against blockrnn's batched call with seq_lengths, in float32 (TF's BlockLSTM takes
-    half and float only). Tolerance 1e-5 (SPEC A7: float32 rounding of a different GEMM order
+    half and float only). Tolerance 1e-5 (docs/tolerances.md: float32 rounding of a different GEMM order
     over T = 6 steps of K = 9 terms)."""
     dtype = np.float32
     op = "BlockLSTMV2" if v2 else "BlockLSTM"
@@ -140,7 +140,7 @@ def test_tensorflow_per_example_is_the_oracle(v2):
         for name, t in zip(names, out):
             t = t.numpy()
             got = getattr(fwd, name)[:, b:b + 1]
-            # TF leaves steps >= seq_len_max of some outputs unwritten (SPEC A4): compare the run.
+            # TF leaves steps >= seq_len_max of some outputs unwritten (docs/ops.md): compare the run.
             np.testing.assert_allclose(got[:steps], t[:steps], rtol=tol, atol=tol, err_msg=name)
             assert not got[steps:].any()
         gi = tf_grad(**one, **{n: getattr(fwd, n)[:, b:b + 1] for n in names},
@@ -191,7 +191,7 @@ def test_finite_differences(op):
             down = loss(kw)
             flat[e] = keep
             num = (up - down) / (2 * eps)
-            # SPEC A7: 1e-6 relative to max(1, |numeric|) for central differences in float64.
+            # docs/tolerances.md: 1e-6 relative to max(1, |numeric|) for central differences in float64.
             assert abs(analytic.reshape(-1)[e] - num) <= 1e-6 * max(1.0, abs(num)), (name, e)
 
 

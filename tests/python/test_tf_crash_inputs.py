@@ -1,11 +1,11 @@
-"""TensorFlow's crash reports as regression tests (SPEC §10, A3; issue 7).
+"""TensorFlow's crash reports as regression tests (docs/ops.md; issue 7).
 
 Every input behind a TensorFlow crash report about the LSTM block ops (a CHECK failure, an abort,
 a segfault, an out-of-bounds read) is one case of tests/data/tf_crash_inputs.json, shared with
 tests/cpp/test_tf_crash_inputs.cc (its "about" says what a case holds, its "issues" what each
 report was). Each is replayed here against blockrnn, which must answer with a clean
 `blockrnn.InvalidArgumentError` (a ValueError) naming the op and the argument, or, where the
-input is valid under SPEC A3, with correctly shaped outputs. Nothing here may crash.
+input is valid under docs/design.md, with correctly shaped outputs. Nothing here may crash.
 """
 import inspect
 import json

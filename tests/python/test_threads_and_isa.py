@@ -102,7 +102,7 @@ def test_unsupported_or_unknown_path_is_an_error():
 
 @pytest.mark.parametrize("isa", ["avx512", "avx2", "baseline"])
 def test_every_path_matches_tensorflow_and_is_thread_count_invariant(isa):
-    """BlockLSTM + BlockLSTMGrad on each path: within SPEC A7 of TensorFlow, and bitwise the same
+    """BlockLSTM + BlockLSTMGrad on each path: within docs/tolerances.md of TensorFlow, and bitwise the same
     at 1, 2, 3 and 7 threads (shapes above the paths' tiles: B·T = 600 rows, K = 300)."""
     if isa not in supported_paths():
         pytest.skip(f"this CPU lacks the {isa} path")
@@ -135,7 +135,7 @@ def test_every_path_matches_tensorflow_and_is_thread_count_invariant(isa):
     tf_bwd = tf.raw_ops.BlockLSTMGrad(
         **{k: v for k, v in kw.items() if k not in ("forget_bias", "cell_clip")},
         **{k: getattr(tf_fwd, k) for k in tf_fwd._fields}, **grads)
-    # SPEC A7: sequence ops within 1e-4 of TensorFlow for T <= 100 (GEMM accumulation order
+    # docs/tolerances.md: sequence ops within 1e-4 of TensorFlow for T <= 100 (GEMM accumulation order
     # and activations differ by a few ulp per step).
     for ours, theirs in zip(results[0], [*tf_fwd, *tf_bwd]):
         np.testing.assert_allclose(ours, np.asarray(theirs), rtol=1e-4, atol=1e-4)

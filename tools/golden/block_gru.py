@@ -1,6 +1,6 @@
-"""Golden cases for BlockGRU and BlockGRUGrad (SPEC A6). TensorFlow has no GRU sequence op:
+"""Golden cases for BlockGRU and BlockGRUGrad (docs/ops.md). TensorFlow has no GRU sequence op:
 the expected values come from stepping tf.raw_ops.GRUBlockCell over time and
-tf.raw_ops.GRUBlockCellGrad in reverse with the carry, plus the parameter gradients of SPEC §3.4
+tf.raw_ops.GRUBlockCellGrad in reverse with the carry, plus the parameter gradients of docs/ops.md
 (tf.matmul / tf.reduce_sum per step) summed over steps. With H = 0 TensorFlow's
 GRUBlockCellGrad leaves d_x uninitialised, so x_grad is left out there.
 tests/python/test_block_gru.py compares with the same stepped TensorFlow oracle.
@@ -13,7 +13,7 @@ GRADS = ["x_grad", "h_prev_grad", "w_ru_grad", "w_c_grad", "b_ru_grad", "b_c_gra
 
 
 def gru_inputs(rng, T, B, I, H, dtype=np.float32):
-    """SPEC A7's unit scale: inputs, state and biases ~U(±1), weights ~U(±1/√(I+H))."""
+    """docs/tolerances.md's unit scale: inputs, state and biases ~U(±1), weights ~U(±1/√(I+H))."""
     s = 1.0 / np.sqrt(max(I + H, 1))
     u = lambda shape, a=1.0: rng.uniform(-a, a, size=shape).astype(dtype)  # noqa: E731
     return dict(x=u((T, B, I)), h_prev=u((B, H)), w_ru=u((I + H, 2 * H), s),
@@ -21,7 +21,7 @@ def gru_inputs(rng, T, B, I, H, dtype=np.float32):
 
 
 def stepped_forward(tf, inp, S):
-    """GRUBlockCell on x[t] with state h[t−1] for t < S; zeros after (SPEC A6)."""
+    """GRUBlockCell on x[t] with state h[t−1] for t < S; zeros after (docs/ops.md)."""
     T, B, _ = inp["x"].shape
     H = inp["h_prev"].shape[1]
     w = {k: inp[k] for k in ("w_ru", "w_c", "b_ru", "b_c")}
@@ -35,7 +35,7 @@ def stepped_forward(tf, inp, S):
 
 def stepped_backward(tf, inp, fwd, h_grad, S):
     """GRUBlockCellGrad stepped t = S−1 … 0 with the carry, plus the parameter gradients TF's
-    registered Python gradient computed (SPEC §3.4), summed over steps in float64 (h_prev_grad,
+    registered Python gradient computed (docs/ops.md), summed over steps in float64 (h_prev_grad,
     the last carry, is float32)."""
     T, B, I = inp["x"].shape
     H = inp["h_prev"].shape[1]

@@ -1,7 +1,7 @@
-"""Golden cases for BlockLSTM, BlockLSTMV2, BlockLSTMGrad and BlockLSTMGradV2 (SPEC §7–§8).
+"""Golden cases for BlockLSTM, BlockLSTMV2, BlockLSTMGrad and BlockLSTMGradV2 (docs/ops.md).
 
 Past seq_len_max TensorFlow writes only cs and h (zeros) and leaves i, f, o, ci, co
-uninitialised (SPEC §7.2), so a case with seq_len_max < T lists only cs and h; the grads never
+uninitialised (docs/ops.md), so a case with seq_len_max < T lists only cs and h; the grads never
 read those entries, and the file stores zeros there. With B = 0 TensorFlow's BlockLSTMGrad
 returns an uninitialised w_grad, which is left out (blockrnn returns zeros, docs/ops.md).
 """
@@ -14,7 +14,7 @@ INPUTS = ["x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b"]
 
 
 def lstm_inputs(rng, T, B, I, H, dtype=np.float32):
-    """Unit scale (SPEC A7): x, states, biases ~U(±1); w and peepholes ~U(±1/√(I+H))."""
+    """Unit scale (docs/tolerances.md): x, states, biases ~U(±1); w and peepholes ~U(±1/√(I+H))."""
     s = 1.0 / np.sqrt(max(I + H, 1))
     u = lambda shape, a=1.0: rng.uniform(-a, a, size=shape).astype(dtype)  # noqa: E731
     return dict(x=u((T, B, I)), cs_prev=u((B, H)), h_prev=u((B, H)), w=u((I + H, 4 * H), s),

@@ -31,7 +31,7 @@ def cases(rng, tf):
             # returns uninitialised memory; blockrnn returns the correct zeros (docs/ops.md).
             grad_outs = grad_outs[1:]
         cases.append(("GRUBlockCellGrad", {}, grad_ins, grad_outs))
-        # SPEC §3.4: what TF1's registered gradient computed around the kernel.
+        # docs/ops.md: what TF1's registered gradient computed around the kernel.
         xh = tf.concat([inp["x"], inp["h_prev"]], axis=1)
         xhr = tf.concat([inp["x"], inp["h_prev"] * r], axis=1)
         d_w_ru = tf.matmul(xh, d_rbar_ubar, transpose_a=True).numpy()

@@ -55,7 +55,7 @@ def add_cases(out, rng, tf, B, I, H, attrs, cs_scale, dtype):
     out.append(("LSTMBlockCellGrad", {"use_peephole": peep}, grad_ins,
                 list(zip(["cs_prev_grad", "dicfo", "wci_grad", "wcf_grad", "wco_grad"], k))))
 
-    # SPEC §6.4: what TF1's registered gradient computed around the kernel.
+    # docs/ops.md: what TF1's registered gradient computed around the kernel.
     cs_prev_grad, dicfo, wci_grad, wcf_grad, wco_grad = k
     xh = np.concatenate([inp32["x"], inp32["h_prev"]], axis=1)
     xh_grad = tf.matmul(dicfo, inp32["w"], transpose_b=True).numpy()
