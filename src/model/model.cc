@@ -27,6 +27,7 @@ constexpr const char* kFormat = "blockrnn-model";
 constexpr std::int64_t kVersion = 1;
 constexpr const char* kMetadataKey = "blockrnn";
 constexpr std::size_t kMaxLayers = 4096;
+constexpr std::int64_t kLoadBound = std::int64_t(1) << 16;  // see layer_bound
 
 struct KindInfo {
   ModelLayerKind kind;
@@ -321,12 +322,13 @@ bool all_finite(const Tensor& t) {
   return true;
 }
 
-// The largest T and B the layer objects are created for. They take the workspace from each
-// call (caller_workspace), so the bound costs no memory; the layer refuses bounds whose
-// workspace could not be counted (T·B·(I + 8H + 64) > 1e17), hence the square root.
+// The largest T and B the layer objects made at load are created for. They take the workspace
+// from each call (caller_workspace), so the bound costs no memory; a call past it gets layer
+// objects made (and weights packed) for that call. The layer refuses bounds whose workspace
+// could not be counted (T·B·(I + 8H + 64) > 1e17), hence the square root for huge layers.
 std::int64_t layer_bound(std::int64_t I, std::int64_t H) {
   const double b = std::floor(std::sqrt(1e16 / double(I + 8 * H + 64)));
-  return static_cast<std::int64_t>(std::max(1.0, std::min(b, double(std::int64_t(1) << 40))));
+  return static_cast<std::int64_t>(std::max(1.0, std::min(b, double(kLoadBound))));
 }
 
 }  // namespace
@@ -354,9 +356,9 @@ struct Model::Impl {
 
 namespace {
 
-// Creates the layer object of config c sized for (T, B), sets (packs) the weights.
+// Creates plan's layer object for config c, sized for (T, B), and sets (packs) `weights`.
 void build_layer(const ModelLayerConfig& c, DType dtype, std::int64_t T, std::int64_t B,
-                 DirectionPlan& plan) {
+                 const std::vector<std::pair<std::string, Tensor>>& weights, DirectionPlan& plan) {
   LayerShape shape;
   shape.input_size = c.input_size;
   shape.hidden_size = c.hidden_size;
@@ -365,7 +367,7 @@ void build_layer(const ModelLayerConfig& c, DType dtype, std::int64_t T, std::in
   shape.max_batch = B;
   shape.caller_workspace = true;
   std::vector<TensorView> w;
-  for (const auto& [name, t] : plan.weights) w.push_back(t.view());
+  for (const auto& [name, t] : weights) w.push_back(t.view());
   if (c.is_lstm()) {
     LSTMLayerAttrs attrs;
     attrs.v2 = c.kind == ModelLayerKind::kBlockLSTMV2;
@@ -438,7 +440,7 @@ Model::Impl* load_impl(model::ByteSource& src, const std::string& where) {
         plan.weights.push_back({p, std::move(t)});
       }
       const std::int64_t bound = layer_bound(lc.input_size, lc.hidden_size);
-      build_layer(lc, c.dtype, bound, bound, plan);
+      build_layer(lc, c.dtype, bound, bound, plan.weights, plan);
       for (const char* part : {"cs", "h"}) {
         if (part == std::string("cs") && !lc.is_lstm()) continue;
         impl->states.push_back({static_cast<std::int64_t>(l), d, part, lc.hidden_size});
@@ -605,15 +607,7 @@ void run(Model::Impl& m, const ModelInputs& in, const ModelOutputs& out, const C
       const std::int64_t bound = layer_bound(I, H);
       DirectionPlan* use = &plan;
       if (T > bound || B > bound) {
-        for (const auto& [name, t] : plan.weights) call_plan.weights.push_back({name, Tensor()});
-        for (std::size_t k = 0; k < plan.weights.size(); ++k) {
-          call_plan.weights[k].second =
-              Tensor(plan.weights[k].second.dtype(), plan.weights[k].second.shape());
-          std::memcpy(call_plan.weights[k].second.data(), plan.weights[k].second.data(),
-                      plan.weights[k].second.num_bytes());
-        }
-        build_layer(c, cfg.dtype, std::max<std::int64_t>(T, 1), std::max<std::int64_t>(B, 1),
-                    call_plan);
+        build_layer(c, cfg.dtype, T, B, plan.weights, call_plan);
         use = &call_plan;
       }
       const int n_out = c.is_lstm() ? 7 : (c.kind == ModelLayerKind::kBlockGRU ? 4 : 5);

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -344,6 +345,55 @@ TEST(ModelForward, MatchesTheLayerObjectAndChecksItsArguments) {
   EXPECT_EQ(forward_error(x.view(), {}, two),
             "Model.forward: initial_states must hold 1 views (one per state, num_states()) or "
             "none, got 2");
+}
+
+// Past 2^16 steps (the bound of the layer objects made at load) a call makes its own: the same
+// results as a layer object created for the call.
+TEST(ModelForward, LongSequencePastTheLoadBound) {
+  const std::string bytes = model_file(gru_config(), kGruParams);
+  Model m = Model::load_buffer(bytes.data(), bytes.size(), "m");
+  const std::int64_t T = (std::int64_t(1) << 16) + 3, B = 1;
+  Tensor x(DType::kFloat32, {T, B, 2}), h0(DType::kFloat32, {B, 3});
+  for (std::int64_t e = 0; e < x.num_elements(); ++e) x.data_as<float>()[e] = 0.1f * (e % 7) - 0.3f;
+  const blockrnn::ModelResult r = m.forward(x.view());
+  blockrnn::GRUResetAfterLayer layer({2, 3, DType::kFloat32, T, B});
+  layer.set_weights(m.weight(0, 0, "w_i"), m.weight(0, 0, "w_h"), m.weight(0, 0, "b_i"),
+                    m.weight(0, 0, "b_h"));
+  std::vector<Tensor> out;
+  for (int k = 0; k < 5; ++k) out.emplace_back(DType::kFloat32, Shape{T, B, 3});
+  blockrnn::GRULayerInputs in;
+  in.x = x.view();
+  in.h_prev = h0.view();
+  layer.forward(in, {out[0].mutable_view(), out[1].mutable_view(), out[2].mutable_view(),
+                     out[3].mutable_view(), out[4].mutable_view()});
+  EXPECT_EQ(std::memcmp(r.y.data(), out[4].data(), out[4].num_bytes()), 0);
+}
+
+// Random corruptions of a good file (bytes overwritten, the file cut short) load or are refused
+// with an Error: never a crash, a hang or another exception.
+TEST(ModelFile, CorruptedFilesLoadOrAreRefused) {
+  const std::string good = model_file(gru_config(), kGruParams);
+  std::mt19937 rng(24);
+  int refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string bytes = good;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < edits; ++k) {
+      bytes[rng() % bytes.size()] = static_cast<char>(rng() % 256);
+    }
+    if (rng() % 4 == 0) bytes.resize(rng() % bytes.size());
+    try {
+      Model m = Model::load_buffer(bytes.data(), bytes.size(), "m");
+      Tensor x(DType::kFloat32, {3, 2, m.input_size()});
+      m.forward(x.view());
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.code() == ErrorCode::kInvalidArgument ||
+                  e.code() == ErrorCode::kResourceExhausted)
+          << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 1000);  // most corruptions break something the reader checks
 }
 
 }  // namespace
