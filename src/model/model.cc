@@ -559,7 +559,7 @@ long double forward_bytes(const Model::Impl& m, std::int64_t T, std::int64_t B) 
     const ModelLayerConfig& c = m.config.layers[l];
     const long double H = static_cast<long double>(c.hidden_size);
     const int n_out = c.is_lstm() ? 7 : (c.kind == ModelLayerKind::kBlockGRU ? 4 : 5);
-    long double bytes = TB * (2.0L * c.input_size + c.output_size() + B) * elem;
+    long double bytes = TB * (2.0L * c.input_size + c.output_size()) * elem;
     // The layer objects' workspace bound: at most T·B·(I + 8H + 64) elements.
     const long double ws = TB * (c.input_size + 8 * H + 64) * elem;
     bytes += c.directions * (TB * H * (n_out + 2) * elem + ws + 4 * B * H * elem);
