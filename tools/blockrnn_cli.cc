@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <new>
 #include <random>
 #include <span>
@@ -26,7 +27,6 @@
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
-#include "model/safetensors.h"
 #include "train/sampler.h"
 #include "train/trainer.h"
 
@@ -176,54 +176,54 @@ Tensor converted(Tensor t, DType dtype, const std::string& where, const std::str
   return out;
 }
 
+[[noreturn]] void input_error(const std::string& input, const std::string& message) {
+  throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument, input + ": " + message);
+}
+
 int run_model(const std::string& model_path, const std::string& input, const std::string& output) {
-  namespace bm = blockrnn::model;
   blockrnn::Model model = blockrnn::Model::load(model_path);
-  auto src = bm::open_file(input);
-  const bm::SafetensorsHeader header = bm::read_header(*src, input);
-  const auto entries = bm::read_entries(header, {"F32", "F64", "I64"}, input);
+  std::map<std::string, Tensor> tensors = blockrnn::load_tensors(input);
   std::vector<std::string> state_names;
   for (std::int64_t k = 0; k < model.num_states(); ++k) {
     state_names.push_back(state_tensor_name(model, k));
   }
-  for (const auto& [name, e] : entries) {
+  for (const auto& [name, t] : tensors) {
     if (name != "x" && name != "seq_lengths" &&
         std::find(state_names.begin(), state_names.end(), name) == state_names.end()) {
-      bm::fail(input, "tensor '" + name + "'",
-               "is not an input of the model (x, seq_lengths, or an initial state "
-               "states.<layer>.<direction>.<cs|h>: see `blockrnn info`)");
+      input_error(input, "tensor '" + name +
+                             "': is not an input of the model (x, seq_lengths, or an initial "
+                             "state states.<layer>.<direction>.<cs|h>: see `blockrnn info`)");
     }
   }
-  if (!entries.count("x")) bm::fail(input, "tensor 'x'", "is missing");
-  const Tensor x =
-      converted(bm::read_tensor(*src, header, entries.at("x")), model.dtype(), input, "x");
-  Tensor seq_lengths;
-  if (entries.count("seq_lengths")) {
-    seq_lengths = bm::read_tensor(*src, header, entries.at("seq_lengths"));
-    if (seq_lengths.dtype() != DType::kInt64) {
-      bm::fail(input, "tensor 'seq_lengths'.dtype",
-               std::string("must be I64, got ") + entries.at("seq_lengths").st_dtype);
+  if (!tensors.count("x")) input_error(input, "tensor 'x': is missing");
+  const Tensor x = converted(std::move(tensors.at("x")), model.dtype(), input, "x");
+  blockrnn::TensorView seq_lengths;
+  if (tensors.count("seq_lengths")) {
+    if (tensors.at("seq_lengths").dtype() != DType::kInt64) {
+      input_error(input, std::string("tensor 'seq_lengths'.dtype: must be I64 (int64), got ") +
+                             blockrnn::dtype_name(tensors.at("seq_lengths").dtype()));
     }
+    seq_lengths = tensors.at("seq_lengths").view();
   }
   std::vector<Tensor> initial(state_names.size());
   std::vector<blockrnn::TensorView> initial_views(state_names.size());
   bool any_initial = false;
   for (std::size_t k = 0; k < state_names.size(); ++k) {
-    if (!entries.count(state_names[k])) continue;
-    initial[k] = converted(bm::read_tensor(*src, header, entries.at(state_names[k])), model.dtype(),
-                           input, state_names[k]);
+    if (!tensors.count(state_names[k])) continue;
+    initial[k] =
+        converted(std::move(tensors.at(state_names[k])), model.dtype(), input, state_names[k]);
     initial_views[k] = initial[k].view();
     any_initial = true;
   }
-  const blockrnn::ModelResult r = model.forward(
-      x.view(), entries.count("seq_lengths") ? seq_lengths.view() : blockrnn::TensorView(),
-      any_initial ? std::span<const blockrnn::TensorView>(initial_views)
-                  : std::span<const blockrnn::TensorView>());
+  const blockrnn::ModelResult r =
+      model.forward(x.view(), seq_lengths,
+                    any_initial ? std::span<const blockrnn::TensorView>(initial_views)
+                                : std::span<const blockrnn::TensorView>());
   std::vector<std::pair<std::string, blockrnn::TensorView>> out = {{"y", r.y.view()}};
   for (std::size_t k = 0; k < state_names.size(); ++k) {
     out.push_back({state_names[k], r.final_states[k].view()});
   }
-  bm::write_safetensors(output, out, {});
+  blockrnn::save_tensors(output, out);
   return 0;
 }
 

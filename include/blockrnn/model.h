@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -154,5 +155,15 @@ class BLOCKRNN_API Model {
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Plain safetensors files of float32, float64 and int64 tensors (what `blockrnn run` reads and
+// writes), read with the model reader's bounds checks: the header length, the JSON, every
+// tensor's dtype (F32, F64 or I64), shape and bytes inside the file, no gap or overlap. A bad
+// file is Error(kInvalidArgument) "<path>: <field>: <what>". __metadata__ is ignored.
+BLOCKRNN_API std::map<std::string, Tensor> load_tensors(const std::string& path);
+// Writes the tensors (float32, float64 or int64; sorted by name, data 8-byte aligned) to a
+// temporary file renamed to `path`; Error(kInvalidArgument) naming the path when it cannot.
+BLOCKRNN_API void save_tensors(const std::string& path,
+                               const std::vector<std::pair<std::string, TensorView>>& tensors);
 
 }  // namespace blockrnn

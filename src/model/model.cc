@@ -910,6 +910,24 @@ void Model::forward(const ModelInputs& in, const ModelOutputs& out) {
     run<double>(*impl_, in, out, call);
 }
 
+std::map<std::string, Tensor> load_tensors(const std::string& path) {
+  auto src = model::open_file(path);
+  const model::SafetensorsHeader h = model::read_header(*src, path);
+  if (!h.metadata.is_null() && !h.metadata.is_object()) {
+    fail(path, "__metadata__",
+         std::string("must be a JSON object of strings, got ") + h.metadata.type_name());
+  }
+  const auto entries = model::read_entries(h, {"F32", "F64", "I64"}, path);
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, e] : entries) out.emplace(name, model::read_tensor(*src, h, e));
+  return out;
+}
+
+void save_tensors(const std::string& path,
+                  const std::vector<std::pair<std::string, TensorView>>& tensors) {
+  model::write_safetensors(path, tensors, {});
+}
+
 ModelResult Model::forward(TensorView x, TensorView seq_lengths,
                            std::span<const TensorView> initial_states) {
   if (x.shape.rank() != 3 || x.shape[0] < 0 || x.shape[1] < 0) {

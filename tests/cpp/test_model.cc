@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "blockrnn/blockrnn.h"
 
 namespace {
@@ -394,6 +396,40 @@ TEST(ModelFile, CorruptedFilesLoadOrAreRefused) {
     }
   }
   EXPECT_GT(refused, 1000);  // most corruptions break something the reader checks
+}
+
+// save_tensors / load_tensors: float32, float64 and int64 round trip; a damaged file is refused.
+TEST(Safetensors, RoundTripAndDamage) {
+  Tensor a(DType::kFloat32, {2, 3}), b(DType::kFloat64, {4}), c(DType::kInt64, {2}),
+      empty(DType::kFloat32, {0, 5});
+  for (std::int64_t e = 0; e < 6; ++e) a.data_as<float>()[e] = 0.5f * e - 1;
+  for (std::int64_t e = 0; e < 4; ++e) b.data_as<double>()[e] = 1.0 / (e + 3);
+  c.data_as<std::int64_t>()[0] = 7;
+  c.data_as<std::int64_t>()[1] = -(std::int64_t(1) << 40);
+  const std::string path = ::testing::TempDir() + "blockrnn_test_tensors.safetensors";
+  blockrnn::save_tensors(
+      path, {{"x", a.view()}, {"b", b.view()}, {"len", c.view()}, {"e", empty.view()}});
+  std::map<std::string, Tensor> got = blockrnn::load_tensors(path);
+  ASSERT_EQ(got.size(), 4u);
+  for (const auto& [name, want] :
+       std::map<std::string, const Tensor*>{{"x", &a}, {"b", &b}, {"len", &c}, {"e", &empty}}) {
+    EXPECT_EQ(got.at(name).dtype(), want->dtype()) << name;
+    EXPECT_EQ(got.at(name).shape(), want->shape()) << name;
+    EXPECT_EQ(std::memcmp(got.at(name).data(), want->data(), want->num_bytes()), 0) << name;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  std::fseek(f, 0, SEEK_END);
+  const long size = std::ftell(f);
+  std::fclose(f);
+  ASSERT_EQ(::truncate(path.c_str(), size - 1), 0);
+  try {
+    blockrnn::load_tensors(path);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": "), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -13,16 +13,81 @@
 #include <vector>
 
 #include "blockrnn/c_api.h"
-#include "jni_util.h"
 #include "org_blockrnn_RawOps.h"
 
 namespace {
 
-using blockrnn::jni::check_pending;
-using blockrnn::jni::guarded;
-using blockrnn::jni::throw_java;
-using blockrnn::jni::throw_status;
-using blockrnn::jni::utf;
+// Thrown inside this file when a Java exception is pending (or has just been raised): the
+// entry points catch it and return to Java, which then sees that exception.
+struct JavaPending {};
+
+[[noreturn]] void throw_java(JNIEnv* env, const char* cls, const std::string& message) {
+  if (env->ExceptionCheck()) throw JavaPending{};
+  jclass c = env->FindClass(cls);
+  if (c != nullptr) env->ThrowNew(c, message.c_str());
+  throw JavaPending{};
+}
+
+void check_pending(JNIEnv* env) {
+  if (env->ExceptionCheck()) throw JavaPending{};
+}
+
+[[noreturn]] void throw_status(JNIEnv* env, blockrnn_status s) {
+  const std::string message = blockrnn_last_error();
+  switch (s) {
+    case BLOCKRNN_INVALID_ARGUMENT:
+      throw_java(env, "java/lang/IllegalArgumentException", message);
+    case BLOCKRNN_UNIMPLEMENTED:
+      throw_java(env, "java/lang/UnsupportedOperationException", message);
+    case BLOCKRNN_CANCELLED:
+      throw_java(env, "java/util/concurrent/CancellationException", message);
+    default: {
+      if (env->ExceptionCheck()) throw JavaPending{};
+      jclass c = env->FindClass("org/blockrnn/BlockrnnException");
+      check_pending(env);
+      jmethodID ctor = env->GetMethodID(c, "<init>", "(Ljava/lang/String;Ljava/lang/String;)V");
+      check_pending(env);
+      jstring status = env->NewStringUTF(blockrnn_status_name(s));
+      check_pending(env);
+      jstring text = env->NewStringUTF(message.c_str());
+      check_pending(env);
+      auto* e = static_cast<jthrowable>(env->NewObject(c, ctor, status, text));
+      check_pending(env);
+      env->Throw(e);
+      throw JavaPending{};
+    }
+  }
+}
+
+// Runs `f`, converting whatever escapes into a Java exception; returns f's value or `fallback`.
+template <typename R, typename F>
+R guarded(JNIEnv* env, R fallback, F&& f) {
+  try {
+    return f();
+  } catch (const JavaPending&) {
+  } catch (const std::bad_alloc&) {
+    if (!env->ExceptionCheck()) {
+      jclass c = env->FindClass("java/lang/OutOfMemoryError");
+      if (c != nullptr) env->ThrowNew(c, "blockrnn: native allocation failed");
+    }
+  } catch (...) {
+    if (!env->ExceptionCheck()) {
+      jclass c = env->FindClass("java/lang/IllegalStateException");
+      if (c != nullptr) env->ThrowNew(c, "blockrnn: unexpected native exception");
+    }
+  }
+  return fallback;
+}
+
+std::string utf(JNIEnv* env, jstring s, const char* what) {
+  if (s == nullptr)
+    throw_java(env, "java/lang/IllegalArgumentException", std::string(what) + " is null");
+  const char* chars = env->GetStringUTFChars(s, nullptr);
+  check_pending(env);
+  std::string out(chars);
+  env->ReleaseStringUTFChars(s, chars);
+  return out;
+}
 
 int op_index(JNIEnv* env, const std::string& op) {
   const int index = blockrnn_op_find(op.c_str());

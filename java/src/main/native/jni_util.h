@@ -1,6 +1,5 @@
-// Helpers shared by the JNI files (blockrnn_jni.cc, model_jni.cc): Java exceptions from C API
-// statuses, and the guard that turns anything escaping an entry point into a Java exception.
-// Every JNI call that can throw is checked (the tests run under -Xcheck:jni).
+// What the JNI sources (java/src/main/native/*.cc) share: turning a failed library status or a
+// C++ exception into a pending Java exception, and back out of the native code.
 #pragma once
 
 #include <jni.h>
@@ -10,7 +9,7 @@
 
 #include "blockrnn/c_api.h"
 
-namespace blockrnn::jni {
+namespace blockrnn_jni {
 
 // Thrown inside the JNI code when a Java exception is pending (or has just been raised): the
 // entry points catch it and return to Java, which then sees that exception.
@@ -27,8 +26,9 @@ inline void check_pending(JNIEnv* env) {
   if (env->ExceptionCheck()) throw JavaPending{};
 }
 
-[[noreturn]] inline void throw_status(JNIEnv* env, blockrnn_status s) {
-  const std::string message = blockrnn_last_error();
+// The Java exception of a library status: IllegalArgumentException for bad input,
+// UnsupportedOperationException, CancellationException, else BlockrnnException.
+[[noreturn]] inline void throw_library(JNIEnv* env, blockrnn_status s, const std::string& message) {
   switch (s) {
     case BLOCKRNN_INVALID_ARGUMENT:
       throw_java(env, "java/lang/IllegalArgumentException", message);
@@ -52,6 +52,11 @@ inline void check_pending(JNIEnv* env) {
       throw JavaPending{};
     }
   }
+}
+
+// The failed call's status and blockrnn_last_error() as a Java exception.
+[[noreturn]] inline void throw_status(JNIEnv* env, blockrnn_status s) {
+  throw_library(env, s, blockrnn_last_error());
 }
 
 // Runs `f`, converting whatever escapes into a Java exception; returns f's value or `fallback`.
@@ -84,4 +89,4 @@ inline std::string utf(JNIEnv* env, jstring s, const char* what) {
   return out;
 }
 
-}  // namespace blockrnn::jni
+}  // namespace blockrnn_jni

@@ -14,11 +14,11 @@
 
 namespace {
 
-using blockrnn::jni::check_pending;
-using blockrnn::jni::guarded;
-using blockrnn::jni::throw_java;
-using blockrnn::jni::throw_status;
-using blockrnn::jni::utf;
+using blockrnn_jni::check_pending;
+using blockrnn_jni::guarded;
+using blockrnn_jni::throw_java;
+using blockrnn_jni::throw_status;
+using blockrnn_jni::utf;
 
 constexpr const char* kIllegalArgument = "java/lang/IllegalArgumentException";
 
