@@ -6,7 +6,8 @@
 #include "blockrnn/gru.h"
 #include "blockrnn/layer.h"
 #include "blockrnn/lstm.h"
-#include "blockrnn/model.h"
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "blockrnn/tensor.h"
+
+#include "blockrnn/model.h"  // model files
