@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
+#include "blockrnn/model.h"
 #include "train/sampler.h"
 #include "train/trainer.h"
 

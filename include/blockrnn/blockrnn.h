@@ -9,5 +9,3 @@
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "blockrnn/tensor.h"
-
-#include "blockrnn/model.h"  // model files

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "blockrnn/blockrnn.h"
+#include "blockrnn/model.h"
 
 namespace {
 
