@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what blockrnn needs on a fresh Debian machine of this project's kind, idempotently:
 #   - Debian packages (apt-get), only those missing (a JDK and JUnit 5 for the Java binding's
-#     tests, pkg-config for the install test, nlohmann-json3-dev for the checkpoint header of
-#     `blockrnn train`);
+#     tests, pkg-config for the install test, nlohmann-json3-dev for the JSON headers of model
+#     files (the library) and of `blockrnn train`'s checkpoints);
 #   - the project venv .venv with the pinned Python packages of scripts/requirements.txt.
 # Usage: scripts/setup.sh [--no-python]
 set -euo pipefail

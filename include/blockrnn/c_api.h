@@ -193,6 +193,60 @@ BLOCKRNN_API const char* blockrnn_get_isa(void);
 /* Routes every op through its plain-loop reference implementation (nonzero) or not (0). */
 BLOCKRNN_API void blockrnn_set_force_reference(int on);
 
+/* ---- Model files (docs/model-format.md, blockrnn/model.h) --------------------------------
+ *
+ * A model file holds a trained recurrent stack (configuration and weights); the Python
+ * converters write it from Keras and PyTorch models. Loading checks the whole file first (a bad
+ * file is BLOCKRNN_INVALID_ARGUMENT with "<file>: <field>: <what>", weights beyond the memory
+ * limit BLOCKRNN_RESOURCE_EXHAUSTED) and packs the weights once. A model runs one call at a
+ * time: use one per thread, or serialise the calls. docs/c_api.md has an example. */
+typedef struct blockrnn_model blockrnn_model;
+
+/* Reads a model file into *model (set to NULL on failure). */
+BLOCKRNN_API blockrnn_status blockrnn_model_load(const char* path, blockrnn_model** model);
+/* The same from size bytes at data (copied as needed; data may be freed after the call); name
+ * is used in messages (NULL: "buffer"). */
+BLOCKRNN_API blockrnn_status blockrnn_model_load_buffer(const void* data, size_t size,
+                                                        const char* name,
+                                                        blockrnn_model** model);
+/* Frees a model (NULL is ignored). */
+BLOCKRNN_API void blockrnn_model_free(blockrnn_model* model);
+
+/* The model's dtype (BLOCKRNN_FLOAT32 or BLOCKRNN_FLOAT64), input size I and output width W;
+ * -1 for a NULL model. */
+BLOCKRNN_API int32_t blockrnn_model_dtype(const blockrnn_model* model);
+BLOCKRNN_API int64_t blockrnn_model_input_size(const blockrnn_model* model);
+BLOCKRNN_API int64_t blockrnn_model_output_size(const blockrnn_model* model);
+/* The shape of y for x [T, B, I]: [T, B, W], or [B, W] when the model returns its last step
+ * only. */
+BLOCKRNN_API blockrnn_status blockrnn_model_output_shape(const blockrnn_model* model, int64_t T,
+                                                         int64_t B, blockrnn_shape* shape);
+/* Number of states (initial and final), and state k: its layer, direction (0 forward, 1
+ * reverse), name ("cs" or "h") and hidden size H (each state is [B, H]). Order: layer by
+ * layer, direction by direction; an LSTM's cs then h, a GRU's h. Outputs may be NULL. */
+BLOCKRNN_API int64_t blockrnn_model_num_states(const blockrnn_model* model);
+BLOCKRNN_API blockrnn_status blockrnn_model_state_info(const blockrnn_model* model, int64_t k,
+                                                       int64_t* layer, int32_t* direction,
+                                                       const char** name, int64_t* hidden_size);
+/* A few lines describing the model; lives as long as the model. */
+BLOCKRNN_API const char* blockrnn_model_summary(const blockrnn_model* model);
+
+/* Runs the model (docs/model-format.md, "Semantics") into the caller's buffers, every argument
+ * checked first. All tensors are dense (strides NULL or row-major) and in the model's dtype,
+ * except seq_lengths (int64).
+ *   x               [T, B, I]
+ *   seq_lengths     [B] in [0, T], or NULL (every example runs T steps; with masking in the
+ *                   file, the lengths its mask gives)
+ *   initial_states  NULL (num_initial 0: zeros) or num_states entries, each [B, H] or absent
+ *                   (data NULL and rank 0: that state zero)
+ *   y               blockrnn_model_output_shape(T, B)
+ *   final_states    NULL (num_final 0) or num_states entries, each [B, H] or absent (not
+ *                   written) */
+BLOCKRNN_API blockrnn_status blockrnn_model_forward(
+    blockrnn_model* model, const blockrnn_tensor* x, const blockrnn_tensor* seq_lengths,
+    const blockrnn_tensor* initial_states, size_t num_initial, const blockrnn_tensor* y,
+    const blockrnn_tensor* final_states, size_t num_final);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
