@@ -574,11 +574,3 @@ void blockrnn_set_force_reference(int on) {
 }
 
 }  // extern "C"
-
-// The C functions of the other files of src/capi/ (model_c_api.cc) map errors and keep the last
-// error exactly as the functions above do.
-namespace blockrnn::capi {
-blockrnn_status run_guarded(const std::function<void()>& f) noexcept {
-  return guarded(f);
-}
-}  // namespace blockrnn::capi

@@ -1,5 +1,5 @@
 // The model-file functions of the C ABI (blockrnn/c_api.h) over blockrnn::Model
-// (blockrnn/model.h): C descriptors to views, exceptions to statuses (guarded.h).
+// (blockrnn/model.h): C descriptors to views, exceptions to statuses (capi_internal.h).
 #include <functional>
 #include <memory>
 #include <new>
@@ -9,7 +9,7 @@
 #include "blockrnn/c_api.h"
 #include "blockrnn/error.h"
 #include "blockrnn/model.h"
-#include "capi/guarded.h"
+#include "capi/capi_internal.h"
 
 struct blockrnn_model {
   blockrnn::Model model;
@@ -24,38 +24,21 @@ using blockrnn::ErrorCode;
 using blockrnn::Shape;
 using blockrnn::TensorView;
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw Error(ErrorCode::kInvalidArgument, message);
-}
+using blockrnn::capi::invalid;
 
 void check_model(const blockrnn_model* model, const char* fn) {
   if (model == nullptr) invalid(std::string(fn) + ": model is NULL");
 }
 
-// A dense view of t; `what` names the argument in messages.
+// A dense view of t (the C API's dtype and shape checks); `what` names the argument.
 TensorView view_of(const blockrnn_tensor& t, const std::string& what) {
-  if (t.dtype < BLOCKRNN_FLOAT16 || t.dtype > BLOCKRNN_INT64) {
-    invalid("blockrnn_model_forward: " + what + ": dtype " + std::to_string(t.dtype) +
-            " is not a blockrnn_dtype (0..3)");
+  const std::string where = "blockrnn_model_forward: " + what;
+  const DType dtype = blockrnn::capi::checked_dtype(t.dtype, where);
+  const Shape shape = blockrnn::capi::checked_shape(t, where);
+  if (!blockrnn::capi::is_dense(t, shape)) {
+    invalid(where + ": must be dense (strides NULL or row-major)");
   }
-  if (t.rank < 0 || t.rank > BLOCKRNN_MAX_RANK) {
-    invalid("blockrnn_model_forward: " + what + ": rank " + std::to_string(t.rank) +
-            " is outside [0, 8]");
-  }
-  if (t.rank > 0 && t.shape == nullptr) {
-    invalid("blockrnn_model_forward: " + what + ": shape is NULL with rank > 0");
-  }
-  const Shape shape = Shape::from_dims(t.shape, t.rank);
-  if (t.strides != nullptr && shape.num_elements() > 0) {
-    std::int64_t expected = 1;
-    for (int d = shape.rank() - 1; d >= 0; --d) {
-      if (shape.dim(d) != 1 && t.strides[d] != expected) {
-        invalid("blockrnn_model_forward: " + what + ": must be dense (strides NULL or row-major)");
-      }
-      expected *= shape.dim(d);
-    }
-  }
-  return TensorView(t.data, static_cast<DType>(t.dtype), shape);
+  return TensorView(t.data, dtype, shape);
 }
 
 bool is_absent(const blockrnn_tensor& t) {
@@ -77,7 +60,7 @@ std::vector<TensorView> views_of(const blockrnn_tensor* list, std::size_t num, c
 }
 
 blockrnn_status load_into(blockrnn_model** out, const std::function<blockrnn::Model()>& load) {
-  return blockrnn::capi::run_guarded([&] {
+  return blockrnn::capi::guarded([&] {
     if (out == nullptr) invalid("blockrnn_model_load: model (the output pointer) is NULL");
     *out = nullptr;
     auto m = std::unique_ptr<blockrnn_model>(new blockrnn_model{load(), ""});
@@ -122,7 +105,7 @@ int64_t blockrnn_model_output_size(const blockrnn_model* model) {
 
 blockrnn_status blockrnn_model_output_shape(const blockrnn_model* model, int64_t T, int64_t B,
                                             blockrnn_shape* shape) {
-  return blockrnn::capi::run_guarded([&] {
+  return blockrnn::capi::guarded([&] {
     check_model(model, "blockrnn_model_output_shape");
     if (shape == nullptr) invalid("blockrnn_model_output_shape: shape is NULL");
     if (T < 0 || B < 0) {
@@ -142,7 +125,7 @@ int64_t blockrnn_model_num_states(const blockrnn_model* model) {
 blockrnn_status blockrnn_model_state_info(const blockrnn_model* model, int64_t k, int64_t* layer,
                                           int32_t* direction, const char** name,
                                           int64_t* hidden_size) {
-  return blockrnn::capi::run_guarded([&] {
+  return blockrnn::capi::guarded([&] {
     check_model(model, "blockrnn_model_state_info");
     const blockrnn::ModelStateInfo s = model->model.state_info(k);
     if (layer != nullptr) *layer = s.layer;
@@ -161,7 +144,7 @@ blockrnn_status blockrnn_model_forward(blockrnn_model* model, const blockrnn_ten
                                        const blockrnn_tensor* initial_states, size_t num_initial,
                                        const blockrnn_tensor* y,
                                        const blockrnn_tensor* final_states, size_t num_final) {
-  return blockrnn::capi::run_guarded([&] {
+  return blockrnn::capi::guarded([&] {
     check_model(model, "blockrnn_model_forward");
     if (x == nullptr) invalid("blockrnn_model_forward: x is NULL");
     if (y == nullptr) invalid("blockrnn_model_forward: y is NULL");
