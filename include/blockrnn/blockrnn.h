@@ -7,6 +7,7 @@
 #include "blockrnn/layer.h"
 #include "blockrnn/lstm.h"
 #include "blockrnn/matmul.h"
+#include "blockrnn/model.h"
 #include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 #include "blockrnn/tensor.h"
