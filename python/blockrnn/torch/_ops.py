@@ -608,7 +608,8 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
 
 
 def _stack_fake(x, h0, mode, num_layers, bidirectional):
-    T, B, I, H = int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(h0.shape[2])
+    # T and B stay symbolic under torch.export's dynamic shapes (int() would specialise them)
+    T, B, I, H = x.shape[0], x.shape[1], int(x.shape[2]), int(h0.shape[2])
     D = 2 if bidirectional else 1
     lstm_ = mode.startswith("lstm")
     elems = _layout_reserve_elems(mode, I, H, num_layers, bool(bidirectional), T, B)
