@@ -37,9 +37,9 @@ import torch._dynamo as _dynamo  # noqa: E402,F401  (loads triton now, before an
 from . import _ops as ops  # noqa: E402
 from ._modules import GRU, LSTM, gru_weights_from_keras, gru_weights_to_keras  # noqa: E402
 
-__all__ = ["LSTM", "GRU", "ops", "gru_weights_from_keras", "gru_weights_to_keras",
-           "onnx_export", "onnx_translation_table", "OnnxExportError"]
+__all__ = ["LSTM", "GRU", "ops", "gru_weights_from_keras", "gru_weights_to_keras"]
 
+# (not in __all__: a star import must not need onnx / onnxscript)
 _ONNX_NAMES = ("onnx_export", "onnx_translation_table", "OnnxExportError")
 
 
