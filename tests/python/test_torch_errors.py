@@ -204,3 +204,16 @@ def test_non_tensor_input_refused_clearly(mode):
     with pytest.raises(TypeError, match=rf"blockrnn\.torch\.{mode}: input must be a Tensor or "
                                         r"a PackedSequence, got list"):
         getattr(brt, mode)(I, H)([1, 2])
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_double_backward_refused_clearly(mode):
+    # Gradients of gradients are not supported (docs/torch.md): the backward op has no
+    # autograd formula, and torch refuses to differentiate it, naming the op (no silent zeros).
+    m = getattr(brt, mode)(I, H).double()
+    x = torch.randn(4, 2, I, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(m(x)[0].sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match=r"Trying to backward through "
+                                           r"blockrnn\.nn_rnn_grad\.default but no autograd "
+                                           r"formula was registered"):
+        torch.autograd.grad(g.sum(), x)

@@ -10,7 +10,8 @@ The modules run their whole stack (layers, directions, dropout, lengths) through
 one custom op each way, `blockrnn::nn_rnn` and `blockrnn::nn_rnn_grad` (on the modules' own
 parameters; `blockrnn::rnn` and `blockrnn::rnn_grad` take the ops' layout); the per-op custom ops
 `blockrnn::lstm`, `blockrnn::lstm_grad`, `blockrnn::gru_reset_after(_grad)`,
-`blockrnn::gru_reset_before(_grad)` serve float16 and the padded fallback. See docs/torch.md.
+`blockrnn::gru_reset_before(_grad)` serve float16 and the padded fallback. ONNX export:
+`blockrnn.torch.onnx_export(model, args, f)` (ONNX LSTM / GRU nodes). See docs/torch.md.
 """
 try:
     import torch as _torch  # noqa: F401
@@ -37,3 +38,14 @@ from . import _ops as ops  # noqa: E402
 from ._modules import GRU, LSTM, gru_weights_from_keras, gru_weights_to_keras  # noqa: E402
 
 __all__ = ["LSTM", "GRU", "ops", "gru_weights_from_keras", "gru_weights_to_keras"]
+
+# (not in __all__: a star import must not need onnx / onnxscript)
+_ONNX_NAMES = ("onnx_export", "onnx_translation_table", "OnnxExportError")
+
+
+def __getattr__(name):
+    # ONNX export needs onnx and onnxscript: imported on first use only
+    if name in _ONNX_NAMES:
+        from . import _onnx
+        return getattr(_onnx, name)
+    raise AttributeError(f"module 'blockrnn.torch' has no attribute '{name}'")

@@ -239,7 +239,8 @@ class _RNNBase(nn.Module):
         if x.shape[2] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {x.shape[2]}")
-        expected = (self.num_layers * self._num_directions, int(x.shape[1]), self.hidden_size)
+        # x.shape[1], not int(): a symbolic batch size (torch.export) must not be specialised
+        expected = (self.num_layers * self._num_directions, x.shape[1], self.hidden_size)
         if hx is not None:
             for k, h in enumerate(hx):
                 if list(h.shape) != [expected[0], expected[1], expected[2]]:

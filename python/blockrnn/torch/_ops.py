@@ -318,12 +318,20 @@ def _new_rnn(cfg: _Config, T: int, B: int):
 
 @functools.lru_cache(maxsize=32)
 def _layout_rnn(mode, I, H, L, bidirectional):
-    """An RNN sized for no steps: the library's reserve formula, for the fake functions too."""
-    return _core.RNN(mode, I, H, L, bidirectional, "float32", 0, 0, caller_reserve=True)
+    """An RNN sized for one step of one example: the library's reserve formula, for the fake
+    functions too (RNN.reserve_elems accepts T and B only up to the sizes it was made for)."""
+    return _core.RNN(mode, I, H, L, bidirectional, "float32", 1, 1, caller_reserve=True)
+
+
+def _layout_reserve_elems(mode, I, H, L, bidirectional, T: int, B: int) -> int:
+    """The reserve of a T x B call: every block of the library's reserve holds T*B rows (the
+    gates, the reversed and the inner layers' inputs), so it is T*B times that of one step of
+    one example; the library checks the reserve's size on every call."""
+    return T * B * _layout_rnn(mode, I, H, L, bidirectional).reserve_elems(1, 1)
 
 
 def _reserve_elems(cfg: _Config, T: int, B: int) -> int:
-    return _layout_rnn(cfg.mode, cfg.I, cfg.H, cfg.L, cfg.bidirectional).reserve_elems(T, B)
+    return _layout_reserve_elems(cfg.mode, cfg.I, cfg.H, cfg.L, cfg.bidirectional, T, B)
 
 
 class _Plan:
@@ -600,10 +608,11 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
 
 
 def _stack_fake(x, h0, mode, num_layers, bidirectional):
-    T, B, I, H = int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(h0.shape[2])
+    # T and B stay symbolic under torch.export's dynamic shapes (int() would specialise them)
+    T, B, I, H = x.shape[0], x.shape[1], int(x.shape[2]), int(h0.shape[2])
     D = 2 if bidirectional else 1
     lstm_ = mode.startswith("lstm")
-    elems = _layout_rnn(mode, I, H, num_layers, bool(bidirectional)).reserve_elems(T, B)
+    elems = _layout_reserve_elems(mode, I, H, num_layers, bool(bidirectional), T, B)
     return (x.new_empty((T, B, D * H)), x.new_empty((num_layers * D, B, H)),
             x.new_empty((num_layers * D, B, H) if lstm_ else (0,)), x.new_empty((elems,)))
 
