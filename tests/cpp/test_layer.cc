@@ -274,6 +274,14 @@ TEST(Layer, ValidationNamesTheLayerAndTheArgument) {
         mine.forward({.x = x4, .h_prev = h0}, out4, {small.data(), 16});
       },
       "workspace");
+  // A call that needs no workspace (an empty batch: workspace_bytes(T, 0) = 0) may pass none;
+  // its outputs are zeros (an RNN's layers take the stack's one workspace, empty here).
+  ASSERT_EQ(mine.workspace_bytes(4, 0), 0u);
+  const Tensor x_empty(DType::kFloat32, {4, 0, 3}), h_empty(DType::kFloat32, {0, 2});
+  Tensor o_empty(DType::kFloat32, {4, 0, 2});
+  const BlockGRUOutputs out_empty{o_empty.mutable_view(), o_empty.mutable_view(),
+                                  o_empty.mutable_view(), o_empty.mutable_view()};
+  EXPECT_NO_THROW(mine.forward({.x = x_empty, .h_prev = h_empty}, out_empty));
 }
 
 // ---- RNN ---------------------------------------------------------------------------------------
