@@ -5,9 +5,8 @@
 # off. Building needs no GPU: nvcc, cudart and cuBLAS compile and link on any machine.
 #
 # Architectures: CMAKE_CUDA_ARCHITECTURES defaults to "90;90a" (H100/H200: sm_90 code, and the
-# Hopper-specific sm_90a code that the driver picks on those GPUs) with nvcc 12.0 or newer, "90"
-# with nvcc 11.8 (no sm_90a), and 80 before that (no sm_90), keeping CI's compile time small.
-# Set it yourself for more, e.g. -DCMAKE_CUDA_ARCHITECTURES="80;90" (A100 and H100), or "native"
+# Hopper-specific sm_90a code, which needs CUDA >= 12.0, as the backend does), keeping CI's
+# compile time small. Set it yourself for more, e.g. -DCMAKE_CUDA_ARCHITECTURES="80;90" (A100 and H100), or "native"
 # on a machine with a GPU.
 #
 # Compile gates: ptxas fails the build on a register spill or any local memory use
@@ -27,18 +26,14 @@ if(BLOCKRNN_CUDA)
     message(FATAL_ERROR "BLOCKRNN_CUDA is ON but no CUDA compiler was found (set CUDACXX or "
                         "CMAKE_CUDA_COMPILER, or pass -DBLOCKRNN_CUDA=OFF)")
   endif()
-  set(_blockrnn_default_archs OFF)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(_blockrnn_default_archs ON)
-    set(CMAKE_CUDA_ARCHITECTURES 90)  # for enable_language; refined below by nvcc's version
+    set(CMAKE_CUDA_ARCHITECTURES 90 90a)
   endif()
   enable_language(CUDA)
-  if(_blockrnn_default_archs)
-    if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
-      set(CMAKE_CUDA_ARCHITECTURES 90 90a)
-    elseif(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 11.8)
-      set(CMAKE_CUDA_ARCHITECTURES 80)
-    endif()
+  if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 12.0)
+    message(FATAL_ERROR "BLOCKRNN_CUDA needs CUDA >= 12.0 (cublasGemmEx_64, cudaMallocAsync, "
+                        "sm_90a); found nvcc ${CMAKE_CUDA_COMPILER_VERSION} (or pass "
+                        "-DBLOCKRNN_CUDA=OFF)")
   endif()
   # The kernels need C++17 only (CMake 3.25 knows no C++20 flag for nvcc 13).
   set(CMAKE_CUDA_STANDARD 17)
