@@ -4,11 +4,12 @@
 // reference forced (src/ref/, the spec in code), in the same dtype, compared elementwise:
 //   float64: |gpu − cpu| ≤ 1e-10 + 1e-10·|cpu|. Reason: cuBLAS sums the GEMMs' products in
 //            another order than the reference's triple loop (and, for the sequence ops, the
-//            input projection x·w_x and the recurrent h·w_h are two products added, and dW is one
-//            product over all steps instead of per-step sums). A reordered sum of n terms of
+//            input projection x·w_x and the recurrent h·w_h are two products added, dW is one
+//            product over all steps instead of per-step sums, and db and the peephole gradients
+//            sum the S·B rows in fixed chunks instead of per step). A reordered sum of n terms of
 //            size ≤ 1 differs by about √n·eps relative to its size: n ≤ K + S·B ≤ ~100 for the
-//            small shapes, and S·B = 10280 (dW) at the odd shapes, so ≤ ~1e-14 relative, and the
-//            scaled weights keep the recurrence from amplifying it over the 40 steps. 1e-10 is
+//            small shapes, and S·B = 10280 (dW, db) at the odd shapes, so ≤ ~1e-14 relative, and
+//            the scaled weights keep the recurrence from amplifying it over the 40 steps. 1e-10 is
 //            far above that and far below any real error (a wrong term is ≥ 1e-3 here).
 //   float32: 2e-4 abs + 2e-4 rel. Reason: the same reordering at float32's eps (6e-8: √10280·eps
 //            ≈ 6e-6) plus CUDA's expf/tanhf (≤ 2 ulp) against libm, over the recurrence.
