@@ -4,9 +4,14 @@
 # wheel stays CPU-only for now) nor a sanitizer or fuzzing build; -DBLOCKRNN_CUDA=OFF forces it
 # off. Building needs no GPU: nvcc, cudart and cuBLAS compile and link on any machine.
 #
-# Architectures: CMAKE_CUDA_ARCHITECTURES defaults to 90 (H100/H200) only, to keep CI's compile
-# time small. Add more with e.g. -DCMAKE_CUDA_ARCHITECTURES="80;90" (A100 and H100), or "native"
+# Architectures: CMAKE_CUDA_ARCHITECTURES defaults to "90;90a" (H100/H200: sm_90 code, and the
+# Hopper-specific sm_90a code, which needs CUDA >= 12.0, as the backend does), keeping CI's
+# compile time small. Set it yourself for more, e.g. -DCMAKE_CUDA_ARCHITECTURES="80;90" (A100 and H100), or "native"
 # on a machine with a GPU.
+#
+# Compile gates: ptxas fails the build on a register spill or any local memory use
+# (-warn-spills, -warn-lmem-usage, -Werror): a kernel that spills is slower than it looks, and
+# the element-wise kernels have no reason to use local memory.
 include(CheckLanguage)
 check_language(CUDA)
 set(_blockrnn_cuda_default OFF)
@@ -22,9 +27,14 @@ if(BLOCKRNN_CUDA)
                         "CMAKE_CUDA_COMPILER, or pass -DBLOCKRNN_CUDA=OFF)")
   endif()
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+    set(CMAKE_CUDA_ARCHITECTURES 90 90a)
   endif()
   enable_language(CUDA)
+  if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 12.0)
+    message(FATAL_ERROR "BLOCKRNN_CUDA needs CUDA >= 12.0 (cublasGemmEx_64, cudaMallocAsync, "
+                        "sm_90a); found nvcc ${CMAKE_CUDA_COMPILER_VERSION} (or pass "
+                        "-DBLOCKRNN_CUDA=OFF)")
+  endif()
   # The kernels need C++17 only (CMake 3.25 knows no C++20 flag for nvcc 13).
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
@@ -39,6 +49,7 @@ if(BLOCKRNN_CUDA)
   # (as -ffp-contract=off on the host); cuBLAS's GEMMs are unaffected.
   target_compile_options(blockrnn_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-fmad=false>
+    "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xptxas -warn-spills,-warn-lmem-usage,-Werror>"
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -ffp-contract=off>)
   # It reuses the CPU library's validation (internal functions), hence blockrnn_internal.
   target_link_libraries(blockrnn_cuda PUBLIC blockrnn_internal CUDA::cudart CUDA::cublas)

@@ -2,7 +2,7 @@
 # The checks of the CUDA backend that need a GPU (docs/cuda.md). Run on a machine with an NVIDIA
 # GPU, the CUDA toolkit >= 12.0 (nvcc, cuBLAS) and the project's build dependencies (CMake >=
 # 3.22, g++ >= 12, GoogleTest, OpenMP; scripts/setup.sh installs them on Debian):
-#   scripts/gpu_check.sh                             # H100/H200 (sm_90, the default)
+#   scripts/gpu_check.sh                             # H100/H200 (sm_90 + sm_90a, the default)
 #   BLOCKRNN_CUDA_ARCH=80 scripts/gpu_check.sh       # another GPU, e.g. A100; "native" needs
 #                                                    # CMake >= 3.24
 # Steps: build only the CUDA targets, run every CUDA test (all ops against the CPU reference in
@@ -14,7 +14,7 @@
 # build/gpu/logs). Its output is what to report; nothing else is a GPU result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ARCH="${BLOCKRNN_CUDA_ARCH:-90}"
+ARCH="${BLOCKRNN_CUDA_ARCH:-90;90a}"
 JOBS="${BLOCKRNN_JOBS:-$(nproc)}"
 BUILD=build/gpu
 LOGS="${OUT:-$BUILD/logs}"

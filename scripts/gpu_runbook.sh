@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_runbook.sh build    # on the CPU machine (nvcc, cuBLAS, GoogleTest): builds the
 #                                   # device tests and the timing tool into build/gpu-runbook/bin
-#                                   # (BLOCKRNN_CUDA_ARCH, default 90: H100/H200)
+#                                   # (BLOCKRNN_CUDA_ARCH, default "90;90a": H100/H200)
 #   scripts/gpu_runbook.sh verify   # on the GPU machine, carrying build/gpu-runbook/bin: every
 #                                   # device test (all ops in float64/float32/float16 against the
 #                                   # CPU reference, determinism, TF32, validation)
@@ -25,7 +25,7 @@ OUT="${OUT:-$BUILD/out}"
 
 stage_build() {
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBLOCKRNN_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES="${BLOCKRNN_CUDA_ARCH:-90}" -DBLOCKRNN_CUDA_EMU=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES="${BLOCKRNN_CUDA_ARCH:-90;90a}" -DBLOCKRNN_CUDA_EMU=OFF \
     -DBLOCKRNN_BUILD_JAVA=OFF -DBLOCKRNN_BUILD_CLI=OFF -DBLOCKRNN_INSTALL=OFF >/dev/null
   cmake --build "$BUILD" -j "${BLOCKRNN_JOBS:-2}" --target blockrnn_cuda_tests blockrnn_cuda_timing
   mkdir -p "$BIN"

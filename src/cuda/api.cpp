@@ -56,6 +56,15 @@ class Handles {
   std::vector<cublasHandle_t> handles_;
 };
 
+// The cuBLAS workspace of every call that runs a GEMM. cuBLAS guarantees bitwise identical
+// results run to run only when a workspace is used by one stream at a time; with none set, a
+// handle uses its own default pool across all the streams it is given. 4 MiB is the size of
+// that default pool (cuBLAS recommends 32 MiB on Hopper for its fastest split-K algorithms; not
+// measured here).
+constexpr std::size_t kBlasWorkspaceBytes = std::size_t(4) << 20;
+
+// The calling thread's handle on the current device, set to `stream` and the math mode. Every
+// call sets the stream (cuBLAS keeps the last one given) and then, in run(), its own workspace.
 Ctx make_ctx(const char* op, cudaStream_t stream) {
   thread_local Handles handles;
   Ctx ctx{op, stream, handles.get(op), get_math_mode() == MathMode::kTF32};
@@ -129,6 +138,11 @@ void run(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs
     }
     return;
   }
+  // cuBLAS's workspace for this call, on the call's stream (set after cublasSetStream, which
+  // resets it): stream-ordered memory, so no two streams ever share a workspace.
+  Workspace blas_workspace(ctx, kBlasWorkspaceBytes);
+  check_blas(op.name, cublasSetWorkspace(ctx.blas, blas_workspace.as<void>(), kBlasWorkspaceBytes),
+             "cublasSetWorkspace");
   // The inputs the kernels read: the floating ones, less `unread`, whose views become null.
   In dev = in;
   std::vector<TensorView*> read;

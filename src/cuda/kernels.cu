@@ -6,9 +6,9 @@
 //             pairs per step (r⊙h must exist before the candidate's product).
 //   backward: per step t = S−1 … 0 the element-wise kernel(s) and the recurrent GEMM(s) of the
 //             dh (and dcs) chain, storing each step's gate gradients; then d_x of all steps
-//             and dW as one large GEMM each, and db (and the peephole gradients) as a fixed-order
-//             reduction: one thread per column, summing each step over the batch in increasing
-//             order and the steps in the order t = S−1 … 0, exactly as the CPU reference. No
+//             and dW as one large GEMM each, and db (and the peephole gradients) as a two-level
+//             fixed-order reduction over the S·B rows (colsum below): per-chunk partial sums,
+//             then the partials in order, the order set by the number of rows alone. No
 //             floating-point atomics anywhere, so results are identical run to run.
 // Cells are one-step sequences (S = T = 1), with the cell kernels' exact gradient inputs.
 // Element-wise arithmetic follows the groupings of src/ref/*.cc (the spec in code) and is
@@ -157,25 +157,63 @@ void gemm(const Ctx& ctx, bool ta, bool tb, i64 M, i64 N, i64 K, const T* A, i64
              "cublasGemmEx");
 }
 
-// out[j] = Σ_{t = S−1 … 0} (Σ_{b = 0 … B−1} m[(t·B + b)·ld + j]), j < cols: the CPU reference's
-// order (per-step column sums, added over the steps from the last one).
+// ---- fixed-order column sums ------------------------------------------------------------------
+
+// The column sums of the gradient reductions (db, and the peephole gradients) in two levels whose
+// summation order depends on the number of rows alone, never on the grid: the rows are tiled
+// into chunks of reduction_chunk_rows(rows) consecutive rows; level 1 sums each chunk's rows of
+// one column in increasing row order (one thread per (chunk, column): rows/R·cols threads of R
+// loads each instead of cols threads of rows loads each); level 2 sums a column's chunk partials
+// in increasing chunk order. No atomics: the same bits run to run, on any GPU. The order differs
+// from the CPU reference's (per-step sums added from the last step), so results agree with it to
+// rounding, as any two summation orders do.
+constexpr i64 kMinChunkRows = 32;
+
+// R = max(32, ⌈√rows⌉): both levels then do about √rows additions per thread.
+i64 reduction_chunk_rows(i64 rows) {
+  i64 r = 1;
+  while (r * r < rows) ++r;
+  return std::max(r, kMinChunkRows);
+}
+
+i64 reduction_chunks(i64 rows) {
+  return (rows + reduction_chunk_rows(rows) - 1) / reduction_chunk_rows(rows);
+}
+
+// partial[c·cols + j] = Σ_{r = c·R … min(rows, (c+1)·R) − 1} m[r·ld + j], in increasing r.
 template <typename T>
-__global__ void colsum_time_kernel(i64 S, i64 B, i64 cols, i64 ld, const T* m, T* out) {
-  BLOCKRNN_GRID_STRIDE(j, cols) {
-    T acc = T(0);
-    for (i64 t = S - 1; t >= 0; --t) {
-      T s = T(0);
-      for (i64 b = 0; b < B; ++b) s += m[(t * B + b) * ld + j];
-      acc += s;
-    }
-    out[j] = acc;
+__global__ void chunk_colsum_kernel(i64 rows, i64 cols, i64 ld, i64 chunk_rows, const T* m,
+                                    T* partial) {
+  const i64 chunks = (rows + chunk_rows - 1) / chunk_rows;
+  BLOCKRNN_GRID_STRIDE(e, chunks * cols) {
+    const i64 c = e / cols, j = e % cols;
+    const i64 end = (c + 1) * chunk_rows < rows ? (c + 1) * chunk_rows : rows;
+    T s = T(0);
+    for (i64 r = c * chunk_rows; r < end; ++r) s += m[r * ld + j];
+    partial[e] = s;
   }
 }
 
+// out[j] = Σ_{c = 0 … chunks−1} partial[c·cols + j], in increasing c (0 when chunks = 0).
 template <typename T>
-void colsum_time(const Ctx& ctx, i64 S, i64 B, i64 cols, i64 ld, const T* m, T* out) {
+__global__ void sum_chunks_kernel(i64 chunks, i64 cols, const T* partial, T* out) {
+  BLOCKRNN_GRID_STRIDE(j, cols) {
+    T s = T(0);
+    for (i64 c = 0; c < chunks; ++c) s += partial[c * cols + j];
+    out[j] = s;
+  }
+}
+
+// out[j] = the column sums of m [rows, cols] (leading dimension ld), in the order above.
+template <typename T>
+void colsum(const Ctx& ctx, i64 rows, i64 cols, i64 ld, const T* m, T* out) {
   if (cols == 0) return;
-  launch(ctx, "colsum_time_kernel", colsum_time_kernel<T>, grid_for(cols), S, B, cols, ld, m, out);
+  const i64 chunks = reduction_chunks(rows);
+  Workspace partial(ctx, sizeof(T) * chunks * cols);
+  launch(ctx, "chunk_colsum_kernel", chunk_colsum_kernel<T>, grid_for(chunks * cols), rows, cols,
+         ld, reduction_chunk_rows(rows), m, partial.as<T>());
+  launch(ctx, "sum_chunks_kernel", sum_chunks_kernel<T>, grid_for(cols), chunks, cols,
+         partial.as<T>(), out);
 }
 
 // ---- LSTM -------------------------------------------------------------------------------------
@@ -253,34 +291,53 @@ __global__ void lstm_bwd_kernel(i64 B, i64 H, Blocks blk, bool use_peephole, con
   }
 }
 
-// Peephole gradients over all steps in the CPU reference's order; zeros without peepholes.
-// cs_prev of step t is cs0 at t = 0, else cs[t−1].
+// Level 1 of the peephole gradients (the order of colsum above, over the S·B rows r = t·B + n):
+// partial[(g·chunks + c)·H + j] = Σ_{r in chunk c} d_gates[r, gate g, j]·cs_g[r, j] for the
+// gates g = i, f, o, where cs_i = cs_f = cs_prev of step t (cs0 at t = 0, else cs[t−1]) and
+// cs_o = cs[t].
 template <typename T>
-__global__ void lstm_peephole_grad_kernel(i64 S, i64 B, i64 H, Blocks blk, bool use_peephole,
-                                          const T* d_gates, const T* cs0, const T* cs, T* d_wci,
-                                          T* d_wcf, T* d_wco) {
-  const i64 G = 4 * H, BH = B * H;
-  BLOCKRNN_GRID_STRIDE(j, H) {
-    T aci = T(0), acf = T(0), aco = T(0);
-    if (use_peephole) {
-      for (i64 t = S - 1; t >= 0; --t) {
-        const T* csp = t == 0 ? cs0 : cs + (t - 1) * BH;
-        T sci = T(0), scf = T(0), sco = T(0);
-        for (i64 n = 0; n < B; ++n) {
-          const T* dg = d_gates + (t * B + n) * G;
-          sci += dg[blk.i * H + j] * csp[n * H + j];
-          scf += dg[blk.f * H + j] * csp[n * H + j];
-          sco += dg[blk.o * H + j] * cs[t * BH + n * H + j];
-        }
-        aci += sci;
-        acf += scf;
-        aco += sco;
+__global__ void lstm_peephole_chunk_kernel(i64 S, i64 B, i64 H, Blocks blk, i64 chunk_rows,
+                                           const T* d_gates, const T* cs0, const T* cs,
+                                           T* partial) {
+  const i64 G = 4 * H, BH = B * H, rows = S * B;
+  const i64 chunks = (rows + chunk_rows - 1) / chunk_rows;
+  BLOCKRNN_GRID_STRIDE(e, chunks * H) {
+    const i64 c = e / H, j = e % H;
+    const i64 begin = c * chunk_rows;
+    const i64 end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
+    T sci = T(0), scf = T(0), sco = T(0);
+    i64 t = begin / B, n = begin - t * B;  // row r = t·B + n, advanced without a division
+    for (i64 r = begin; r < end; ++r) {
+      const T* csp = t == 0 ? cs0 : cs + (t - 1) * BH;
+      const T* dg = d_gates + r * G;
+      sci += dg[blk.i * H + j] * csp[n * H + j];
+      scf += dg[blk.f * H + j] * csp[n * H + j];
+      sco += dg[blk.o * H + j] * cs[r * H + j];
+      if (++n == B) {
+        n = 0;
+        ++t;
       }
     }
-    d_wci[j] = aci;
-    d_wcf[j] = acf;
-    d_wco[j] = aco;
+    partial[e] = sci;
+    partial[chunks * H + e] = scf;
+    partial[2 * chunks * H + e] = sco;
   }
+}
+
+// The peephole gradients d_wci, d_wcf, d_wco from the gate gradients of all S steps.
+template <typename T>
+void lstm_peephole_grad(const Ctx& ctx, i64 S, i64 B, i64 H, Blocks blk, const T* d_gates,
+                        const T* cs0, const T* cs, T* d_wci, T* d_wcf, T* d_wco) {
+  const i64 rows = S * B, chunks = reduction_chunks(rows);
+  Workspace partial(ctx, sizeof(T) * 3 * chunks * H);
+  const T* p = partial.as<T>();
+  launch(ctx, "lstm_peephole_chunk_kernel", lstm_peephole_chunk_kernel<T>, grid_for(chunks * H), S,
+         B, H, blk, reduction_chunk_rows(rows), d_gates, cs0, cs, partial.as<T>());
+  launch(ctx, "sum_chunks_kernel", sum_chunks_kernel<T>, grid_for(H), chunks, H, p, d_wci);
+  launch(ctx, "sum_chunks_kernel", sum_chunks_kernel<T>, grid_for(H), chunks, H, p + chunks * H,
+         d_wcf);
+  launch(ctx, "sum_chunks_kernel", sum_chunks_kernel<T>, grid_for(H), chunks, H, p + 2 * chunks * H,
+         d_wco);
 }
 
 // ---- GRU (reset before) -----------------------------------------------------------------------
@@ -471,8 +528,12 @@ void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>&
            a.wco, dg_t, a.d_cs_prev);
     if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.d_h_prev, H, 0.0);
   }
-  launch(ctx, "lstm_peephole_grad_kernel", lstm_peephole_grad_kernel<T>, grid_for(H), S, B, H, blk,
-         a.use_peephole, dg, a.cs_prev, a.cs, a.d_wci, a.d_wcf, a.d_wco);
+  if (a.use_peephole) {
+    lstm_peephole_grad<T>(ctx, S, B, H, blk, dg, a.cs_prev, a.cs, a.d_wci, a.d_wcf, a.d_wco);
+  } else {
+    T* const peep[] = {a.d_wci, a.d_wcf, a.d_wco};
+    for (T* q : peep) zero(ctx, q, H);
+  }
   if (!full) return;
   // d_x = d_gates·w_xᵀ for all steps; d_w = [x; h[t−1]]ᵀ·d_gates summed over the steps.
   gemm<T>(ctx, false, true, S * B, I, G, dg, G, a.w, G, a.d_x, I, 0.0);
@@ -480,7 +541,7 @@ void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>&
   T* w_grad_h = a.d_w + I * G;
   gemm<T>(ctx, true, false, H, G, B, a.h_prev, H, dg, G, w_grad_h, G, 0.0);
   gemm<T>(ctx, true, false, H, G, (S - 1) * B, a.h, H, dg + B * G, G, w_grad_h, G, 1.0);
-  colsum_time<T>(ctx, S, B, G, G, dg, a.d_b);
+  colsum<T>(ctx, S * B, G, G, dg, a.d_b);
 }
 
 template <typename T>
@@ -573,8 +634,8 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
           1.0);
   gemm<T>(ctx, true, false, I, H, S * B, a.x, I, dc, H, a.d_w_c, H, 0.0);
   gemm<T>(ctx, true, false, H, H, S * B, hr, H, dc, H, a.d_w_c + I * H, H, 0.0);
-  colsum_time<T>(ctx, S, B, 2 * H, 2 * H, dru, a.d_b_ru);
-  colsum_time<T>(ctx, S, B, H, H, dc, a.d_b_c);
+  colsum<T>(ctx, S * B, 2 * H, 2 * H, dru, a.d_b_ru);
+  colsum<T>(ctx, S * B, H, H, dc, a.d_b_c);
 }
 
 template <typename T>
@@ -628,8 +689,8 @@ void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
   gemm<T>(ctx, true, false, I, H3, S * B, a.x, I, d_gi, H3, a.d_w_i, H3, 0.0);
   gemm<T>(ctx, true, false, H, H3, B, a.h_prev, H, d_gh, H3, a.d_w_h, H3, 0.0);
   gemm<T>(ctx, true, false, H, H3, (S - 1) * B, a.h, H, d_gh + B * H3, H3, a.d_w_h, H3, 1.0);
-  colsum_time<T>(ctx, S, B, H3, H3, d_gi, a.d_b_i);
-  colsum_time<T>(ctx, S, B, H3, H3, d_gh, a.d_b_h);
+  colsum<T>(ctx, S * B, H3, H3, d_gi, a.d_b_i);
+  colsum<T>(ctx, S * B, H3, H3, d_gh, a.d_b_h);
 }
 
 void half_to_float(const Ctx& ctx, const void* src, float* dst, std::int64_t n) {

@@ -4,11 +4,12 @@
 // reference forced (src/ref/, the spec in code), in the same dtype, compared elementwise:
 //   float64: |gpu − cpu| ≤ 1e-10 + 1e-10·|cpu|. Reason: cuBLAS sums the GEMMs' products in
 //            another order than the reference's triple loop (and, for the sequence ops, the
-//            input projection x·w_x and the recurrent h·w_h are two products added, and dW is one
-//            product over all steps instead of per-step sums). A reordered sum of n terms of
+//            input projection x·w_x and the recurrent h·w_h are two products added, dW is one
+//            product over all steps instead of per-step sums, and db and the peephole gradients
+//            sum the S·B rows in fixed chunks instead of per step). A reordered sum of n terms of
 //            size ≤ 1 differs by about √n·eps relative to its size: n ≤ K + S·B ≤ ~100 for the
-//            small shapes, and S·B = 10280 (dW) at the odd shapes, so ≤ ~1e-14 relative, and the
-//            scaled weights keep the recurrence from amplifying it over the 40 steps. 1e-10 is
+//            small shapes, and S·B = 10280 (dW, db) at the odd shapes, so ≤ ~1e-14 relative, and
+//            the scaled weights keep the recurrence from amplifying it over the 40 steps. 1e-10 is
 //            far above that and far below any real error (a wrong term is ≥ 1e-3 here).
 //   float32: 2e-4 abs + 2e-4 rel. Reason: the same reordering at float32's eps (6e-8: √10280·eps
 //            ≈ 6e-6) plus CUDA's expf/tanhf (≤ 2 ulp) against libm, over the recurrence.
@@ -33,6 +34,7 @@
 // the same messages, before touching a device, so they run on any machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -508,25 +510,26 @@ TEST_F(CudaOps, TF32ModeLeavesFloat64Alone) {
              {{"forget_bias", 1.0}, {"cell_clip", 0.0}, {"use_peephole", 0.0}});  // fp64: exact
 }
 
-// Two runs of the same call give identical bits (no atomics, fixed-order reductions).
+// Two runs of the same call give identical bits (no atomics, fixed-order reductions), at one
+// reduction chunk (S·B = 24 rows) and at many (S·B = 1480 rows: 38 chunks of 39).
 TEST_F(CudaOps, Deterministic) {
-  const Dims d{6, 4, 7, 9, 6};
-  for (const char* op : {"BlockLSTMGrad", "BlockGRUGrad", "BlockGRUResetAfterGrad"}) {
-    SCOPED_TRACE(op);
-    const OpDef& def = find_op(op);
-    const std::vector<Tensor> host = random_inputs(def, d, DType::kFloat32, 7);
-    const AttrMap attrs =
-        std::string(op) == "BlockLSTMGrad" ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
-    DeviceCall first(op, host, attrs), second(op, host, attrs);
-    first.run(nullptr);
-    second.run(nullptr);
-    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    const std::vector<Tensor> a = first.outputs(), b = second.outputs();
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      EXPECT_EQ(std::memcmp(a[k].data(), b[k].data(), a[k].num_bytes()), 0)
-          << "output " << def.outputs[k] << " differs between two runs";
+  for (const Dims& d : {Dims{6, 4, 7, 9, 6}, Dims{40, 37, 7, 9, 40}})
+    for (const char* op : {"BlockLSTMGrad", "BlockGRUGrad", "BlockGRUResetAfterGrad"}) {
+      SCOPED_TRACE(std::string(op) + " S*B=" + std::to_string(d.S * d.B));
+      const OpDef& def = find_op(op);
+      const std::vector<Tensor> host = random_inputs(def, d, DType::kFloat32, 7);
+      const AttrMap attrs =
+          std::string(op) == "BlockLSTMGrad" ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+      DeviceCall first(op, host, attrs), second(op, host, attrs);
+      first.run(nullptr);
+      second.run(nullptr);
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      const std::vector<Tensor> a = first.outputs(), b = second.outputs();
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        EXPECT_EQ(std::memcmp(a[k].data(), b[k].data(), a[k].num_bytes()), 0)
+            << "output " << def.outputs[k] << " differs between two runs";
+      }
     }
-  }
 }
 
 // Calls on two non-blocking streams at once (each op's forward and backward, interleaved) give
@@ -762,6 +765,91 @@ TEST(CudaValidation, NoDeviceIsAClearError) {
     EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
     EXPECT_NE(std::string(e.what()).find("GRUBlockCell: no CUDA device"), std::string::npos)
         << e.what();
+  }
+}
+
+// The gradient reductions (db and the peephole gradients) sum in the documented fixed order
+// (docs/cuda.md, "Structure"): the rows tiled into chunks of max(32, ⌈√rows⌉) consecutive rows,
+// each chunk summed in increasing row order, then the chunk sums in increasing chunk order. The
+// device results equal that order computed here bit for bit (float32 addition is exact IEEE
+// arithmetic on both sides, and the products are not contracted into FMAs), at B = 100: chunks
+// of 32, 32, 32 and 4 rows.
+float chunked_sum(std::int64_t rows, const std::function<float(std::int64_t)>& term) {
+  std::int64_t chunk = 1;
+  while (chunk * chunk < rows) ++chunk;
+  chunk = std::max<std::int64_t>(chunk, 32);
+  float total = 0.0f;
+  for (std::int64_t begin = 0; begin < rows; begin += chunk) {
+    float partial = 0.0f;
+    for (std::int64_t r = begin; r < std::min(rows, begin + chunk); ++r) partial += term(r);
+    total += partial;
+  }
+  return total;
+}
+
+std::size_t index_of(const std::vector<std::string>& names, const std::string& name) {
+  const auto it = std::find(names.begin(), names.end(), name);
+  EXPECT_NE(it, names.end()) << name;
+  return static_cast<std::size_t>(it - names.begin());
+}
+
+void expect_same_bits(float got, float want, const std::string& what) {
+  EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+      << what << ": device " << got << ", chunked order " << want;
+}
+
+TEST_F(CudaOps, GradientReductionsSumInTheDocumentedChunkOrder) {
+  const Dims d{1, 100, 3, 16, 1};
+  const std::int64_t B = d.B, H = d.H;
+  {  // LSTMBlockCellGrad's peephole gradients: Σ_n dicfo[n, gate, j]·cs[n, j].
+    const OpDef& def = find_op("LSTMBlockCellGrad");
+    const std::vector<Tensor> host = random_inputs(def, d, DType::kFloat32, 3);
+    DeviceCall call("LSTMBlockCellGrad", host, {{"use_peephole", 1.0}});
+    call.run(nullptr);
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const std::vector<Tensor> out = call.outputs();
+    const float* dicfo = out[index_of(def.outputs, "dicfo")].data_as<float>();
+    const float* cs_prev = host[index_of(def.inputs, "cs_prev")].data_as<float>();
+    const float* cs = host[index_of(def.inputs, "cs")].data_as<float>();
+    // Gate blocks in i, c, f, o order: wci pairs with block 0, wcf with 2, wco with 3.
+    const struct {
+      const char* output;
+      std::int64_t block;
+      const float* cell;
+    } peepholes[] = {{"wci_grad", 0, cs_prev}, {"wcf_grad", 2, cs_prev}, {"wco_grad", 3, cs}};
+    for (const auto& p : peepholes) {
+      const float* got = out[index_of(def.outputs, p.output)].data_as<float>();
+      for (std::int64_t j = 0; j < H; ++j) {
+        const float want = chunked_sum(B, [&](std::int64_t n) {
+          return dicfo[n * 4 * H + p.block * H + j] * p.cell[n * H + j];
+        });
+        expect_same_bits(got[j], want, std::string(p.output) + "[" + std::to_string(j) + "]");
+      }
+    }
+  }
+  {  // gradients.GRUBlockCell's bias gradients: the column sums of GRUBlockCellGrad's d_c_bar
+     // and d_r_bar_u_bar (the same kernels compute those on the same inputs).
+    const OpDef& grad = find_op("GRUBlockCellGrad");
+    const OpDef& backward = find_op("gradients.GRUBlockCell");
+    const std::vector<Tensor> host = random_inputs(grad, d, DType::kFloat32, 4);
+    DeviceCall partials("GRUBlockCellGrad", host, {}), sums("gradients.GRUBlockCell", host, {});
+    partials.run(nullptr);
+    sums.run(nullptr);
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const std::vector<Tensor> p = partials.outputs(), s = sums.outputs();
+    const struct {
+      const char* partial;
+      std::size_t bias;  // output index of gradients.GRUBlockCell: x, h_prev, w_ru, w_c, b_ru, b_c
+      std::int64_t cols;
+    } biases[] = {{"d_r_bar_u_bar", 4, 2 * H}, {"d_c_bar", 5, H}};
+    for (const auto& b : biases) {
+      const float* m = p[index_of(grad.outputs, b.partial)].data_as<float>();
+      const float* got = s[b.bias].data_as<float>();
+      for (std::int64_t j = 0; j < b.cols; ++j) {
+        const float want = chunked_sum(B, [&](std::int64_t n) { return m[n * b.cols + j]; });
+        expect_same_bits(got[j], want, backward.outputs[b.bias] + "[" + std::to_string(j) + "]");
+      }
+    }
   }
 }
 

@@ -28,6 +28,9 @@ struct Dev {
   ~Dev() { EXPECT_EQ(cudaFree(p), cudaSuccess); }
 };
 
+// The stand-in cuBLAS runs no GEMM without a workspace (blockrnn's rule; cublas_v2.h).
+constexpr std::size_t kWorkspaceBytes = 1024;
+
 // Expects `call` to report one violation whose text contains `what`.
 template <typename F>
 void expect_violation(F&& call, const std::string& what) {
@@ -119,6 +122,8 @@ double at(const std::vector<double>& x, bool trans, std::int64_t ld, std::int64_
 TEST(CudaEmu, GemmIsAGemmInEveryTransposition) {
   cublasHandle_t h = nullptr;
   ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  Dev<unsigned char> ws(kWorkspaceBytes);
+  ASSERT_EQ(cublasSetWorkspace(h, ws.p, kWorkspaceBytes), CUBLAS_STATUS_SUCCESS);
   const std::int64_t m = 7, n = 5, k = 3, pad = 2;
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
@@ -160,6 +165,8 @@ TEST(CudaEmu, GemmIsAGemmInEveryTransposition) {
 TEST(CudaEmu, GemmArgumentRulesAreChecked) {
   cublasHandle_t h = nullptr;
   ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  Dev<unsigned char> ws(kWorkspaceBytes);
+  ASSERT_EQ(cublasSetWorkspace(h, ws.p, kWorkspaceBytes), CUBLAS_STATUS_SUCCESS);
   Dev<float> A(64), B(64), C(64);
   const float one = 1.0f, zero = 0.0f;
   auto gemm = [&](cublasHandle_t handle, cublasOperation_t ta, std::int64_t m, std::int64_t lda,
@@ -201,10 +208,57 @@ TEST(CudaEmu, GemmArgumentRulesAreChecked) {
       "no live handle");
 }
 
+// A GEMM runs with a workspace set after the handle's stream, belonging to that stream: without
+// one cuBLAS would share its default pool across streams, and a stream-ordered workspace of
+// another stream may be reused by that stream while the GEMM runs.
+TEST(CudaEmu, CublasWorkspaceBelongsToTheHandlesStream) {
+  cublasHandle_t h = nullptr;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
+  Dev<float> A(4), B(4), C(4);
+  const float one = 1.0f, zero = 0.0f;
+  auto gemm = [&] {
+    return cublasGemmEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, A.p, CUDA_R_32F, 2, B.p,
+                           CUDA_R_32F, 2, &zero, C.p, CUDA_R_32F, 2, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT);
+  };
+  ASSERT_EQ(cublasSetStream(h, s1), CUBLAS_STATUS_SUCCESS);
+  expect_violation([&] { EXPECT_EQ(gemm(), CUBLAS_STATUS_INVALID_VALUE); }, "no workspace set");
+  void* ws1 = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&ws1, kWorkspaceBytes, s1), cudaSuccess);
+  expect_violation(
+      [&] {
+        EXPECT_EQ(cublasSetWorkspace(h, static_cast<char*>(ws1) + 16, 512),
+                  CUBLAS_STATUS_INVALID_VALUE);
+      },
+      "not 256-byte aligned");
+  ASSERT_EQ(cublasSetWorkspace(h, ws1, kWorkspaceBytes), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);
+  // cublasSetStream resets the workspace, and s1's workspace is not s2's.
+  ASSERT_EQ(cublasSetStream(h, s2), CUBLAS_STATUS_SUCCESS);
+  expect_violation([&] { EXPECT_EQ(gemm(), CUBLAS_STATUS_INVALID_VALUE); }, "no workspace set");
+  expect_violation(
+      [&] { EXPECT_EQ(cublasSetWorkspace(h, ws1, kWorkspaceBytes), CUBLAS_STATUS_INVALID_VALUE); },
+      "allocated on another stream");
+  // A workspace freed after it was set is refused by the next GEMM.
+  ASSERT_EQ(cublasSetStream(h, s1), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetWorkspace(h, ws1, kWorkspaceBytes), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cudaFreeAsync(ws1, s1), cudaSuccess);
+  expect_violation([&] { EXPECT_EQ(gemm(), CUBLAS_STATUS_INVALID_VALUE); },
+                   "no longer a live device allocation");
+  EXPECT_EQ(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cudaStreamDestroy(s1), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s2), cudaSuccess);
+}
+
 // TF32 keeps 10 mantissa bits: 1 + 2^−12 becomes 1 in the products, exactly kept otherwise.
 TEST(CudaEmu, Tf32RoundsTheInputs) {
   cublasHandle_t h = nullptr;
   ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  Dev<unsigned char> ws(kWorkspaceBytes);
+  ASSERT_EQ(cublasSetWorkspace(h, ws.p, kWorkspaceBytes), CUBLAS_STATUS_SUCCESS);
   Dev<float> A(1), B(1), C(1);
   const float a = 1.0f + std::ldexp(1.0f, -12), b = 1.0f, one = 1.0f, zero = 0.0f;
   cudaMemcpy(A.p, &a, 4, cudaMemcpyHostToDevice);

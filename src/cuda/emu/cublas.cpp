@@ -26,6 +26,10 @@
 struct cublasContext {
   cudaStream_t stream;
   cublasMath_t math;
+  // The workspace of cublasSetWorkspace, reset to none by cublasSetStream (as cuBLAS resets it
+  // to its default pool).
+  void* workspace;
+  std::size_t workspace_bytes;
 };
 
 namespace blockrnn::cuda_emu {
@@ -89,6 +93,17 @@ void gemm_loops(bool ta, bool tb, i64 m, i64 n, i64 k, T alpha, const T* A, i64 
   }
 }
 
+// Why `workspace` does not belong to the handle's stream, or "" when it does: a stream-ordered
+// allocation (cudaMallocAsync) belongs to the stream it was made on, and work on another stream
+// could run while that stream reuses or frees it.
+std::string workspace_stream_mismatch(cublasHandle_t handle, const void* workspace) {
+  cudaStream_t owner = nullptr;
+  if (stream_of_allocation(workspace, &owner) && owner != handle->stream) {
+    return "the workspace was allocated on another stream than the handle's";
+  }
+  return "";
+}
+
 bool overlap(const void* x, i64 x_bytes, const void* y, i64 y_bytes) {
   const auto a = reinterpret_cast<std::uintptr_t>(x), b = reinterpret_cast<std::uintptr_t>(y);
   return x_bytes > 0 && y_bytes > 0 && a < b + std::uintptr_t(y_bytes) &&
@@ -111,7 +126,7 @@ cublasStatus_t cublasCreate(cublasHandle_t* handle) {
   }
   std::lock_guard<std::mutex> lock(g_mu);
   g_handle_objects.push_back(
-      std::make_unique<cublasContext>(cublasContext{nullptr, CUBLAS_DEFAULT_MATH}));
+      std::make_unique<cublasContext>(cublasContext{nullptr, CUBLAS_DEFAULT_MATH, nullptr, 0}));
   *handle = g_handle_objects.back().get();
   g_handles.insert(*handle);
   return CUBLAS_STATUS_SUCCESS;
@@ -130,6 +145,31 @@ cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
     return broken(CUBLAS_STATUS_INVALID_VALUE, "cublasSetStream: not a live stream");
   }
   handle->stream = stream;
+  handle->workspace = nullptr;
+  handle->workspace_bytes = 0;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, std::size_t bytes) {
+  const std::string fn = "cublasSetWorkspace";
+  if (!is_live(handle)) return broken(CUBLAS_STATUS_NOT_INITIALIZED, fn + ": no live handle");
+  if (workspace == nullptr || bytes == 0) {
+    return broken(CUBLAS_STATUS_INVALID_VALUE,
+                  fn + ": no workspace (blockrnn always gives one: without it cuBLAS uses its "
+                       "default pool, shared by every stream of the handle)");
+  }
+  if (reinterpret_cast<std::uintptr_t>(workspace) % 256 != 0) {
+    return broken(CUBLAS_STATUS_INVALID_VALUE, fn + ": the workspace is not 256-byte aligned");
+  }
+  if (!is_device_range(workspace, bytes)) {
+    return broken(CUBLAS_STATUS_INVALID_VALUE,
+                  fn + ": the workspace is not inside one device allocation");
+  }
+  if (std::string why = workspace_stream_mismatch(handle, workspace); !why.empty()) {
+    return broken(CUBLAS_STATUS_INVALID_VALUE, fn + ": " + why);
+  }
+  handle->workspace = workspace;
+  handle->workspace_bytes = bytes;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -233,6 +273,17 @@ cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
                   fn + ": type / compute type / algorithm combination not emulated");
   }
   if (!is_valid_stream(handle->stream)) return bad("the handle's stream is no longer live");
+  // blockrnn's rule, stricter than cuBLAS's: every GEMM runs with a workspace of its own stream
+  // (cuBLAS is bitwise reproducible only with one stream per workspace), set after the stream.
+  if (handle->workspace == nullptr) {
+    return bad("no workspace set since the handle's stream was set (cublasSetStream resets it)");
+  }
+  if (!is_device_range(handle->workspace, handle->workspace_bytes)) {
+    return bad("the handle's workspace is no longer a live device allocation");
+  }
+  if (std::string why = workspace_stream_mismatch(handle, handle->workspace); !why.empty()) {
+    return bad(why);
+  }
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
   // Memory: a GPU would fault on a matrix outside device memory; the emulation says so at once.
   const i64 size = f64 ? 8 : 4;

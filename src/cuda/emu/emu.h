@@ -39,6 +39,9 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t shared_bytes,
 
 // True when [p, p + bytes) lies inside one live device allocation.
 bool is_device_range(const void* p, std::size_t bytes);
+// True when p lies inside a live stream-ordered allocation (cudaMallocAsync); *stream is then the
+// stream it was allocated on.
+bool stream_of_allocation(const void* p, cudaStream_t* stream);
 // True for nullptr, cudaStreamLegacy, cudaStreamPerThread and a created, not destroyed, stream.
 bool is_valid_stream(cudaStream_t stream);
 // Reports a broken rule of the CUDA or cuBLAS API: counted, kept as the last violation, and

@@ -40,6 +40,8 @@ enum class Kind { kDevice, kPinnedHost };
 struct Allocation {
   std::size_t bytes;
   Kind kind;
+  bool stream_ordered = false;  // from cudaMallocAsync, on `stream`
+  cudaStream_t stream = nullptr;
 };
 
 struct State {
@@ -109,7 +111,9 @@ std::string hex(const void* p) {
   return buf;
 }
 
-cudaError_t allocate(void** ptr, std::size_t bytes, Kind kind, const char* fn) {
+// stream_ordered: cudaMallocAsync's allocation on `stream`.
+cudaError_t allocate(void** ptr, std::size_t bytes, Kind kind, const char* fn,
+                     bool stream_ordered = false, cudaStream_t stream = nullptr) {
   if (ptr == nullptr) return violation(cudaErrorInvalidValue, std::string(fn) + ": ptr is null");
   *ptr = nullptr;
   if (!has_device()) return fail(cudaErrorNoDevice);
@@ -119,7 +123,8 @@ cudaError_t allocate(void** ptr, std::size_t bytes, Kind kind, const char* fn) {
   std::memset(p, kPoison, bytes);
   {
     std::lock_guard<std::mutex> lock(state().mu);
-    state().allocations[reinterpret_cast<std::uintptr_t>(p)] = {bytes, kind};
+    state().allocations[reinterpret_cast<std::uintptr_t>(p)] = {bytes, kind, stream_ordered,
+                                                                stream};
   }
   *ptr = p;
   return cudaSuccess;
@@ -221,6 +226,14 @@ cudaError_t memcpy_checked(void* dst, const void* src, std::size_t bytes, cudaMe
 
 bool is_device_range(const void* p, std::size_t bytes) {
   return bytes > 0 && in_allocation(p, bytes, Kind::kDevice);
+}
+
+bool stream_of_allocation(const void* p, cudaStream_t* stream) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  const Allocation* a = find_locked(p, 1);
+  if (a == nullptr || !a->stream_ordered) return false;
+  *stream = a->stream;
+  return true;
 }
 
 bool is_valid_stream(cudaStream_t stream) {
@@ -384,7 +397,7 @@ cudaError_t cudaFree(void* ptr) {
 
 cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t stream) {
   if (cudaError_t e = check_stream(stream, "cudaMallocAsync"); e != cudaSuccess) return e;
-  return allocate(ptr, bytes, Kind::kDevice, "cudaMallocAsync");
+  return allocate(ptr, bytes, Kind::kDevice, "cudaMallocAsync", true, stream);
 }
 
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {

@@ -3,11 +3,13 @@
 // loops and checks cuBLAS's documented argument rules on every call (a live handle, a valid
 // stream, m, n, k >= 0, lda >= max(1, rows of A as stored), the same for ldb and ldc, a supported
 // type / compute-type combination, alpha and beta given, every matrix inside one device
-// allocation, C not overlapping A or B). A broken rule is reported on stderr and returns the
-// status cuBLAS documents for it (or CUBLAS_STATUS_EXECUTION_FAILED for memory that a GPU would
-// fault on).
+// allocation, C not overlapping A or B), and one rule of blockrnn's own: a workspace set by
+// cublasSetWorkspace after the last cublasSetStream, belonging to that stream. A broken rule is
+// reported on stderr and returns the status cuBLAS documents for it (or
+// CUBLAS_STATUS_EXECUTION_FAILED for memory that a GPU would fault on).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
@@ -55,6 +57,9 @@ cublasStatus_t cublasCreate(cublasHandle_t* handle);
 cublasStatus_t cublasDestroy(cublasHandle_t handle);
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
 cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream);
+// A device workspace for the handle's GEMMs: 256-byte aligned, inside one device allocation, and
+// not a stream-ordered allocation of another stream than the handle's. cublasSetStream resets it.
+cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, std::size_t bytes);
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
 cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode);
 const char* cublasGetStatusName(cublasStatus_t status);
