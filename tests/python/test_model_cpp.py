@@ -7,10 +7,18 @@ is run by the C++ reader and compared with the framework's own output and with t
 reader's (blockrnn.load_model). Hand-made models add what the zoo does not reach: explicit
 lengths with padded_output "hold", lengths of 0, initial states, the last step only with
 lengths, float64 GRUs; and the CLI's error paths.
+
+Every zoo model is also run through the C API and the Java binding, by two small programs made
+for this test: tests/c/model_run.c (build/dev/tests/c/model_run, target model_run;
+BLOCKRNN_MODEL_RUN overrides the path) and the main class org.blockrnn.ModelRun of the Java test
+jar (build/dev/java: blockrnn.jar, blockrnn-tests.jar and libblockrnn_jni.so, targets
+blockrnn_java_tests and blockrnn_jni; BLOCKRNN_JAVA_DIR overrides the folder). Each runs all the
+zoo's models in one process; their outputs are compared with the framework's.
 """
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 
 import numpy as np
@@ -24,6 +32,8 @@ from test_model_zoo import KERAS_NAMES, TOL, TORCH_NAMES, zoo  # noqa: F401
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("BLOCKRNN_CLI", ROOT / "build/dev/tools/blockrnn"))
+C_RUNNER = pathlib.Path(os.environ.get("BLOCKRNN_MODEL_RUN", ROOT / "build/dev/tests/c/model_run"))
+JAVA_DIR = pathlib.Path(os.environ.get("BLOCKRNN_JAVA_DIR", ROOT / "build/dev/java"))
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +62,15 @@ def run_cpp(cli, tmp, model_file, x, lengths=None, initial=None):
     return load_file(out)
 
 
+def framework_key_to_state(key):
+    """A key of the zoo's expected outputs ("y", "h<layer>_<direction>", "c<layer>_<direction>")
+    as the readers' name of that output ("y", "states.<layer>.<direction>.<h|cs>")."""
+    if key == "y":
+        return key
+    layer, direction = key[1:].split("_")
+    return f"states.{layer}.{direction}.{'cs' if key[0] == 'c' else 'h'}"
+
+
 def python_states(states):
     """Model.forward's states[l][d] as the CLI's flat names."""
     flat = {}
@@ -73,8 +92,7 @@ def test_cpp_reader_matches_framework_and_python(zoo, cli, tmp_path, name):  # n
     dtype = got["y"].dtype.type
     # The framework's outputs (y, and the torch modules' final states).
     for key, want in zoo["expected"][name].items():
-        cpp_key = key if key == "y" else \
-            f"states.{key[1:].split('_')[0]}.{key.split('_')[1]}.{'cs' if key[0] == 'c' else 'h'}"
+        cpp_key = framework_key_to_state(key)
         assert got[cpp_key].shape == want.shape, (name, key)
         np.testing.assert_allclose(got[cpp_key], want, **TOL[dtype], err_msg=f"{name}: {key}")
     # The Python reader: the same layer objects on the same weights, so the same numbers up to
@@ -202,3 +220,75 @@ def test_cli_info_and_errors(cli, tmp_path):
     proc = run_cli(cli, "run", tmp_path / "nope.safetensors", "--input", path, "--output",
                    tmp_path / "o.safetensors")
     assert proc.returncode == 1 and "nope.safetensors: cannot open" in proc.stderr
+
+
+# ---- The same zoo through the C API and the Java binding ----------------------------------------
+
+def _zoo_runner_args(zoo, out_root):
+    """The arguments of model_run / ModelRun for every zoo model: MODEL X T B LENGTHS OUT_DIR,
+    with x and seq_lengths written as raw little-endian files; and each model's (OUT_DIR, dtype)."""
+    args, out_dirs = [], {}
+    for case in json.load(open(os.path.join(zoo["tmp"], "manifest.json"))):
+        name = case["name"]
+        x = np.load(case["x"])
+        T, B, _ = x.shape
+        x_file = out_root / f"{name}_x.bin"
+        x.astype(x.dtype.newbyteorder("<")).tofile(x_file)
+        lengths_file = "-"
+        if case["lengths"] is not None:
+            lengths_file = out_root / f"{name}_lengths.bin"
+            np.asarray(case["lengths"], dtype="<i8").tofile(lengths_file)
+        out_dir = out_root / name
+        out_dir.mkdir()
+        out_dirs[name] = (out_dir, x.dtype)
+        args += [case["file"], x_file, T, B, lengths_file, out_dir]
+    return [str(a) for a in args], out_dirs
+
+
+@pytest.fixture(scope="module")
+def c_outputs(zoo, tmp_path_factory):  # noqa: F811
+    if not C_RUNNER.is_file() or not os.access(C_RUNNER, os.X_OK):
+        pytest.fail(f"the C API's model runner is missing at {C_RUNNER}: build it first with "
+                    "`cmake --preset dev && cmake --build --preset dev --target model_run`, or "
+                    "point BLOCKRNN_MODEL_RUN at a built binary", pytrace=False)
+    args, out_dirs = _zoo_runner_args(zoo, tmp_path_factory.mktemp("zoo_c"))
+    proc = subprocess.run([str(C_RUNNER), *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out_dirs
+
+
+@pytest.fixture(scope="module")
+def java_outputs(zoo, tmp_path_factory):  # noqa: F811
+    java = shutil.which("java") or os.path.join(os.environ.get("JAVA_HOME", ""), "bin", "java")
+    needed = [JAVA_DIR / "blockrnn.jar", JAVA_DIR / "blockrnn-tests.jar",
+              JAVA_DIR / "libblockrnn_jni.so"]
+    missing = [str(p) for p in needed if not p.is_file()]
+    if missing or not os.access(java, os.X_OK):
+        pytest.fail(f"the Java binding's model runner is missing ({', '.join(missing) or 'java'}): "
+                    "build it first with a JDK and JUnit 5 installed, `cmake --preset dev && "
+                    "cmake --build --preset dev --target blockrnn_java_tests blockrnn_jni`, or "
+                    "point BLOCKRNN_JAVA_DIR at the folder holding blockrnn.jar, "
+                    "blockrnn-tests.jar and libblockrnn_jni.so", pytrace=False)
+    args, out_dirs = _zoo_runner_args(zoo, tmp_path_factory.mktemp("zoo_java"))
+    proc = subprocess.run(
+        [java, "-Xcheck:jni", f"-Dblockrnn.jni={needed[2]}",
+         "-cp", f"{needed[0]}{os.pathsep}{needed[1]}", "org.blockrnn.ModelRun", *args],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    # -Xcheck:jni reports misuse of JNI as warnings on the console, not as a failure.
+    assert "in native method" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    return out_dirs
+
+
+@pytest.mark.parametrize("language", ["c", "java"])
+@pytest.mark.parametrize("name", KERAS_NAMES + TORCH_NAMES)
+def test_c_and_java_match_framework(zoo, request, language, name):  # noqa: F811
+    out_dir, dtype = request.getfixturevalue(f"{language}_outputs")[name]
+    for key, want in zoo["expected"][name].items():
+        path = out_dir / f"{framework_key_to_state(key)}.bin"
+        assert path.is_file(), f"{language}: {name}: no output {path.name}"
+        got = np.fromfile(path, dtype=dtype.newbyteorder("<"))  # the model's dtype
+        assert got.size == want.size, (language, name, key, got.size, want.shape)
+        # The same tolerance as the CLI's comparison above: the same C++ reader underneath.
+        np.testing.assert_allclose(got.reshape(want.shape), want, **TOL[dtype.type],
+                                   err_msg=f"{language}: {name}: {key}")

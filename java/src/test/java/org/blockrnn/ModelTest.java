@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
  * state names, its forward against the BlockGRUResetAfter op on the same weights (the same
  * kernels: equal bits), the final state at each example's last step, and the errors (a broken
  * file, a wrong dtype, a closed model). Files converted from Keras and PyTorch are compared
- * with the frameworks in tests/python (the same reader, through the C++ API).
+ * with the frameworks in tests/python/test_model_cpp.py, which runs them through this class
+ * too (ModelRun).
  */
 class ModelTest {
   static final int T = 4, B = 2, I = 2, H = 3;
