@@ -318,12 +318,20 @@ def _new_rnn(cfg: _Config, T: int, B: int):
 
 @functools.lru_cache(maxsize=32)
 def _layout_rnn(mode, I, H, L, bidirectional):
-    """An RNN sized for no steps: the library's reserve formula, for the fake functions too."""
-    return _core.RNN(mode, I, H, L, bidirectional, "float32", 0, 0, caller_reserve=True)
+    """An RNN sized for one step of one example: the library's reserve formula, for the fake
+    functions too (an RNN refuses reserve_elems of a T or B beyond its max_time, max_batch)."""
+    return _core.RNN(mode, I, H, L, bidirectional, "float32", 1, 1, caller_reserve=True)
+
+
+def _stack_reserve_elems(mode, I, H, L, bidirectional, T: int, B: int) -> int:
+    """reserve_elems(T, B) of the stack: the reserve holds per (step, example) the same
+    elements (RNN's layout), so it is T·B times one step's of one example. Should the layout
+    ever change, the RNN's own check of the reserve's size refuses the call by name."""
+    return T * B * _layout_rnn(mode, I, H, L, bool(bidirectional)).reserve_elems(1, 1)
 
 
 def _reserve_elems(cfg: _Config, T: int, B: int) -> int:
-    return _layout_rnn(cfg.mode, cfg.I, cfg.H, cfg.L, cfg.bidirectional).reserve_elems(T, B)
+    return _stack_reserve_elems(cfg.mode, cfg.I, cfg.H, cfg.L, cfg.bidirectional, T, B)
 
 
 class _Plan:
@@ -603,7 +611,7 @@ def _stack_fake(x, h0, mode, num_layers, bidirectional):
     T, B, I, H = int(x.shape[0]), int(x.shape[1]), int(x.shape[2]), int(h0.shape[2])
     D = 2 if bidirectional else 1
     lstm_ = mode.startswith("lstm")
-    elems = _layout_rnn(mode, I, H, num_layers, bool(bidirectional)).reserve_elems(T, B)
+    elems = _stack_reserve_elems(mode, I, H, num_layers, bidirectional, T, B)
     return (x.new_empty((T, B, D * H)), x.new_empty((num_layers * D, B, H)),
             x.new_empty((num_layers * D, B, H) if lstm_ else (0,)), x.new_empty((elems,)))
 
