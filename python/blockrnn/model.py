@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _core, _opgen
 from ._core import InvalidArgumentError
-from .layers import _float_array, _one_call_at_a_time
+from .layers import _check_memory, _float_array, _one_call_at_a_time
 
 __all__ = ["Model", "LayerConfig", "load_model", "FORMAT", "VERSION", "KINDS", "MERGE_MODES"]
 
@@ -680,6 +680,21 @@ class Model:
         final = (finals[1], finals[0]) if spec.is_lstm else finals[0]  # LSTM: (cs, h)
         return h_seq, final
 
+    def _check_forward_memory(self, T, B):
+        """Refuses (ResourceExhaustedError) a forward whose arrays, which numpy allocates here
+        before the layer objects check their calls, need more than the memory limit. An upper
+        bound: the copy of x, and for every layer and direction its reversed input, its
+        outputs (LSTM 7, GRU 4, reset-after GRU 5) and their reversal, and the merged output."""
+        elems = self.input_size
+        I = self.input_size
+        for spec in self.layers:
+            n_out = 7 if spec.is_lstm else 4 if spec.kind == "BlockGRU" else 5
+            elems += spec.directions * (I + (n_out + 1) * spec.hidden_size) + spec.output_size
+            I = spec.output_size
+        _check_memory("Model.forward", T * B * elems * self.dtype.itemsize,
+                      f"x [{T}, {B}, {self.input_size}] and the layers' outputs, "
+                      f"{len(self.layers)} layers")
+
     @_one_call_at_a_time
     def forward(self, x, seq_lengths=None, initial_state=None):
         """Runs the stack on x [T, B, I] (time-major; converted to the model's dtype).
@@ -721,6 +736,7 @@ class Model:
         elif self.masking is not None:
             lengths = self.lengths_from_mask(x)
         init = self._initial(initial_state, B)
+        self._check_forward_memory(T, B)
         x = np.ascontiguousarray(x, dtype=self.dtype)
         if lengths is not None and bool(np.all(lengths == T)):
             lengths = None  # the same results, without the per-example bookkeeping

@@ -448,10 +448,10 @@ def layer_probes():
         "InvalidArgumentError", "Model.forward", "initial_state[0][0][1]")
     add("Model.forward x beyond the machine (broadcast)",
         model + "m.forward(bcast((10**6, 1000, 32)))",
-        "ResourceExhaustedError", "Model.forward",
-        known_bug="python/blockrnn/model.py Model.forward and _run_direction: the contiguous "
-                  "copy of x and each layer's outputs are allocated by numpy with no check "
-                  "against the memory limit first (a numpy MemoryError)")
+        "ResourceExhaustedError", "Model.forward", "[1000000, 1000, 32]")
+    add("Model.forward over set_memory_limit",
+        model + "blockrnn.set_memory_limit(1 << 20)\nm.forward(np.zeros((64, 64, 32)))",
+        "ResourceExhaustedError", "Model.forward", "memory limit")
 
     # --- One call at a time: concurrent callers on one object wait (or are refused), never
     # corrupt each other (each object owns one workspace; the library releases the GIL).
