@@ -486,14 +486,11 @@ def torch_probes():
     add("LSTM over set_memory_limit",
         "m = blockrnn.torch.LSTM(64, 64)\n"
         "blockrnn.set_memory_limit(1 << 20)\n"
-        "m(torch.zeros(64, 64, 64))", "ResourceExhaustedError", "RNN", "memory limit")
+        "m(torch.zeros(64, 64, 64))", "ResourceExhaustedError", "nn_rnn", "memory limit")
     add("GRU outputs beyond the machine (expanded x)",
         "m = blockrnn.torch.GRU(3, 100)\n"
         "m(torch.zeros(1, 1, 3).expand(10**6, 1000, 3))",
-        "ResourceExhaustedError", "memory limit",
-        known_bug="python/blockrnn/torch: a non-contiguous x is copied (and the outputs "
-                  "allocated) by torch before blockrnn's memory check: torch's allocator error "
-                  "(RuntimeError: DefaultCPUAllocator: can't allocate memory), naming no module")
+        "ResourceExhaustedError", "nn_rnn", "memory limit", "[1000000, 1000, 100]")
     add("LSTM cell_clip NaN: bounded plans, finite results",
         "m = blockrnn.torch.LSTM(4, 5, cell_clip=float('nan'))\n"
         "x = torch.randn(3, 2, 4, requires_grad=True)\n"
