@@ -35,13 +35,16 @@ are bit for bit those of the raw ops. float16 runs on the raw ops (which stage h
 float32).
 """
 import collections
+import functools
 import json
+import math
 import numbers
 import struct
+import threading
 
 import numpy as np
 
-from . import _core, raw_ops
+from . import _core, _opgen, raw_ops
 
 __all__ = ["LSTM", "GRU", "CharModel", "load_char_model"]
 
@@ -83,6 +86,54 @@ def _real(value, layer, what):
         raise TypeError(f"{layer}: {what} must be a real number, got {value!r} "
                         f"({type(value).__name__})")
     return float(value)
+
+
+def _check_memory(where, need, what):
+    """Refuses (ResourceExhaustedError, before anything is allocated) `need` bytes of arrays
+    this module allocates itself (`what` says which) above the memory limit
+    (blockrnn.set_memory_limit), as the library refuses the calls it allocates for."""
+    limit = _core.get_memory_limit()
+    if need > limit:
+        raise _core.ResourceExhaustedError(
+            f"{where}: needs {need} bytes ({what}), more than the memory limit of {limit} "
+            f"bytes (blockrnn.set_memory_limit)")
+
+
+def _nbytes(dtype, *shapes):
+    return sum(math.prod(s) for s in shapes) * np.dtype(dtype).itemsize
+
+
+def _float_array(value, where, what, dtype):
+    """`value` as an array of `dtype`: a floating array of any width, or a list of numbers.
+    Anything else (a list holding None, complex, string, object, bool or integer arrays) is
+    the library's InvalidArgumentError naming `where` and the argument, as the raw ops refuse
+    them, never a silent NaN or a dropped imaginary part. A conversion to `dtype` (a copy) is
+    checked against the memory limit first."""
+    a = _opgen._float_input(where, what, value, np.dtype(dtype))
+    if a.dtype != dtype:
+        _check_memory(where, _nbytes(dtype, a.shape), f"{what} {list(a.shape)} converted to "
+                      f"{np.dtype(dtype).name}")
+    return np.asarray(a, dtype=dtype)
+
+
+def _check_parameter_memory(layer, input_size, hidden_size, dtype, elements, largest):
+    """Refuses parameters of `elements` values whose initialisation, which draws the `largest`
+    array in float64 first, needs more than the memory limit."""
+    _check_memory(layer, elements * dtype.itemsize + largest * 8,
+                  f"the parameters of input_size={input_size}, hidden_size={hidden_size}: "
+                  f"{elements} {dtype.name} values and a float64 draw of {largest}")
+
+
+def _one_call_at_a_time(method):
+    """Runs `method` holding the object's lock. A layer object of the library owns one
+    workspace and is not safe to call from two threads at once (blockrnn/layer.h), and the
+    library releases the GIL while it computes: concurrent calls from Python threads on one
+    object wait for each other instead of sharing the workspace and weights."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return run
 
 
 def _keras_arrays(weights, n_gates, what):
@@ -154,19 +205,39 @@ class _Recurrent:
         """The op attrs this layer runs with, as constructor keywords (GRU: none)."""
         return {}
 
+    def __getstate__(self):
+        # The lock and the library's layer object are not copied (deepcopy, pickle): a copy
+        # makes its own at its first call.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_layer")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _input(self, x):
-        x = np.asarray(x, dtype=self.dtype)
+        x = _float_array(x, f"{type(self).__name__}.forward", "x", self.dtype)
         if x.ndim != 3 or x.shape[2] != self.input_size:
-            raise ValueError(f"{type(self).__name__}: x must be [T, B, {self.input_size}] "
-                             f"(time-major), got shape {x.shape}")
+            raise _core.InvalidArgumentError(f"{type(self).__name__}: x must be [T, B, "
+                                             f"{self.input_size}] (time-major), got shape "
+                                             f"{x.shape}")
         return x
 
     def _state_array(self, a, batch, what):
-        a = np.asarray(a, dtype=self.dtype)
+        a = _float_array(a, type(self).__name__, what, self.dtype)
         if a.shape != (batch, self.hidden_size):
-            raise ValueError(f"{type(self).__name__}: {what} must be [{batch}, "
-                             f"{self.hidden_size}], got shape {a.shape}")
+            raise _core.InvalidArgumentError(f"{type(self).__name__}: {what} must be [{batch}, "
+                                             f"{self.hidden_size}], got shape {a.shape}")
         return a
+
+    def _check_call_memory(self, where, inputs, shapes):
+        """Refuses a call whose outputs (`shapes`) and contiguous copies of `inputs` need more
+        than the memory limit, before this module allocates them (the library checks the
+        call again, with its workspace, when it runs)."""
+        copies = [a.shape for a in inputs if not a.flags.c_contiguous]
+        _check_memory(where, _nbytes(self.dtype, *shapes, *copies),
+                      f"{len(shapes)} outputs of {self.dtype.name}"
+                      + (f" and contiguous copies of {len(copies)} inputs" if copies else "")
+                      + f", the largest {list(max(shapes + copies, key=math.prod))}")
 
     def _saved(self):
         if self._cache is None:
@@ -174,10 +245,10 @@ class _Recurrent:
         return self._cache
 
     def _grad_h(self, grad_h_seq, T, B):
-        g = np.asarray(grad_h_seq, dtype=self.dtype)
+        g = _float_array(grad_h_seq, f"{type(self).__name__}.backward", "grad_h_seq", self.dtype)
         if g.shape != (T, B, self.hidden_size):
-            raise ValueError(f"{type(self).__name__}: grad_h_seq must be "
-                             f"[{T}, {B}, {self.hidden_size}], got shape {g.shape}")
+            raise _core.InvalidArgumentError(f"{type(self).__name__}: grad_h_seq must be "
+                                             f"[{T}, {B}, {self.hidden_size}], got shape {g.shape}")
         return g
 
     def __call__(self, x, state=None):
@@ -227,6 +298,9 @@ class LSTM(_Recurrent):
         self.cell_clip = None if cell_clip is None or cell_clip <= 0 else cell_clip
         self.use_peephole = bool(use_peephole)
         I, H = self.input_size, self.hidden_size
+        _check_parameter_memory("LSTM", I, H, self.dtype, (I + H) * 4 * H + 7 * H,
+                                (I + H) * 4 * H)
+        self._lock = threading.Lock()
         rng = np.random.default_rng(seed)
         s = 1.0 / np.sqrt(H)
         self.w = _uniform(rng, (I + H, 4 * H), s, self.dtype)  # [I+H, 4H] ICFO
@@ -268,6 +342,7 @@ class LSTM(_Recurrent):
     def _op_args(self):
         return dict(w=self.w, wci=self.wci, wcf=self.wcf, wco=self.wco, b=self.b)
 
+    @_one_call_at_a_time
     def forward(self, x, state=None):
         """x [T, B, I], state (cs, h) each [B, H] or None (zeros).
         Returns (h_seq [T, B, H], (cs_T, h_T)) and keeps what backward() needs."""
@@ -276,6 +351,7 @@ class LSTM(_Recurrent):
         cs0, h0 = self.zero_state(B) if state is None else state
         cs0 = self._state_array(cs0, B, "state[0] (cs)")
         h0 = self._state_array(h0, B, "state[1] (h)")
+        self._check_call_memory("LSTM.forward", [x], 7 * [(T, B, self.hidden_size)])
         layer = self._layer_object(T, B)
         if layer is None:
             out = raw_ops.BlockLSTM(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
@@ -290,12 +366,17 @@ class LSTM(_Recurrent):
         final = (out.cs[-1].copy(), out.h[-1].copy()) if T else (cs0.copy(), h0.copy())
         return out.h, final
 
+    @_one_call_at_a_time
     def backward(self, grad_h_seq, grad_state=None):
         """grad_h_seq [T, B, H] = ∂L/∂h_seq; grad_state (dcs_T, dh_T) or None: ∂L/∂ of the
         final state. Returns (dx [T, B, I], (dcs_0, dh_0)) and sets self.grads (same keys
         and shapes as parameters())."""
         x, cs0, h0, out = self._saved()
         T, B = x.shape[0], x.shape[1]
+        # the gradient copies h_grad, cs_grad and the gradients of x, the states and parameters
+        self._check_call_memory("LSTM.backward", [],
+                                [x.shape] + 2 * [(T, B, self.hidden_size)] + [cs0.shape, h0.shape]
+                                + [p.shape for p in self.parameters().values()])
         h_grad = self._grad_h(grad_h_seq, T, B).copy()
         cs_grad = np.zeros_like(h_grad)
         if grad_state is not None:
@@ -378,6 +459,9 @@ class GRU(_Recurrent):
                              f"{input_size}, {hidden_size}")
         self.dtype = _check_dtype(dtype)
         I, H = self.input_size, self.hidden_size
+        _check_parameter_memory("GRU", I, H, self.dtype, (I + H) * 3 * H + 3 * H,
+                                (I + H) * 2 * H)
+        self._lock = threading.Lock()
         rng = np.random.default_rng(seed)
         s = 1.0 / np.sqrt(H)
         self.w_ru = _uniform(rng, (I + H, 2 * H), s, self.dtype)  # [I+H, 2H]
@@ -391,11 +475,13 @@ class GRU(_Recurrent):
         """h, zeros [B, H]."""
         return np.zeros((batch, self.hidden_size), self.dtype)
 
+    @_one_call_at_a_time
     def forward(self, x, state=None):
         """x [T, B, I], state h [B, H] or None (zeros). Returns (h_seq [T, B, H], h_T)."""
         x = self._input(x)
         T, B = x.shape[0], x.shape[1]
         h0 = self._state_array(self.zero_state(B) if state is None else state, B, "state")
+        self._check_call_memory("GRU.forward", [x], 4 * [(T, B, self.hidden_size)])
         layer = self._layer_object(T, B)
         if layer is None:
             out = raw_ops.BlockGRU(seq_len_max=np.int64(T), x=x, h_prev=h0, **self.parameters())
@@ -406,11 +492,15 @@ class GRU(_Recurrent):
         self._cache = (x, h0, out)
         return out.h, (out.h[-1].copy() if T else h0.copy())
 
+    @_one_call_at_a_time
     def backward(self, grad_h_seq, grad_state=None):
         """grad_h_seq [T, B, H]; grad_state dh_T [B, H] or None. Returns (dx [T, B, I], dh_0)
         and sets self.grads."""
         x, h0, out = self._saved()
         T, B = x.shape[0], x.shape[1]
+        # the gradient copy h_grad and the gradients of x, the state and the parameters
+        self._check_call_memory("GRU.backward", [], [x.shape, (T, B, self.hidden_size), h0.shape]
+                                + [p.shape for p in self.parameters().values()])
         h_grad = self._grad_h(grad_h_seq, T, B).copy()
         if grad_state is not None:
             dh_T = self._state_array(grad_state, B, "grad_state")
@@ -486,59 +576,117 @@ class CharModel:
 _SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
 
 
+def _checkpoint_error(path, message):
+    return _core.InvalidArgumentError(f"{path}: {message}")
+
+
 def _read_safetensors(path):
-    """{name: array} and the metadata dict of a safetensors file (little-endian)."""
+    """{name: array} and the metadata dict of a safetensors file (little-endian). A file that
+    is not one is an InvalidArgumentError (a ValueError) naming the file and what is wrong;
+    every tensor's shape must match its bytes before anything is built from it."""
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < 8:
-        raise ValueError(f"{path}: truncated safetensors file ({len(raw)} bytes)")
+        raise _checkpoint_error(path, f"truncated safetensors file ({len(raw)} bytes)")
     (n,) = struct.unpack_from("<Q", raw, 0)
     if n > len(raw) - 8:
-        raise ValueError(f"{path}: truncated safetensors file: header of {n} bytes, "
-                         f"{len(raw) - 8} follow")
-    header = json.loads(raw[8:8 + n])
+        raise _checkpoint_error(path, f"truncated safetensors file: header of {n} bytes, "
+                                      f"{len(raw) - 8} follow")
+    try:
+        header = json.loads(raw[8:8 + n])
+    except (ValueError, RecursionError) as e:
+        raise _checkpoint_error(path, f"the header is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise _checkpoint_error(path, f"the header must be a JSON object, got "
+                                      f"{type(header).__name__}")
     data = memoryview(raw)[8 + n:]
     metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or \
+            not all(isinstance(v, str) for v in metadata.values()):
+        raise _checkpoint_error(path, "__metadata__ must be a JSON object of strings")
     tensors = {}
     for name, info in header.items():
-        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
-        begin, end = info["data_offsets"]
+        if not isinstance(info, dict) or info.get("dtype") not in _SAFETENSORS_DTYPES:
+            got = info.get("dtype") if isinstance(info, dict) else info
+            raise _checkpoint_error(path, f"tensor {name!r}: dtype must be one of "
+                                          f"{', '.join(_SAFETENSORS_DTYPES)}, got {got!r}")
+        shape, offsets = info.get("shape"), info.get("data_offsets")
+        if not isinstance(shape, list) or len(shape) > 8 or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise _checkpoint_error(path, f"tensor {name!r}: shape must be a list of at most 8 "
+                                          f"non-negative integers, got {shape!r}")
+        if not isinstance(offsets, list) or len(offsets) != 2 or not all(
+                isinstance(o, int) and not isinstance(o, bool) for o in offsets):
+            raise _checkpoint_error(path, f"tensor {name!r}: data_offsets must be [begin, end], "
+                                          f"got {offsets!r}")
+        begin, end = offsets
         if not 0 <= begin <= end <= len(data):
-            raise ValueError(f"{path}: tensor {name!r}: data_offsets out of range")
-        a = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
+            raise _checkpoint_error(path, f"tensor {name!r}: data_offsets out of range")
+        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
+        if math.prod(shape) * dtype.itemsize != end - begin:
+            raise _checkpoint_error(path, f"tensor {name!r}: shape {shape} of {info['dtype']} "
+                                          f"does not fit its {end - begin} bytes")
+        a = np.frombuffer(data[begin:end], dtype=dtype).reshape(shape)
         tensors[name] = a.astype(dtype.newbyteorder("="))
     return tensors, metadata
 
 
 def load_char_model(path):
     """The CharModel of a checkpoint written by `blockrnn train` (checkpoint.safetensors).
-    Raises ValueError for a file that is not one (format, version, missing tensor)."""
+    Raises InvalidArgumentError (a ValueError) naming the file for a file that is not one
+    (format, version, metadata, missing tensor or shape); the sizes the metadata declares must
+    be those of the file's tensors before any layer is made."""
     tensors, meta = _read_safetensors(path)
     if meta.get("format") != "blockrnn-char-lm" or meta.get("format_version") != "1":
-        raise ValueError(f"{path}: not a version 1 blockrnn-char-lm checkpoint (metadata "
-                         f"format={meta.get('format')!r}, "
-                         f"format_version={meta.get('format_version')!r})")
+        raise _checkpoint_error(path, f"not a version 1 blockrnn-char-lm checkpoint (metadata "
+                                      f"format={meta.get('format')!r}, "
+                                      f"format_version={meta.get('format_version')!r})")
 
-    def get(name):
+    def get(name, rank):
         if name not in tensors:
-            raise ValueError(f"{path}: tensor {name!r} is missing")
+            raise _checkpoint_error(path, f"tensor {name!r} is missing")
+        if tensors[name].ndim != rank:
+            raise _checkpoint_error(path, f"tensor {name!r} must have rank {rank}, got shape "
+                                          f"{list(tensors[name].shape)}")
         return tensors[name]
 
-    embedding = get("embedding")
-    hidden, n_layers = int(meta["hidden"]), int(meta["layers"])
+    def field(name, convert):
+        try:
+            return convert(meta[name])
+        except KeyError:
+            raise _checkpoint_error(path, f"metadata {name!r} is missing") from None
+        except ValueError:
+            raise _checkpoint_error(path, f"metadata {name!r} must be a number, got "
+                                          f"{meta[name]!r}") from None
+
+    embedding, softmax_w = get("embedding", 2), get("softmax.w", 2)
+    hidden, n_layers = field("hidden", int), field("layers", int)
+    cell = meta.get("cell")
+    if cell not in ("lstm", "gru"):
+        raise _checkpoint_error(path, f"metadata 'cell' must be 'lstm' or 'gru', got {cell!r}")
+    in_file = {name.split(".")[1] for name in tensors if name.startswith("layers.")}
+    if hidden != softmax_w.shape[0] or in_file != {str(l) for l in range(len(in_file))} or \
+            n_layers != len(in_file):
+        raise _checkpoint_error(path, f"metadata hidden={hidden}, layers={n_layers} do not match "
+                                      f"the tensors (softmax.w {list(softmax_w.shape)}, "
+                                      f"{len(in_file)} layers)")
     layers = []
     for l in range(n_layers):
         input_size = embedding.shape[1] if l == 0 else hidden
-        if meta["cell"] == "lstm":
-            layer = LSTM(input_size, hidden, forget_bias=float(meta["forget_bias"]))
+        if cell == "lstm":
+            layer = LSTM(input_size, hidden, forget_bias=field("forget_bias", float))
         else:
             layer = GRU(input_size, hidden)
         for name in layer._PARAMS:
-            value = get(f"layers.{l}.{name}")
-            if value.shape != getattr(layer, name).shape:
-                raise ValueError(f"{path}: tensor 'layers.{l}.{name}' has shape {value.shape}, "
-                                 f"expected {getattr(layer, name).shape}")
+            expected = getattr(layer, name).shape
+            value = get(f"layers.{l}.{name}", len(expected))
+            if value.shape != expected:
+                raise _checkpoint_error(path, f"tensor 'layers.{l}.{name}' has shape "
+                                              f"{value.shape}, expected {expected}")
             setattr(layer, name, value)
         layers.append(layer)
-    return CharModel(embedding, layers, get("softmax.w"), get("softmax.b"),
-                     meta["vocabulary"].encode("latin-1"), meta)
+    try:
+        vocabulary = field("vocabulary", str).encode("latin-1")
+    except UnicodeEncodeError:
+        raise _checkpoint_error(path, "metadata 'vocabulary' must hold latin-1 symbols") from None
+    return CharModel(embedding, layers, softmax_w, get("softmax.b", 1), vocabulary, meta)

@@ -24,11 +24,13 @@ import math
 import numbers
 import os
 import struct
+import threading
 
 import numpy as np
 
-from . import _core
+from . import _core, _opgen
 from ._core import InvalidArgumentError
+from .layers import _check_memory, _float_array, _one_call_at_a_time
 
 __all__ = ["Model", "LayerConfig", "load_model", "FORMAT", "VERSION", "KINDS", "MERGE_MODES"]
 
@@ -494,6 +496,17 @@ class Model:
                          for d in range(spec.directions)]
                         for l, spec in enumerate(layers)]
         self._plans = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        # The lock and the library's layer objects are not copied (deepcopy, pickle): a copy
+        # makes its own at its first forward.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_plans")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._plans = {}
+        self._lock = threading.Lock()
 
     @property
     def output_size(self):
@@ -625,9 +638,9 @@ class Model:
                                                f"(cs, h) for an LSTM layer")
                 arrays = []
                 for k, a in enumerate(parts):
-                    a = np.ascontiguousarray(a, dtype=self.dtype)
+                    what = f"initial_state[{l}][{d}]" + (f"[{k}]" if c.is_lstm else "")
+                    a = np.ascontiguousarray(_float_array(a, "Model.forward", what, self.dtype))
                     if a.shape != (B, c.hidden_size):
-                        what = f"initial_state[{l}][{d}]" + (f"[{k}]" if c.is_lstm else "")
                         raise InvalidArgumentError(
                             f"Model.forward: {what} must have shape [{B}, {c.hidden_size}] "
                             f"(batch_size, hidden_size), got {list(a.shape)}")
@@ -667,6 +680,22 @@ class Model:
         final = (finals[1], finals[0]) if spec.is_lstm else finals[0]  # LSTM: (cs, h)
         return h_seq, final
 
+    def _check_forward_memory(self, T, B):
+        """Refuses (ResourceExhaustedError) a forward whose arrays, which numpy allocates here
+        before the layer objects check their calls, need more than the memory limit. An upper
+        bound: the copy of x, and for every layer and direction its reversed input, its
+        outputs (LSTM 7, GRU 4, reset-after GRU 5) and their reversal, and the merged output."""
+        elems = self.input_size
+        I = self.input_size
+        for spec in self.layers:
+            n_out = 7 if spec.is_lstm else 4 if spec.kind == "BlockGRU" else 5
+            elems += spec.directions * (I + (n_out + 1) * spec.hidden_size) + spec.output_size
+            I = spec.output_size
+        _check_memory("Model.forward", T * B * elems * self.dtype.itemsize,
+                      f"x [{T}, {B}, {self.input_size}] and the layers' outputs, "
+                      f"{len(self.layers)} layers")
+
+    @_one_call_at_a_time
     def forward(self, x, seq_lengths=None, initial_state=None):
         """Runs the stack on x [T, B, I] (time-major; converted to the model's dtype).
 
@@ -680,8 +709,12 @@ class Model:
         concat, else H), or [B, W] when the model returns its last step only
         (return_sequences false: each direction's output at its last reading step, merged);
         states[l][d] the final state of each layer and direction (LSTM (cs, h), GRU h) at
-        each example's last step."""
-        x = np.asarray(x)
+        each example's last step.
+
+        One call at a time: concurrent calls from several threads wait for each other (the
+        layer objects each own one workspace)."""
+        # a floating array keeps its width until after the mask is read (as given)
+        x = _opgen._float_input("Model.forward", "x", x, self.dtype)
         if x.ndim != 3 or x.shape[2] != self.input_size:
             raise InvalidArgumentError(f"Model.forward: x must have shape [T, B, "
                                        f"{self.input_size}] (time, batch, input_size), got "
@@ -703,6 +736,7 @@ class Model:
         elif self.masking is not None:
             lengths = self.lengths_from_mask(x)
         init = self._initial(initial_state, B)
+        self._check_forward_memory(T, B)
         x = np.ascontiguousarray(x, dtype=self.dtype)
         if lengths is not None and bool(np.all(lengths == T)):
             lengths = None  # the same results, without the per-example bookkeeping

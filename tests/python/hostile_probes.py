@@ -42,6 +42,7 @@ class Probe:
     code: str        # the snippet
     expect: str      # "ok", an error class name of blockrnn, or "KeyboardInterrupt"
     contains: tuple = ()  # strings the error message must contain
+    known_bug: str = ""   # a bug this probe finds that is not fixed yet (where, what)
 
 
 def probes():
@@ -252,6 +253,352 @@ def probes():
                 "except KeyboardInterrupt:\n"
                 "    assert time.monotonic() - t0 < 3, time.monotonic() - t0\n"
                 "    raise\n", "KeyboardInterrupt")
+    out.extend(layer_probes())
+    out.extend(torch_probes())
+    out.extend(model_file_probes())
+    return out
+
+
+# The surfaces beyond the one-shot ops: blockrnn.layers, the library's layer objects and RNN
+# (blockrnn._core), blockrnn.torch's modules and model files. Snippets also have
+# `small_lstm(T, B, I, H)` (a _core.LSTMLayer with weights set, x, a zero state and the 7
+# outputs of a call) and `run_threads(f, n)` (f(k) from n Python threads at once; the first
+# exception re-raised) in scope.
+
+def _concurrent(T):
+    """A snippet that runs `call(x)` (defined before it) on 4 inputs serially, then from 4
+    threads at once, 4 times each: every result must be the serial one's bits. A call refused
+    because another one runs would also do (RuntimeError naming it); none may differ."""
+    return ("rng = np.random.default_rng(1)\n"
+            f"xs = [rng.standard_normal(({T}, 8, 32)).astype(np.float32) for _ in range(4)]\n"
+            "ref = [call(x).copy() for x in xs]\n"
+            "wrong = []\n"
+            "def work(k):\n"
+            "    for _ in range(4):\n"
+            "        try:\n"
+            "            y = call(xs[k])\n"
+            "        except RuntimeError as e:\n"
+            "            assert 'one call at a time' in str(e), e\n"
+            "            continue\n"
+            "        if not np.array_equal(y, ref[k]):\n"
+            "            wrong.append(k)\n"
+            "run_threads(work, 4)\n"
+            "assert not wrong, f'{len(wrong)} of 16 concurrent results differ from the serial'\n")
+
+
+def layer_probes():
+    out = []
+
+    def add(name, code, expect, *contains, known_bug=""):
+        out.append(Probe("layers and RNN", name, code, expect, tuple(contains), known_bug))
+
+    limit_1m = "blockrnn.set_memory_limit(1 << 20)\n"
+    # --- Sizes that would allocate terabytes, and the memory limit.
+    add("layers.LSTM hidden_size 10**6",
+        "blockrnn.layers.LSTM(3, 10**6)",
+        "ResourceExhaustedError", "LSTM", "hidden_size=1000000", "bytes")
+    add("layers.GRU over set_memory_limit",
+        limit_1m + "blockrnn.layers.GRU(64, 1024)",
+        "ResourceExhaustedError", "GRU", "memory limit")
+    add("layers.LSTM.forward outputs beyond the machine (broadcast x)",
+        "blockrnn.layers.LSTM(3, 100).forward(bcast((10**6, 1000, 3)))",
+        "ResourceExhaustedError", "LSTM.forward", "[1000000, 1000, 100]")
+    add("layers.GRU.forward float64 x whose conversion is beyond the machine",
+        "blockrnn.layers.GRU(3, 4).forward(np.broadcast_to(1.0, (10**6, 10**4, 3)))",
+        "ResourceExhaustedError", "GRU.forward", "x [1000000, 10000, 3]")
+    for cls in ("LSTM", "GRU"):
+        add(f"layers.{cls}.forward over set_memory_limit",
+            limit_1m + f"l = blockrnn.layers.{cls}(64, 64)\n"
+            "l.forward(np.zeros((64, 64, 64), np.float32))",
+            "ResourceExhaustedError", f"{cls}.forward", "memory limit")
+        add(f"layers.{cls}.backward over set_memory_limit",
+            f"l = blockrnn.layers.{cls}(64, 64)\n"
+            "h, _ = l.forward(np.zeros((8, 64, 64), np.float32))\n"
+            "blockrnn.set_memory_limit(64 << 10)\n"
+            "l.backward(np.ones_like(h))",
+            "ResourceExhaustedError", f"{cls}.backward", "memory limit")
+    add("LSTMLayer weights beyond the machine",
+        "blockrnn._core.LSTMLayer(2**40, 2**40, 'float32', 1, 1)",
+        "ResourceExhaustedError", "LSTMLayer.create", "input_size")
+    add("LSTMLayer max_time x max_batch beyond the machine",
+        "blockrnn._core.LSTMLayer(4, 4, 'float32', 2**62, 2**62)",
+        "ResourceExhaustedError", "LSTMLayer.create", "max_time")
+    add("LSTMLayer with max_time = max_batch = 2**20 holds nothing for them",
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "l = blockrnn._core.LSTMLayer(4, 4, 'float32', 2**20, 2**20)\n"
+        "l.set_weights(np.zeros((8, 16), np.float32), np.zeros(16, np.float32))\n"
+        "z = np.zeros((2, 4), np.float32)\n"
+        "o = [np.empty((3, 2, 4), np.float32) for _ in range(7)]\n"
+        "l.forward(np.zeros((3, 2, 4), np.float32), z, z, o)\n"
+        "assert np.isfinite(o[6]).all()", "ok")
+    add("RNN num_layers 10**9",
+        "blockrnn._core.RNN('lstm', 8, 8, 10**9, False, 'float32', 1, 1)",
+        "ResourceExhaustedError", "RNN.create", "layer objects")
+    add("LSTMLayer.forward over set_memory_limit",
+        "l, x, z, o = small_lstm(64, 64, 64, 64)\n" + limit_1m + "l.forward(x, z, z, o)",
+        "ResourceExhaustedError", "LSTMLayer.forward", "memory limit")
+
+    # --- Overlapping outputs, wrong dtypes, calls beyond the layer's bounds or its forward.
+    grads = ("g = [np.empty(a.shape, np.float32) for a in (x, z, z)] + "
+             "[np.empty((11, 24), np.float32)] + [np.empty(6, np.float32) for _ in range(3)] + "
+             "[np.empty(24, np.float32)]\n")
+    add("LSTMLayer output h on input x",
+        "l, x, z, o = small_lstm(3, 4, 6, 6)\no[6] = x\nl.forward(x, z, z, o)",
+        "InvalidArgumentError", "LSTMLayer.forward", "overlaps")
+    add("LSTMLayer one array as two outputs",
+        "l, x, z, o = small_lstm(3, 4, 5, 6)\no[1] = o[0]\nl.forward(x, z, z, o)",
+        "InvalidArgumentError", "LSTMLayer.forward", "outputs i and cs overlap")
+    add("LSTMLayer.backward x_grad on an activation",
+        "l, x, z, o = small_lstm(3, 4, 5, 6)\nl.forward(x, z, z, o)\n" + grads +
+        "g[0] = o[0][:, :, :5].copy()\ng[0] = o[0].reshape(-1)[:60].reshape(3, 4, 5)\n"
+        "l.backward(x, z, z, o, np.zeros_like(o[0]), np.ones_like(o[0]), g)",
+        "InvalidArgumentError", "LSTMLayer.backward", "overlaps")
+    add("RNN bidirectional y on x",
+        "r = blockrnn._core.RNN('gru', 4, 2, 1, True, 'float32', 3, 2)\n"
+        "for d in range(2):\n"
+        "    r.set_weights(0, d, [np.zeros((6, 4), np.float32), np.zeros((6, 2), np.float32),"
+        " np.zeros(4, np.float32), np.zeros(2, np.float32)])\n"
+        "x = np.zeros((3, 2, 4), np.float32)\n"
+        "r.forward(x, None, None, None, None, x, np.empty((2, 2, 2), np.float32), None)",
+        "InvalidArgumentError", "RNN.forward", "overlaps")
+    add("LSTMLayer float64 x into a float32 layer",
+        "l, x, z, o = small_lstm(3, 4, 5, 6)\nl.forward(x.astype(np.float64), z, z, o)",
+        "InvalidArgumentError", "LSTMLayer.forward", "x")
+    add("LSTMLayer T beyond max_time",
+        "l, x, z, o = small_lstm(3, 4, 5, 6)\n"
+        "o2 = [np.empty((4, 4, 6), np.float32) for _ in range(7)]\n"
+        "l.forward(np.zeros((4, 4, 5), np.float32), z, z, o2)",
+        "InvalidArgumentError", "LSTMLayer.forward", "max_time")
+    add("LSTMLayer.backward with activations of another T",
+        "l, x, z, o = small_lstm(3, 4, 5, 6)\nl.forward(x, z, z, o)\n" + grads +
+        "l.backward(x, z, z, [a[:2].copy() for a in o], np.zeros_like(o[0]), "
+        "np.ones_like(o[0]), g)",
+        "InvalidArgumentError", "LSTMLayer.backward")
+    add("RNN.backward with a T other than the forward's",
+        "r = blockrnn._core.RNN('gru', 4, 2, 1, False, 'float32', 5, 2)\n"
+        "r.set_weights(0, 0, [np.full((6, 4), .1, np.float32), np.full((6, 2), .1, np.float32),"
+        " np.zeros(4, np.float32), np.zeros(2, np.float32)])\n"
+        "x = np.ones((5, 2, 4), np.float32)\n"
+        "r.forward(x, None, None, None, None, np.empty((5, 2, 2), np.float32), "
+        "np.empty((1, 2, 2), np.float32), None)\n"
+        "g = [np.empty((6, 4), np.float32), np.empty((6, 2), np.float32), "
+        "np.empty(4, np.float32), np.empty(2, np.float32)]\n"
+        "r.backward(x[:3].copy(), None, None, None, None, np.ones((3, 2, 2), np.float32), None, "
+        "None, np.empty((3, 2, 4), np.float32), np.empty((1, 2, 2), np.float32), None, g)",
+        "InvalidArgumentError", "RNN.backward")
+    add("layers.LSTM.backward with grad_h_seq of another T",
+        "l = blockrnn.layers.LSTM(5, 6)\n"
+        "h, _ = l.forward(np.ones((3, 4, 5), np.float32))\n"
+        "l.backward(np.ones((2, 4, 6), np.float32))",
+        "InvalidArgumentError", "LSTM", "grad_h_seq", "[3, 4, 6]")
+
+    # --- Attrs: what the raw op takes, with its meaning; wrong types named.
+    add("LSTMLayer cell_clip 1e39",
+        "blockrnn._core.LSTMLayer(4, 4, 'float32', 1, 1, cell_clip=1e39)",
+        "InvalidArgumentError", "LSTMLayer", "cell_clip")
+    add("layers.LSTM forget_bias 1e39 refused as the raw op refuses it",
+        "blockrnn.layers.LSTM(5, 6, forget_bias=1e39).forward(np.ones((3, 4, 5), np.float32))",
+        "InvalidArgumentError", "forget_bias")
+    for attr in ("forget_bias", "cell_clip"):
+        for v in ("float('nan')", "float('inf')", "3.4028235e38"):
+            add(f"layers.LSTM {attr} = {v} gives the raw op's bits",
+                f"l = blockrnn.layers.LSTM(5, 6, seed=1, {attr}={v})\n"
+                "x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)\n"
+                "z = np.zeros((4, 6), np.float32)\n"
+                "for _ in range(3):\n"
+                "    h, _ = l.forward(x)\n"
+                "r = blockrnn.raw_ops.BlockLSTM(seq_len_max=np.int64(3), x=x, cs_prev=z, "
+                "h_prev=z, w=l.w, wci=l.wci, wcf=l.wcf, wco=l.wco, b=l.b, "
+                "forget_bias=l.forget_bias, cell_clip=l.cell_clip if l.cell_clip else -1.0)\n"
+                "assert np.array_equal(h, r.h, equal_nan=True)", "ok")
+    add("layers.LSTM cell_clip 'a'",
+        "blockrnn.layers.LSTM(3, 4, cell_clip='a')", "TypeError", "LSTM", "cell_clip")
+
+    # --- Conversion: the raw ops' rules (no silent NaN, no dropped imaginary part).
+    for what, v in [("list with None", "[[[1.0, None, 0.0]]] * 2"),
+                    ("complex array", "np.ones((2, 1, 3), np.complex64) * 1j"),
+                    ("string array", "np.full((2, 1, 3), '1')"),
+                    ("object array", "np.array([[[object()] * 3]] * 2, dtype=object)"),
+                    ("ragged list", "[[[1.0, 2.0, 3.0]], [[1.0, 2.0]]]"),
+                    ("None", "None")]:
+        for cls in ("LSTM", "GRU"):
+            add(f"layers.{cls}.forward x = {what}",
+                f"blockrnn.layers.{cls}(3, 4).forward({v})",
+                "InvalidArgumentError", f"{cls}.forward", "x")
+    add("layers.LSTM.forward state with None",
+        "blockrnn.layers.LSTM(3, 4).forward(np.ones((2, 1, 3)), "
+        "(np.zeros((1, 4)), [[0.0, None, 0.0, 0.0]]))",
+        "InvalidArgumentError", "LSTM", "state[1] (h)", "None")
+    add("layers.GRU.backward grad_h_seq complex",
+        "l = blockrnn.layers.GRU(3, 4)\nh, _ = l.forward(np.ones((2, 1, 3)))\n"
+        "l.backward(h.astype(np.complex64))",
+        "InvalidArgumentError", "GRU.backward", "grad_h_seq")
+    model = ("from blockrnn.model import LayerConfig, Model\n"
+             "c = LayerConfig('BlockLSTM', 32, forget_bias=1.0, cell_clip=None, "
+             "use_peephole=False)\n"
+             "m = Model(np.float32, 32, [c], [[{p: np.random.default_rng(2).uniform(-.3, .3, s)"
+             ".astype(np.float32) for p, s in c.param_shapes(32).items()}]])\n")
+    add("Model.forward x with None",
+        model + "m.forward([[[1.0, None] + [0.0] * 30]])",
+        "InvalidArgumentError", "Model.forward", "x", "None")
+    add("Model.forward initial state complex",
+        model + "m.forward(np.ones((2, 1, 32)), initial_state=[[(np.zeros((1, 32)), "
+        "np.zeros((1, 32), np.complex64))]])",
+        "InvalidArgumentError", "Model.forward", "initial_state[0][0][1]")
+    add("Model.forward x beyond the machine (broadcast)",
+        model + "m.forward(bcast((10**6, 1000, 32)))",
+        "ResourceExhaustedError", "Model.forward", "[1000000, 1000, 32]")
+    add("Model.forward over set_memory_limit",
+        model + "blockrnn.set_memory_limit(1 << 20)\nm.forward(np.zeros((64, 64, 32)))",
+        "ResourceExhaustedError", "Model.forward", "memory limit")
+
+    # --- One call at a time: concurrent callers on one object wait (or are refused), never
+    # corrupt each other (each object owns one workspace; the library releases the GIL).
+    add("layers.LSTM forward from 4 threads",
+        "l = blockrnn.layers.LSTM(32, 32, seed=0)\n"
+        "call = lambda x: l.forward(x)[0]\n" + _concurrent(100), "ok")
+    add("layers.GRU forward from 4 threads",
+        "l = blockrnn.layers.GRU(32, 32, seed=0)\n"
+        "call = lambda x: l.forward(x)[0]\n" + _concurrent(100), "ok")
+    add("Model.forward from 4 threads",
+        model + "call = lambda x: m.forward(x)[0]\n" + _concurrent(100), "ok")
+    add("_core.LSTMLayer forward from 4 threads",
+        "l, x, z, o = small_lstm(100, 8, 32, 32)\n"
+        "def call(x):\n"
+        "    out = [np.empty((100, 8, 32), np.float32) for _ in range(7)]\n"
+        "    l.forward(x, z, z, out)\n"
+        "    return out[6]\n" + _concurrent(100), "ok",
+        known_bug="python/layer_bindings.cc: the _core layer objects and RNN release the GIL "
+                  "with no guard, so two Python threads run one object's forward at once on "
+                  "its one workspace (blockrnn/layer.h: one call at a time); the C ABI's RNN "
+                  "handle refuses this (rnn_c_api.cc's busy flag), the binding does not")
+    return out
+
+
+def torch_probes():
+    out = []
+    pre = "import torch, blockrnn.torch\n"
+
+    def add(name, code, expect, *contains, known_bug=""):
+        out.append(Probe("torch modules", name, pre + code, expect, tuple(contains), known_bug))
+
+    add("LSTM over set_memory_limit",
+        "m = blockrnn.torch.LSTM(64, 64)\n"
+        "blockrnn.set_memory_limit(1 << 20)\n"
+        "m(torch.zeros(64, 64, 64))", "ResourceExhaustedError", "nn_rnn", "memory limit")
+    add("GRU outputs beyond the machine (expanded x)",
+        "m = blockrnn.torch.GRU(3, 100)\n"
+        "m(torch.zeros(1, 1, 3).expand(10**6, 1000, 3))",
+        "ResourceExhaustedError", "nn_rnn", "memory limit", "[1000000, 1000, 100]")
+    add("LSTM cell_clip NaN: bounded plans, finite results",
+        "m = blockrnn.torch.LSTM(4, 5, cell_clip=float('nan'))\n"
+        "x = torch.randn(3, 2, 4, requires_grad=True)\n"
+        "for _ in range(30):\n"
+        "    y, _ = m(x)\n"
+        "    y.sum().backward()\n"
+        "assert blockrnn.torch._ops.cached_plans() <= 8, blockrnn.torch._ops.cached_plans()\n"
+        "assert torch.isfinite(y).all() and torch.isfinite(x.grad).all()", "ok")
+    add("LSTM 100 distinct cell_clip values keep at most 8 plans",
+        "x = torch.randn(3, 2, 4)\n"
+        "for k in range(100):\n"
+        "    blockrnn.torch.LSTM(4, 5, cell_clip=1.0 + k)(x)\n"
+        "assert blockrnn.torch._ops.cached_plans() <= 8, blockrnn.torch._ops.cached_plans()", "ok")
+    add("LSTM forward and backward from 4 threads",
+        "m = blockrnn.torch.LSTM(32, 32)\n"
+        "def call(x):\n"
+        "    xt = torch.from_numpy(x).requires_grad_()\n"
+        "    y, _ = m(xt)\n"
+        "    (gx,) = torch.autograd.grad(y.sum(), xt)\n"
+        "    return torch.cat([y.detach().flatten(), gx.flatten()]).numpy()\n" + _concurrent(50),
+        "ok")
+    add("LSTM backward with a gradient of another shape",
+        "m = blockrnn.torch.LSTM(4, 5)\n"
+        "y, _ = m(torch.randn(3, 2, 4, requires_grad=True))\n"
+        "y.backward(torch.ones(2, 2, 5))", "RuntimeError", "shape")
+    add("GRU float64 x against float32 weights",
+        "blockrnn.torch.GRU(4, 5)(torch.zeros(3, 2, 4, dtype=torch.float64))",
+        "ValueError", "dtype")  # torch.nn.GRU's error and message (a drop-in)
+    return out
+
+
+def model_file_probes():
+    """Hostile model files beyond tests/python/test_model_file.py's: blockrnn.load_model on
+    headers that nest, repeat or declare what no file can back, and the character-model
+    checkpoints of `blockrnn train` (blockrnn.layers.load_char_model)."""
+    import json
+    out = []
+    # write(header bytes, data bytes) writes a safetensors file and returns its path
+    pre = ("import struct, tempfile\n"
+           "def write(text, data=b''):\n"
+           "    f = tempfile.NamedTemporaryFile(suffix='.safetensors', delete=False)\n"
+           "    f.write(struct.pack('<Q', len(text)) + text + data)\n"
+           "    f.close()\n"
+           "    return f.name\n")
+
+    def add(name, code, expect, *contains, known_bug=""):
+        out.append(Probe("model files", name, pre + code, expect, tuple(contains), known_bug))
+
+    def header(meta, tensors=None):
+        h = {"__metadata__": meta}
+        h.update(tensors or {})
+        return repr(json.dumps(h).encode())
+
+    def model_header(layers, tensors=None):
+        config = dict(format="blockrnn-model", version=1, dtype="float32", input_size=3,
+                      return_sequences=True, masking=None, layers=layers, source={})
+        return header({"blockrnn": json.dumps(config)}, tensors)
+
+    gru = dict(kind="BlockGRU", hidden_size=2, directions=1, merge=None, go_backwards=False,
+               padded_output="zeros")
+    add("header nested 10**5 deep",
+        "blockrnn.load_model(write(b'[' * 10**5 + b']' * 10**5))",
+        "InvalidArgumentError", "header")
+    add("config nested 10**5 deep",
+        f"blockrnn.load_model(write({header({'blockrnn': '[' * 10**5})}))",
+        "InvalidArgumentError", "__metadata__.blockrnn")
+    add("10**4 layers declared",
+        f"blockrnn.load_model(write({model_header([gru] * 10**4)}))",
+        "InvalidArgumentError", "layers")
+    big = {"layers.0.0.w_ru": {"dtype": "F32", "shape": [2**40 + 3, 2**41],
+                               "data_offsets": [0, 4]}}
+    add("hidden_size 2**40 with a tensor declaring that shape",
+        f"blockrnn.load_model(write({model_header([dict(gru, hidden_size=2**40)], big)}, "
+        "b'0000'))",
+        "InvalidArgumentError", "layers.0.0.w_ru")
+    odd = {"t": {"dtype": "F32", "shape": [1.5, True] + [1] * 100, "data_offsets": [0, 4]}}
+    add("shape with a float, a bool and rank 102",
+        f"blockrnn.load_model(write({model_header([gru], odd)}, b'0000'))",
+        "InvalidArgumentError", "'t'", "shape")
+    far = {"t": {"dtype": "F32", "shape": [1], "data_offsets": [2**70, 2**70 + 4]}}
+    add("data_offsets of 2**70",
+        f"blockrnn.load_model(write({model_header([gru], far)}, b'0000'))",
+        "InvalidArgumentError", "'t'", "data_offsets")
+
+    # load_char_model (`blockrnn train`'s checkpoints): a damaged file is a ValueError naming
+    # the file, with nothing allocated that the file cannot back.
+    meta = {"format": "blockrnn-char-lm", "format_version": "1", "cell": "gru", "hidden": "2",
+            "layers": "1", "vocabulary": "ab", "forget_bias": "1"}
+    emb = {"embedding": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}}
+    for name, text in [
+            ("bad JSON", "b'{'"),
+            ("header a list", "b'[1]'"),
+            ("dtype I32", header(meta, {"embedding": dict(emb["embedding"], dtype="I32")})),
+            ("shape not matching the bytes",
+             header(meta, {"embedding": dict(emb["embedding"], shape=[5, 3])})),
+            ("embedding rank 1", header(meta, {"embedding": dict(emb["embedding"], shape=[6])})),
+            ("hidden 10**6", header(dict(meta, hidden="1000000"), emb)),
+            ("layers 10**9", header(dict(meta, layers="1000000000"), emb)),
+            ("hidden not a number", header(dict(meta, hidden="x"), emb)),
+            ("cell missing", header({k: v for k, v in meta.items() if k != "cell"}, emb))]:
+        add(f"load_char_model {name}",
+            f"p = write({text}, b'0' * 24)\n"
+            "try:\n"
+            "    blockrnn.layers.load_char_model(p)\n"
+            "except ValueError as e:\n"
+            "    assert p in str(e), e\n"
+            "    raise blockrnn.InvalidArgumentError(str(e))\n",
+            "InvalidArgumentError")
     return out
 
 
@@ -287,8 +634,36 @@ def _child_env():
     def bcast(shape, value=0.5):
         return np.broadcast_to(np.float32(value), shape)
 
+    def small_lstm(T, B, I, H):
+        """A _core.LSTMLayer (float32, max_time T, max_batch B) with weights set, and x, a zero
+        state and the 7 outputs of a call."""
+        rng = np.random.default_rng(0)
+        layer = blockrnn._core.LSTMLayer(I, H, "float32", T, B)
+        layer.set_weights(rng.uniform(-.3, .3, (I + H, 4 * H)).astype(np.float32),
+                          np.zeros(4 * H, np.float32))
+        x = rng.standard_normal((T, B, I)).astype(np.float32)
+        out = [np.empty((T, B, H), np.float32) for _ in range(7)]
+        return layer, x, np.zeros((B, H), np.float32), out
+
+    def run_threads(f, n):
+        import threading
+        errors = []
+
+        def run(k):
+            try:
+                f(k)
+            except BaseException as e:  # noqa: B902 — re-raised in the calling thread
+                errors.append(e)
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
     return {"np": np, "blockrnn": blockrnn, "kw": kw, "fn": opinputs.op_function,
-            "bcast": bcast, "time": time}
+            "bcast": bcast, "time": time, "small_lstm": small_lstm, "run_threads": run_threads}
 
 
 def _child(code, conn):

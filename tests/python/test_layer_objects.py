@@ -286,9 +286,18 @@ def test_layers_forward_keeps_the_memory_limit_the_raw_op_keeps():
                               cs_prev=np.zeros((64, 16), np.float32),
                               h_prev=np.zeros((64, 16), np.float32), w=lstm.w, wci=lstm.wci,
                               wcf=lstm.wcf, wco=lstm.wco, b=lstm.b)
+        # refused before blockrnn.layers allocates the outputs (7.3 MiB), then by the layer
+        # object for what it allocates itself (the raw op's bound for the call)
+        with pytest.raises(blockrnn.ResourceExhaustedError,
+                           match=r"LSTM.forward: needs 7340032 bytes .* memory limit of 4194304"):
+            lstm.forward(x)
+        lstm_object = _core.LSTMLayer(16, 16, "float32", 256, 64)
+        lstm_object.set_weights(lstm.w, lstm.b, lstm.wci, lstm.wcf, lstm.wco)
+        out = [np.empty((256, 64, 16), np.float32) for _ in range(7)]
+        state = np.zeros((64, 16), np.float32)
         with pytest.raises(blockrnn.ResourceExhaustedError,
                            match=r"LSTMLayer.forward: this call needs .* memory limit of 4.0 MiB"):
-            lstm.forward(x)
+            lstm_object.forward(x, state, state, out)
         with pytest.raises(blockrnn.ResourceExhaustedError,
                            match=r"LSTMLayer.create: this call needs .* the weights for "
                                  r"input_size 2048 and hidden_size 2048"):

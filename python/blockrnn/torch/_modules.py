@@ -393,7 +393,7 @@ class _RNNBase(nn.Module):
         if len(init_states) > 1:
             c0 = init_states[1].contiguous()
         y, h_n, c_n, _ = torch.ops.blockrnn.nn_rnn(
-            x.contiguous(), h0, c0, self._params(), seq_lengths, self._dropout_masks(x, T, B),
+            x, h0, c0, self._params(), seq_lengths, self._dropout_masks(x, T, B),
             mode, self.num_layers, self._num_directions == 2, self.bias, fb, clip, peep)
         if c0 is not None:
             return y, [h_n, c_n]

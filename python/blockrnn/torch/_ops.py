@@ -256,6 +256,7 @@ import threading
 import weakref
 
 from .. import _core
+from ..layers import _check_memory
 
 MAX_PLANS = 8
 _PLANS: "collections.OrderedDict[tuple, _Plan]" = collections.OrderedDict()
@@ -548,6 +549,16 @@ def _check_params(cfg: _Config, params, op: str) -> None:
                          f"layer and direction), got {len(params)}")
 
 
+def _check_stack_memory(op, x: Tensor, elems: int, what: str) -> None:
+    """Refuses (ResourceExhaustedError naming the op) a call whose `elems` elements of
+    outputs, which torch allocates here before the library checks the call, and the
+    contiguous copy of a strided x, need more than the memory limit."""
+    if not x.is_contiguous():
+        elems += x.numel()
+        what += f" and a contiguous copy of x {list(x.shape)}"
+    _check_memory(op, elems * x.element_size(), what)
+
+
 def _opt(t: Optional[Tensor], op, arg):
     return None if t is None else _np(t, op, arg)
 
@@ -560,10 +571,15 @@ def _stack_forward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, mod
     T, B, D, H = int(x.shape[0]), int(x.shape[1]), 2 if bidirectional else 1, cfg.H
     lens = lengths_array(seq_lengths, op)
     lstm_ = mode.startswith("lstm")
+    reserve_elems = _reserve_elems(cfg, T, B)
+    _check_stack_memory(op, x, T * B * D * H + (2 if lstm_ else 1) * num_layers * D * B * H
+                        + reserve_elems, f"y [{T}, {B}, {D * H}], the final states and the "
+                        f"reserve of {reserve_elems} elements")
+    x = x.contiguous()  # a strided x (an expanded one) is copied once its memory has passed
     y = x.new_empty((T, B, D * H))
     h_n = x.new_empty((num_layers * D, B, H))
     c_n = x.new_empty((num_layers * D, B, H) if lstm_ else (0,))
-    reserve = x.new_empty((_reserve_elems(cfg, T, B),))
+    reserve = x.new_empty((reserve_elems,))
     plan = _plan(cfg, id(params[0]) if layout == "nn" else None, T, B)
     with plan.lock:
         _pack(plan, cfg, params, op)
@@ -582,6 +598,9 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
     T, B, D = int(x.shape[0]), int(x.shape[1]), 2 if bidirectional else 1
     lens = lengths_array(seq_lengths, op)
     lstm_ = mode.startswith("lstm")
+    _check_stack_memory(op, x, 2 * x.numel() + 2 * h0.numel() + sum(p.numel() for p in params),
+                        f"x_grad {list(x.shape)}, the states' and the parameters' gradients")
+    x = x.contiguous()
     x_grad = torch.empty_like(x, memory_format=torch.contiguous_format)
     h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format)
     c0_grad = x.new_empty(tuple(h0.shape) if lstm_ else (0,))
