@@ -27,7 +27,9 @@
 // Results are bit for bit those of the one-shot ops for the same inputs (the forward returns
 // the op's outputs, which are what the backward reads), in every ISA path and the reference
 // mode (set_force_reference). dtypes: float32 and float64 (float16: use the one-shot ops).
-// A layer object is not thread-safe: one call at a time (it owns one workspace).
+// One call at a time per layer object (it owns one workspace): set_weights, forward or backward
+// started while another call on the same object runs (another thread) throws
+// Error(kInvalidArgument) "<Layer>.<fn>: another call on this object is running …"; RNN alike.
 //
 // RNN stacks layer objects as torch.nn.LSTM / torch.nn.GRU do: num_layers, bidirectional,
 // dropout between layers, per-example lengths and initial states, with a backward that returns

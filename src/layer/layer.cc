@@ -29,6 +29,12 @@ void Check::fail(const std::string& msg) const {
   throw Error(ErrorCode::kInvalidArgument, std::string(layer) + "." + fn + ": " + msg);
 }
 
+OneCall::OneCall(const Check& check, std::atomic<bool>& busy) : busy_(busy) {
+  if (busy_.exchange(true, std::memory_order_acquire)) {
+    check.fail("another call on this object is running (one call at a time per object)");
+  }
+}
+
 void Check::tensor(const char* arg, const TensorView& t, const Shape& want, const char* dims,
                    DType dtype) const {
   if (t.shape != want) {
@@ -484,6 +490,7 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
   typename Op::Config config;
   layer::CallArgs args;  // the views of the current call (kept: no allocation per call)
   std::string forward_name, backward_name;  // "LSTMLayer.forward", "LSTMLayer.backward"
+  std::atomic<bool> busy{false};            // a call is running (layer::OneCall)
 
   template <typename T>
   void pack(typename Op::template Plan<T>& p, const LayerShape& s) {
@@ -552,6 +559,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
   const Check check{name_, "set_weights"};
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   Impl& m = *impl_;
+  const layer::OneCall one(check, m.busy);
   check_weights_memory("set_weights");
   for (std::size_t k = 0; k < m.own.size(); ++k) {
     const layer::WeightSpec& w = Impl::Op::kWeights[k];
@@ -568,6 +576,7 @@ template <class In, class Out, class GradIn, class GradOut>
 void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
                                                    LayerWorkspace workspace) {
   const Check check{name_, "forward", impl_->forward_name.c_str()};
+  const layer::OneCall one(check, impl_->busy);
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
   const auto outputs = Impl::Op::outputs(out);
@@ -582,6 +591,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const Grad
                                                     LayerWorkspace workspace) {
   using Op = typename Impl::Op;
   const Check check{name_, "backward", impl_->backward_name.c_str()};
+  const layer::OneCall one(check, impl_->busy);
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -19,6 +20,22 @@
 namespace blockrnn::layer {
 
 // Errors of one entry point of one layer: "LSTMLayer.forward: x must have ...".
+struct Check;
+
+// Holds a layer object (or an RNN) for one call that uses its weights, workspace or reserve: a
+// second such call while one runs (another thread) is refused by name instead of racing on
+// them. Nothing is held when the constructor throws.
+class OneCall {
+ public:
+  OneCall(const Check& check, std::atomic<bool>& busy);
+  ~OneCall() { busy_.store(false, std::memory_order_release); }
+  OneCall(const OneCall&) = delete;
+  OneCall& operator=(const OneCall&) = delete;
+
+ private:
+  std::atomic<bool>& busy_;
+};
+
 struct Check {
   const char* layer;
   const char* fn;

@@ -159,12 +159,13 @@ struct RNN::Impl {
   std::vector<std::unique_ptr<SequenceLayer>> layers;  // [L·D]
   // Each buffer holds at least the current call's elements (grown by the calls, never sized
   // for max_time × max_batch): T, B of the call, F = max(I, D·H).
-  Tensor reserve;         // reserve_elems(T, B) (the RNN's own reserve)
-  Tensor workspace;       // the layers' (one call at a time): the largest workspace_bytes(T, B)
-  Tensor zeros_bh;        // [B, H]
-  Tensor hg, cg;          // [T, B, H]  (backward)
-  Tensor hpg_scratch;     // [B, H]     (backward)
-  Tensor dx, dy, xg_rev;  // [T, B, F]  (backward)
+  Tensor reserve;    // reserve_elems(T, B) (the RNN's own reserve)
+  Tensor workspace;  // the layers' (one call at a time): the largest workspace_bytes(T, B)
+  std::atomic<bool> busy{false};   // a call is running (layer::OneCall)
+  Tensor zeros_bh;                 // [B, H]
+  Tensor hg, cg;                   // [T, B, H]  (backward)
+  Tensor hpg_scratch;              // [B, H]     (backward)
+  Tensor dx, dy, xg_rev;           // [T, B, F]  (backward)
   std::vector<std::int64_t> lens;  // [B]  L_b of the call
   layer::CallArgs args;            // the views of the current call
   // The forward call the own reserve holds (the backward must repeat it).
@@ -384,6 +385,7 @@ std::int64_t RNN::reserve_elems(std::int64_t T, std::int64_t B) const {
 void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> p) {
   Impl& m = *impl_;
   const Check check{"RNN", "set_weights"};
+  const layer::OneCall one(check, m.busy);
   if (layer < 0 || layer >= m.L || direction < 0 || direction >= m.D) {
     check.fail("(layer, direction) must be in [0, " + std::to_string(m.L) + ") x [0, " +
                std::to_string(m.D) + "), got (" + std::to_string(layer) + ", " +
@@ -678,6 +680,7 @@ void add_inputs(layer::CallArgs& args, const RNNInputs& in, bool lstm) {
 void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView reserve) {
   Impl& m = *impl_;
   const Check check{"RNN", "forward", "RNN.forward"};
+  const layer::OneCall one(check, m.busy);
   const StackDims s = check_inputs(check, m.o, m.D, in);
   const bool lstm = is_lstm(m.o.mode);
   const Shape states{m.L * m.D, s.B, m.H};
@@ -721,6 +724,7 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
                    TensorView reserve) {
   Impl& m = *impl_;
   const Check check{"RNN", "backward", "RNN.backward"};
+  const layer::OneCall one(check, m.busy);
   const StackDims s = check_inputs(check, m.o, m.D, in);
   const bool own = check_reserve(check, m, reserve, s);
   const bool dropout = !is_absent_input(in.dropout_mask);

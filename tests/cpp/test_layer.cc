@@ -8,6 +8,7 @@
 //     for bit), and its backward matches central differences in float64.
 // ctest runs this binary in reference mode and on each ISA path too.
 #include <gtest/gtest.h>
+#include <functional>
 
 #include <chrono>
 #include <cmath>
@@ -960,6 +961,54 @@ TEST(BlockGRUResetAfterDefaults, UnsetSeqLenMaxRunsEveryStep) {
   EXPECT_TRUE(bitwise(g_unset.x_grad, g_all.x_grad));
   EXPECT_TRUE(bitwise(g_unset.w_h_grad, g_all.w_h_grad));
   EXPECT_FALSE(all_zero(g_unset.w_h_grad));
+}
+
+// One call at a time per layer object and RNN: a second call while one runs is refused by name
+// (it would race on the object's workspace, weights and reserve). Made deterministic by making
+// the second call from the first call's cancel check, which runs between its steps.
+struct ReentrantCall {
+  std::function<void()> call;
+  std::string message;
+  int asked = 0;
+};
+
+bool call_again(void* user) {
+  auto* r = static_cast<ReentrantCall*>(user);
+  if (r->asked++ == 0) {
+    try {
+      r->call();
+      r->message = "accepted";
+    } catch (const Error& e) {
+      r->message = e.what();
+    }
+  }
+  return false;  // never cancel the first call
+}
+
+TEST(LayerHostile, ASecondCallWhileOneRunsIsRefused) {
+  const std::int64_t T = 300000, B = 1, I = 2, H = 4;
+  std::mt19937_64 rng(3);
+  GRULayer layer({.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B});
+  layer.set_weights(random_tensor(DType::kFloat32, {I + H, 2 * H}, rng),
+                    random_tensor(DType::kFloat32, {I + H, H}, rng),
+                    random_tensor(DType::kFloat32, {2 * H}, rng),
+                    random_tensor(DType::kFloat32, {H}, rng));
+  const Tensor x = random_tensor(DType::kFloat32, {T, B, I}, rng);
+  const Tensor h0 = random_tensor(DType::kFloat32, {B, H}, rng);
+  std::vector<Tensor> o;
+  for (int k = 0; k < 4; ++k) o.emplace_back(DType::kFloat32, Shape{T, B, H});
+  const BlockGRUOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                            o[3].mutable_view()};
+  ReentrantCall again{[&] { layer.forward({.x = x, .h_prev = h0}, out); }};
+  set_cancel_check(call_again, &again);
+  EXPECT_NO_THROW(layer.forward({.x = x, .h_prev = h0}, out));
+  set_cancel_check(nullptr, nullptr);
+  ASSERT_GT(again.asked, 0) << "the call never asked its cancel check";
+  EXPECT_EQ(again.message,
+            "GRULayer.forward: another call on this object is running (one call at a time per "
+            "object)");
+  // The object is free again afterwards.
+  EXPECT_NO_THROW(layer.forward({.x = x, .h_prev = h0}, out));
 }
 
 }  // namespace
