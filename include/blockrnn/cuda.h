@@ -18,8 +18,8 @@
 // synchronisation. Outputs are the caller's (caller-owned device memory, every element written;
 // they must not alias the inputs or each other).
 //
-// float16 is computed in float32 (as the CPU path, SPEC A2): inputs are widened once per call
-// into float32 workspace and each output is rounded to half once. float32 and float64 run
+// float16 is computed in float32 (as the CPU path, docs/design.md): inputs are widened once per
+// call into float32 workspace and each output is rounded to half once. float32 and float64 run
 // natively. Matrix products use cuBLAS; the fp32 math mode is below.
 //
 // Errors: Error(kInvalidArgument) for bad input (as the CPU API); Error(kResourceExhausted) when

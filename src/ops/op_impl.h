@@ -132,7 +132,7 @@ void check_output_sizes(const char* op, std::span<const char* const> output_name
 void check_no_alias(const char* op, std::span<const char* const> input_names,
                     std::span<const TensorView> inputs, std::span<const char* const> output_names,
                     std::span<const MutableTensorView> outputs);
-// The call's memory against get_memory_limit(), before anything is allocated (issue 14).
+// The call's memory against get_memory_limit(), before anything is allocated.
 void check_memory(const char* op, std::span<const TensorView> inputs,
                   std::span<const char* const> output_names, const Plan& plan,
                   bool allocates_outputs, std::span<const ExtraBytes> extra);

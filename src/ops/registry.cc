@@ -174,7 +174,7 @@ void check_no_alias(const char* op, std::span<const char* const> input_names,
   }
 }
 
-// Every output must be addressable in bytes before anything is allocated (issue 7: size
+// Every output must be addressable in bytes before anything is allocated (size
 // arithmetic never overflows; a shape too large for the machine is a clear error).
 void check_output_sizes(const char* op, std::span<const char* const> output_names,
                         const Plan& plan) {

@@ -1,4 +1,4 @@
-// The defaults of the typed C++ API (issue 12) that TensorFlow's ops do not have. The public
+// The defaults of the typed C++ API that TensorFlow's ops do not have. The public
 // typed functions (lstm.h, sequence.h, cuda.h) apply them before validating; the name-based
 // run_op calls the ops without them and so keeps TensorFlow's contract: there, seq_len_max and
 // the peephole vectors are always required.

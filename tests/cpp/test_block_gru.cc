@@ -62,7 +62,7 @@ TEST(BlockGRU, EqualsSteppingTheCell) {
   });
 }
 
-// The typed API's default (issue 12): seq_len_max unset runs all T steps (it used to default
+// The typed API's default: seq_len_max unset runs all T steps (it used to default
 // to 0, silently returning zeros). The name-based run_op keeps TensorFlow's required input.
 TEST(BlockGRU, TypedDefaultSeqLenMaxIsT) {
   std::mt19937_64 rng(12);
@@ -247,7 +247,7 @@ std::vector<testing::BadInput> testing::BlockGRUVariant::bad_inputs() {
       {1, {5, 16}, "h_prev must have shape [4, 16] (batch_size, cell_size), got [5, 16]"},
       {2, {19, 31}, "w_ru must have shape [19, 32]"},
       {3, {18, 16}, "w_c must have shape [19, 16]"},
-      // An x of the wrong width (issue 12): both weights agree on another input_size, so the
+      // An x of the wrong width: both weights agree on another input_size, so the
       // message names x first, then both weights. A weight whose rows alone disagree is named
       // alone.
       {0,

@@ -190,7 +190,7 @@ TEST(BlockLSTM, StepsPastSeqLenMaxAreZeroAndIgnored) {
   }
 }
 
-// The typed API's defaults (issue 12): seq_len_max unset runs all T steps; without peepholes the
+// The typed API's defaults: seq_len_max unset runs all T steps; without peepholes the
 // peephole vectors may be omitted. The name-based run_op keeps TensorFlow's contract.
 TEST(BlockLSTM, TypedDefaultsSeqLenMaxIsT) {
   std::mt19937_64 rng(12);
@@ -395,7 +395,7 @@ TEST(BlockLSTM, Validation) {
     expect_invalid([&] { fwd_with(op, 2, bh_bad_h); },
                    p + "h_prev must have shape [4, 16] (batch_size, cell_size), got [4, 15]");
     // w's rows must be input_size + cell_size with input_size from x: when only the rows are
-    // off, x or w may be the wrong one and the message names both, x first (issue 12).
+    // off, x or w may be the wrong one and the message names both, x first.
     const Tensor w_bad = random_tensor(f, {18, 64}, rng), x_wide = random_tensor(f, {T, B, 7}, rng),
                  w_cols = random_tensor(f, {19, 60}, rng),
                  w_short = random_tensor(f, {15, 64}, rng);

@@ -51,7 +51,7 @@ TEST(GRUBlockCell, Validation) {
         gru_block_cell({c.x, c.h_prev, c.w_ru, w_c_bad, c.b_ru, c.b_c});
       },
       "w_c must have shape [19, 16]");
-  // An x of the wrong width (issue 12): both weights agree on another input_size, so the message
+  // An x of the wrong width: both weights agree on another input_size, so the message
   // names x first; the same from the grads.
   const Tensor x_wide = random_tensor(f, {4, 8}, rng);
   const std::string x_msg =

@@ -344,7 +344,7 @@ TEST(LSTMBlockCell, ClipAndNaN) {
   }
 }
 
-// The typed API's default (issue 12): without use_peephole the peephole vectors may be omitted
+// The typed API's default: without use_peephole the peephole vectors may be omitted
 // (a default view, an empty one, or a null pointer) and stand for zeros [H]; with use_peephole
 // a missing one is an error naming it. The name-based run_op keeps TensorFlow's contract.
 TEST(LSTMBlockCell, TypedDefaultPeepholesOptionalWithoutUsePeephole) {
@@ -472,7 +472,7 @@ TEST(LSTMBlockCell, Validation) {
       "w must have shape [19, 64] (input_size + cell_size, 4 * cell_size), got [18, 64]");
   expect_invalid([&] { lstm_block_cell(with(3, w_bad_cols)); }, "w must have shape [19, 64]");
   // An x of the wrong width: input_size comes from x, so x and w disagree and the message names
-  // both, x first (issue 12); the same from the grads.
+  // both, x first; the same from the grads.
   const Tensor x_wide = random_tensor(f, {4, 8}, rng);
   const std::string x_msg =
       "x and w disagree on input_size: x has input_size 8 (its last dimension), but w's 19 rows "

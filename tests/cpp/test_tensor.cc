@@ -76,7 +76,7 @@ TEST(Tensor, RefusesUnaddressableSizes) {
   EXPECT_THROW(Tensor(DType::kFloat64, Shape{big}), Error);
 }
 
-// data_as<T> checks T against the tensor's dtype (issue 12): reading float32 storage as double
+// data_as<T> checks T against the tensor's dtype: reading float32 storage as double
 // would read past the end.
 TEST(Tensor, DataAsChecksTheDtype) {
   Tensor f(DType::kFloat32, Shape{3});

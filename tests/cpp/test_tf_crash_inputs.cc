@@ -1,4 +1,4 @@
-// TensorFlow's crash reports as regression tests (docs/ops.md; issue 7), through the C++ API.
+// TensorFlow's crash reports as regression tests (docs/ops.md), through the C++ API.
 //
 // Every input behind a TensorFlow crash report about the LSTM block ops is one case of
 // tests/data/tf_crash_inputs.json (shared with tests/python/test_tf_crash_inputs.py; its "about"

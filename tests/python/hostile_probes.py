@@ -1,4 +1,4 @@
-"""The hostile-input probes (issue 14): a table of adversarial calls, each run in a child
+"""The hostile-input probes: a table of adversarial calls, each run in a child
 process under a time and an address-space limit, with the outcome each must have.
 
 Every probe is a snippet of Python run with `np`, `blockrnn`, `kw(op, **dims)` (consistent

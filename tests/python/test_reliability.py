@@ -90,7 +90,7 @@ def test_nan_and_inf_propagate_as_in_tensorflow(tf, op, special):
                                    err_msg=f"{op}.{name} finite values")
 
 
-# --- Denormals (issue 14). TensorFlow runs its CPU kernels with denormals flushed to zero;
+# --- Denormals. TensorFlow runs its CPU kernels with denormals flushed to zero;
 # blockrnn flushes subnormal attrs as TensorFlow does and keeps IEEE gradual underflow for
 # tensor data (docs/reliability.md, "Denormals").
 

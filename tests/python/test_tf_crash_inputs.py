@@ -1,4 +1,4 @@
-"""TensorFlow's crash reports as regression tests (docs/ops.md; issue 7).
+"""TensorFlow's crash reports as regression tests (docs/ops.md).
 
 Every input behind a TensorFlow crash report about the LSTM block ops (a CHECK failure, an abort,
 a segfault, an out-of-bounds read) is one case of tests/data/tf_crash_inputs.json, shared with

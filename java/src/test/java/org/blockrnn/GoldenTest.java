@@ -274,7 +274,7 @@ class GoldenTest {
           continue; // float16: not in the Java binding
         }
         Map<String, Tensor> got = run(c);
-        // SPEC A7: cell ops within 1e-5, sequence ops within 1e-4 (float32).
+        // docs/tolerances.md: cell ops within 1e-5, sequence ops within 1e-4 (float32).
         double tol = c.op.startsWith("Block") ? 1e-4 : 1e-5;
         for (Named want : c.outputs) {
           FloatTensor g = (FloatTensor) got.get(want.name);
