@@ -244,7 +244,9 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs)
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs)
+template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);
+template void block_gru_fwd<double>(const BlockGRUDims&, const BlockGRUFwdArgs<double>&);
+template void block_gru_bwd<float>(const BlockGRUDims&, const BlockGRUBwdArgs<float>&);
+template void block_gru_bwd<double>(const BlockGRUDims&, const BlockGRUBwdArgs<double>&);
 
 }  // namespace blockrnn::cpu

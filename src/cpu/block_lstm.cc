@@ -246,7 +246,9 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs)
-BLOCKRNN_INSTANTIATE_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs)
+template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);
+template void block_lstm_fwd<double>(const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&);
+template void block_lstm_bwd<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<float>&);
+template void block_lstm_bwd<double>(const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&);
 
 }  // namespace blockrnn::cpu

@@ -95,7 +95,9 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   column_sums<T, T>(B, H, a.d_c_bar, H, a.d_b_c);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(gru_cell_fwd, GRUDims, GRUCellFwdArgs)
-BLOCKRNN_INSTANTIATE_KERNEL(gru_cell_bwd, GRUDims, GRUCellBwdArgs)
+template void gru_cell_fwd<float>(const GRUDims&, const GRUCellFwdArgs<float>&);
+template void gru_cell_fwd<double>(const GRUDims&, const GRUCellFwdArgs<double>&);
+template void gru_cell_bwd<float>(const GRUDims&, const GRUCellBwdArgs<float>&);
+template void gru_cell_bwd<double>(const GRUDims&, const GRUCellBwdArgs<double>&);
 
 }  // namespace blockrnn::cpu

@@ -141,60 +141,62 @@ inline void gru_reset_after_bwd_row_generic(std::int64_t n, std::int64_t H, cons
 
 }  // namespace detail
 
-// float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (pointwise_dispatch.h);
-// float64 rows run the generic code.
-namespace isa {
-void gru_fwd_gates_row_f32(std::int64_t n, std::int64_t H, const float* ru_bar, const float* b_ru,
-                           const float* h_prev, float* r, float* u, float* hr);
-void gru_fwd_candidate_row_f32(std::int64_t H, const float* b_c, const float* u,
-                               const float* h_prev, float* c, float* h);
-void gru_bwd_cu_row_f32(std::int64_t H, const float* u, const float* c, const float* h_prev,
-                        const float* d_h, float* d_c_bar, float* d_u_bar);
-void gru_bwd_r_row_f32(std::int64_t H, const float* d_hr, const float* h_prev, const float* r,
-                       float* d_r_bar);
-void gru_bwd_h_prev_row_f32(std::int64_t H, const float* d_hr, const float* r, const float* d_h,
-                            const float* u, float* g);
-void gru_reset_after_fwd_row_f32(std::int64_t n, std::int64_t H, const float* gi, const float* b_i,
-                                 const float* gh_rz, const float* b_h, const float* h_prev,
-                                 float* r, float* u, float* nn, float* hn, float* h);
-void gru_reset_after_bwd_row_f32(std::int64_t n, std::int64_t H, const float* r, const float* u,
-                                 const float* nn, const float* hn, const float* h_prev,
-                                 const float* d_h, float* carry, float* d_gh, float* d_n_bar);
-}  // namespace isa
-
+// float32 rows run the table of the active ISA path (pointwise_dispatch.h), every other type
+// the generic code the tables are compiled from.
+//
 // r, u and h_prev⊙r of n columns of one row, u's pre-activations H after r's (see the file
 // header).
 template <typename T>
 inline void gru_fwd_gates_row(std::int64_t n, std::int64_t H, const T* ru_bar, const T* b_ru,
                               const T* h_prev, T* r, T* u, T* hr) {
-  BLOCKRNN_POINTWISE_CALL(gru_fwd_gates_row, n, H, ru_bar, b_ru, h_prev, r, u, hr);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().gru_fwd_gates_row(n, H, ru_bar, b_ru, h_prev, r, u, hr);
+  } else {
+    detail::gru_fwd_gates_row_generic(n, H, ru_bar, b_ru, h_prev, r, u, hr);
+  }
 }
 
 // c and h of one row; `c` holds the candidate pre-activation without bias on entry.
 template <typename T>
 inline void gru_fwd_candidate_row(std::int64_t H, const T* b_c, const T* u, const T* h_prev, T* c,
                                   T* h) {
-  BLOCKRNN_POINTWISE_CALL(gru_fwd_candidate_row, H, b_c, u, h_prev, c, h);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().gru_fwd_candidate_row(H, b_c, u, h_prev, c, h);
+  } else {
+    detail::gru_fwd_candidate_row_generic(H, b_c, u, h_prev, c, h);
+  }
 }
 
 // d_c_bar and d_u_bar of one row.
 template <typename T>
 inline void gru_bwd_cu_row(std::int64_t H, const T* u, const T* c, const T* h_prev, const T* d_h,
                            T* d_c_bar, T* d_u_bar) {
-  BLOCKRNN_POINTWISE_CALL(gru_bwd_cu_row, H, u, c, h_prev, d_h, d_c_bar, d_u_bar);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().gru_bwd_cu_row(H, u, c, h_prev, d_h, d_c_bar, d_u_bar);
+  } else {
+    detail::gru_bwd_cu_row_generic(H, u, c, h_prev, d_h, d_c_bar, d_u_bar);
+  }
 }
 
 // d_r_bar of one row.
 template <typename T>
 inline void gru_bwd_r_row(std::int64_t H, const T* d_hr, const T* h_prev, const T* r, T* d_r_bar) {
-  BLOCKRNN_POINTWISE_CALL(gru_bwd_r_row, H, d_hr, h_prev, r, d_r_bar);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().gru_bwd_r_row(H, d_hr, h_prev, r, d_r_bar);
+  } else {
+    detail::gru_bwd_r_row_generic(H, d_hr, h_prev, r, d_r_bar);
+  }
 }
 
 // d_h_prev of one row; `g` holds d_ru·w_ru_hᵀ on entry and d_h_prev on exit.
 template <typename T>
 inline void gru_bwd_h_prev_row(std::int64_t H, const T* d_hr, const T* r, const T* d_h, const T* u,
                                T* g) {
-  BLOCKRNN_POINTWISE_CALL(gru_bwd_h_prev_row, H, d_hr, r, d_h, u, g);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().gru_bwd_h_prev_row(H, d_hr, r, d_h, u, g);
+  } else {
+    detail::gru_bwd_h_prev_row_generic(H, d_hr, r, d_h, u, g);
+  }
 }
 
 // Reset-after GRU, forward, n columns of one row (see the generic kernel).
@@ -202,8 +204,11 @@ template <typename T>
 inline void gru_reset_after_fwd_row(std::int64_t n, std::int64_t H, const T* gi, const T* b_i,
                                     const T* gh_rz, const T* b_h, const T* h_prev, T* r, T* u,
                                     T* nn, T* hn, T* h) {
-  BLOCKRNN_POINTWISE_CALL(gru_reset_after_fwd_row, n, H, gi, b_i, gh_rz, b_h, h_prev, r, u, nn, hn,
-                          h);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().gru_reset_after_fwd_row(n, H, gi, b_i, gh_rz, b_h, h_prev, r, u, nn, hn, h);
+  } else {
+    detail::gru_reset_after_fwd_row_generic(n, H, gi, b_i, gh_rz, b_h, h_prev, r, u, nn, hn, h);
+  }
 }
 
 // Reset-after GRU, backward, n columns of one row (see the generic kernel).
@@ -211,8 +216,11 @@ template <typename T>
 inline void gru_reset_after_bwd_row(std::int64_t n, std::int64_t H, const T* r, const T* u,
                                     const T* nn, const T* hn, const T* h_prev, const T* d_h,
                                     T* carry, T* d_gh, T* d_n_bar) {
-  BLOCKRNN_POINTWISE_CALL(gru_reset_after_bwd_row, n, H, r, u, nn, hn, h_prev, d_h, carry, d_gh,
-                          d_n_bar);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().gru_reset_after_bwd_row(n, H, r, u, nn, hn, h_prev, d_h, carry, d_gh, d_n_bar);
+  } else {
+    detail::gru_reset_after_bwd_row_generic(n, H, r, u, nn, hn, h_prev, d_h, carry, d_gh, d_n_bar);
+  }
 }
 
 }  // namespace blockrnn::cpu

@@ -219,15 +219,9 @@ inline void lstm_rows_generic(const Params<T>& p, const Step<T>& s, std::int64_t
 
 }  // namespace detail
 
-// float32 rows run the per-ISA kernels of src/cpu/pointwise_impl.inc (pointwise_dispatch.h);
-// float64 rows run the generic code.
-namespace isa {
-void lstm_rows_f32(const LSTMFwdParams<float>& p, const LSTMFwdStep<float>& s, std::int64_t n0,
-                   std::int64_t n1, std::int64_t j0, std::int64_t j1);
-void lstm_rows_f32(const LSTMBwdParams<float>& p, const LSTMBwdStep<float>& s, std::int64_t n0,
-                   std::int64_t n1, std::int64_t j0, std::int64_t j1);
-}  // namespace isa
-
+// float32 rows run the table of the active ISA path (pointwise_dispatch.h), every other type
+// the generic code the tables are compiled from.
+//
 // Forward element-wise pass over rows [n0, n1) and cell columns [j0, j1) of one step (all
 // columns by default). A column range must start at a multiple of the vector width (the
 // sequence ops split at GEMM panel boundaries) so that every element takes the same path
@@ -236,7 +230,11 @@ template <typename T>
 inline void lstm_fwd_pointwise_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s,
                                     std::int64_t n0, std::int64_t n1, std::int64_t j0 = 0,
                                     std::int64_t j1 = -1) {
-  BLOCKRNN_POINTWISE_CALL(lstm_rows, p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().lstm_fwd_rows(p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
+  } else {
+    detail::lstm_rows_generic(p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
+  }
 }
 
 // Backward element-wise pass over rows [n0, n1) and cell columns [j0, j1) of one step (all
@@ -245,7 +243,11 @@ template <typename T>
 inline void lstm_bwd_pointwise_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s,
                                     std::int64_t n0, std::int64_t n1, std::int64_t j0 = 0,
                                     std::int64_t j1 = -1) {
-  BLOCKRNN_POINTWISE_CALL(lstm_rows, p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
+  if constexpr (std::is_same_v<T, float>) {
+    pointwise_f32().lstm_bwd_rows(p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
+  } else {
+    detail::lstm_rows_generic(p, s, n0, n1, j0, j1 < 0 ? p.H : j1);
+  }
 }
 
 // Forward element-wise pass over all B rows of one step, threaded over rows (core::parallel_for;

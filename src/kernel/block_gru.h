@@ -9,13 +9,12 @@
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
-#include "kernel/declare.h"
 #include "kernel/dims.h"
 #include "kernel/seq_steps.h"
 
 namespace blockrnn {
 
-// The weights packed once for many calls (kernel/declare.h): opaque here and to the reference,
+// The weights packed once for many calls (kernel/dims.h): opaque here and to the reference,
 // defined by the fast engine (src/cpu/sequence_plan.h), the only engine that reads them.
 template <typename T>
 struct GRUPlan;
@@ -31,7 +30,7 @@ struct BlockGRUFwdArgs {
   const T *w_ru, *w_c;  // [I+H, 2H], [I+H, H]
   const T *b_ru, *b_c;  // [2H], [H]
   T *r, *u, *c, *h;     // [T, B, H] each
-  // Plan once, run many (kernel/declare.h): GRUPlan, block_gru_workspace_elems.
+  // Plan once, run many (kernel/dims.h): GRUPlan, block_gru_workspace_elems.
   const GRUPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
@@ -46,12 +45,25 @@ struct BlockGRUBwdArgs {
   T* d_x;                              // [T, B, I]
   T* d_h_prev;                         // [B, H]
   T *d_w_ru, *d_w_c, *d_b_ru, *d_b_c;  // [I+H, 2H], [I+H, H], [2H], [H]
-  // Plan once, run many (kernel/declare.h): GRUPlan, block_gru_workspace_elems.
+  // Plan once, run many (kernel/dims.h): GRUPlan, block_gru_workspace_elems.
   const GRUPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
-BLOCKRNN_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs)
-BLOCKRNN_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs)
+// The kernels, in both engines (the same signatures, so that the two cannot drift apart):
+// the reference (src/ref, written to read like the spec) and the fast path (src/cpu).
+// Each is defined for float and double.
+namespace ref {
+template <typename T>
+void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
+template <typename T>
+void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
+}  // namespace ref
+namespace cpu {
+template <typename T>
+void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
+template <typename T>
+void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
+}  // namespace cpu
 
 }  // namespace blockrnn

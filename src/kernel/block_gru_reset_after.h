@@ -22,7 +22,7 @@
 #pragma once
 
 #include "kernel/block_gru.h"  // BlockGRUDims, GRUResetAfterPlan
-#include "kernel/declare.h"
+#include "kernel/dims.h"
 
 namespace blockrnn {
 
@@ -33,7 +33,7 @@ struct BlockGRUResetAfterFwdArgs {
   const T *w_i, *w_h;     // [I, 3H], [H, 3H]  columns [r | z | n] each
   const T *b_i, *b_h;     // [3H] each
   T *r, *u, *n, *hn, *h;  // [T, B, H] each; hn = h[t−1]·w_h_n + b_h_n (read by the backward)
-  // Plan once, run many (kernel/declare.h): GRUResetAfterPlan,
+  // Plan once, run many (kernel/dims.h): GRUResetAfterPlan,
   // block_gru_reset_after_workspace_elems.
   const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
@@ -49,13 +49,26 @@ struct BlockGRUResetAfterBwdArgs {
   T* d_x;                            // [T, B, I]
   T* d_h_prev;                       // [B, H]
   T *d_w_i, *d_w_h, *d_b_i, *d_b_h;  // [I, 3H], [H, 3H], [3H], [3H]
-  // Plan once, run many (kernel/declare.h): GRUResetAfterPlan,
+  // Plan once, run many (kernel/dims.h): GRUResetAfterPlan,
   // block_gru_reset_after_workspace_elems.
   const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
 
-BLOCKRNN_KERNEL(block_gru_reset_after_fwd, BlockGRUDims, BlockGRUResetAfterFwdArgs)
-BLOCKRNN_KERNEL(block_gru_reset_after_bwd, BlockGRUDims, BlockGRUResetAfterBwdArgs)
+// The kernels, in both engines (the same signatures, so that the two cannot drift apart):
+// the reference (src/ref, written to read like the spec) and the fast path (src/cpu).
+// Each is defined for float and double.
+namespace ref {
+template <typename T>
+void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
+template <typename T>
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
+}  // namespace ref
+namespace cpu {
+template <typename T>
+void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
+template <typename T>
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
+}  // namespace cpu
 
 }  // namespace blockrnn

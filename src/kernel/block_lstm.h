@@ -14,7 +14,6 @@
 // Pointers are dense row-major; inputs are validated by the caller; outputs are overwritten.
 #pragma once
 
-#include "kernel/declare.h"
 #include "kernel/dims.h"
 
 #include "kernel/lstm_cell.h"
@@ -22,7 +21,7 @@
 
 namespace blockrnn {
 
-// The weights packed once for many calls (kernel/declare.h): opaque here and to the reference,
+// The weights packed once for many calls (kernel/dims.h): opaque here and to the reference,
 // defined by the fast engine (src/cpu/sequence_plan.h), the only engine that reads it.
 template <typename T>
 struct LSTMPlan;
@@ -41,7 +40,7 @@ struct BlockLSTMFwdArgs {
   T cell_clip = T(0);               // clip only when > 0
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
-  // Plan once, run many (kernel/declare.h): LSTMPlan, block_lstm_workspace_elems.
+  // Plan once, run many (kernel/dims.h): LSTMPlan, block_lstm_workspace_elems.
   const LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
@@ -61,7 +60,7 @@ struct BlockLSTMBwdArgs {
   T* d_b;                                 // [4H]  in `layout`
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
-  // Plan once, run many (kernel/declare.h): LSTMPlan, block_lstm_workspace_elems.
+  // Plan once, run many (kernel/dims.h): LSTMPlan, block_lstm_workspace_elems.
   const LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
 };
@@ -82,7 +81,20 @@ void lstm_step_state(Step& s, const Args& a, std::int64_t t, std::int64_t BH) {
   s.co = a.co + o;
 }
 
-BLOCKRNN_KERNEL(block_lstm_fwd, BlockLSTMDims, BlockLSTMFwdArgs)
-BLOCKRNN_KERNEL(block_lstm_bwd, BlockLSTMDims, BlockLSTMBwdArgs)
+// The kernels, in both engines (the same signatures, so that the two cannot drift apart):
+// the reference (src/ref, written to read like the spec) and the fast path (src/cpu).
+// Each is defined for float and double.
+namespace ref {
+template <typename T>
+void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
+template <typename T>
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
+}  // namespace ref
+namespace cpu {
+template <typename T>
+void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
+template <typename T>
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
+}  // namespace cpu
 
 }  // namespace blockrnn

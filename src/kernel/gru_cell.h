@@ -3,7 +3,6 @@
 // Pointers are dense row-major; shapes in the comments. Inputs are validated by the caller.
 #pragma once
 
-#include "kernel/declare.h"
 #include "kernel/dims.h"
 
 namespace blockrnn {
@@ -39,7 +38,20 @@ struct GRUCellBwdArgs {
   T* d_b_c = nullptr;   // [H]
 };
 
-BLOCKRNN_KERNEL(gru_cell_fwd, GRUDims, GRUCellFwdArgs)
-BLOCKRNN_KERNEL(gru_cell_bwd, GRUDims, GRUCellBwdArgs)
+// The kernels, in both engines (the same signatures, so that the two cannot drift apart):
+// the reference (src/ref, written to read like the spec) and the fast path (src/cpu).
+// Each is defined for float and double.
+namespace ref {
+template <typename T>
+void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a);
+template <typename T>
+void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a);
+}  // namespace ref
+namespace cpu {
+template <typename T>
+void gru_cell_fwd(const GRUDims& d, const GRUCellFwdArgs<T>& a);
+template <typename T>
+void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a);
+}  // namespace cpu
 
 }  // namespace blockrnn

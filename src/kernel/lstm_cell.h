@@ -14,7 +14,6 @@
 
 #include <cstdint>
 
-#include "kernel/declare.h"
 #include "kernel/dims.h"
 
 namespace blockrnn {
@@ -78,7 +77,20 @@ struct LSTMCellBwdArgs {
   T* d_b = nullptr;       // [4H]
 };
 
-BLOCKRNN_KERNEL(lstm_cell_fwd, LSTMDims, LSTMCellFwdArgs)
-BLOCKRNN_KERNEL(lstm_cell_bwd, LSTMDims, LSTMCellBwdArgs)
+// The kernels, in both engines (the same signatures, so that the two cannot drift apart):
+// the reference (src/ref, written to read like the spec) and the fast path (src/cpu).
+// Each is defined for float and double.
+namespace ref {
+template <typename T>
+void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a);
+template <typename T>
+void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a);
+}  // namespace ref
+namespace cpu {
+template <typename T>
+void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a);
+template <typename T>
+void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a);
+}  // namespace cpu
 
 }  // namespace blockrnn

@@ -79,7 +79,9 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   std::copy(carry.begin(), carry.end(), a.d_h_prev);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_fwd, BlockGRUDims, BlockGRUFwdArgs)
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_bwd, BlockGRUDims, BlockGRUBwdArgs)
+template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);
+template void block_gru_fwd<double>(const BlockGRUDims&, const BlockGRUFwdArgs<double>&);
+template void block_gru_bwd<float>(const BlockGRUDims&, const BlockGRUBwdArgs<float>&);
+template void block_gru_bwd<double>(const BlockGRUDims&, const BlockGRUBwdArgs<double>&);
 
 }  // namespace blockrnn::ref

@@ -96,7 +96,13 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   std::copy(carry.begin(), carry.end(), a.d_h_prev);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_fwd, BlockGRUDims, BlockGRUResetAfterFwdArgs)
-BLOCKRNN_INSTANTIATE_KERNEL(block_gru_reset_after_bwd, BlockGRUDims, BlockGRUResetAfterBwdArgs)
+template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,
+                                               const BlockGRUResetAfterFwdArgs<float>&);
+template void block_gru_reset_after_fwd<double>(const BlockGRUDims&,
+                                                const BlockGRUResetAfterFwdArgs<double>&);
+template void block_gru_reset_after_bwd<float>(const BlockGRUDims&,
+                                               const BlockGRUResetAfterBwdArgs<float>&);
+template void block_gru_reset_after_bwd<double>(const BlockGRUDims&,
+                                                const BlockGRUResetAfterBwdArgs<double>&);
 
 }  // namespace blockrnn::ref

@@ -116,7 +116,9 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   column_sums(B, G, a.d_gates, a.d_b);
 }
 
-BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_fwd, LSTMDims, LSTMCellFwdArgs)
-BLOCKRNN_INSTANTIATE_KERNEL(lstm_cell_bwd, LSTMDims, LSTMCellBwdArgs)
+template void lstm_cell_fwd<float>(const LSTMDims&, const LSTMCellFwdArgs<float>&);
+template void lstm_cell_fwd<double>(const LSTMDims&, const LSTMCellFwdArgs<double>&);
+template void lstm_cell_bwd<float>(const LSTMDims&, const LSTMCellBwdArgs<float>&);
+template void lstm_cell_bwd<double>(const LSTMDims&, const LSTMCellBwdArgs<double>&);
 
 }  // namespace blockrnn::ref
