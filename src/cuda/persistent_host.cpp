@@ -2,6 +2,7 @@
 #include "cuda/persistent_host.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <atomic>
 #include <barrier>
 #include <chrono>

@@ -83,15 +83,18 @@ BLOCKRNN_HD inline i64 k_chunks(i64 H, i64 k_chunk) {
   return (4 * H + k_chunk - 1) / k_chunk;
 }
 
-// The column-block index of each logical gate q = 0 (i), 1 (c), 2 (f), 3 (o) in the layout
-// (kernel/lstm_cell.h's LSTMGateBlocks: ICFO {0, 1, 2, 3}, IFCO {0, 2, 1, 3}).
+// The column-block index of each gate (multiply by H for its first column) in the layout
+// (kernel/lstm_cell.h's LSTMGateBlocks: ICFO {0, 1, 2, 3}, IFCO {0, 2, 1, 3}); of(q) for the
+// logical gate q = 0 (i), 1 (c), 2 (f), 3 (o). Named fields, not an array: a kernel parameter's
+// array indexed at run time would be copied to local memory on a GPU.
 struct GateCols {
-  i64 block[4];
+  i64 i, c, f, o;
+  BLOCKRNN_HD i64 of(i64 q) const { return q == 0 ? i : (q == 1 ? c : (q == 2 ? f : o)); }
 };
 
 inline GateCols gate_cols(LSTMLayout layout) {
   const LSTMGateBlocks b = lstm_gate_blocks(layout);
-  return {{b.i, b.c, b.f, b.o}};
+  return {b.i, b.c, b.f, b.o};
 }
 
 // ---- scalar helpers: the reference's activations (src/core/activations.h) ----
@@ -145,7 +148,7 @@ BLOCKRNN_HD void lstm_fwd_cta(const FwdParams<T>& p, const CtaIndex& c, T* resid
   // resident[k·cw + q·hp + jj] = w[I + k, block(q)·H + begin + jj]
   for (i64 e = c.tid; e < H * cw; e += c.threads) {
     const i64 k = e / cw, q = (e % cw) / hp, jj = e % hp;
-    resident[e] = p.w[(I + k) * G + p.cols.block[q] * H + u.begin + jj];
+    resident[e] = p.w[(I + k) * G + p.cols.of(q) * H + u.begin + jj];
   }
   sync.cta();
   const bool clip = p.cell_clip > T(0);
@@ -156,7 +159,7 @@ BLOCKRNN_HD void lstm_fwd_cta(const FwdParams<T>& p, const CtaIndex& c, T* resid
     // Gates of the own columns: continue x[t]·w_x's sum with the h[t−1] rows, then add b.
     for (i64 e = c.tid; e < B * cw; e += c.threads) {
       const i64 n = e / cw, lc = e % cw, q = lc / hp, jj = lc % hp;
-      const i64 col = p.cols.block[q] * H + u.begin + jj;
+      const i64 col = p.cols.of(q) * H + u.begin + jj;
       T acc = g[n * G + col];
       for (i64 k = 0; k < H; ++k) acc += hprev[n * H + k] * resident[k * cw + lc];
       g[n * G + col] = acc + p.b[col];
@@ -166,8 +169,8 @@ BLOCKRNN_HD void lstm_fwd_cta(const FwdParams<T>& p, const CtaIndex& c, T* resid
     for (i64 e = c.tid; e < B * hp; e += c.threads) {
       const i64 n = e / hp, j = u.begin + e % hp, x = t * BH + n * H + j;
       const T* gn = g + n * G;
-      const T g_i = gn[p.cols.block[0] * H + j], g_c = gn[p.cols.block[1] * H + j];
-      const T g_f = gn[p.cols.block[2] * H + j], g_o = gn[p.cols.block[3] * H + j];
+      const T g_i = gn[p.cols.i * H + j], g_c = gn[p.cols.c * H + j];
+      const T g_f = gn[p.cols.f * H + j], g_o = gn[p.cols.o * H + j];
       const T csp = csprev[n * H + j];
       const T i = act_sigmoid(p.use_peephole ? g_i + csp * p.wci[j] : g_i);
       const T ci = act_tanh(g_c);
@@ -229,7 +232,7 @@ BLOCKRNN_HD void lstm_bwd_cta(const BwdParams<T>& p, const CtaIndex& c, T* resid
     p.carry_h[x] = T(0);
   }
   for (i64 e = c.tid; e < cw; e += c.threads) {
-    p.d_b[p.cols.block[e / hp] * H + u.begin + e % hp] = T(0);
+    p.d_b[p.cols.of(e / hp) * H + u.begin + e % hp] = T(0);
   }
   for (i64 e = c.tid; e < hp; e += c.threads) {
     p.d_wci[u.begin + e] = T(0);
@@ -254,10 +257,10 @@ BLOCKRNN_HD void lstm_bwd_cta(const BwdParams<T>& p, const CtaIndex& c, T* resid
       const T dci = ((T(1) - ci * ci) * dcs) * i;
       const T df = ((f * (T(1) - f)) * dcs) * csprev[x];
       const T di = ((i * (T(1) - i)) * dcs) * ci;
-      dg[n * G + p.cols.block[0] * H + j] = di;
-      dg[n * G + p.cols.block[1] * H + j] = dci;
-      dg[n * G + p.cols.block[2] * H + j] = df;
-      dg[n * G + p.cols.block[3] * H + j] = d_o;
+      dg[n * G + p.cols.i * H + j] = di;
+      dg[n * G + p.cols.c * H + j] = dci;
+      dg[n * G + p.cols.f * H + j] = df;
+      dg[n * G + p.cols.o * H + j] = d_o;
       sync.jitter();
       T cpg = dcs * f;
       if (p.use_peephole) cpg = (cpg + di * p.wci[j]) + df * p.wcf[j];
@@ -275,7 +278,7 @@ BLOCKRNN_HD void lstm_bwd_cta(const BwdParams<T>& p, const CtaIndex& c, T* resid
     }
     // The own columns' db and the own units' peephole gradients: this step's batch sums.
     for (i64 e = c.tid; e < cw; e += c.threads) {
-      const i64 col = p.cols.block[e / hp] * H + u.begin + e % hp;
+      const i64 col = p.cols.of(e / hp) * H + u.begin + e % hp;
       T s = T(0);
       for (i64 n = 0; n < B; ++n) s += dg[n * G + col];
       p.d_b[col] += s;
@@ -285,9 +288,9 @@ BLOCKRNN_HD void lstm_bwd_cta(const BwdParams<T>& p, const CtaIndex& c, T* resid
         const i64 j = u.begin + e;
         T sci = T(0), scf = T(0), sco = T(0);
         for (i64 n = 0; n < B; ++n) {
-          sci += dg[n * G + p.cols.block[0] * H + j] * csprev[n * H + j];
-          scf += dg[n * G + p.cols.block[2] * H + j] * csprev[n * H + j];
-          sco += dg[n * G + p.cols.block[3] * H + j] * p.cs[o0 + n * H + j];
+          sci += dg[n * G + p.cols.i * H + j] * csprev[n * H + j];
+          scf += dg[n * G + p.cols.f * H + j] * csprev[n * H + j];
+          sco += dg[n * G + p.cols.o * H + j] * p.cs[o0 + n * H + j];
         }
         p.d_wci[j] += sci;
         p.d_wcf[j] += scf;
