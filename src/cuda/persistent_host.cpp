@@ -2,12 +2,12 @@
 #include "cuda/persistent_host.h"
 
 #include <algorithm>
-#include <initializer_list>
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <initializer_list>
 #include <latch>
 #include <random>
 #include <string>
@@ -120,6 +120,20 @@ void product(std::int64_t M, std::int64_t N, std::int64_t K, const MatA& a, cons
 }  // namespace
 
 template <typename T>
+void run_lstm_fwd_grid(const char* op, const FwdParams<T>& p, const HostGrid& grid) {
+  run_grid<T>(
+      op, grid, resident_elems(p.H, grid.ctas),
+      [&](const CtaIndex& c, T* resident, HostSync& sync) { lstm_fwd_cta(p, c, resident, sync); });
+}
+
+template <typename T>
+void run_lstm_bwd_grid(const char* op, const BwdParams<T>& p, const HostGrid& grid) {
+  run_grid<T>(
+      op, grid, resident_elems(p.H, grid.ctas),
+      [&](const CtaIndex& c, T* resident, HostSync& sync) { lstm_bwd_cta(p, c, resident, sync); });
+}
+
+template <typename T>
 void lstm_fwd_host(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a, const HostGrid& grid) {
   const char* op = block_lstm_op_name(a.layout, false);
   check_grid(op, d, grid);
@@ -130,10 +144,7 @@ void lstm_fwd_host(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a, const H
   product<T>(
       S * B, G, I, [&](std::int64_t r, std::int64_t k) { return a.x[r * I + k]; },
       [&](std::int64_t k, std::int64_t g) { return a.w[k * G + g]; }, gates.data());
-  const FwdParams<T> p = fwd_params(d, a, gates.data());
-  run_grid<T>(
-      op, grid, resident_elems(H, grid.ctas),
-      [&](const CtaIndex& c, T* resident, HostSync& sync) { lstm_fwd_cta(p, c, resident, sync); });
+  run_lstm_fwd_grid(op, fwd_params(d, a, gates.data()), grid);
 }
 
 template <typename T>
@@ -143,10 +154,7 @@ void lstm_bwd_host(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const H
   const std::int64_t S = d.seq_len_max, B = d.B, I = d.I, H = d.H, G = 4 * H, K = I + H;
   std::vector<T> d_gates(static_cast<std::size_t>(S * B * G));
   std::vector<T> partial(static_cast<std::size_t>(B * H * k_chunks(H, grid.k_chunk)));
-  const BwdParams<T> p = bwd_params(d, a, grid.k_chunk, d_gates.data(), partial.data());
-  run_grid<T>(
-      op, grid, resident_elems(H, grid.ctas),
-      [&](const CtaIndex& c, T* resident, HostSync& sync) { lstm_bwd_cta(p, c, resident, sync); });
+  run_lstm_bwd_grid(op, bwd_params(d, a, grid.k_chunk, d_gates.data(), partial.data()), grid);
   const T* dg = d_gates.data();
   auto d_gate = [&](std::int64_t r, std::int64_t g) { return dg[r * G + g]; };
   // d_x[r] = d_gates[r]·w_xᵀ for the rows r = t·B + n < S·B, zero after.
@@ -162,6 +170,10 @@ void lstm_bwd_host(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const H
   product<T>(K, G, S * B, xh, d_gate, a.d_w);
 }
 
+template void run_lstm_fwd_grid<float>(const char*, const FwdParams<float>&, const HostGrid&);
+template void run_lstm_fwd_grid<double>(const char*, const FwdParams<double>&, const HostGrid&);
+template void run_lstm_bwd_grid<float>(const char*, const BwdParams<float>&, const HostGrid&);
+template void run_lstm_bwd_grid<double>(const char*, const BwdParams<double>&, const HostGrid&);
 template void lstm_fwd_host<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&,
                                    const HostGrid&);
 template void lstm_fwd_host<double>(const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "cuda/persistent_lstm.h"
 #include "kernel/block_lstm.h"
 
 namespace blockrnn::cuda::persistent {
@@ -28,5 +29,13 @@ template <typename T>
 void lstm_fwd_host(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a, const HostGrid& grid);
 template <typename T>
 void lstm_bwd_host(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const HostGrid& grid);
+
+// The bodies alone on the host grid (grid.k_chunk unused: the parameters carry theirs; `op`
+// names the op in errors); the host emulation of the CUDA backend runs the device entries'
+// kernels through these.
+template <typename T>
+void run_lstm_fwd_grid(const char* op, const FwdParams<T>& p, const HostGrid& grid);
+template <typename T>
+void run_lstm_bwd_grid(const char* op, const BwdParams<T>& p, const HostGrid& grid);
 
 }  // namespace blockrnn::cuda::persistent

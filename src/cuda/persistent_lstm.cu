@@ -3,7 +3,16 @@
 // cooperative groups), with cuBLAS for the products over all steps: x·w_x before the forward's
 // loop, d_x and d_w after the backward's. Compiled with the backend's flags (-fmad=false, ptxas
 // failing on spills and local memory).
+//
+// Under the host emulation (BLOCKRNN_CUDA_HOST_EMU, docs/cuda.md) the entries are the same, on
+// an emulated H100 (132 SMs, 227 KiB of shared memory per CTA), and the cooperative launch
+// runs the bodies on the host driver's threads (src/cuda/persistent_host.h).
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+#include "cuda/emu/emu.h"
+#include "cuda/persistent_host.h"
+#else
 #include <cooperative_groups.h>
+#endif
 
 #include <algorithm>
 #include <string>
@@ -22,6 +31,8 @@ using persistent::CtaIndex;
 using persistent::FwdParams;
 
 constexpr int kPersistentThreads = 256;
+
+#ifndef BLOCKRNN_CUDA_HOST_EMU
 
 // The bodies' Sync on a GPU. __host__ __device__ like the bodies (their host instantiation
 // is never called; the guards keep it compilable).
@@ -58,14 +69,35 @@ __global__ void __launch_bounds__(kPersistentThreads) persistent_lstm_bwd_kernel
   persistent::lstm_bwd_cta(p, cta_index(), reinterpret_cast<T*>(resident_bytes), sync);
 }
 
+#endif  // BLOCKRNN_CUDA_HOST_EMU
+
 struct Grid {
   int ctas;
   std::size_t shared_bytes;
 };
 
-int device_attribute(const Ctx& ctx, cudaDeviceAttr attr, int device, const char* what) {
+// The bytes of a CTA's resident weight slice for H units over `ctas` CTAs, or kUnimplemented
+// when more than `available` (the device's shared memory per CTA).
+template <typename T>
+std::size_t slice_bytes(const Ctx& ctx, i64 H, int ctas, std::size_t available) {
+  const std::size_t bytes =
+      sizeof(T) * static_cast<std::size_t>(persistent::resident_elems(H, ctas));
+  if (bytes > available) {
+    throw Error(ErrorCode::kUnimplemented,
+                std::string(ctx.op) +
+                    " (persistent kernel): a CTA's slice of the recurrent weights needs " +
+                    std::to_string(bytes) + " bytes of shared memory (cell size " +
+                    std::to_string(H) + " over " + std::to_string(ctas) +
+                    " CTAs), the device allows " + std::to_string(available));
+  }
+  return bytes;
+}
+
+#ifndef BLOCKRNN_CUDA_HOST_EMU
+
+int device_attribute(const Ctx& ctx, cudaDeviceAttr attr, int device) {
   int v = 0;
-  check_cuda(ctx.op, cudaDeviceGetAttribute(&v, attr, device), what);
+  check_cuda(ctx.op, cudaDeviceGetAttribute(&v, attr, device), "cudaDeviceGetAttribute");
   return v;
 }
 
@@ -76,22 +108,13 @@ Grid plan_grid(const Ctx& ctx, void (*kernel)(Params), i64 H) {
   int device = 0;
   check_cuda(ctx.op, cudaGetDevice(&device), "cudaGetDevice");
   const std::string who = std::string(ctx.op) + " (persistent kernel): ";
-  if (device_attribute(ctx, cudaDevAttrCooperativeLaunch, device, "cudaDeviceGetAttribute") == 0) {
+  if (device_attribute(ctx, cudaDevAttrCooperativeLaunch, device) == 0) {
     throw Error(ErrorCode::kUnimplemented, who + "the device has no cooperative launch");
   }
-  const int sms =
-      device_attribute(ctx, cudaDevAttrMultiProcessorCount, device, "cudaDeviceGetAttribute");
-  const int optin = device_attribute(ctx, cudaDevAttrMaxSharedMemoryPerBlockOptin, device,
-                                     "cudaDeviceGetAttribute");
+  const int sms = device_attribute(ctx, cudaDevAttrMultiProcessorCount, device);
+  const int optin = device_attribute(ctx, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   const int ctas = static_cast<int>(std::min<i64>(sms, H));
-  const std::size_t bytes =
-      sizeof(T) * static_cast<std::size_t>(persistent::resident_elems(H, ctas));
-  if (bytes > static_cast<std::size_t>(optin)) {
-    throw Error(ErrorCode::kUnimplemented,
-                who + "a CTA's slice of the recurrent weights needs " + std::to_string(bytes) +
-                    " bytes of shared memory (cell size " + std::to_string(H) + " over " +
-                    std::to_string(ctas) + " CTAs), the device allows " + std::to_string(optin));
-  }
+  const std::size_t bytes = slice_bytes<T>(ctx, H, ctas, static_cast<std::size_t>(optin));
   check_cuda(
       ctx.op,
       cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
@@ -121,6 +144,69 @@ void launch_cooperative(const Ctx& ctx, const char* name, void (*kernel)(Params)
       name);
 }
 
+template <typename T>
+Grid fwd_grid(const Ctx& ctx, i64 H) {
+  return plan_grid<T>(ctx, persistent_lstm_fwd_kernel<T>, H);
+}
+template <typename T>
+Grid bwd_grid(const Ctx& ctx, i64 H) {
+  return plan_grid<T>(ctx, persistent_lstm_bwd_kernel<T>, H);
+}
+template <typename T>
+void run_fwd(const Ctx& ctx, const Grid& g, const FwdParams<T>& p) {
+  launch_cooperative(ctx, "persistent_lstm_fwd_kernel", persistent_lstm_fwd_kernel<T>, g, p);
+}
+template <typename T>
+void run_bwd(const Ctx& ctx, const Grid& g, const BwdParams<T>& p) {
+  launch_cooperative(ctx, "persistent_lstm_bwd_kernel", persistent_lstm_bwd_kernel<T>, g, p);
+}
+
+#else  // BLOCKRNN_CUDA_HOST_EMU
+
+// An emulated H100: 132 SMs, 227 KiB of shared memory per CTA (the opt-in maximum), so that the
+// grid and the shared-memory limit are the real device's.
+constexpr int kEmuSms = 132;
+constexpr std::size_t kEmuSharedBytes = 232448;
+
+template <typename T>
+Grid emu_grid(const Ctx& ctx, i64 H) {
+  const int ctas = static_cast<int>(std::min<i64>(kEmuSms, H));
+  return {ctas, slice_bytes<T>(ctx, H, ctas, kEmuSharedBytes)};
+}
+template <typename T>
+Grid fwd_grid(const Ctx& ctx, i64 H) {
+  return emu_grid<T>(ctx, H);
+}
+template <typename T>
+Grid bwd_grid(const Ctx& ctx, i64 H) {
+  return emu_grid<T>(ctx, H);
+}
+
+// The launch's stream check, then the CTAs as host threads: one per CTA (up to 132), without
+// yields (blockrnn_persistent_tests shakes the bodies' synchronisation; here the entries
+// around them are tested, and 132 threads on a small CI machine must stay quick).
+persistent::HostGrid emu_launch(const Ctx& ctx, const char* name, const Grid& g) {
+  if (!cuda_emu::is_valid_stream(ctx.stream)) {
+    cuda_emu::report_violation(std::string(name) + ": launch on an invalid stream");
+    check_cuda(ctx.op, cudaErrorInvalidResourceHandle, name);
+  }
+  persistent::HostGrid h;
+  h.ctas = g.ctas;
+  h.threads_per_cta = 1;
+  h.jitter_seed = 0;
+  return h;
+}
+template <typename T>
+void run_fwd(const Ctx& ctx, const Grid& g, const FwdParams<T>& p) {
+  persistent::run_lstm_fwd_grid(ctx.op, p, emu_launch(ctx, "persistent_lstm_fwd_kernel", g));
+}
+template <typename T>
+void run_bwd(const Ctx& ctx, const Grid& g, const BwdParams<T>& p) {
+  persistent::run_lstm_bwd_grid(ctx.op, p, emu_launch(ctx, "persistent_lstm_bwd_kernel", g));
+}
+
+#endif  // BLOCKRNN_CUDA_HOST_EMU
+
 void refuse_lengths(const Ctx& ctx, const BlockLSTMDims& d) {
   if (d.lengths != nullptr) {
     throw Error(ErrorCode::kUnimplemented,
@@ -141,14 +227,13 @@ void persistent_lstm_fwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTM
   refuse_lengths(ctx, d);
   const i64 S = d.seq_len_max, B = d.B, I = d.I, H = d.H, G = 4 * H, BH = B * H;
   const bool work = S > 0 && B > 0 && H > 0;
-  const Grid g = work ? plan_grid<T>(ctx, persistent_lstm_fwd_kernel<T>, H) : Grid{0, 0};
+  const Grid g = work ? fwd_grid<T>(ctx, H) : Grid{0, 0};
   T* const outs[] = {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h};
   for (T* p : outs) zero(ctx, p + S * BH, (d.T - S) * BH);
   if (!work) return;
   Workspace gates(ctx, sizeof(T) * S * B * G);
   gemm<T>(ctx, false, false, S * B, G, I, a.x, I, a.w, G, gates.as<T>(), G, 0.0);
-  launch_cooperative(ctx, "persistent_lstm_fwd_kernel", persistent_lstm_fwd_kernel<T>, g,
-                     persistent::fwd_params(d, a, gates.as<T>()));
+  run_fwd(ctx, g, persistent::fwd_params(d, a, gates.as<T>()));
 }
 
 template <typename T>
@@ -159,15 +244,14 @@ void persistent_lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTM
     zero(ctx, a.d_x, d.T * B * I);
     return;
   }
-  const Grid g = plan_grid<T>(ctx, persistent_lstm_bwd_kernel<T>, H);
+  const Grid g = bwd_grid<T>(ctx, H);
   zero(ctx, a.d_x + S * B * I, (d.T - S) * B * I);
   const i64 nk = persistent::k_chunks(H, kPersistentKChunk);
   Workspace d_gates(ctx, sizeof(T) * S * B * G), partial(ctx, sizeof(T) * B * H * nk);
   const T* dg = d_gates.as<T>();
   // The time loop; also d_cs_prev, d_h_prev, d_b and the peephole gradients (zero when S = 0).
-  launch_cooperative(
-      ctx, "persistent_lstm_bwd_kernel", persistent_lstm_bwd_kernel<T>, g,
-      persistent::bwd_params(d, a, kPersistentKChunk, d_gates.as<T>(), partial.as<T>()));
+  run_bwd(ctx, g,
+          persistent::bwd_params(d, a, kPersistentKChunk, d_gates.as<T>(), partial.as<T>()));
   if (S == 0 || B == 0) {
     zero(ctx, a.d_w, K * G);
     return;

@@ -2,7 +2,9 @@
 // blockrnn_persistent_tests in a CUDA build: the same problems as test_persistent.cc, on the
 // device, against the CPU reference (src/ref/block_lstm.cc). Without a CUDA device every test of
 // PersistentLSTMDevice is skipped ("no CUDA device"), never passed; PersistentLSTMDeviceHost runs
-// everywhere (refusals that come before any device call).
+// everywhere (refusals that come before any device call). Also part of blockrnn_cuda_emu_tests:
+// on the host emulation every test runs (the kernels on the host driver's threads) and also
+// fails on a broken CUDA / cuBLAS rule and on device memory left allocated.
 //
 // Tolerances (abs + rel, elementwise), those of the other device tests (test_cuda.cc):
 //   float64 1e-10: cuBLAS sums x·w_x, d_x and d_w in another order than the reference, and the
@@ -23,6 +25,9 @@
 
 #include "blockrnn/error.h"
 #include "cuda/persistent_lstm_device.h"
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+#include "cuda/emu/emu.h"
+#endif
 #include "persistent_case.h"
 
 namespace blockrnn {
@@ -43,6 +48,22 @@ bool has_device() {
 
 #define SKIP_WITHOUT_DEVICE() \
   if (!has_device()) GTEST_SKIP() << "no CUDA device"
+
+// Under the host emulation, checked when the test ends: no broken CUDA or cuBLAS rule reported
+// and no device memory left allocated since the start. Nothing on a GPU.
+class EmuChecks {
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+ public:
+  EmuChecks() : violations_(cuda_emu::violation_count()), live_(cuda_emu::live_allocations()) {}
+  ~EmuChecks() {
+    EXPECT_EQ(cuda_emu::violation_count(), violations_) << cuda_emu::last_violation();
+    EXPECT_EQ(cuda_emu::live_allocations(), live_);
+  }
+
+ private:
+  std::size_t violations_, live_;
+#endif
+};
 
 void ok(cudaError_t e, const char* what) {
   ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
@@ -74,24 +95,30 @@ class DeviceVec {
   void* p_ = nullptr;
 };
 
-// A non-blocking stream and a cuBLAS handle on it: the Ctx of the internal entry points.
+// A non-blocking stream and a cuBLAS handle on it with a workspace of its own (as
+// src/cuda/api.cpp gives every call): the Ctx of the internal entry points.
 class DeviceCtx {
  public:
   explicit DeviceCtx(const char* op) {
     ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    ok(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc");
     EXPECT_EQ(cublasCreate(&blas_), CUBLAS_STATUS_SUCCESS);
     EXPECT_EQ(cublasSetStream(blas_, stream_), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasSetWorkspace(blas_, workspace_, kWorkspaceBytes), CUBLAS_STATUS_SUCCESS);
     ctx_ = Ctx{op, stream_, blas_, false};
   }
   ~DeviceCtx() {
     cublasDestroy(blas_);
+    cudaFree(workspace_);
     cudaStreamDestroy(stream_);
   }
   const Ctx& ctx() const { return ctx_; }
   void sync() const { ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
  private:
+  static constexpr std::size_t kWorkspaceBytes = std::size_t(4) << 20;
   cudaStream_t stream_ = nullptr;
+  void* workspace_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   Ctx ctx_{};
 };
@@ -221,6 +248,7 @@ TYPED_TEST_SUITE(PersistentLSTMDevice, Types);
 
 TYPED_TEST(PersistentLSTMDevice, MatchesReference) {
   SKIP_WITHOUT_DEVICE();
+  const EmuChecks emu_checks;
   using T = TypeParam;
   for (const CaseShape& s : device_shapes()) {
     SCOPED_TRACE("T=" + std::to_string(s.T) + " B=" + std::to_string(s.B) +
@@ -237,6 +265,7 @@ TYPED_TEST(PersistentLSTMDevice, MatchesReference) {
 
 TYPED_TEST(PersistentLSTMDevice, BitwiseDeterministicRunToRun) {
   SKIP_WITHOUT_DEVICE();
+  const EmuChecks emu_checks;
   using T = TypeParam;
   const Case<T> c(device_shapes()[3]);
   const FwdOut<T> ref_f = c.reference_fwd();
@@ -253,6 +282,7 @@ TYPED_TEST(PersistentLSTMDevice, BitwiseDeterministicRunToRun) {
 // launched (null data pointers: nothing may read them).
 TEST(PersistentLSTMDevice, TooLargeASliceIsAClearError) {
   SKIP_WITHOUT_DEVICE();
+  const EmuChecks emu_checks;
   DeviceCtx dc("BlockLSTM");
   const BlockLSTMDims d{4, 2, 3, 16384, 4, nullptr};
   BlockLSTMFwdArgs<double> a{};
