@@ -46,9 +46,6 @@ bool has_device() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-#define SKIP_WITHOUT_DEVICE() \
-  if (!has_device()) GTEST_SKIP() << "no CUDA device"
-
 // Under the host emulation, checked when the test ends: no broken CUDA or cuBLAS rule reported
 // and no device memory left allocated since the start. Nothing on a GPU.
 class EmuChecks {
@@ -247,7 +244,7 @@ using Types = ::testing::Types<double, float>;
 TYPED_TEST_SUITE(PersistentLSTMDevice, Types);
 
 TYPED_TEST(PersistentLSTMDevice, MatchesReference) {
-  SKIP_WITHOUT_DEVICE();
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
   const EmuChecks emu_checks;
   using T = TypeParam;
   for (const CaseShape& s : device_shapes()) {
@@ -264,7 +261,7 @@ TYPED_TEST(PersistentLSTMDevice, MatchesReference) {
 }
 
 TYPED_TEST(PersistentLSTMDevice, BitwiseDeterministicRunToRun) {
-  SKIP_WITHOUT_DEVICE();
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
   const EmuChecks emu_checks;
   using T = TypeParam;
   const Case<T> c(device_shapes()[3]);
@@ -281,7 +278,7 @@ TYPED_TEST(PersistentLSTMDevice, BitwiseDeterministicRunToRun) {
 // A weight slice that cannot fit in shared memory is refused before anything is allocated or
 // launched (null data pointers: nothing may read them).
 TEST(PersistentLSTMDevice, TooLargeASliceIsAClearError) {
-  SKIP_WITHOUT_DEVICE();
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
   const EmuChecks emu_checks;
   DeviceCtx dc("BlockLSTM");
   const BlockLSTMDims d{4, 2, 3, 16384, 4, nullptr};
