@@ -43,7 +43,8 @@ if(BLOCKRNN_CUDA)
   # and the kernels (nvcc, each template instantiated once for float and double).
   add_library(blockrnn_cuda STATIC
     ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/api.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/kernels.cu)
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/kernels.cu
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/persistent_lstm.cu)
   target_include_directories(blockrnn_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   # -fmad=false: device arithmetic in the CPU reference's groupings, never contracted into FMAs
   # (as -ffp-contract=off on the host); cuBLAS's GEMMs are unaffected.

@@ -12,6 +12,8 @@ if(BLOCKRNN_CUDA_EMU)
   add_library(blockrnn_cuda_emu STATIC
     ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/api.cpp
     ${_emu}/kernels_host.cpp
+    ${_emu}/persistent_lstm_host.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/persistent_host.cpp
     ${_emu}/runtime.cpp
     ${_emu}/cublas.cpp)
   # The stand-in headers (cuda_runtime_api.h, cublas_v2.h, cuda_fp16.h) take the toolkit's place

@@ -129,6 +129,8 @@ __device__ inline T smin(T a, T b) {
   return (b < a) ? b : a;
 }
 
+}  // namespace
+
 // ---- GEMM (row-major, through column-major cuBLAS) --------------------------------------------
 
 // C[M,N] = op(A)[M,K]·op(B)[K,N] + beta·C, row-major with leading dimensions lda, ldb, ldc.
@@ -156,6 +158,14 @@ void gemm(const Ctx& ctx, bool ta, bool tb, i64 M, i64 N, i64 K, const T* A, i64
                              lda, &b, C, type, ldc, compute, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx");
 }
+
+// Instantiated here for the other kernel files too (src/cuda/persistent_lstm.cu).
+template void gemm<float>(const Ctx&, bool, bool, i64, i64, i64, const float*, i64, const float*,
+                          i64, float*, i64, double);
+template void gemm<double>(const Ctx&, bool, bool, i64, i64, i64, const double*, i64,
+                           const double*, i64, double*, i64, double);
+
+namespace {
 
 // ---- fixed-order column sums ------------------------------------------------------------------
 

@@ -84,6 +84,14 @@ template <typename T>
 void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
                          const BlockGRUResetAfterBwdArgs<T>& a);
 
+// C[M,N] = op(A)[M,K]·op(B)[K,N] + beta·C with cuBLAS, row-major matrices with leading
+// dimensions lda, ldb, ldc (ta, tb: A, B transposed). K = 0 gives beta·C (zeros for beta = 0,
+// without reading C). T = float or double; float honours ctx.tf32.
+template <typename T>
+void gemm(const Ctx& ctx, bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
+          const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T* C, std::int64_t ldc,
+          double beta);
+
 // float16 <-> float32 conversions of n elements (round to nearest even).
 void half_to_float(const Ctx& ctx, const void* src, float* dst, std::int64_t n);
 void float_to_half(const Ctx& ctx, const float* src, void* dst, std::int64_t n);

@@ -1,0 +1,186 @@
+// The host driver of the persistent BlockLSTM bodies (src/cuda/persistent_host.h).
+#include "cuda/persistent_host.h"
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <initializer_list>
+#include <latch>
+#include <random>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "blockrnn/error.h"
+#include "cuda/persistent_lstm.h"
+
+namespace blockrnn::cuda::persistent {
+
+namespace {
+
+// The bodies' Sync on the host: std::barrier for the CTA and the grid (arrive_and_wait orders
+// every write before it with every read after it, as __syncthreads and grid.sync do), and random
+// pauses at the jitter points: a yield one time in four, a sleep of up to 50 µs one time in 64.
+class HostSync {
+ public:
+  HostSync(std::barrier<>& cta, std::barrier<>& grid, std::uint64_t seed)
+      : cta_(cta), grid_(grid), jitter_(seed != 0), rng_(seed) {}
+  void cta() { cta_.arrive_and_wait(); }
+  void grid() { grid_.arrive_and_wait(); }
+  void jitter() {
+    if (!jitter_) return;
+    const std::uint64_t r = rng_();
+    if (r % 64 == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds((r >> 8) % 50));
+    } else if (r % 4 == 0) {
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  std::barrier<>& cta_;
+  std::barrier<>& grid_;
+  bool jitter_;
+  std::mt19937_64 rng_;
+};
+
+void check_grid(const char* op, const BlockLSTMDims& d, const HostGrid& g) {
+  const auto bad = [&](const char* what, std::int64_t v) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(op) + " (persistent, host): " + what +
+                                                 " must be at least 1, got " + std::to_string(v));
+  };
+  if (g.ctas < 1) bad("ctas", g.ctas);
+  if (g.threads_per_cta < 1) bad("threads_per_cta", g.threads_per_cta);
+  if (g.k_chunk < 1) bad("k_chunk", g.k_chunk);
+  if (d.lengths != nullptr) {
+    throw Error(ErrorCode::kUnimplemented,
+                std::string(op) + " (persistent): seq_lengths is not supported yet");
+  }
+}
+
+// Runs body(CtaIndex, resident, sync) on ctas × threads_per_cta threads, each CTA with its own
+// resident buffer of `resident` elements. The threads wait at a start gate until all exist, so a
+// thread that cannot be created leaves none of them blocked in a barrier.
+template <typename T, typename Body>
+void run_grid(const char* op, const HostGrid& g, std::int64_t resident, const Body& body) {
+  const std::int64_t n = g.ctas * g.threads_per_cta;
+  std::vector<std::vector<T>> shared(static_cast<std::size_t>(g.ctas),
+                                     std::vector<T>(static_cast<std::size_t>(resident)));
+  std::deque<std::barrier<>> cta_barriers;  // a deque: barriers cannot move
+  for (std::int64_t c = 0; c < g.ctas; ++c) cta_barriers.emplace_back(g.threads_per_cta);
+  std::barrier<> grid_barrier(n);
+  std::latch start(1);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(n));
+  auto finish = [&] {
+    start.count_down();
+    for (std::thread& t : threads) t.join();
+  };
+  try {
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::int64_t c = k / g.threads_per_cta, tid = k % g.threads_per_cta;
+      threads.emplace_back([&, c, tid, k] {
+        start.wait();
+        if (!go.load()) return;
+        const std::uint64_t seed =
+            g.jitter_seed == 0 ? 0 : g.jitter_seed * 0x9E3779B97F4A7C15ull + std::uint64_t(k) + 1;
+        HostSync sync(cta_barriers[static_cast<std::size_t>(c)], grid_barrier, seed);
+        body(CtaIndex{c, g.ctas, tid, g.threads_per_cta},
+             shared[static_cast<std::size_t>(c)].data(), sync);
+      });
+    }
+  } catch (const std::system_error& e) {
+    finish();
+    throw Error(ErrorCode::kResourceExhausted, std::string(op) +
+                                                   " (persistent, host): cannot create " +
+                                                   std::to_string(n) + " threads: " + e.what());
+  }
+  go.store(true);
+  finish();
+}
+
+// C[m, j] = Σ_{k = 0 … K−1} a(m, k)·b(k, j) summed in increasing k from 0, for m < M, j < N
+// (row-major C): the GEMMs that cuBLAS does on a GPU, in the reference's summation order.
+template <typename T, typename MatA, typename MatB>
+void product(std::int64_t M, std::int64_t N, std::int64_t K, const MatA& a, const MatB& b, T* C) {
+  for (std::int64_t m = 0; m < M; ++m) {
+    for (std::int64_t j = 0; j < N; ++j) {
+      T acc = T(0);
+      for (std::int64_t k = 0; k < K; ++k) acc += a(m, k) * b(k, j);
+      C[m * N + j] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void run_lstm_fwd_grid(const char* op, const FwdParams<T>& p, const HostGrid& grid) {
+  run_grid<T>(
+      op, grid, resident_elems(p.H, grid.ctas),
+      [&](const CtaIndex& c, T* resident, HostSync& sync) { lstm_fwd_cta(p, c, resident, sync); });
+}
+
+template <typename T>
+void run_lstm_bwd_grid(const char* op, const BwdParams<T>& p, const HostGrid& grid) {
+  run_grid<T>(
+      op, grid, resident_elems(p.H, grid.ctas),
+      [&](const CtaIndex& c, T* resident, HostSync& sync) { lstm_bwd_cta(p, c, resident, sync); });
+}
+
+template <typename T>
+void lstm_fwd_host(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a, const HostGrid& grid) {
+  const char* op = block_lstm_op_name(a.layout, false);
+  check_grid(op, d, grid);
+  const std::int64_t S = d.seq_len_max, B = d.B, I = d.I, H = d.H, G = 4 * H, BH = B * H;
+  for (T* p : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) std::fill(p + S * BH, p + d.T * BH, T(0));
+  // The input projection of all steps: gates[r] = x[r]·w_x, r = t·B + n < S·B.
+  std::vector<T> gates(static_cast<std::size_t>(S * B * G));
+  product<T>(
+      S * B, G, I, [&](std::int64_t r, std::int64_t k) { return a.x[r * I + k]; },
+      [&](std::int64_t k, std::int64_t g) { return a.w[k * G + g]; }, gates.data());
+  run_lstm_fwd_grid(op, fwd_params(d, a, gates.data()), grid);
+}
+
+template <typename T>
+void lstm_bwd_host(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const HostGrid& grid) {
+  const char* op = block_lstm_op_name(a.layout, true);
+  check_grid(op, d, grid);
+  const std::int64_t S = d.seq_len_max, B = d.B, I = d.I, H = d.H, G = 4 * H, K = I + H;
+  std::vector<T> d_gates(static_cast<std::size_t>(S * B * G));
+  std::vector<T> partial(static_cast<std::size_t>(B * H * k_chunks(H, grid.k_chunk)));
+  run_lstm_bwd_grid(op, bwd_params(d, a, grid.k_chunk, d_gates.data(), partial.data()), grid);
+  const T* dg = d_gates.data();
+  auto d_gate = [&](std::int64_t r, std::int64_t g) { return dg[r * G + g]; };
+  // d_x[r] = d_gates[r]·w_xᵀ for the rows r = t·B + n < S·B, zero after.
+  product<T>(
+      S * B, I, G, d_gate, [&](std::int64_t g, std::int64_t m) { return a.w[m * G + g]; }, a.d_x);
+  std::fill(a.d_x + S * B * I, a.d_x + d.T * B * I, T(0));
+  // d_w = Σ_r [x[r], h_prev of r]ᵀ·d_gates[r], one product over all S·B rows in increasing r;
+  // the h_prev of row r is h_prev[n] at t = 0, else h[t − 1][n] = h[r − B].
+  auto xh = [&](std::int64_t k, std::int64_t r) {
+    if (k < I) return a.x[r * I + k];
+    return r < B ? a.h_prev[r * H + k - I] : a.h[(r - B) * H + k - I];
+  };
+  product<T>(K, G, S * B, xh, d_gate, a.d_w);
+}
+
+template void run_lstm_fwd_grid<float>(const char*, const FwdParams<float>&, const HostGrid&);
+template void run_lstm_fwd_grid<double>(const char*, const FwdParams<double>&, const HostGrid&);
+template void run_lstm_bwd_grid<float>(const char*, const BwdParams<float>&, const HostGrid&);
+template void run_lstm_bwd_grid<double>(const char*, const BwdParams<double>&, const HostGrid&);
+template void lstm_fwd_host<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&,
+                                   const HostGrid&);
+template void lstm_fwd_host<double>(const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&,
+                                    const HostGrid&);
+template void lstm_bwd_host<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<float>&,
+                                   const HostGrid&);
+template void lstm_bwd_host<double>(const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&,
+                                    const HostGrid&);
+
+}  // namespace blockrnn::cuda::persistent
