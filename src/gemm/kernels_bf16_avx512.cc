@@ -1,0 +1,149 @@
+// The bfloat16 micro-kernels: C (float32) = init + A·B with A and B packed as bfloat16 pairs
+// (kernels.h, Bf16Problem), on AVX512_BF16's vdpbf16ps. This file alone is compiled with
+// -mavx512bf16 (CMakeLists.txt) and runs only when the CPU has it (gemm_bf16.cc asks
+// core::cpu_has_avx512_bf16()). Like kernels_impl.inc, everything lives in an anonymous
+// namespace and calls no out-of-line template of another file (no weak code symbol:
+// tests/cpp/check_isa_objects.sh).
+//
+// One vdpbf16ps step on lane j: acc[j] += a[2p+1]·b[2p+1, j]; acc[j] += a[2p]·b[2p, j] — two
+// products (exact in float32: 8-bit × 8-bit mantissas), each added with one float32 rounding
+// (round to nearest even; the instruction treats subnormal inputs and results as zero). Per
+// output, the chain runs over the pairs p = 0, 1, … in order, seeded with beta·C; the K
+// blocking stores and reloads the running value in C (exact). The bits therefore depend on
+// neither the blocking, nor the tiling, nor the thread count.
+//
+// Per output tile (rows i0.., columns j0..), per K block of KC pairs: for each NR-wide panel
+// (16 KB of B at KC = 128 pairs: stays in L1), for each MR-row strip of packed A, the
+// micro-kernel. A strip of fewer than MR rows runs a kernel instantiated for that many rows; a
+// panel narrower than NR computes into a local tile and copies the valid columns.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "gemm/kernels.h"
+
+namespace blockrnn::gemm::avx512_bf16 {
+namespace {
+
+using std::int64_t;
+
+constexpr int kLanes = 16;         // float32 accumulators per zmm
+constexpr int kNV = 2;             // zmm per row of the accumulator tile
+constexpr int kNR = kNV * kLanes;  // columns of a panel
+constexpr int kMR = 8;             // rows of the accumulator tile: 16 zmm accumulators
+constexpr int kKCPairs = 128;      // K block, in pairs of k
+constexpr int kMTMax = 96;         // rows of an output tile
+constexpr int kNTPanels = 4;       // panels of an output tile
+
+inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+enum class Init { kZero, kLoad, kScale };
+
+// acc[ROWS][NV] over one K block of kpc pairs: C[r, :NR] = init + Σ_p A(r, p)·panel[p, :].
+// a: the strip at this block ([kpc][MR][2]); panel: [kpc][NR][2]; c: ROWS rows, stride ldc.
+template <int ROWS>
+void micro_kernel(int64_t kpc, const std::uint16_t* a, const std::uint16_t* panel, float* c,
+                  int64_t ldc, Init init, float beta) {
+  __m512 acc[ROWS][kNV];
+  if (init == Init::kZero) {
+    for (int r = 0; r < ROWS; ++r)
+      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_setzero_ps();
+  } else if (init == Init::kLoad) {
+    for (int r = 0; r < ROWS; ++r)
+      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_loadu_ps(c + r * ldc + v * kLanes);
+  } else {
+    const __m512 bv = _mm512_set1_ps(beta);
+    for (int r = 0; r < ROWS; ++r)
+      for (int v = 0; v < kNV; ++v)
+        acc[r][v] = _mm512_mul_ps(bv, _mm512_loadu_ps(c + r * ldc + v * kLanes));
+  }
+  for (int64_t p = 0; p < kpc; ++p) {
+    const std::uint16_t* bp = panel + p * kNR * 2;
+    __m512bh bv[kNV];
+    for (int v = 0; v < kNV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(bp + v * kLanes * 2);
+    const std::uint16_t* ap = a + p * kMR * 2;
+    for (int r = 0; r < ROWS; ++r) {
+      std::int32_t pair;  // A(r, 2p) in the low half, A(r, 2p+1) in the high half
+      std::memcpy(&pair, ap + r * 2, sizeof pair);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+      for (int v = 0; v < kNV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+    }
+  }
+  for (int r = 0; r < ROWS; ++r)
+    for (int v = 0; v < kNV; ++v) _mm512_storeu_ps(c + r * ldc + v * kLanes, acc[r][v]);
+}
+
+using KernelFn = void (*)(int64_t, const std::uint16_t*, const std::uint16_t*, float*, int64_t,
+                          Init, float);
+
+template <int... R>
+constexpr auto make_table(std::integer_sequence<int, R...>) {
+  struct Table {
+    KernelFn fn[sizeof...(R)];
+  };
+  return Table{{&micro_kernel<R + 1>...}};
+}
+
+// The micro-kernel for 1..MR rows.
+KernelFn kernel_for(int rows) {
+  static constexpr auto table = make_table(std::make_integer_sequence<int, kMR>{});
+  return table.fn[rows - 1];
+}
+
+void run_tiles(const detail::Bf16Problem& p, int64_t t0, int64_t t1) {
+  const int64_t strip_ld = p.kp * kMR * 2, panel_ld = p.kp * kNR * 2;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t im = t % p.tiles_m, in = t / p.tiles_m;
+    const int64_t i0 = im * p.mt, j0 = in * p.nt;
+    const int64_t mt = min64(p.mt, p.m - i0), nt = min64(p.nt, p.n - j0);
+    for (int64_t k0 = 0; k0 < p.kp; k0 += kKCPairs) {
+      const int64_t kpc = min64(kKCPairs, p.kp - k0);
+      const Init init = k0 > 0           ? Init::kLoad
+                        : p.beta == 0.0f ? Init::kZero
+                        : p.beta == 1.0f ? Init::kLoad
+                                         : Init::kScale;
+      for (int64_t q = 0; q * kNR < nt; ++q) {
+        const int64_t jq = j0 + q * kNR, w = min64(kNR, nt - q * kNR);
+        const std::uint16_t* panel = p.b + (jq / kNR) * panel_ld + k0 * kNR * 2;
+        for (int64_t i = 0; i < mt; i += kMR) {
+          const int rows = static_cast<int>(min64(kMR, mt - i));
+          const int64_t row = i0 + i;
+          const std::uint16_t* a = p.a + (row / kMR) * strip_ld + k0 * kMR * 2;
+          float* c = p.c + row * p.ldc + jq;
+          const KernelFn kernel = kernel_for(rows);
+          if (w == kNR) {
+            kernel(kpc, a, panel, c, p.ldc, init, p.beta);
+          } else {
+            // Narrow last panel: compute on a full-width local tile, copy the valid columns.
+            alignas(64) float tile[kMR * kNR];
+            if (init != Init::kZero) {
+              for (int r = 0; r < rows; ++r)
+                for (int64_t j = 0; j < kNR; ++j)
+                  tile[r * kNR + j] = j < w ? c[r * p.ldc + j] : 0.0f;
+            }
+            kernel(kpc, a, panel, tile, kNR, init, p.beta);
+            for (int r = 0; r < rows; ++r)
+              for (int64_t j = 0; j < w; ++j) c[r * p.ldc + j] = tile[r * kNR + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace blockrnn::gemm::avx512_bf16
+
+namespace blockrnn::gemm::detail {
+extern const Bf16Kernels kAvx512Bf16Kernels;
+const Bf16Kernels kAvx512Bf16Kernels = {avx512_bf16::kMR,
+                                        avx512_bf16::kNR,
+                                        avx512_bf16::kKCPairs,
+                                        avx512_bf16::kMTMax,
+                                        avx512_bf16::kNR* avx512_bf16::kNTPanels,
+                                        &avx512_bf16::run_tiles};
+}  // namespace blockrnn::gemm::detail
