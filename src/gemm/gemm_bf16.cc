@@ -109,23 +109,25 @@ void pack_b_pairs(bool trans_b, int64_t k, int64_t n, const TB* b, int64_t ldb, 
   }
 }
 
-// op(A) strips [s0, s1) of MR rows as bfloat16 pairs (kernels.h layout), zero past K and M.
+// Rows [r0, r1) of op(A) as bfloat16 pairs (kernels.h layout: row-major, row stride 2·kp,
+// zero past K). Row-major float32 rows are rounded by the kernel file's vector code; the
+// others element by element.
 template <typename TA>
-void pack_a_pairs(bool trans_a, int64_t m, int64_t k, const TA* a, int64_t lda, int mr, int64_t s0,
-                  int64_t s1, std::uint16_t* dst) {
-  const int64_t kp = ceil_div(k, 2);
-  for (int64_t s = s0; s < s1; ++s) {
-    std::uint16_t* strip = dst + s * kp * mr * 2;
-    for (int r = 0; r < mr; ++r) {
-      const int64_t row = s * mr + r;
-      std::uint16_t* out = strip + r * 2;
-      // out[(kk/2·MR)·2 + kk%2] = op(A)[row, kk]
-      for (int64_t kk = 0; kk < 2 * kp; ++kk) {
-        const bool inside = row < m && kk < k;
-        const TA x = inside ? (trans_a ? a[kk * lda + row] : a[row * lda + kk]) : TA(0);
-        out[(kk / 2) * mr * 2 + (kk % 2)] = inside ? bits_of(x) : 0;
+void pack_a_rows(bool trans_a, int64_t k, const TA* a, int64_t lda, const detail::Bf16Kernels& kern,
+                 int64_t r0, int64_t r1, std::uint16_t* dst) {
+  const int64_t ld = 2 * ceil_div(k, 2);
+  for (int64_t r = r0; r < r1; ++r) {
+    std::uint16_t* out = dst + r * ld;
+    if constexpr (std::is_same_v<TA, float>) {
+      if (!trans_a) {
+        kern.round_row(a + r * lda, k, out);
       }
     }
+    if (trans_a || !std::is_same_v<TA, float>) {
+      for (int64_t kk = 0; kk < k; ++kk)
+        out[kk] = bits_of(trans_a ? a[kk * lda + r] : a[r * lda + kk]);
+    }
+    if (ld > k) out[k] = 0;
   }
 }
 
@@ -232,18 +234,25 @@ void gemm_bf16(Trans trans_a, int64_t m, const TA* a, int64_t lda, const PackedB
   p.nt = std::min<int64_t>(ceil_div(n, kern.nr) * kern.nr, kern.nt);
   p.tiles_m = ceil_div(m, p.mt);
   p.tiles_n = ceil_div(n, p.nt);
-  // A is packed once per call (all of it: every column tile reads every strip).
-  const int64_t strips = ceil_div(m, kern.mr);
-  if (strips > std::numeric_limits<int64_t>::max() / 8 / p.kp / kern.mr) {
-    throw Error(ErrorCode::kResourceExhausted, "gemm_bf16: packed operand too large");
+  // A as bfloat16 rows of pairs: a row-major bfloat16 A of even K is that already and is read
+  // in place; any other A is rounded (float32) or copied into one buffer per call, all of it
+  // (every column tile reads every row).
+  std::unique_ptr<std::uint16_t, FreeBits> packed_a;
+  if (std::is_same_v<TA, std::uint16_t> && !ta && k % 2 == 0) {
+    p.a = reinterpret_cast<const std::uint16_t*>(a);
+    p.lda = lda;
+  } else {
+    p.lda = 2 * p.kp;
+    if (m > std::numeric_limits<int64_t>::max() / 4 / p.lda) {
+      throw Error(ErrorCode::kResourceExhausted, "gemm_bf16: packed operand too large");
+    }
+    packed_a.reset(allocate_bits(m * p.lda, "packed operand"));
+    std::uint16_t* pa = packed_a.get();
+    core::run_team(team_size(m, double(m) * double(k) * 8), [&](int id, int nt) {
+      pack_a_rows(ta, k, a, lda, kern, m * id / nt, m * (id + 1) / nt, pa);
+    });
+    p.a = pa;
   }
-  std::unique_ptr<std::uint16_t, FreeBits> packed_a(
-      allocate_bits(strips * p.kp * kern.mr * 2, "packed operand"));
-  std::uint16_t* pa = packed_a.get();
-  core::run_team(team_size(strips, double(strips) * double(p.kp) * kern.mr), [&](int id, int nt) {
-    pack_a_pairs(ta, m, k, a, lda, kern.mr, strips * id / nt, strips * (id + 1) / nt, pa);
-  });
-  p.a = pa;
   // Each thread a contiguous range of tiles in column-major order (its part of a packed B
   // stays in its cache across the calls of a sequence).
   const int64_t tiles = p.tiles_m * p.tiles_n;

@@ -25,6 +25,7 @@
 #include "gemm/bf16.h"
 #include "gemm/gemm.h"
 #include "gemm/gemm_bf16.h"
+#include "gemm/kernels.h"
 
 namespace blockrnn {
 namespace {
@@ -83,6 +84,29 @@ TEST(Bf16Conversion, NanStaysAQuietNanOfTheSameSign) {
     EXPECT_TRUE(std::isnan(bf16_to_float(h))) << std::hex << u;
     EXPECT_EQ(h & 0x0040, 0x0040) << std::hex << u;              // quiet
     EXPECT_EQ(h & 0x8000, (u >> 16) & 0x8000) << std::hex << u;  // sign kept
+  }
+}
+
+// The vector rounding that the vdpbf16ps path applies to float32 rows of A gives
+// bf16_from_float's bits: specials, every tie and random patterns, at lengths with tails.
+TEST(Bf16Conversion, VectorRoundingMatchesScalar) {
+  if (!core::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  std::vector<std::uint32_t> patterns = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+                                         0x7f800001u, 0xffbfffffu, 0x7fc00000u, 0x7f7fffffu,
+                                         0x7f7f8000u, 0x00008000u, 0x00018000u, 0x3f808000u,
+                                         0x3f818000u, 0xbf818000u, 0x00000001u, 0x807fffffu};
+  std::mt19937_64 rng(53);
+  for (int i = 0; i < 4096; ++i) patterns.push_back(static_cast<std::uint32_t>(rng()));
+  for (std::size_t n : {std::size_t(1), std::size_t(15), std::size_t(17), patterns.size()}) {
+    std::vector<float> src(n);
+    for (std::size_t i = 0; i < n; ++i) src[i] = from_bits(patterns[i]);
+    std::vector<std::uint16_t> got(n + 1, 0xabcd);
+    gemm::detail::kAvx512Bf16Kernels.round_row(src.data(), static_cast<std::int64_t>(n),
+                                               got.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], bf16_from_float(src[i])) << std::hex << patterns[i];
+    }
+    EXPECT_EQ(got[n], 0xabcd) << "wrote past the row";
   }
 }
 
