@@ -1,8 +1,8 @@
 // blockrnn_gemm_bench: the GEMM engine alone (src/gemm/), bfloat16 against float32, on the
 // products of an RNN layer (H = I = 512, B = 64, T = 50, N = 4H): the hoisted input projection
-// [B·T, 4H, I] and one step's recurrent product [B, 4H, H], the weights packed once (PackedB /
-// PackedBBf16) as the sequence ops do, A float32 (the activations; rounded to bfloat16 while
-// packed) or already bfloat16.
+// [B·T, 4H, I], one step's recurrent product [B, 4H, H] and the same at B = 1, the weights packed
+// once (PackedB / PackedBBf16) as the sequence ops do, A float32 (the activations; rounded to
+// bfloat16 while packed) or already bfloat16.
 //
 //   build/dev/tests/cpp/blockrnn_gemm_bench [--rounds R] [--seconds S] [--fma-peak PATH]
 //                                           [--fp32-peak GFLOPS] [--bf16-peak GFLOPS]
@@ -135,7 +135,9 @@ int main(int argc, char** argv) {
               opt.seconds);
   const int T = 50, B = 64, I = 512, H = 512;
   const Product products[] = {{"input projection x·W_x", B * T, 4 * H, I},
-                              {"recurrent step h·W_h", B, 4 * H, H}};
+                              {"recurrent step h·W_h", B, 4 * H, H},
+                              {"recurrent step, B = 1", 1, 4 * H, H}};
+  std::vector<double> fp32_peaks, bf16_peaks;  // every round's measured peaks
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
   std::printf(
@@ -170,6 +172,8 @@ int main(int argc, char** argv) {
       if (!opt.fma_peak.empty()) {
         fp32_peak = measure_peak(opt.fma_peak, "avx512", opt.seconds);
         bf16_peak = measure_peak(opt.fma_peak, "avx512_bf16", opt.seconds);
+        fp32_peaks.push_back(fp32_peak);
+        bf16_peaks.push_back(bf16_peak);
       }
       double g[3];
       for (int v = 0; v < 3; ++v) {
@@ -203,6 +207,10 @@ int main(int argc, char** argv) {
                   range_text.c_str());
     }
     std::fflush(stdout);
+  }
+  if (!fp32_peaks.empty()) {
+    std::printf("# peaks measured per round by %s (median): fp32 FMA %.1f GFLOP/s, bf16 %.1f\n",
+                opt.fma_peak.c_str(), median(fp32_peaks), median(bf16_peaks));
   }
   return 0;
 }
