@@ -13,10 +13,10 @@
 // neither the blocking, nor the tiling, nor the thread count.
 //
 // Per output tile (rows i0.., columns j0..), per K block of KC pairs: for each NR-wide panel
-// (16 KB of B at KC = 128 pairs: stays in L1), for each MR-row strip of A (bfloat16 rows read in
-// place, one 32-bit pair broadcast per row and pair), the micro-kernel. A strip of fewer than MR
-// rows runs a kernel instantiated for that many rows; a panel narrower than NR computes into a
-// local tile and copies the valid columns.
+// (32 KB of B at KC = 256 pairs, streamed from L1/L2 once per strip), for each MR-row strip of A
+// (bfloat16 rows read in place, one 32-bit pair broadcast per row and pair), the micro-kernel. A
+// strip of fewer than MR rows runs a kernel instantiated for that many rows; a panel narrower than
+// NR computes into a local tile and copies the valid columns.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -34,7 +34,7 @@ constexpr int kLanes = 16;         // float32 accumulators per zmm
 constexpr int kNV = 2;             // zmm per row of the accumulator tile
 constexpr int kNR = kNV * kLanes;  // columns of a panel
 constexpr int kMR = 8;             // rows of the accumulator tile: 16 zmm accumulators
-constexpr int kKCPairs = 128;      // K block, in pairs of k
+constexpr int kKCPairs = 256;      // K block, in pairs of k (128: 89 % of peak, 256: 96 %)
 constexpr int kMTMax = 96;         // rows of an output tile
 constexpr int kNTPanels = 4;       // panels of an output tile
 

@@ -131,12 +131,12 @@ struct Dims {
   std::int64_t m, n, k;
 };
 
-// Around the vdpbf16ps tiles (8 × 32, K blocks of 128 pairs = 256 k, output tiles of up to
+// Around the vdpbf16ps tiles (8 × 32, K blocks of 256 pairs = 512 k, output tiles of up to
 // 96 rows × 128 columns) and the float32 ones: odd K (a zero-padded last pair), K = 1, K one
-// past a block, M and N one past a tile.
+// past a block and over three blocks, M and N one past a tile.
 const Dims kDims[] = {{1, 1, 1},      {1, 33, 7},    {2, 17, 3},    {5, 9, 257}, {7, 31, 129},
                       {8, 32, 256},   {9, 33, 255},  {13, 64, 513}, {64, 16, 5}, {97, 129, 17},
-                      {100, 300, 33}, {6, 130, 514}, {193, 3, 40},  {3, 257, 2}};
+                      {100, 300, 33}, {6, 130, 514}, {193, 3, 40},  {3, 257, 2}, {5, 40, 1031}};
 
 // Operands of one product: A and B of type TA / TB, stored with row strides wider than the
 // rows (the padding is never read), C with its own stride.
