@@ -11,7 +11,8 @@
 // which bench/'s programs, clients of the public API only, may not include.
 //
 // One thread. Noise: the variants of a shape run interleaved (fp32, bf16, bf16-A, fp32, …)
-// for R rounds of about S seconds each; a round's figure for a variant is its best call-time,
+// for R rounds of about S seconds each; a round's figure for a variant is its best call time,
+// counted in the thread's CPU time (a descheduled thread's wait is not the product's),
 // and the report gives per variant the median GFLOP/s over rounds and per bfloat16 variant the
 // median of the per-round ratios to float32 with their range — ratios from the same round
 // share the machine's state, so they survive a loaded machine better than absolute figures.
@@ -20,7 +21,6 @@
 // products (`fma_peak --isa avx512` and `--isa avx512_bf16`), and a fraction is the median of
 // the per-round fractions; else --fp32-peak / --bf16-peak are taken as given.
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +29,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <time.h>
 
 #include "blockrnn/context.h"
 #include "core/isa.h"
@@ -39,7 +41,6 @@
 namespace {
 
 using blockrnn::gemm::Trans;
-using Clock = std::chrono::steady_clock;
 
 struct Options {
   int rounds = 7;
@@ -81,14 +82,22 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// The best time of one call over about `seconds` of repeated calls (after one warm-up call).
+// The calling thread's CPU time (all products here run on it: one thread). Unlike wall time it
+// stops while the thread is descheduled, which on a loaded machine is most of a long call.
+double thread_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// The best CPU time of one call over about `seconds` of repeated calls (after one warm-up).
 double best_seconds(const std::function<void()>& call, double seconds) {
   call();
   double best = 1e30, spent = 0;
   while (spent < seconds) {
-    const auto t0 = Clock::now();
+    const double t0 = thread_seconds();
     call();
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double dt = thread_seconds() - t0;
     best = std::min(best, dt);
     spent += dt;
   }
