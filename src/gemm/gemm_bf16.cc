@@ -110,23 +110,15 @@ void pack_b_pairs(bool trans_b, int64_t k, int64_t n, const TB* b, int64_t ldb, 
 }
 
 // Rows [r0, r1) of op(A) as bfloat16 pairs (kernels.h layout: row-major, row stride 2·kp,
-// zero past K). Row-major float32 rows are rounded by the kernel file's vector code; the
-// others element by element.
+// zero past K).
 template <typename TA>
-void pack_a_rows(bool trans_a, int64_t k, const TA* a, int64_t lda, const detail::Bf16Kernels& kern,
-                 int64_t r0, int64_t r1, std::uint16_t* dst) {
-  const int64_t ld = 2 * ceil_div(k, 2);
+void pack_a_rows(bool trans_a, int64_t k, const TA* a, int64_t lda, int64_t r0, int64_t r1,
+                 std::uint16_t* dst) {
+  if (!trans_a) return round_rows_bf16(r0, r1, k, a, lda, dst);
+  const int64_t ld = bf16_pairs_ld(k);
   for (int64_t r = r0; r < r1; ++r) {
     std::uint16_t* out = dst + r * ld;
-    if constexpr (std::is_same_v<TA, float>) {
-      if (!trans_a) {
-        kern.round_row(a + r * lda, k, out);
-      }
-    }
-    if (trans_a || !std::is_same_v<TA, float>) {
-      for (int64_t kk = 0; kk < k; ++kk)
-        out[kk] = bits_of(trans_a ? a[kk * lda + r] : a[r * lda + kk]);
-    }
+    for (int64_t kk = 0; kk < k; ++kk) out[kk] = bits_of(a[kk * lda + r]);
     if (ld > k) out[k] = 0;
   }
 }
@@ -142,6 +134,14 @@ void widen(bool trans, int64_t rows, int64_t cols, const T* x, int64_t ldx, floa
   }
 }
 
+// The output tiling: a function of (M, N, K) only, never of the thread count.
+void set_tiling(const detail::Bf16Kernels& kern, detail::Bf16Problem& p) {
+  p.mt = std::min<int64_t>(ceil_div(p.m, kern.mr) * kern.mr, kern.mt_max);
+  p.nt = std::min<int64_t>(ceil_div(p.n, kern.nr) * kern.nr, kern.nt);
+  p.tiles_m = ceil_div(p.m, p.mt);
+  p.tiles_n = ceil_div(p.n, p.nt);
+}
+
 void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
@@ -154,6 +154,30 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
 Bf16Kernel bf16_kernel_for(Isa isa) {
   return isa == Isa::kAvx512 && core::cpu_has_avx512_bf16() ? Bf16Kernel::kDpbf16
                                                             : Bf16Kernel::kWidened;
+}
+
+template <typename TA>
+void round_rows_bf16(int64_t r0, int64_t r1, int64_t k, const TA* a, int64_t lda,
+                     std::uint16_t* dst) {
+  const int64_t ld = bf16_pairs_ld(k);
+  for (int64_t r = r0; r < r1; ++r) {
+    std::uint16_t* out = dst + r * ld;
+    const TA* row = a + r * lda;
+    if constexpr (std::is_same_v<TA, float>) {
+      if (core::cpu_has_avx512_bf16()) {
+        dpbf16().round_row(row, k, out);  // vector code, the same bits
+      } else {
+        for (int64_t kk = 0; kk < k; ++kk) out[kk] = bf16_from_float(row[kk]);
+      }
+    } else {
+      std::copy(row, row + k, out);
+    }
+    if (ld > k) out[k] = 0;
+  }
+}
+
+int64_t PackedBBf16::panel_width() const {
+  return kernel_ == Bf16Kernel::kDpbf16 ? dpbf16().nr : widened_.panel_width();
 }
 
 void PackedBBf16::Free::operator()(std::uint16_t* p) const {
@@ -229,11 +253,7 @@ void gemm_bf16(Trans trans_a, int64_t m, const TA* a, int64_t lda, const PackedB
   p.beta = beta;
   p.c = c;
   p.ldc = ldc;
-  // The tiling: a function of (M, N, K) only, never of the thread count.
-  p.mt = std::min<int64_t>(ceil_div(m, kern.mr) * kern.mr, kern.mt_max);
-  p.nt = std::min<int64_t>(ceil_div(n, kern.nr) * kern.nr, kern.nt);
-  p.tiles_m = ceil_div(m, p.mt);
-  p.tiles_n = ceil_div(n, p.nt);
+  set_tiling(kern, p);
   // A as bfloat16 rows of pairs: a row-major bfloat16 A of even K is that already and is read
   // in place; any other A is rounded (float32) or copied into one buffer per call, all of it
   // (every column tile reads every row).
@@ -249,7 +269,7 @@ void gemm_bf16(Trans trans_a, int64_t m, const TA* a, int64_t lda, const PackedB
     packed_a.reset(allocate_bits(m * p.lda, "packed operand"));
     std::uint16_t* pa = packed_a.get();
     core::run_team(team_size(m, double(m) * double(k) * 8), [&](int id, int nt) {
-      pack_a_rows(ta, k, a, lda, kern, m * id / nt, m * (id + 1) / nt, pa);
+      pack_a_rows(ta, k, a, lda, m * id / nt, m * (id + 1) / nt, pa);
     });
     p.a = pa;
   }
@@ -260,6 +280,32 @@ void gemm_bf16(Trans trans_a, int64_t m, const TA* a, int64_t lda, const PackedB
     const int64_t t0 = tiles * id / nt, t1 = tiles * (id + 1) / nt;
     if (t0 < t1) kern.run_tiles(p, t0, t1);
   });
+}
+
+void gemm_bf16_panels(int64_t m, const std::uint16_t* a, int64_t lda, const PackedBBf16& b,
+                      int64_t p0, int64_t p1, float beta, float* c, int64_t ldc) {
+  if (b.kernel() != Bf16Kernel::kDpbf16) {
+    throw Error(ErrorCode::kInternal,
+                "gemm_bf16_panels: B was packed for the widened float32 kernel; use "
+                "gemm_panels<float> on its widened() panels");
+  }
+  const detail::Bf16Kernels& kern = dpbf16();
+  check_dims({m, lda, ldc, p0, p1 - p0});
+  const int64_t n = std::min<int64_t>(p1 * kern.nr, b.n()) - p0 * kern.nr;
+  if (m == 0 || n <= 0) return;
+  if (b.k() == 0) return scale_c(m, n, beta, c + p0 * kern.nr, ldc);
+  detail::Bf16Problem p;
+  p.m = m;
+  p.n = n;
+  p.kp = ceil_div(b.k(), 2);
+  p.a = a;
+  p.lda = lda;
+  p.b = b.pairs() + p0 * p.kp * kern.nr * 2;
+  p.beta = beta;
+  p.c = c + p0 * kern.nr;
+  p.ldc = ldc;
+  set_tiling(kern, p);
+  kern.run_tiles(p, 0, p.tiles_m * p.tiles_n);
 }
 
 template <typename TA, typename TB>
@@ -281,6 +327,10 @@ template void PackedBBf16::pack<float>(Trans, int64_t, int64_t, const float*, in
                                        Bf16Kernel);
 template void PackedBBf16::pack<std::uint16_t>(Trans, int64_t, int64_t, const std::uint16_t*,
                                                int64_t, Isa, Bf16Kernel);
+template void round_rows_bf16<float>(int64_t, int64_t, int64_t, const float*, int64_t,
+                                     std::uint16_t*);
+template void round_rows_bf16<std::uint16_t>(int64_t, int64_t, int64_t, const std::uint16_t*,
+                                             int64_t, std::uint16_t*);
 template void gemm_bf16<float>(Trans, int64_t, const float*, int64_t, const PackedBBf16&, float,
                                float*, int64_t);
 template void gemm_bf16<std::uint16_t>(Trans, int64_t, const std::uint16_t*, int64_t,

@@ -61,6 +61,9 @@ class PackedBBf16 {
   std::int64_t n() const { return n_; }
   Isa isa() const { return isa_; }
   Bf16Kernel kernel() const { return kernel_; }
+  // NR: the columns of one panel (32 for kDpbf16; the float32 path's for kWidened).
+  std::int64_t panel_width() const;
+  std::int64_t panels() const { return (n_ + panel_width() - 1) / panel_width(); }
   // kDpbf16: the bfloat16 panels (kernels.h layout); kWidened: the float32 panels.
   const std::uint16_t* pairs() const { return pairs_.get(); }
   const PackedB<float>& widened() const { return widened_; }
@@ -88,5 +91,28 @@ void gemm_bf16(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std
 template <typename TA>
 void gemm_bf16(Trans trans_a, std::int64_t m, const TA* a, std::int64_t lda, const PackedBBf16& b,
                float beta, float* c, std::int64_t ldc);
+
+// For callers that run their own parallel region (the sequence ops: one region around the time
+// loop), in two steps that neither start threads nor allocate:
+//
+// 1. round_rows_bf16: rows [r0, r1) of A (row-major [M, K], row stride lda; float32 or
+//    bfloat16) as bfloat16 pairs at dst + r·bf16_pairs_ld(K) (rounded to nearest even, an odd
+//    K padded with a zero) — each thread its own rows, then a barrier;
+// 2. gemm_bf16_panels: columns [p0·NR, min(p1·NR, N)) of C = beta·C + A·B on the calling
+//    thread, A being those pairs (row stride lda ≥ bf16_pairs_ld(K)), c pointing at column 0
+//    of C. Same bits as gemm_bf16 with the same B.
+// kDpbf16 packs only: with a kWidened pack, use gemm_panels<float> on b.widened() with A
+// rounded to bfloat16 as float32 (bf16_round); gemm_bf16_panels refuses it (Error kInternal).
+inline std::int64_t bf16_pairs_ld(std::int64_t k) {
+  return 2 * ((k + 1) / 2);
+}
+
+template <typename TA>
+void round_rows_bf16(std::int64_t r0, std::int64_t r1, std::int64_t k, const TA* a,
+                     std::int64_t lda, std::uint16_t* dst);
+
+void gemm_bf16_panels(std::int64_t m, const std::uint16_t* a, std::int64_t lda,
+                      const PackedBBf16& b, std::int64_t p0, std::int64_t p1, float beta, float* c,
+                      std::int64_t ldc);
 
 }  // namespace blockrnn::gemm

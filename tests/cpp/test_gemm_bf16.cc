@@ -6,8 +6,9 @@
 //     float32 accumulation error of the float64 product of the bfloat16-rounded operands, on
 //     shapes below, at and above the register tile, panel and K block (odd M, N and K), all
 //     four transposes, float32 and bfloat16 operands, beta 0 (NaN in C never read), 1 and ½;
-//   - the bits do not depend on the thread count (1, 2, 3) nor on B being packed once and
-//     reused; the fallback gives exactly the float32 engine's bits on the widened operands.
+//   - the bits do not depend on the thread count (1, 2, 3), on B being packed once and reused,
+//     nor on the product being cut into column-panel ranges (the panel form);
+//   - the fallback gives exactly the float32 engine's bits on the widened operands.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -365,6 +366,59 @@ TEST(GemmBf16, PackedWeightsReusedAcrossCalls) {
       EXPECT_TRUE(same_bits(got, want)) << "step " << step << " threads " << threads;
     }
   }
+}
+
+// The panel form of the sequence ops' own parallel region: A's rows rounded in parts, then
+// the columns computed in 1, 2 and 3 panel ranges give the threaded product's bits.
+template <typename TA>
+void check_panels() {
+  if (!core::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  PathGuard guard;
+  set_isa("avx512");
+  std::mt19937_64 rng(73);
+  for (const Dims& d : kDims) {
+    const Operands<TA, float> o = make<TA, float>(d, false, false, rng);
+    gemm::PackedBBf16 pb;
+    pb.pack(Trans::kNo, d.k, d.n, o.b.data(), o.ldb);
+    ASSERT_EQ(pb.kernel(), Bf16Kernel::kDpbf16);
+    const std::int64_t ld = gemm::bf16_pairs_ld(d.k);
+    std::vector<std::uint16_t> pairs(d.m * ld, 0xffff);
+    gemm::round_rows_bf16(0, d.m / 2, d.k, o.a.data(), o.lda, pairs.data());
+    gemm::round_rows_bf16(d.m / 2, d.m, d.k, o.a.data(), o.lda, pairs.data());
+    for (float beta : {0.0f, 1.0f, 0.5f}) {
+      std::vector<float> want = o.c;
+      gemm::gemm_bf16(Trans::kNo, d.m, o.a.data(), o.lda, pb, beta, want.data(), o.ldc);
+      const std::int64_t panels = pb.panels();
+      EXPECT_EQ(panels, (d.n + 31) / 32);
+      for (std::int64_t parts = 1; parts <= 3; ++parts) {
+        std::vector<float> c = o.c;
+        for (std::int64_t q = 0; q < parts; ++q) {
+          gemm::gemm_bf16_panels(d.m, pairs.data(), ld, pb, panels * q / parts,
+                                 panels * (q + 1) / parts, beta, c.data(), o.ldc);
+        }
+        EXPECT_TRUE(same_bits(c, want))
+            << describe(Isa::kAvx512, d, false, false, beta) << " parts=" << parts;
+      }
+    }
+  }
+}
+
+TEST(GemmBf16, PanelRangesGiveTheThreadedBitsFloat32A) {
+  check_panels<float>();
+}
+TEST(GemmBf16, PanelRangesGiveTheThreadedBitsBfloat16A) {
+  check_panels<std::uint16_t>();
+}
+
+TEST(GemmBf16, PanelFormRefusesAWidenedPack) {
+  PathGuard guard;
+  const float b[4] = {1, 2, 3, 4}, a[2] = {1, 1};
+  float c[2] = {0, 0};
+  gemm::PackedBBf16 pb;
+  pb.pack(Trans::kNo, 2, 2, b, 2, Isa::kBaseline, Bf16Kernel::kWidened);
+  std::uint16_t pairs[2];
+  gemm::round_rows_bf16(0, 1, 2, a, 2, pairs);
+  EXPECT_THROW(gemm::gemm_bf16_panels(1, pairs, 2, pb, 0, 1, 0.0f, c, 2), Error);
 }
 
 TEST(GemmBf16, DegenerateSizes) {
