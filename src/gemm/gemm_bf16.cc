@@ -160,11 +160,12 @@ template <typename TA>
 void round_rows_bf16(int64_t r0, int64_t r1, int64_t k, const TA* a, int64_t lda,
                      std::uint16_t* dst) {
   const int64_t ld = bf16_pairs_ld(k);
+  const bool vector_code = std::is_same_v<TA, float> && core::cpu_has_avx512_bf16();
   for (int64_t r = r0; r < r1; ++r) {
     std::uint16_t* out = dst + r * ld;
     const TA* row = a + r * lda;
     if constexpr (std::is_same_v<TA, float>) {
-      if (core::cpu_has_avx512_bf16()) {
+      if (vector_code) {
         dpbf16().round_row(row, k, out);  // vector code, the same bits
       } else {
         for (int64_t kk = 0; kk < k; ++kk) out[kk] = bf16_from_float(row[kk]);

@@ -217,8 +217,10 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
 // sequential sum is (K − 1)·u·Σ|a||b|; for these operands (independent, uniform in [−1, 1),
 // random signs) the per-step errors are independent with mean zero and the partial sums grow
 // like √k, so the total stays a small multiple of u·Σ|a||b| — c·log2(K)·u with c = 2, plus
-// 2u for the seed and the last rounding, has a wide margin while still failing any error of
-// bfloat16 size (2^-9 relative: an operand left unrounded, a lost pair, a wrong K block).
+// 2u for the seed and the last rounding, has a wide margin. Errors of bfloat16 size still
+// fail: an operand left unrounded (or truncated) moves a result by about 2^-9/√K of Σ|a||b|,
+// 45× or more above this tolerance for every K here (≤ 1031); a lost pair or a wrong K block
+// moves it by whole products.
 template <typename TA, typename TB>
 void check_against_float64(const Operands<TA, TB>& o, float beta, const std::vector<float>& c0,
                            const std::vector<float>& c, const std::string& what) {
