@@ -34,6 +34,19 @@ bool cpu_has_avx512() {
 #endif
 }
 
+}  // namespace
+
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+namespace {
+
 Isa best_isa() {
   if (cpu_has_avx512()) return Isa::kAvx512;
   if (cpu_has_avx2_fma()) return Isa::kAvx2;

@@ -26,6 +26,10 @@ Isa active_isa();
 // Whether this CPU (and OS) can run the path.
 bool isa_supported(Isa isa);
 
+// Whether this CPU (and OS) has AVX512_BF16 (vdpbf16ps) on top of the avx512 path. Not a path
+// of its own: the bfloat16 GEMM (src/gemm/gemm_bf16.h) uses it when the avx512 path is active.
+bool cpu_has_avx512_bf16();
+
 // Parses "avx512" | "avx2" | "baseline" | "auto" ("auto" gives the CPU's best).
 Isa parse_isa(std::string_view name, const char* what);
 

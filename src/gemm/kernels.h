@@ -61,4 +61,36 @@ extern const Path kAvx512Path;
 extern const Path kAvx2Path;
 extern const Path kBaselinePath;
 
+// The bfloat16 product on packed operands (gemm_bf16.h; kernels_bf16_avx512.cc), K taken in
+// pairs (kp = ⌈K/2⌉ pairs, an odd K padded with a zero):
+//   A: bfloat16, row-major [M, 2·kp] with row stride lda (≥ 2·kp): row r's pair p is the
+//      32-bit word at a + r·lda + 2p, the even k in the low half (what a row-major bfloat16
+//      matrix of even K already is);
+//   B: NR-column panels, panel q at b + q·kp·NR·2; pair p of column j at + (p·NR + j)·2
+//      (columns past N are zeros).
+// Tiles as for float32: MT × NT, column-major tile order, one thread per tile over all of K.
+struct Bf16Problem {
+  std::int64_t m = 0, n = 0, kp = 0;
+  const std::uint16_t* a = nullptr;
+  std::int64_t lda = 0;
+  const std::uint16_t* b = nullptr;
+  float beta = 0.0f;
+  float* c = nullptr;  // [M, N] (row stride ldc)
+  std::int64_t ldc = 0;
+  std::int64_t mt = 0, nt = 0;  // output tile
+  std::int64_t tiles_m = 0, tiles_n = 0;
+};
+
+struct Bf16Kernels {
+  int mr, nr, kc_pairs, mt_max, nt;
+  // Computes output tiles [t0, t1) (t = in·tiles_m + im); no scratch.
+  void (*run_tiles)(const Bf16Problem& p, std::int64_t t0, std::int64_t t1);
+  // dst[0:n] = the bfloat16 bits of src[0:n], bit for bit bf16_from_float (bf16.h) in vector
+  // code: rounds the float32 rows of A for run_tiles.
+  void (*round_row)(const float* src, std::int64_t n, std::uint16_t* dst);
+};
+
+// The AVX512_BF16 kernels (vdpbf16ps); only run on a CPU that has them.
+extern const Bf16Kernels kAvx512Bf16Kernels;
+
 }  // namespace blockrnn::gemm::detail
