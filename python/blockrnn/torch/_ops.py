@@ -394,6 +394,13 @@ def _unchanged(stamp, params, by_value: bool = False) -> bool:
     no_grad), so a changed one repacks at once; the values are compared as well, because
     writes through `.data` (gradcheck's perturbations, old-style manual updates) and into
     the storage by collectives bypass the counter."""
+    # Why not the version counters and identity alone: `p.data.add_(1)` leaves p._version
+    # unchanged (`.data` is a tensor with a version counter of its own), and
+    # torch.autograd.gradcheck perturbs its inputs through `.data` ("to get around the version
+    # check"), so keying on the counters would run stale packed weights there and after any
+    # `p.data -= lr * p.grad` update. The comparison reads the parameters and the copy once per
+    # call (about 1.4 ms for the 8 MB of an I = H = 512 LSTM layer, measured): a fraction of a
+    # percent of a T = 50, B = 64 step, more on one-step calls (docs/performance.md).
     if stamp is None:
         return False
     ids, values = stamp
