@@ -271,3 +271,14 @@ def test_double_backward_on_the_per_op_path_refused_clearly(mode, monkeypatch):
                                            rf"blockrnn\.{op}\.default but no autograd "
                                            r"formula was registered"):
         torch.autograd.grad(g.sum(), x)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kw, shape", [(dict(batch_first=True), (2, 0, I)),
+                                       (dict(batch_first=True), (0, I)),
+                                       (dict(bidirectional=True), (0, 2, I))],
+                         ids=["batch_first", "batch_first unbatched", "bidirectional"])
+def test_zero_length_sequence_is_torch_nn_s(mode, kw, shape):
+    want = _error(lambda: getattr(torch.nn, mode)(I, H, **kw)(_z(*shape)))
+    got = _error(lambda: getattr(brt, mode)(I, H, **kw)(_z(*shape)))
+    assert want is not None and got == want
