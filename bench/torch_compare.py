@@ -12,10 +12,11 @@ weights once per step); 2 warm-up runs,
 then --reps runs of each module, alternating torch.nn and blockrnn so that a load change on a
 shared machine hits both; the minimum and the median in milliseconds. Ratio = blockrnn / torch
 of the minima (< 1: blockrnn is faster); "rounds": the median over the rounds of each
-round's blockrnn / torch time (the robust figure on a loaded machine). Both modules hold the same weights. "packs/step":
-how many times blockrnn packed its weights per measured step (blockrnn.torch.ops.weight_packs;
-0 without --train, where the weights never change, 1 with it). The load average
-is printed before and after: on a loaded machine the medians are unreliable.
+round's blockrnn / torch time (the robust figure on a loaded machine). Both modules hold the
+same weights. "packs/step": how many times blockrnn packed its weights per measured step
+(blockrnn.torch.ops.weight_packs; 0 without --train, where the weights never change, 1 with
+it). The load average is printed before and after: on a loaded machine the medians are
+unreliable.
 """
 import argparse
 import statistics
