@@ -11,10 +11,12 @@ also an SGD step on the parameters, in place: a training loop, where blockrnn pa
 weights once per step); 2 warm-up runs,
 then --reps runs of each module, alternating torch.nn and blockrnn so that a load change on a
 shared machine hits both; the minimum and the median in milliseconds. Ratio = blockrnn / torch
-of the minima (< 1: blockrnn is faster). Both modules hold the same weights. "packs/step":
-how many times blockrnn packed its weights per measured step (blockrnn.torch.ops.weight_packs;
-0 without --train, where the weights never change, 1 with it). The load average
-is printed before and after: on a loaded machine the medians are unreliable.
+of the minima (< 1: blockrnn is faster); "rounds": the median over the rounds of each
+round's blockrnn / torch time (the robust figure on a loaded machine). Both modules hold the
+same weights. "packs/step": how many times blockrnn packed its weights per measured step
+(blockrnn.torch.ops.weight_packs; 0 without --train, where the weights never change, 1 with
+it). The load average is printed before and after: on a loaded machine the medians are
+unreliable.
 """
 import argparse
 import statistics
@@ -68,7 +70,10 @@ def measure_pair(ref, mine, x, g, reps, train):
         a.append(run_once(ref, x, g, train))
         b.append(run_once(mine, x, g, train))
     packs = (brt.ops.weight_packs() - packs) / reps
-    return (min(a), statistics.median(a)), (min(b), statistics.median(b)), packs
+    # per-round ratios: each round runs both modules back to back, so a load change on a shared
+    # machine hits both; their median is the figure to quote on a loaded machine
+    rounds = statistics.median(y / x for x, y in zip(a, b))
+    return (min(a), statistics.median(a)), (min(b), statistics.median(b)), packs, rounds
 
 
 def loadavg():
@@ -96,7 +101,7 @@ def main():
     print("command: " + " ".join([sys.executable.split("/")[-1]] + sys.argv))
     print(f"load average (1 min) before: {loadavg()}")
     print(f"{'shape':<20}{'module':<6}{'torch.nn min/median ms':>24}"
-          f"{'blockrnn min/median ms':>24}{'ratio':>7}{'packs/step':>12}")
+          f"{'blockrnn min/median ms':>24}{'ratio':>7}{'rounds':>8}{'packs/step':>12}")
     for shape in args.shapes:
         T, B, I, H = parse(shape)
         gen = torch.Generator().manual_seed(0)
@@ -108,10 +113,10 @@ def main():
             ref = ref_cls(I, H).to(dtype)
             mine = my_cls(I, H).to(dtype)
             mine.load_state_dict(ref.state_dict())
-            (r_min, r_med), (m_min, m_med), packs = measure_pair(ref, mine, x, g, args.reps,
-                                                                 args.train)
+            (r_min, r_med), (m_min, m_med), packs, rounds = measure_pair(ref, mine, x, g,
+                                                                         args.reps, args.train)
             print(f"{shape:<20}{name:<6}{r_min:12.1f} /{r_med:9.1f}{m_min:14.1f} /{m_med:9.1f}"
-                  f"{m_min / r_min:7.2f}{packs:12.1f}", flush=True)
+                  f"{m_min / r_min:7.2f}{rounds:8.2f}{packs:12.1f}", flush=True)
     print(f"load average (1 min) after: {loadavg()}")
 
 

@@ -49,6 +49,16 @@ CONSTRUCTOR_CASES = {
     "dropout='x'": dict(dropout="x"),
     "dropout=None": dict(dropout=None),
     "dropout=nan": dict(dropout=float("nan")),
+    "dropout=inf": dict(dropout=float("inf")),
+    "num_layers=2.0": dict(num_layers=2.0),
+    "num_layers=None": dict(num_layers=None),
+    "input_size=None": dict(input_size=None),
+    "hidden_size=2.5": dict(hidden_size=2.5),
+    "proj_size='1'": dict(proj_size="1"),
+    "proj_size=None": dict(proj_size=None),
+    "proj_size=7": dict(proj_size=7),
+    "dtype=int64": dict(dtype=torch.int64),
+    "dtype=complex64": dict(dtype=torch.complex64),
     "proj_size=-1": dict(proj_size=-1),
     "proj_size=5": dict(proj_size=5),
     "proj_size=0": dict(proj_size=0),
@@ -91,8 +101,34 @@ def test_dropout_warning_is_torch_nn_s():
 
 
 def test_lstm_proj_size_refused():
-    with pytest.raises(NotImplementedError, match=r"blockrnn\.torch\.LSTM: proj_size=2"):
+    # torch.nn.LSTM computes projections; blockrnn refuses them with the ValueError torch.nn
+    # raises for an unsupported argument value (torch.nn.GRU's proj_size)
+    with pytest.raises(ValueError, match=r"blockrnn\.torch\.LSTM: proj_size=2 .*not "
+                                         r"supported"):
         brt.LSTM(I, H, proj_size=2)
+
+
+@pytest.mark.parametrize("value, typename", [(2.0, "float"), (True, "bool")])
+def test_lstm_proj_size_type_refused(value, typename):
+    # torch.nn.LSTM: a TypeError from torch.empty on the parameter's shape; blockrnn's names it
+    assert _error(lambda: torch.nn.LSTM(I, H, proj_size=value))[0] is TypeError
+    with pytest.raises(TypeError, match=rf"blockrnn\.torch\.LSTM: proj_size should be of type "
+                                        rf"int, got: {typename}"):
+        brt.LSTM(I, H, proj_size=value)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("args, kwargs", [((I,), {}), ((I, H), dict(foo=1)),
+                                          ((I, H), dict(nonlinearity="relu")),
+                                          ((I, H, 1, True, False, 0.0, False, 0, "cpu",
+                                            torch.float32, 9), {})],
+                         ids=["missing hidden_size", "unknown keyword", "nonlinearity",
+                              "too many positional"])
+def test_python_argument_errors_are_torch_nn_s(mode, args, kwargs):
+    # Python's own errors name the function: RNNBase.__init__ as torch.nn's
+    want = _error(lambda: getattr(torch.nn, mode)(*args, **kwargs))
+    got = _error(lambda: getattr(brt, mode)(*args, **kwargs))
+    assert got == want
 
 
 def test_torch_nn_errors_carry_a_note_naming_the_module():
@@ -131,6 +167,16 @@ def _forward_cases(lstm):
         "x input_size 4": lambda m: m(_z(4, 2, I + 1)),
         "T = 0": lambda m: m(_z(0, 2, I)),
         "T = 0 unbatched": lambda m: m(_z(0, I)),
+        "T = 0, B = 0": lambda m: m(_z(0, 0, I)),
+        "x bfloat16": lambda m: m(_z(4, 2, I, dtype=torch.bfloat16)),
+        "x complex64": lambda m: m(_z(4, 2, I, dtype=torch.complex64)),
+        "x 0-D": lambda m: m(torch.tensor(1.0)),
+        "hx L*D 3 for 2": lambda m: m(_z(4, 2, I), hx(3, 2, H)),
+        "hx hidden 6 for 5": lambda m: m(_z(4, 2, I), hx(2, 2, H + 1)),
+        "hx 4-D": lambda m: m(_z(4, 2, I), hx(1, 2, 2, H)),
+        "unbatched, hx L*D 3 for 2": lambda m: m(_z(4, I), hx(3, H)),
+        "unbatched input_size 4": lambda m: m(_z(4, I + 1)),
+        "x not contiguous": lambda m: m(_z(2, 4, I).transpose(0, 1)),
         "hx batch 3 for 2": lambda m: m(_z(4, 2, I), hx(2, 3, H)),
         "hx 2-D, batched x": lambda m: m(_z(4, 2, I), hx(2, H)),
         "hx 3-D, unbatched x": lambda m: m(_z(4, I), hx(2, 1, H)),
@@ -139,6 +185,9 @@ def _forward_cases(lstm):
     }
     if lstm:
         cases["hx a single tensor"] = lambda m: m(_z(4, 2, I), _z(2, 2, H))
+        cases["hx three states"] = lambda m: m(_z(4, 2, I), (_z(2, 2, H),) * 3)
+        cases["hx one state"] = lambda m: m(_z(4, 2, I), (_z(2, 2, H),))
+        cases["hx a list"] = lambda m: m(_z(4, 2, I), [_z(2, 2, H), _z(2, 2, H)])
         cases["c_0 batch 3 for 2"] = lambda m: m(_z(4, 2, I), (_z(2, 2, H), _z(2, 3, H)))
         cases["c_0 2-D"] = lambda m: m(_z(4, 2, I), (_z(2, 2, H), _z(2, H)))
     else:
@@ -207,13 +256,29 @@ def test_non_tensor_input_refused_clearly(mode):
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
-def test_double_backward_refused_clearly(mode):
-    # Gradients of gradients are not supported (docs/torch.md): the backward op has no
-    # autograd formula, and torch refuses to differentiate it, naming the op (no silent zeros).
+def test_double_backward_on_the_per_op_path_refused_clearly(mode, monkeypatch):
+    # The stack ops take double backward (test_torch_double_backward.py); the per-op path
+    # (float16, and the padded fallback used here) does not: its backward ops have no autograd
+    # formula, and torch refuses to differentiate them, naming the op (no silent zeros).
+    import blockrnn.torch._modules as mods
+    monkeypatch.setattr(mods, "USE_SEQ_LENGTHS", False)
     m = getattr(brt, mode)(I, H).double()
     x = torch.randn(4, 2, I, dtype=torch.float64, requires_grad=True)
-    (g,) = torch.autograd.grad(m(x)[0].sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match=r"Trying to backward through "
-                                           r"blockrnn\.nn_rnn_grad\.default but no autograd "
+    out = m(pack_padded_sequence(x, [4, 2]))[0].data
+    (g,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+    op = "lstm_grad" if mode == "LSTM" else "gru_reset_after_grad"
+    with pytest.raises(RuntimeError, match=rf"Trying to backward through "
+                                           rf"blockrnn\.{op}\.default but no autograd "
                                            r"formula was registered"):
         torch.autograd.grad(g.sum(), x)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("kw, shape", [(dict(batch_first=True), (2, 0, I)),
+                                       (dict(batch_first=True), (0, I)),
+                                       (dict(bidirectional=True), (0, 2, I))],
+                         ids=["batch_first", "batch_first unbatched", "bidirectional"])
+def test_zero_length_sequence_is_torch_nn_s(mode, kw, shape):
+    want = _error(lambda: getattr(torch.nn, mode)(I, H, **kw)(_z(*shape)))
+    got = _error(lambda: getattr(brt, mode)(I, H, **kw)(_z(*shape)))
+    assert want is not None and got == want

@@ -263,7 +263,7 @@ def test_float16_runs_like_float32():
 
 
 def test_errors():
-    with pytest.raises(NotImplementedError, match="proj_size"):
+    with pytest.raises(ValueError, match="proj_size"):
         brt.LSTM(4, 5, proj_size=2)
     m = brt.LSTM(4, 5)
     with pytest.raises(RuntimeError, match="input_size"):

@@ -81,19 +81,22 @@ class _ContiguousGrad(torch.autograd.Function):
         return g.contiguous()
 
 
-class _RNNBase(nn.Module):
+class RNNBase(nn.Module):
+    """The modules' common base. Its name and __init__'s signature (mode first) are
+    torch.nn.RNNBase's, so that Python's own errors for the constructor's arguments (an
+    unknown keyword, too many positional arguments, a missing hidden_size) read as torch.nn's."""
     _gates = 0
     _name = ""
     __jit_unused_properties__ = ["_flat_weights", "all_weights"]  # Python-only conveniences
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
         super().__init__()
         with _as_torch_nn(self._name):
             # torch.nn.RNNBase's checks, in its order, with its exception types and messages
             # (a model's error handling written for torch.nn sees the same errors).
-            self.mode = self._name
+            self.mode = mode
             self.input_size = input_size
             self.hidden_size = hidden_size
             self.num_layers = num_layers
@@ -133,10 +136,17 @@ class _RNNBase(nn.Module):
             if proj_size >= hidden_size:
                 raise ValueError("proj_size has to be smaller than hidden_size")
             layers = range(num_layers)  # torch's TypeError for a non-integral num_layers
+        if isinstance(proj_size, bool) or not isinstance(proj_size, numbers.Integral):
+            # (torch.nn fails in torch.empty with a TypeError on the parameter's shape)
+            raise TypeError(f"blockrnn.torch.{self._name}: proj_size should be of type int, "
+                            f"got: {type(proj_size).__name__}")
         if proj_size != 0:
-            raise NotImplementedError(
-                f"blockrnn.torch.{self._name}: proj_size={proj_size} (an LSTM with projections) "
-                f"is not implemented by blockrnn; use torch.nn.LSTM for projected LSTMs")
+            # an argument value the module does not support: a ValueError, as torch.nn.GRU
+            # refuses proj_size
+            raise ValueError(
+                f"blockrnn.torch.{self._name}: proj_size={proj_size} (an LSTM with "
+                f"projections) is not supported by blockrnn; use torch.nn.LSTM for projected "
+                f"LSTMs")
         fk = {"device": device, "dtype": dtype}
         dirs = 2 if bidirectional else 1
         self._num_directions = dirs
@@ -441,7 +451,10 @@ class _RNNBase(nn.Module):
         return inp, [torch.stack(f, 0) for f in finals]
 
 
-class LSTM(_RNNBase):
+_RNNBase = RNNBase  # (the former name)
+
+
+class LSTM(RNNBase):
     """Drop-in torch.nn.LSTM on blockrnn's BlockLSTMV2 (see docs/torch.md).
 
     Same constructor, parameters (weight_ih_l{k}[_reverse], weight_hh_..., bias_ih_...,
@@ -451,7 +464,7 @@ class LSTM(_RNNBase):
       cell_clip: clip the cell state to [-cell_clip, cell_clip] (None or <= 0: no clipping).
       forget_bias: added to the forget gate's pre-activation (TensorFlow's BlockLSTM; runs on
         BlockLSTM in TensorFlow's gate order i,c,f,o). Default 0.0, i.e. torch's LSTM.
-    proj_size > 0 raises NotImplementedError (torch.nn's range checks on it apply first).
+    proj_size > 0 raises a ValueError naming it (torch.nn's range checks on it apply first).
     """
     _gates = 4
     _name = "LSTM"
@@ -471,7 +484,7 @@ class LSTM(_RNNBase):
         self.use_peephole = use_peephole
         self.cell_clip = None if cell_clip is None else float(cell_clip)
         self.forget_bias = float(forget_bias)
-        super().__init__(*args, **kwargs)
+        super().__init__("LSTM", *args, **kwargs)
 
     def _extra_params(self, fk):
         if not self.use_peephole:
@@ -514,11 +527,21 @@ class LSTM(_RNNBase):
                                            clip, self.use_peephole, tf_order, seq_lengths)
         return h, (h, cs)
 
+    @torch.jit.unused
+    def _check_two_states(self, hx) -> None:
+        # torch.nn.LSTM's backend's error (a third state used to be ignored); with one state
+        # hx[1] raises torch.nn's IndexError
+        if len(hx) > 2:
+            with _as_torch_nn("LSTM"):
+                raise RuntimeError("lstm expects two hidden states")
+
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None
                 ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
         # input: a Tensor or (outside TorchScript) a PackedSequence
         hxl: Optional[List[Tensor]] = None
         if hx is not None:
+            if not torch.jit.is_scripting():
+                self._check_two_states(hx)
             hxl = [hx[0], hx[1]]
         if torch.jit.is_scripting():
             out, states = self._forward_tensor(input, hxl)
@@ -527,7 +550,7 @@ class LSTM(_RNNBase):
         return out, (states[0], states[1])
 
 
-class GRU(_RNNBase):
+class GRU(RNNBase):
     """Drop-in torch.nn.GRU on blockrnn's ops (see docs/torch.md).
 
     reset_after=True (default): PyTorch's GRU exactly (BlockGRUResetAfter), same parameters.
@@ -548,7 +571,7 @@ class GRU(_RNNBase):
         with _as_torch_nn("GRU"):
             if "proj_size" in kwargs:
                 raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
-        super().__init__(*args, **kwargs)
+        super().__init__("GRU", *args, **kwargs)
 
     def extra_repr(self) -> str:
         s = super().extra_repr()
@@ -603,7 +626,7 @@ def gru_weights_from_keras(kernel, recurrent_kernel, bias=None, *, layer: int = 
         raise ValueError(f"gru_weights_from_keras: kernel must be [I,3H] and recurrent_kernel "
                          f"[H,3H], got {list(kernel.shape)} and {list(recurrent_kernel.shape)}")
     p = _keras_perm(H)
-    sfx = _RNNBase._suffix(layer, 1 if reverse else 0)
+    sfx = RNNBase._suffix(layer, 1 if reverse else 0)
     out = {"weight_ih" + sfx: torch.from_numpy(np.ascontiguousarray(kernel[:, p].T)),
            "weight_hh" + sfx: torch.from_numpy(np.ascontiguousarray(recurrent_kernel[:, p].T))}
     if bias is not None:
@@ -624,7 +647,7 @@ def gru_weights_to_keras(module: GRU, *, layer: int = 0, reverse: bool = False):
     """(kernel [I,3H], recurrent_kernel [H,3H], bias) as numpy arrays for a Keras GRU with the
     module's variant: bias [3H] = (bias_ih + bias_hh) for reset_after=False (TensorFlow's
     variant has one bias set), [2,3H] for reset_after=True; None when bias=False."""
-    sfx = _RNNBase._suffix(layer, 1 if reverse else 0)
+    sfx = RNNBase._suffix(layer, 1 if reverse else 0)
     H = module.hidden_size
     p = _keras_perm(H)
     with torch.no_grad():

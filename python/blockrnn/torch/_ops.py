@@ -257,6 +257,7 @@ import weakref
 
 from .. import _core
 from ..layers import _check_memory
+from . import _differentiable
 
 MAX_PLANS = 8
 _PLANS: "collections.OrderedDict[tuple, _Plan]" = collections.OrderedDict()
@@ -393,6 +394,13 @@ def _unchanged(stamp, params, by_value: bool = False) -> bool:
     no_grad), so a changed one repacks at once; the values are compared as well, because
     writes through `.data` (gradcheck's perturbations, old-style manual updates) and into
     the storage by collectives bypass the counter."""
+    # Why not the version counters and identity alone: `p.data.add_(1)` leaves p._version
+    # unchanged (`.data` is a tensor with a version counter of its own), and
+    # torch.autograd.gradcheck perturbs its inputs through `.data` ("to get around the version
+    # check"), so keying on the counters would run stale packed weights there and after any
+    # `p.data -= lr * p.grad` update. The comparison reads the parameters and the copy once per
+    # call (about 1.4 ms for the 8 MB of an I = H = 512 LSTM layer, measured): a fraction of a
+    # percent of a T = 50, B = 64 step, more on one-step calls (docs/performance.md).
     if stamp is None:
         return False
     ids, values = stamp
@@ -681,11 +689,16 @@ def _wire_stack(fwd, grad, layout: str):
         else:
             gcn = None
         grads = (gy.contiguous(), ghn.contiguous(), None if gcn is None else gcn.contiguous())
-        if any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
+        attrs = ctx.attrs if layout == "nn" else (*ctx.attrs[:3], True, *ctx.attrs[3:])
+        if torch.is_grad_enabled():
+            # create_graph=True: the gradients as a differentiable graph (double backward),
+            # computed with torch operations instead of the library's backward
+            cfg = _config(layout, mode, x, h0, *attrs[1:], "blockrnn: double backward")
+            g = _differentiable.stack_gradients(cfg, x, h0, c0, params, ctx.lens, mask, *grads)
+        elif any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
             # torch.autograd.grad(is_grads_batched=True) and gradcheck's batched check vmap
             # this backward with torch's legacy vmap, which loops over an op for us only when
             # it takes and returns plain tensors: the flat twin of the grad op
-            attrs = ctx.attrs if layout == "nn" else (*ctx.attrs[:3], True, *ctx.attrs[3:])
             g = _flat_grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, layout, *attrs)
         else:
             g = grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, *ctx.attrs)
