@@ -36,10 +36,8 @@ float32).
 """
 import collections
 import functools
-import json
 import math
 import numbers
-import struct
 import threading
 
 import numpy as np
@@ -573,62 +571,8 @@ class CharModel:
         return x @ self.softmax_w + self.softmax_b, new_state
 
 
-_SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
-
-
 def _checkpoint_error(path, message):
     return _core.InvalidArgumentError(f"{path}: {message}")
-
-
-def _read_safetensors(path):
-    """{name: array} and the metadata dict of a safetensors file (little-endian). A file that
-    is not one is an InvalidArgumentError (a ValueError) naming the file and what is wrong;
-    every tensor's shape must match its bytes before anything is built from it."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        raise _checkpoint_error(path, f"truncated safetensors file ({len(raw)} bytes)")
-    (n,) = struct.unpack_from("<Q", raw, 0)
-    if n > len(raw) - 8:
-        raise _checkpoint_error(path, f"truncated safetensors file: header of {n} bytes, "
-                                      f"{len(raw) - 8} follow")
-    try:
-        header = json.loads(raw[8:8 + n])
-    except (ValueError, RecursionError) as e:
-        raise _checkpoint_error(path, f"the header is not valid JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise _checkpoint_error(path, f"the header must be a JSON object, got "
-                                      f"{type(header).__name__}")
-    data = memoryview(raw)[8 + n:]
-    metadata = header.pop("__metadata__", {})
-    if not isinstance(metadata, dict) or \
-            not all(isinstance(v, str) for v in metadata.values()):
-        raise _checkpoint_error(path, "__metadata__ must be a JSON object of strings")
-    tensors = {}
-    for name, info in header.items():
-        if not isinstance(info, dict) or info.get("dtype") not in _SAFETENSORS_DTYPES:
-            got = info.get("dtype") if isinstance(info, dict) else info
-            raise _checkpoint_error(path, f"tensor {name!r}: dtype must be one of "
-                                          f"{', '.join(_SAFETENSORS_DTYPES)}, got {got!r}")
-        shape, offsets = info.get("shape"), info.get("data_offsets")
-        if not isinstance(shape, list) or len(shape) > 8 or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-            raise _checkpoint_error(path, f"tensor {name!r}: shape must be a list of at most 8 "
-                                          f"non-negative integers, got {shape!r}")
-        if not isinstance(offsets, list) or len(offsets) != 2 or not all(
-                isinstance(o, int) and not isinstance(o, bool) for o in offsets):
-            raise _checkpoint_error(path, f"tensor {name!r}: data_offsets must be [begin, end], "
-                                          f"got {offsets!r}")
-        begin, end = offsets
-        if not 0 <= begin <= end <= len(data):
-            raise _checkpoint_error(path, f"tensor {name!r}: data_offsets out of range")
-        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
-        if math.prod(shape) * dtype.itemsize != end - begin:
-            raise _checkpoint_error(path, f"tensor {name!r}: shape {shape} of {info['dtype']} "
-                                          f"does not fit its {end - begin} bytes")
-        a = np.frombuffer(data[begin:end], dtype=dtype).reshape(shape)
-        tensors[name] = a.astype(dtype.newbyteorder("="))
-    return tensors, metadata
 
 
 def load_char_model(path):
@@ -636,7 +580,10 @@ def load_char_model(path):
     Raises InvalidArgumentError (a ValueError) naming the file for a file that is not one
     (format, version, metadata, missing tensor or shape); the sizes the metadata declares must
     be those of the file's tensors before any layer is made."""
-    tensors, meta = _read_safetensors(path)
+    from .model import load_tensor_file  # model.py imports this module
+    tensors, meta = load_tensor_file(path)
+    if any(a.dtype != np.float32 for a in tensors.values()):
+        raise _checkpoint_error(path, "every tensor of a checkpoint must be F32")
     if meta.get("format") != "blockrnn-char-lm" or meta.get("format_version") != "1":
         raise _checkpoint_error(path, f"not a version 1 blockrnn-char-lm checkpoint (metadata "
                                       f"format={meta.get('format')!r}, "

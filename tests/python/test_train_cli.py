@@ -194,7 +194,7 @@ def sample_from(cli, path):
 
 def test_missing_and_unreadable_checkpoint(cli, tmp_path):
     expect_runtime_error(sample_from(cli, tmp_path / "nope.safetensors"), "nope.safetensors",
-                         "does not exist")
+                         "cannot open (No such file or directory)")
     expect_runtime_error(sample_from(cli, tmp_path), "not a regular file")
     locked = tmp_path / "locked.safetensors"
     locked.write_bytes(b"\x02\0\0\0\0\0\0\0{}")
@@ -236,18 +236,19 @@ def corrupt_variants(good):
     not_json[8] = ord("x")
     return {
         "empty": (b"", "empty"),
-        "truncated length": (good[:6], "truncated"),
+        "truncated length": (good[:6], "starts with an 8-byte header length"),
         "truncated header": (good[:8 + n // 2], "truncated"),
         "truncated data": (good[:-4], "outside the"),
-        "huge header length": (struct.pack("<Q", 1 << 62) + good[8:], "above the limit"),
+        "huge header length": (struct.pack("<Q", 1 << 62) + good[8:],
+                               "declares a header of 4611686018427387904 bytes"),
         "not json": (bytes(not_json), "not valid JSON"),
         "wrong dtype": (edited(lambda h: h["embedding"].__setitem__("dtype", "F16")),
-                        "tensor 'embedding': dtype 'F16' is not supported"),
+                        "tensor 'embedding'.dtype: must be F32, F64 or I64, got \"F16\""),
         "offsets out of range": (
             edited(lambda h: h["softmax.b"].__setitem__("data_offsets", [0, len(data) + 400])),
-            "tensor 'softmax.b': 'data_offsets'"),
+            "tensor 'softmax.b'.data_offsets: [0,"),
         "overlapping tensors": (edited(overlap), "overlap"),
-        "trailing bytes": (good + b"xyz", "trailing"),
+        "trailing bytes": (good + b"xyz", "data: the tensors cover"),
         "wrong version": (set_meta("format_version", "99"), "'format_version' '99'"),
         "wrong format": (set_meta("format", "other"), "not a character language model"),
         "bad config value": (set_meta("layers", "two"), "metadata 'layers' must be an integer"),

@@ -331,7 +331,7 @@ void write_chart_and_checkpoint(const TrainSummary& paths, const TrainOptions& o
   s.adam.t = adam.t();
   std::map<std::string, std::string> meta = run_metadata(opt);
   meta["loss"] = fmt("%.6f", history.losses().back());
-  save_safetensors(paths.checkpoint_path, make_checkpoint(*s.model, s.vocab, step, &s.adam, meta));
+  save_checkpoint(paths.checkpoint_path, make_checkpoint(*s.model, s.vocab, step, &s.adam, meta));
 }
 
 void print_summary(std::FILE* out, const TrainSummary& summary, const TrainOptions& opt,
