@@ -2,7 +2,8 @@
 (build/dev/tools/blockrnn, which scripts/test.sh builds before pytest; BLOCKRNN_CLI overrides
 the path): a short deterministic run whose loss falls, the files it writes, the progress bar
 on a terminal and plain lines without one, sampling, resuming, the safetensors checkpoint
-read by the `safetensors` package and by blockrnn.layers.load_char_model, and every bad-input
+read by the `safetensors` package and by the demo's Python reader
+(tools/train/char_checkpoint.py), and every bad-input
 path (usage errors exit 2, runtime errors exit 1, each with a clear message, never a crash)."""
 import json
 import os
@@ -10,6 +11,7 @@ import pathlib
 import pty
 import struct
 import subprocess
+import sys
 from xml.etree import ElementTree
 
 import numpy as np
@@ -17,6 +19,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLI = pathlib.Path(os.environ.get("BLOCKRNN_CLI", ROOT / "build/dev/tools/blockrnn"))
+# The demo's Python reader of the checkpoint lives with the demo, outside the package.
+CHAR_CHECKPOINT = ROOT / "tools/train/char_checkpoint.py"
+sys.path.insert(0, str(CHAR_CHECKPOINT.parent))
 
 TINY = ["--hidden", "32", "--embed", "16", "--batch", "8", "--seq-len", "16", "--lr", "0.01",
         "--threads", "1"]
@@ -299,7 +304,8 @@ def test_checkpoint_reads_in_safetensors_and_blockrnn_layers(cli, tmp_path):
     assert {k: v.shape for k, v in tensors.items()} == expected
     assert all(v.dtype == np.float32 for v in tensors.values())
 
-    from blockrnn.layers import GRU, load_char_model
+    from blockrnn.layers import GRU
+    from char_checkpoint import greedy, load_char_model
     model = load_char_model(path)
     assert model.vocabulary == vocabulary and model.metadata == meta
     assert len(model.layers) == 2 and all(isinstance(g, GRU) for g in model.layers)
@@ -314,14 +320,13 @@ def test_checkpoint_reads_in_safetensors_and_blockrnn_layers(cli, tmp_path):
     s = run(cli, "sample", "--checkpoint", path, "--prime", prime.decode(), "--length", 12,
             "--temperature", 0)
     assert s.returncode == 0, s.stderr
-    ids = [vocabulary.index(c) for c in prime]
-    logits, state = model.forward(np.array(ids)[:, None])
-    text = bytearray(prime)
-    for _ in range(12):
-        k = int(np.argmax(logits[-1, 0]))
-        text.append(vocabulary[k])
-        logits, state = model.forward(np.array([[k]]), state)
-    assert s.stdout == text.decode() + "\n"
+    assert s.stdout == greedy(model, prime, 12).decode() + "\n"
+    # The same through the reader run as a script.
+    script = subprocess.run([sys.executable, str(CHAR_CHECKPOINT), str(path), "--prime",
+                             prime.decode(), "--length", "12"], capture_output=True, text=True,
+                            timeout=120)
+    assert script.returncode == 0, script.stderr
+    assert script.stdout == s.stdout
 
 
 def test_corpus_errors(cli, trained, tmp_path):
