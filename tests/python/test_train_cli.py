@@ -22,6 +22,7 @@ CLI = pathlib.Path(os.environ.get("BLOCKRNN_CLI", ROOT / "build/dev/tools/blockr
 # The demo's Python reader of the checkpoint lives with the demo, outside the package.
 CHAR_CHECKPOINT = ROOT / "tools/train/char_checkpoint.py"
 sys.path.insert(0, str(CHAR_CHECKPOINT.parent))
+PLOT_LOSS = ROOT / "scripts/plot_loss.py"
 
 TINY = ["--hidden", "32", "--embed", "16", "--batch", "8", "--seq-len", "16", "--lr", "0.01",
         "--threads", "1"]
@@ -57,7 +58,7 @@ def read_metrics(path):
     return header, rows
 
 
-def test_train_writes_metrics_chart_checkpoint_and_learns(trained):
+def test_train_writes_metrics_checkpoint_and_learns(trained):
     out, r = trained
     header, rows = read_metrics(out / "metrics.csv")
     assert header[:2] == ["step", "loss"]
@@ -66,10 +67,7 @@ def test_train_writes_metrics_chart_checkpoint_and_learns(trained):
     losses = [float(row["loss"]) for row in rows]
     assert losses[0] > 3.8                                  # ≈ ln(62) at the start
     assert sum(losses[-10:]) / 10 < losses[0] - 0.8         # and clearly lower after 40 steps
-    svg = ElementTree.parse(out / "loss.svg").getroot()     # well-formed XML
-    ns = "{http://www.w3.org/2000/svg}"
-    assert svg.tag == f"{ns}svg" and len(svg.findall(f"{ns}polyline")) == 2
-    assert "step" in [t.text for t in svg.findall(f"{ns}text")]
+    assert not (out / "loss.svg").exists()                  # the chart is the script's job
     ckpt = (out / "checkpoint.safetensors").read_bytes()
     (n,) = struct.unpack_from("<Q", ckpt, 0)
     assert json.loads(ckpt[8:8 + n])["__metadata__"]["format"] == "blockrnn-char-lm"
@@ -327,6 +325,37 @@ def test_checkpoint_reads_in_safetensors_and_blockrnn_layers(cli, tmp_path):
                             timeout=120)
     assert script.returncode == 0, script.stderr
     assert script.stdout == s.stdout
+
+
+def test_plot_loss_draws_the_csv(trained, tmp_path):
+    """scripts/plot_loss.py draws the trainer's metrics.csv with matplotlib: an SVG with the two
+    curves, the same bytes for the same CSV; a CSV without the loss column, or with a value
+    that is not a number, is an error naming the file and the line (exit 1)."""
+    pytest.importorskip("matplotlib")
+    out, _ = trained
+    svgs = []
+    for k in range(2):
+        r = subprocess.run([sys.executable, str(PLOT_LOSS), str(out / "metrics.csv"), "-o",
+                            str(tmp_path / f"loss{k}.svg")], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        svgs.append((tmp_path / f"loss{k}.svg").read_bytes())
+    assert svgs[0] == svgs[1]
+    svg = ElementTree.fromstring(svgs[0])                   # well-formed XML
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.tag == f"{ns}svg"
+    # The loss and the smoothed loss, in their colours (each once more in the legend).
+    strokes = [p.get("style", "") for p in svg.iter(f"{ns}path")]
+    assert sum("stroke: #9ab8d8" in s for s in strokes) == 2
+    assert sum("stroke: #1f4e8c" in s for s in strokes) == 2
+    bad = tmp_path / "bad.csv"
+    for text, message in [("step,smoothed_loss\n1,2\n", "no column 'loss'"),
+                          ("step,loss,smoothed_loss\n1,x,2\n", "line 2: loss 'x' is not a number")]:
+        bad.write_text(text)
+        r = subprocess.run([sys.executable, str(PLOT_LOSS), str(bad)], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 1 and str(bad) in r.stderr and message in r.stderr, r.stderr
+        assert not (tmp_path / "loss.svg").exists()
 
 
 def test_corpus_errors(cli, trained, tmp_path):
