@@ -150,6 +150,11 @@ Call converted(const Call& c, DType dt) {
   return w;
 }
 
+// The table's tolerance for a call of dims `d` in `dt`: K = I + H, the steps T.
+Tolerance tolerance(DType dt, const Dims& d) {
+  return testing::op_table().tolerance(dt, d.I + d.H, d.T);
+}
+
 // Element-wise (rtol·|b| + atol·max(1, max|b|)) and NMSE (Σ(a−b)² / Σb²) agreement.
 ::testing::AssertionResult close(const Tensor& a, const Tensor& b, const Tolerance& tol) {
   if (a.shape() != b.shape()) {
@@ -236,7 +241,7 @@ void fast_vs_reference(const OpTest& t) {
     for_random_calls(t, 0, 6, [&](const Call& c, const Dims& d, DType dt, std::uint64_t seed) {
       const std::vector<Tensor> ref = run_in_mode(c, true), fast = run_in_mode(c, false);
       for (std::size_t k = 0; k < ref.size(); ++k) {
-        EXPECT_TRUE(close(fast[k], ref[k], t.tol[testing::dtype_index(dt)]))
+        EXPECT_TRUE(close(fast[k], ref[k], tolerance(dt, d)))
             << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " path "
             << isa_name(isa) << " seed " << seed << " " << d.str();
       }
@@ -250,7 +255,7 @@ void dtypes_against_float64(const OpTest& t) {
     const std::vector<Tensor> want = run_in_mode(converted(c, DType::kFloat64), true);
     for (std::size_t k = 0; k < got.size(); ++k) {
       EXPECT_EQ(got[k].dtype(), dt);
-      EXPECT_TRUE(close(got[k], want[k], t.tol[testing::dtype_index(dt)]))
+      EXPECT_TRUE(close(got[k], want[k], tolerance(dt, d)))
           << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " seed "
           << seed << " " << d.str();
     }
@@ -359,7 +364,7 @@ void empty_shapes(const OpTest& t) {
       for (std::size_t k = 0; k < fast.size(); ++k) {
         EXPECT_EQ(fast[k].shape(), spec.shapes[k]) << t.op << " " << d.str();
         // Finite and equal to the float64 reference: zeros where nothing accumulates.
-        EXPECT_TRUE(close(fast[k], want[k], t.tol[testing::dtype_index(dt)]))
+        EXPECT_TRUE(close(fast[k], want[k], tolerance(dt, d)))
             << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt)
             << " reference=" << reference << " " << d.str();
       }
