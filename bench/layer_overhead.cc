@@ -18,68 +18,21 @@
 // (operator new calls, counted by this binary's replacement) of 1000 calls of each. Usage:
 //   blockrnn_layer_overhead [calls per repetition, default 200000]
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <new>
 #include <random>
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
-
-// Heap allocations through operator new (the library's workspaces, packed matrices, vectors).
-static std::atomic<long> g_allocations{0};
-void* operator new(std::size_t n) {
-  ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  ++g_allocations;
-  void* p = nullptr;
-  const std::size_t al = std::max(std::size_t(a), sizeof(void*));
-  if (posix_memalign(&p, al, n ? n : 1) != 0) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return operator new(n, a);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "counting_new.h"  // tests/alloc: operator new counted (the heap column)
 
 namespace {
 
 template <typename F>
 long allocations(F&& f) {
-  const long before = g_allocations;
+  const long before = blockrnn::alloc_counter::count();
   for (int k = 0; k < 1000; ++k) f();
-  return g_allocations - before;
+  return blockrnn::alloc_counter::count() - before;
 }
 
 template <typename F>

@@ -166,4 +166,18 @@ BLOCKRNN_API std::map<std::string, Tensor> load_tensors(const std::string& path)
 BLOCKRNN_API void save_tensors(const std::string& path,
                                const std::vector<std::pair<std::string, TensorView>>& tensors);
 
+// A safetensors file's tensors with its "__metadata__" (string keys, string values).
+struct TensorFile {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+// load_tensors() that also returns the __metadata__ object, whose every value must be a string
+// (Error(kInvalidArgument) "<path>: __metadata__.<key>: must be a string, got ...").
+BLOCKRNN_API TensorFile load_tensor_file(const std::string& path);
+// save_tensors() that also writes `metadata` as the file's __metadata__ (text that is not valid
+// UTF-8 is written with U+FFFD in place of the bad bytes).
+BLOCKRNN_API void save_tensors(const std::string& path,
+                               const std::vector<std::pair<std::string, TensorView>>& tensors,
+                               const std::map<std::string, std::string>& metadata);
+
 }  // namespace blockrnn

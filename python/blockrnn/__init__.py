@@ -18,7 +18,7 @@ from . import _core
 from ._core import (InternalError, InvalidArgumentError, ResourceExhaustedError,
                     UnimplementedError)
 from . import raw_ops, gradients, layers, model
-from .model import Model, load_model
+from .model import Model, load_model, load_tensor_file
 
 __version__ = _core.version()
 
@@ -89,7 +89,7 @@ def force_reference() -> bool:
     return _core.force_reference()
 
 
-__all__ = ["raw_ops", "gradients", "layers", "model", "Model", "load_model", "InvalidArgumentError", "UnimplementedError",
+__all__ = ["raw_ops", "gradients", "layers", "model", "Model", "load_model", "load_tensor_file", "InvalidArgumentError", "UnimplementedError",
            "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads", "max_threads",
            "set_memory_limit", "get_memory_limit",
            "set_isa", "get_isa",

@@ -24,9 +24,6 @@ orders the gate columns LSTM i, f, c, o (the op: i, c, f, o) and GRU z, r, h (th
 unit_forget_bias only initialises the bias), so a converted LSTM has forget_bias = 0; both
 directions move numbers without arithmetic, so a round trip is bit-exact.
 
-`load_char_model(path)` reads the safetensors checkpoint `blockrnn train` writes
-(docs/training.md) into a CharModel of these layers.
-
 The float32 and float64 layers run on the library's layer objects (blockrnn/layer.h, "plan
 once, run many": the ops' work without the per-call lookup and re-validation, the workspace
 sized to the largest call, never to the largest T times the largest B); the parameters are
@@ -36,17 +33,15 @@ float32).
 """
 import collections
 import functools
-import json
 import math
 import numbers
-import struct
 import threading
 
 import numpy as np
 
 from . import _core, _opgen, raw_ops
 
-__all__ = ["LSTM", "GRU", "CharModel", "load_char_model"]
+__all__ = ["LSTM", "GRU"]
 
 _DTYPES = (np.float16, np.float32, np.float64)
 
@@ -546,147 +541,3 @@ class GRU(_Recurrent):
         w = np.concatenate([self.w_ru[:, u], self.w_ru[:, r], self.w_c], axis=1)
         bias = np.concatenate([self.b_ru[u], self.b_ru[r], self.b_c])
         return [np.ascontiguousarray(w[:I]), np.ascontiguousarray(w[I:]), bias]
-
-
-# ---- The character model of `blockrnn train` ----
-
-class CharModel:
-    """The character language model `blockrnn train` trains: embedding [V, D] → layers
-    (LSTM with forget_bias 1 or GRU) → logits = h·softmax_w + softmax_b, softmax_w [H, V].
-    `vocabulary` holds the V symbols as bytes (id k is vocabulary[k]); `metadata` is the
-    checkpoint's __metadata__ (strings)."""
-
-    def __init__(self, embedding, layers, softmax_w, softmax_b, vocabulary, metadata):
-        self.embedding, self.layers = embedding, layers
-        self.softmax_w, self.softmax_b = softmax_w, softmax_b
-        self.vocabulary, self.metadata = vocabulary, metadata
-
-    def forward(self, ids, state=None):
-        """ids [T, B] ints in [0, V); state: one layer state per layer (None: zeros).
-        Returns (logits [T, B, V], the final state of every layer)."""
-        x = self.embedding[np.asarray(ids)]
-        state = [None] * len(self.layers) if state is None else state
-        new_state = []
-        for layer, s in zip(self.layers, state):
-            x, s = layer.forward(x, s)
-            new_state.append(s)
-        return x @ self.softmax_w + self.softmax_b, new_state
-
-
-_SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
-
-
-def _checkpoint_error(path, message):
-    return _core.InvalidArgumentError(f"{path}: {message}")
-
-
-def _read_safetensors(path):
-    """{name: array} and the metadata dict of a safetensors file (little-endian). A file that
-    is not one is an InvalidArgumentError (a ValueError) naming the file and what is wrong;
-    every tensor's shape must match its bytes before anything is built from it."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        raise _checkpoint_error(path, f"truncated safetensors file ({len(raw)} bytes)")
-    (n,) = struct.unpack_from("<Q", raw, 0)
-    if n > len(raw) - 8:
-        raise _checkpoint_error(path, f"truncated safetensors file: header of {n} bytes, "
-                                      f"{len(raw) - 8} follow")
-    try:
-        header = json.loads(raw[8:8 + n])
-    except (ValueError, RecursionError) as e:
-        raise _checkpoint_error(path, f"the header is not valid JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise _checkpoint_error(path, f"the header must be a JSON object, got "
-                                      f"{type(header).__name__}")
-    data = memoryview(raw)[8 + n:]
-    metadata = header.pop("__metadata__", {})
-    if not isinstance(metadata, dict) or \
-            not all(isinstance(v, str) for v in metadata.values()):
-        raise _checkpoint_error(path, "__metadata__ must be a JSON object of strings")
-    tensors = {}
-    for name, info in header.items():
-        if not isinstance(info, dict) or info.get("dtype") not in _SAFETENSORS_DTYPES:
-            got = info.get("dtype") if isinstance(info, dict) else info
-            raise _checkpoint_error(path, f"tensor {name!r}: dtype must be one of "
-                                          f"{', '.join(_SAFETENSORS_DTYPES)}, got {got!r}")
-        shape, offsets = info.get("shape"), info.get("data_offsets")
-        if not isinstance(shape, list) or len(shape) > 8 or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-            raise _checkpoint_error(path, f"tensor {name!r}: shape must be a list of at most 8 "
-                                          f"non-negative integers, got {shape!r}")
-        if not isinstance(offsets, list) or len(offsets) != 2 or not all(
-                isinstance(o, int) and not isinstance(o, bool) for o in offsets):
-            raise _checkpoint_error(path, f"tensor {name!r}: data_offsets must be [begin, end], "
-                                          f"got {offsets!r}")
-        begin, end = offsets
-        if not 0 <= begin <= end <= len(data):
-            raise _checkpoint_error(path, f"tensor {name!r}: data_offsets out of range")
-        dtype = np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<")
-        if math.prod(shape) * dtype.itemsize != end - begin:
-            raise _checkpoint_error(path, f"tensor {name!r}: shape {shape} of {info['dtype']} "
-                                          f"does not fit its {end - begin} bytes")
-        a = np.frombuffer(data[begin:end], dtype=dtype).reshape(shape)
-        tensors[name] = a.astype(dtype.newbyteorder("="))
-    return tensors, metadata
-
-
-def load_char_model(path):
-    """The CharModel of a checkpoint written by `blockrnn train` (checkpoint.safetensors).
-    Raises InvalidArgumentError (a ValueError) naming the file for a file that is not one
-    (format, version, metadata, missing tensor or shape); the sizes the metadata declares must
-    be those of the file's tensors before any layer is made."""
-    tensors, meta = _read_safetensors(path)
-    if meta.get("format") != "blockrnn-char-lm" or meta.get("format_version") != "1":
-        raise _checkpoint_error(path, f"not a version 1 blockrnn-char-lm checkpoint (metadata "
-                                      f"format={meta.get('format')!r}, "
-                                      f"format_version={meta.get('format_version')!r})")
-
-    def get(name, rank):
-        if name not in tensors:
-            raise _checkpoint_error(path, f"tensor {name!r} is missing")
-        if tensors[name].ndim != rank:
-            raise _checkpoint_error(path, f"tensor {name!r} must have rank {rank}, got shape "
-                                          f"{list(tensors[name].shape)}")
-        return tensors[name]
-
-    def field(name, convert):
-        try:
-            return convert(meta[name])
-        except KeyError:
-            raise _checkpoint_error(path, f"metadata {name!r} is missing") from None
-        except ValueError:
-            raise _checkpoint_error(path, f"metadata {name!r} must be a number, got "
-                                          f"{meta[name]!r}") from None
-
-    embedding, softmax_w = get("embedding", 2), get("softmax.w", 2)
-    hidden, n_layers = field("hidden", int), field("layers", int)
-    cell = meta.get("cell")
-    if cell not in ("lstm", "gru"):
-        raise _checkpoint_error(path, f"metadata 'cell' must be 'lstm' or 'gru', got {cell!r}")
-    in_file = {name.split(".")[1] for name in tensors if name.startswith("layers.")}
-    if hidden != softmax_w.shape[0] or in_file != {str(l) for l in range(len(in_file))} or \
-            n_layers != len(in_file):
-        raise _checkpoint_error(path, f"metadata hidden={hidden}, layers={n_layers} do not match "
-                                      f"the tensors (softmax.w {list(softmax_w.shape)}, "
-                                      f"{len(in_file)} layers)")
-    layers = []
-    for l in range(n_layers):
-        input_size = embedding.shape[1] if l == 0 else hidden
-        if cell == "lstm":
-            layer = LSTM(input_size, hidden, forget_bias=field("forget_bias", float))
-        else:
-            layer = GRU(input_size, hidden)
-        for name in layer._PARAMS:
-            expected = getattr(layer, name).shape
-            value = get(f"layers.{l}.{name}", len(expected))
-            if value.shape != expected:
-                raise _checkpoint_error(path, f"tensor 'layers.{l}.{name}' has shape "
-                                              f"{value.shape}, expected {expected}")
-            setattr(layer, name, value)
-        layers.append(layer)
-    try:
-        vocabulary = field("vocabulary", str).encode("latin-1")
-    except UnicodeEncodeError:
-        raise _checkpoint_error(path, "metadata 'vocabulary' must hold latin-1 symbols") from None
-    return CharModel(embedding, layers, softmax_w, get("softmax.b", 1), vocabulary, meta)

@@ -50,7 +50,7 @@ _LSTM_KINDS = ("BlockLSTM", "BlockLSTMV2")
 MERGE_MODES = ("concat", "sum", "mul", "ave")
 PADDED_OUTPUTS = ("zero", "hold")
 _DTYPES = {"float32": ("F32", np.float32), "float64": ("F64", np.float64)}
-_ST_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
+_ST_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8")}
 # Every safetensors dtype name, so that a known-but-unsupported one gets a precise message.
 _ST_ALL = ("BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32",
            "F32", "F64", "I64", "U64")
@@ -278,10 +278,12 @@ def _json_loads(text):
     return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
 
 
-def _read_header(f, size, where):
-    """(config dict, {name: (dtype, shape, begin, end)}, data start) of an open safetensors
-    file of `size` bytes; nothing is allocated beyond the header, whose length is bounded by
-    the file and MAX_HEADER_BYTES."""
+def _read_safetensors_header(f, size, where, accepted):
+    """(__metadata__ or None, {name: (dtype, shape, begin, end)}, data start) of an open
+    safetensors file of `size` bytes whose tensors must be of the safetensors dtypes `accepted`;
+    nothing is allocated beyond the header, whose length is bounded by the file and
+    MAX_HEADER_BYTES. The same checks, in the same order, as the C++ reader
+    (src/model/safetensors.cc)."""
     if size < 8:
         _fail(where, "header", f"the file has {size} bytes; a safetensors file starts with an "
               f"8-byte header length")
@@ -301,31 +303,23 @@ def _read_header(f, size, where):
     if not isinstance(header, dict):
         _fail(where, "header", f"must be a JSON object, got {type(header).__name__}")
     meta = header.pop("__metadata__", None)
-    if not isinstance(meta, dict):
-        _fail(where, "__metadata__", "is missing (not a blockrnn model file)" if meta is None
-              else f"must be a JSON object of strings, got {type(meta).__name__}")
-    if METADATA_KEY not in meta:
-        _fail(where, f"__metadata__.{METADATA_KEY}", "is missing (not a blockrnn model file; "
-              f"metadata keys: {', '.join(map(repr, meta)) or 'none'})")
-    text = meta[METADATA_KEY]
-    if not isinstance(text, str):
-        _fail(where, f"__metadata__.{METADATA_KEY}", "must be a string holding JSON")
-    try:
-        config = _json_loads(text)
-    except (ValueError, RecursionError) as e:
-        _fail(where, f"__metadata__.{METADATA_KEY}", f"is not valid JSON ({e})")
+    if meta is not None and not isinstance(meta, dict):
+        _fail(where, "__metadata__", f"must be a JSON object of strings, got "
+              f"{type(meta).__name__}")
     data_start = 8 + n
     data_bytes = size - data_start
+    accepted_text = " or ".join(accepted) if len(accepted) < 3 else \
+        ", ".join(accepted[:-1]) + " or " + accepted[-1]
     tensors = {}
     for name, info in header.items():
         field = f"tensor {name!r}"
         if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
             _fail(where, field, "must be an object with exactly dtype, shape and data_offsets")
         st = info["dtype"]
-        if st not in _ST_DTYPES:
-            known = "a safetensors dtype blockrnn does not use" if st in _ST_ALL else \
+        if st not in accepted:
+            known = "a safetensors dtype blockrnn does not use here" if st in _ST_ALL else \
                 "not a safetensors dtype"
-            _fail(where, f"{field}.dtype", f"must be F32 or F64, got {st!r} ({known})")
+            _fail(where, f"{field}.dtype", f"must be {accepted_text}, got {st!r} ({known})")
         shape = info["shape"]
         if not isinstance(shape, list) or len(shape) > MAX_RANK or \
                 not all(_is_int(s) and 0 <= s < 2**62 for s in shape):
@@ -353,7 +347,48 @@ def _read_header(f, size, where):
         pos = e
     if pos != data_bytes:
         _fail(where, "data", f"the tensors cover {pos} bytes but {data_bytes} follow the header")
-    return config, tensors, data_start
+    return meta, tensors, data_start
+
+
+def _open(where):
+    try:
+        return open(where, "rb")
+    except OSError as e:
+        raise InvalidArgumentError(f"{where}: cannot open ({e.strerror})") from None
+
+
+def load_tensor_file(path):
+    """({name: array}, {key: str}) of a safetensors file of float32, float64 and int64 tensors:
+    its tensors and its __metadata__, every value of which must be a string. The checks of
+    load_model's reader (the header length, the JSON, every tensor's dtype, shape and bytes
+    inside the file, no gap or overlap); a bad file is an InvalidArgumentError "<path>: <field>:
+    <what>". The C++ library's blockrnn::load_tensor_file reads the same files the same way."""
+    where = os.fspath(path)
+    with _open(where) as f:
+        meta, entries, data_start = _read_safetensors_header(
+            f, os.fstat(f.fileno()).st_size, where, ("F32", "F64", "I64"))
+        for key, value in (meta or {}).items():
+            if not isinstance(value, str):
+                _fail(where, f"__metadata__.{key}", f"must be a string, got "
+                      f"{type(value).__name__}")
+        tensors = {name: _read_tensor(f, data_start, e) for name, e in entries.items()}
+    return tensors, dict(meta or {})
+
+
+def _model_config(meta, where):
+    """The configuration JSON a model file keeps in its __metadata__."""
+    if meta is None:
+        _fail(where, "__metadata__", "is missing (not a blockrnn model file)")
+    if METADATA_KEY not in meta:
+        _fail(where, f"__metadata__.{METADATA_KEY}", "is missing (not a blockrnn model file; "
+              f"metadata keys: {', '.join(map(repr, meta)) or 'none'})")
+    text = meta[METADATA_KEY]
+    if not isinstance(text, str):
+        _fail(where, f"__metadata__.{METADATA_KEY}", "must be a string holding JSON")
+    try:
+        return _json_loads(text)
+    except (ValueError, RecursionError) as e:
+        _fail(where, f"__metadata__.{METADATA_KEY}", f"is not valid JSON ({e})")
 
 
 def _read_tensor(f, data_start, entry):
@@ -395,13 +430,10 @@ def load_model(path):
     """The Model of a blockrnn model file (docs/model-format.md). Every problem with the file
     is an InvalidArgumentError naming the file and the field."""
     where = os.fspath(path)
-    try:
-        f = open(where, "rb")
-    except OSError as e:
-        raise InvalidArgumentError(f"{where}: cannot open ({e.strerror})") from None
-    with f:
+    with _open(where) as f:
         size = os.fstat(f.fileno()).st_size
-        config, entries, data_start = _read_header(f, size, where)
+        meta, entries, data_start = _read_safetensors_header(f, size, where, ("F32", "F64"))
+        config = _model_config(meta, where)
         dtype, I, layers, rs, masking, source, nc = _parse_config(config, where)
         _check_tensors(layers, I, dtype, {k: (e[0], e[1]) for k, e in entries.items()}, where)
         tensors = {name: _read_tensor(f, data_start, e) for name, e in entries.items()}

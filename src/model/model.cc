@@ -923,9 +923,37 @@ std::map<std::string, Tensor> load_tensors(const std::string& path) {
   return out;
 }
 
+TensorFile load_tensor_file(const std::string& path) {
+  auto src = model::open_file(path);
+  const model::SafetensorsHeader h = model::read_header(*src, path);
+  TensorFile out;
+  if (!h.metadata.is_null()) {
+    if (!h.metadata.is_object()) {
+      fail(path, "__metadata__",
+           std::string("must be a JSON object of strings, got ") + h.metadata.type_name());
+    }
+    for (const auto& [key, value] : h.metadata.items()) {
+      if (!value.is_string()) {
+        fail(path, "__metadata__." + key,
+             std::string("must be a string, got ") + value.type_name());
+      }
+      out.metadata.emplace(key, value.get<std::string>());
+    }
+  }
+  const auto entries = model::read_entries(h, {"F32", "F64", "I64"}, path);
+  for (const auto& [name, e] : entries) out.tensors.emplace(name, model::read_tensor(*src, h, e));
+  return out;
+}
+
 void save_tensors(const std::string& path,
                   const std::vector<std::pair<std::string, TensorView>>& tensors) {
   model::write_safetensors(path, tensors, {});
+}
+
+void save_tensors(const std::string& path,
+                  const std::vector<std::pair<std::string, TensorView>>& tensors,
+                  const std::map<std::string, std::string>& metadata) {
+  model::write_safetensors(path, tensors, metadata);
 }
 
 ModelResult Model::forward(TensorView x, TensorView seq_lengths,

@@ -1,6 +1,7 @@
 // safetensors reading with bounds checks, and writing (see safetensors.h).
 #include "model/safetensors.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <bit>
@@ -105,7 +106,10 @@ std::unique_ptr<ByteSource> open_file(const std::string& path) {
   if (f == nullptr) {
     throw Error(ErrorCode::kInvalidArgument, path + ": cannot open (" + std::strerror(errno) + ")");
   }
-  if (fseeko(f, 0, SEEK_END) != 0) {
+  // fopen opens a directory for reading on Linux (the reads then fail): refuse anything but
+  // a regular file here, by name.
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || fseeko(f, 0, SEEK_END) != 0) {
     std::fclose(f);
     throw Error(ErrorCode::kInvalidArgument, path + ": cannot open (not a regular file)");
   }
@@ -315,6 +319,17 @@ void write_safetensors(const std::string& path,
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    const std::string& name = sorted[k].first;
+    // Either would write a header that reads back as something else.
+    if (name == "__metadata__") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  path + ": tensor '__metadata__': the name is the header's metadata key");
+    }
+    if (k > 0 && sorted[k - 1].first == name) {
+      throw Error(ErrorCode::kInvalidArgument, path + ": tensor '" + name + "': named twice");
+    }
+  }
   for (const auto& [name, t] : sorted) {
     if (t.dtype == DType::kFloat16) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -328,7 +343,8 @@ void write_safetensors(const std::string& path,
         {"data_offsets", {offset, offset + nbytes}}};
     offset += nbytes;
   }
-  std::string text = header.dump();
+  // Metadata that is not valid UTF-8 is written with U+FFFD in its place (JSON text is UTF-8).
+  std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");

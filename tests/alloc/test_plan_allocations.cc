@@ -1,60 +1,11 @@
 // The plan objects' promise that a call after the first does no heap allocation: the layer
 // objects' forward (every family, float32 and float64) counted through this binary's
-// replacement of operator new. A separate binary, so the replacement counts nothing else.
+// replacement of operator new (counting_new.h). A separate binary, so the replacement counts
+// nothing else.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
 #include "blockrnn/blockrnn.h"
-
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  ++g_allocations;
-  void* p = nullptr;
-  const std::size_t al = std::max(std::size_t(a), sizeof(void*));
-  if (posix_memalign(&p, al, n ? n : 1) != 0) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return operator new(n, a);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "counting_new.h"
 
 namespace blockrnn {
 namespace {
@@ -79,9 +30,9 @@ Tensor filled(DType dt, Shape shape, double value) {
 template <typename F>
 long allocations_after_first(F&& call) {
   call();
-  const long before = g_allocations.load();
+  const long before = alloc_counter::count();
   for (int k = 0; k < 10; ++k) call();
-  return g_allocations.load() - before;
+  return alloc_counter::count() - before;
 }
 
 class PlanAllocations : public ::testing::TestWithParam<DType> {};

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "blockrnn/c_api.h"
+#include "c_test_util.h"
 
 /* Reads exactly size bytes of path into a new buffer; NULL (with a message) otherwise. */
 static void* read_exactly(const char* path, size_t size) {
@@ -69,16 +70,6 @@ static int64_t num_elements(const blockrnn_shape* shape) {
   return n;
 }
 
-static blockrnn_tensor dense(int32_t dtype, int32_t rank, const int64_t* shape, void* data) {
-  blockrnn_tensor t;
-  t.dtype = dtype;
-  t.rank = rank;
-  t.shape = shape;
-  t.strides = NULL;
-  t.data = data;
-  return t;
-}
-
 /* Runs one model; 1 on success. */
 static int run_one(const char* model_path, const char* x_path, int64_t T, int64_t B,
                    const char* lengths_path, const char* out_dir) {
@@ -127,11 +118,11 @@ static int run_one(const char* model_path, const char* x_path, int64_t T, int64_
       fprintf(stderr, "model_run: out of memory\n");
       goto done;
     }
-    finals[k] = dense(blockrnn_model_dtype(model), 2, &state_shapes[2 * k], final_data[k]);
+    finals[k] = dense_tensor(blockrnn_model_dtype(model), 2, &state_shapes[2 * k], final_data[k]);
   }
-  x = dense(blockrnn_model_dtype(model), 3, x_shape, x_data);
-  lengths = dense(BLOCKRNN_INT64, 1, len_shape, lengths_data);
-  y = dense(blockrnn_model_dtype(model), y_shape.rank, y_shape.dims, y_data);
+  x = dense_tensor(blockrnn_model_dtype(model), 3, x_shape, x_data);
+  lengths = dense_tensor(BLOCKRNN_INT64, 1, len_shape, lengths_data);
+  y = dense_tensor(blockrnn_model_dtype(model), y_shape.rank, y_shape.dims, y_data);
   if (blockrnn_model_forward(model, &x, lengths_data != NULL ? &lengths : NULL, NULL, 0, &y, finals,
                              (size_t)num_states) != BLOCKRNN_OK) {
     fprintf(stderr, "model_run: %s: %s\n", model_path, blockrnn_last_error());

@@ -9,15 +9,7 @@
 #include <string.h>
 
 #include "blockrnn/c_api.h"
-
-static int g_failures = 0;
-#define CHECK(cond, what)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, what, blockrnn_last_error()); \
-      ++g_failures;                                                                        \
-    }                                                                                      \
-  } while (0)
+#include "c_test_util.h"
 
 /* The status is `want` and the last error contains every one of `needles` (NULL-terminated). */
 static void expect_error(blockrnn_status got, blockrnn_status want, const char* what,
@@ -39,12 +31,8 @@ static void expect_error(blockrnn_status got, blockrnn_status want, const char* 
 
 static blockrnn_tensor tensor(int32_t dtype, int32_t rank, const int64_t* shape,
                               const int64_t* strides, void* data) {
-  blockrnn_tensor t;
-  t.dtype = dtype;
-  t.rank = rank;
-  t.shape = shape;
+  blockrnn_tensor t = dense_tensor(dtype, rank, shape, data);
   t.strides = strides;
-  t.data = data;
   return t;
 }
 
@@ -384,10 +372,5 @@ int main(void) {
   test_overlap();
   test_prepare_call();
   test_last_error();
-  if (g_failures != 0) {
-    fprintf(stderr, "%d check(s) failed\n", g_failures);
-    return 1;
-  }
-  printf("all hostile C API checks passed\n");
-  return 0;
+  return checks_result("c_api_hostile");
 }

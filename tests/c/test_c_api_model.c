@@ -9,17 +9,9 @@
 #include <string.h>
 
 #include "blockrnn/c_api.h"
+#include "c_test_util.h"
 
 enum { T = 4, B = 2, I = 2, H = 3, DATA = 252 };
-
-static int g_failures = 0;
-#define CHECK(cond, what)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, what, blockrnn_last_error()); \
-      ++g_failures;                                                                        \
-    }                                                                                      \
-  } while (0)
 
 /* The header: the configuration under __metadata__.blockrnn, then b_h [9], b_i [9], w_h [3, 9],
  * w_i [2, 9] one after the other in the data section. */
@@ -46,16 +38,6 @@ static void build_file(void) {
   for (k = 0; k < DATA / 4; ++k) g_weights[k] = 0.037f * (float)(k % 23) - 0.4f;
   memcpy(g_file + 8 + n, g_weights, DATA); /* little-endian host (x86-64, aarch64) */
   g_size = 8 + n + DATA;
-}
-
-static blockrnn_tensor tensor(int32_t dtype, int32_t rank, const int64_t* shape, void* data) {
-  blockrnn_tensor t;
-  t.dtype = dtype;
-  t.rank = rank;
-  t.shape = shape;
-  t.strides = NULL;
-  t.data = data;
-  return t;
 }
 
 static const int64_t s_x[] = {T, B, I}, s_state[] = {B, H}, s_seq[] = {T, B, H}, s_len[] = {B},
@@ -86,10 +68,10 @@ int main(void) {
           "state_info");
     CHECK(layer == 0 && direction == 0 && name != NULL && strcmp(name, "h") == 0 && hidden == H,
           "state_info values");
-    CHECK(blockrnn_model_state_info(model, 1, NULL, NULL, NULL, NULL) ==
-                  BLOCKRNN_INVALID_ARGUMENT &&
-              strstr(blockrnn_last_error(), "k must be in [0, 1), got 1") != NULL,
-          "state_info out of range");
+    CHECK(
+        blockrnn_model_state_info(model, 1, NULL, NULL, NULL, NULL) == BLOCKRNN_INVALID_ARGUMENT &&
+            strstr(blockrnn_last_error(), "k must be in [0, 1), got 1") != NULL,
+        "state_info out of range");
     CHECK(blockrnn_model_output_shape(model, T, B, &shape) == BLOCKRNN_OK && shape.rank == 3 &&
               shape.dims[0] == T && shape.dims[1] == B && shape.dims[2] == H,
           "output_shape");
@@ -98,30 +80,30 @@ int main(void) {
 
   /* The forward against the op. */
   {
-    blockrnn_tensor xt = tensor(BLOCKRNN_FLOAT32, 3, s_x, x);
-    blockrnn_tensor lt = tensor(BLOCKRNN_INT64, 1, s_len, lengths);
-    blockrnn_tensor init = tensor(BLOCKRNN_FLOAT32, 2, s_state, h0);
-    blockrnn_tensor yt = tensor(BLOCKRNN_FLOAT32, 3, s_seq, y);
-    blockrnn_tensor fin = tensor(BLOCKRNN_FLOAT32, 2, s_state, h_final);
+    blockrnn_tensor xt = dense_tensor(BLOCKRNN_FLOAT32, 3, s_x, x);
+    blockrnn_tensor lt = dense_tensor(BLOCKRNN_INT64, 1, s_len, lengths);
+    blockrnn_tensor init = dense_tensor(BLOCKRNN_FLOAT32, 2, s_state, h0);
+    blockrnn_tensor yt = dense_tensor(BLOCKRNN_FLOAT32, 3, s_seq, y);
+    blockrnn_tensor fin = dense_tensor(BLOCKRNN_FLOAT32, 2, s_state, h_final);
     static int64_t seq_len_max = T;
     static float r[T * B * H], u[T * B * H], n[T * B * H], hn[T * B * H], h[T * B * H];
     blockrnn_tensor in[8], out[5];
     int b, j;
     CHECK(blockrnn_model_forward(model, &xt, &lt, &init, 1, &yt, &fin, 1) == BLOCKRNN_OK,
           "forward");
-    in[0] = tensor(BLOCKRNN_INT64, 0, NULL, &seq_len_max);
+    in[0] = dense_tensor(BLOCKRNN_INT64, 0, NULL, &seq_len_max);
     in[1] = xt;
     in[2] = init;
-    in[3] = tensor(BLOCKRNN_FLOAT32, 2, s_wi, g_weights + 9 + 9 + 27);
-    in[4] = tensor(BLOCKRNN_FLOAT32, 2, s_wh, g_weights + 9 + 9);
-    in[5] = tensor(BLOCKRNN_FLOAT32, 1, s_b, g_weights + 9);
-    in[6] = tensor(BLOCKRNN_FLOAT32, 1, s_b, g_weights);
+    in[3] = dense_tensor(BLOCKRNN_FLOAT32, 2, s_wi, g_weights + 9 + 9 + 27);
+    in[4] = dense_tensor(BLOCKRNN_FLOAT32, 2, s_wh, g_weights + 9 + 9);
+    in[5] = dense_tensor(BLOCKRNN_FLOAT32, 1, s_b, g_weights + 9);
+    in[6] = dense_tensor(BLOCKRNN_FLOAT32, 1, s_b, g_weights);
     in[7] = lt;
-    out[0] = tensor(BLOCKRNN_FLOAT32, 3, s_seq, r);
-    out[1] = tensor(BLOCKRNN_FLOAT32, 3, s_seq, u);
-    out[2] = tensor(BLOCKRNN_FLOAT32, 3, s_seq, n);
-    out[3] = tensor(BLOCKRNN_FLOAT32, 3, s_seq, hn);
-    out[4] = tensor(BLOCKRNN_FLOAT32, 3, s_seq, h);
+    out[0] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_seq, r);
+    out[1] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_seq, u);
+    out[2] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_seq, n);
+    out[3] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_seq, hn);
+    out[4] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_seq, h);
     CHECK(blockrnn_run_op("BlockGRUResetAfter", in, 8, NULL, 0, out, 5) == BLOCKRNN_OK, "op");
     CHECK(memcmp(y, h, sizeof y) == 0, "the model's y is the op's h");
     for (b = 0; b < B; ++b) {
@@ -133,7 +115,7 @@ int main(void) {
     /* Bad arguments. */
     {
       const int64_t s_bad[] = {T, B, I + 1};
-      blockrnn_tensor bad = tensor(BLOCKRNN_FLOAT32, 3, s_bad, x);
+      blockrnn_tensor bad = dense_tensor(BLOCKRNN_FLOAT32, 3, s_bad, x);
       CHECK(blockrnn_model_forward(model, &bad, NULL, NULL, 0, &yt, NULL, 0) ==
                     BLOCKRNN_INVALID_ARGUMENT &&
                 strstr(blockrnn_last_error(),
@@ -178,6 +160,5 @@ int main(void) {
           "five bytes");
     blockrnn_model_free(NULL);
   }
-  if (g_failures == 0) printf("c_api_model: all checks passed\n");
-  return g_failures == 0 ? 0 : 1;
+  return checks_result("c_api_model");
 }

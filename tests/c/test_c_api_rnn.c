@@ -13,17 +13,9 @@
 
 #include "blockrnn/c_api.h"
 #include "blockrnn/rnn_c_api.h"
+#include "c_test_util.h"
 
 enum { T = 4, B = 3, I = 2, H = 3, K = I + H, STEPS = 6 };
-
-static int g_failures = 0;
-#define CHECK(cond, what)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, what, blockrnn_last_error()); \
-      ++g_failures;                                                                        \
-    }                                                                                      \
-  } while (0)
 
 /* The call fails with `status` and a last error containing `text`. */
 static void expect_error(blockrnn_status got, blockrnn_status status, const char* text,
@@ -40,13 +32,7 @@ static const int64_t s_x[] = {T, B, I}, s_bh[] = {B, H}, s_tbh[] = {T, B, H}, s_
                      s_wh[] = {H, 3 * H}, s_b3[] = {3 * H};
 
 static blockrnn_tensor tensor(int32_t rank, const int64_t* shape, void* data) {
-  blockrnn_tensor t;
-  t.dtype = BLOCKRNN_FLOAT32;
-  t.rank = rank;
-  t.shape = shape;
-  t.strides = NULL;
-  t.data = data;
-  return t;
+  return dense_tensor(BLOCKRNN_FLOAT32, rank, shape, data);
 }
 static blockrnn_tensor scalar_i64(int64_t* value) {
   blockrnn_tensor t = tensor(0, NULL, value);
@@ -603,10 +589,5 @@ int main(void) {
   test_stack();
   test_one_call_at_a_time();
   test_errors();
-  if (g_failures != 0) {
-    fprintf(stderr, "%d failures\n", g_failures);
-    return 1;
-  }
-  printf("RNN handles match the one-shot ops\n");
-  return 0;
+  return checks_result("c_api_rnn");
 }

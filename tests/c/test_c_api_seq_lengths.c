@@ -8,31 +8,13 @@
 #include <string.h>
 
 #include "blockrnn/c_api.h"
+#include "c_test_util.h"
 
 enum { T = 3, B = 2, I = 2, H = 3, K = I + H };
-
-static int g_failures = 0;
-#define CHECK(cond, what)                                                                  \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, what, blockrnn_last_error()); \
-      ++g_failures;                                                                        \
-    }                                                                                      \
-  } while (0)
 
 static float x[T * B * I], h0[B * H], w_ru[K * 2 * H], w_c[K * H], b_ru[2 * H], b_c[H];
 static const int64_t s_x[] = {T, B, I}, s_h0[] = {B, H}, s_wru[] = {K, 2 * H}, s_wc[] = {K, H},
                      s_bru[] = {2 * H}, s_bc[] = {H}, s_out[] = {T, B, H}, s_len[] = {B};
-
-static blockrnn_tensor tensor(int32_t dtype, int32_t rank, const int64_t* shape, void* data) {
-  blockrnn_tensor t;
-  t.dtype = dtype;
-  t.rank = rank;
-  t.shape = shape;
-  t.strides = NULL;
-  t.data = data;
-  return t;
-}
 
 /* BlockGRU with `n_in` inputs (the 8th, when given, is `lengths`); h into `h`. */
 static blockrnn_status gru(size_t n_in, blockrnn_tensor lengths, float* h) {
@@ -40,18 +22,18 @@ static blockrnn_status gru(size_t n_in, blockrnn_tensor lengths, float* h) {
   static float r[T * B * H], u[T * B * H], c[T * B * H];
   blockrnn_tensor in[8];
   blockrnn_tensor out[4];
-  in[0] = tensor(BLOCKRNN_INT64, 0, NULL, &seq_len_max);
-  in[1] = tensor(BLOCKRNN_FLOAT32, 3, s_x, x);
-  in[2] = tensor(BLOCKRNN_FLOAT32, 2, s_h0, h0);
-  in[3] = tensor(BLOCKRNN_FLOAT32, 2, s_wru, w_ru);
-  in[4] = tensor(BLOCKRNN_FLOAT32, 2, s_wc, w_c);
-  in[5] = tensor(BLOCKRNN_FLOAT32, 1, s_bru, b_ru);
-  in[6] = tensor(BLOCKRNN_FLOAT32, 1, s_bc, b_c);
+  in[0] = dense_tensor(BLOCKRNN_INT64, 0, NULL, &seq_len_max);
+  in[1] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_x, x);
+  in[2] = dense_tensor(BLOCKRNN_FLOAT32, 2, s_h0, h0);
+  in[3] = dense_tensor(BLOCKRNN_FLOAT32, 2, s_wru, w_ru);
+  in[4] = dense_tensor(BLOCKRNN_FLOAT32, 2, s_wc, w_c);
+  in[5] = dense_tensor(BLOCKRNN_FLOAT32, 1, s_bru, b_ru);
+  in[6] = dense_tensor(BLOCKRNN_FLOAT32, 1, s_bc, b_c);
   in[7] = lengths;
-  out[0] = tensor(BLOCKRNN_FLOAT32, 3, s_out, r);
-  out[1] = tensor(BLOCKRNN_FLOAT32, 3, s_out, u);
-  out[2] = tensor(BLOCKRNN_FLOAT32, 3, s_out, c);
-  out[3] = tensor(BLOCKRNN_FLOAT32, 3, s_out, h);
+  out[0] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_out, r);
+  out[1] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_out, u);
+  out[2] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_out, c);
+  out[3] = dense_tensor(BLOCKRNN_FLOAT32, 3, s_out, h);
   return blockrnn_run_op("BlockGRU", in, n_in, NULL, 0, out, 4);
 }
 
@@ -60,7 +42,7 @@ int main(void) {
       h_strided[T * B * H];
   int64_t full[B] = {T, T}, dense[B] = {1, 3}, strided_buf[2 * B] = {1, 99, 3, 99}, bad[B] = {0, 4};
   const int64_t stride2[] = {2};
-  blockrnn_tensor absent = tensor(BLOCKRNN_INT64, 0, NULL, NULL), strided;
+  blockrnn_tensor absent = dense_tensor(BLOCKRNN_INT64, 0, NULL, NULL), strided;
   int k;
   for (k = 0; k < T * B * I; ++k) x[k] = (float)sin(k + 1.0);
   for (k = 0; k < B * H; ++k) h0[k] = (float)cos(k + 0.5) * 0.5f;
@@ -74,12 +56,12 @@ int main(void) {
         "input name");
   CHECK(gru(7, absent, h_omitted) == BLOCKRNN_OK, "omitted");
   CHECK(gru(8, absent, h_absent) == BLOCKRNN_OK, "absent");
-  CHECK(gru(8, tensor(BLOCKRNN_INT64, 1, s_len, full), h_full) == BLOCKRNN_OK, "all T");
+  CHECK(gru(8, dense_tensor(BLOCKRNN_INT64, 1, s_len, full), h_full) == BLOCKRNN_OK, "all T");
   CHECK(memcmp(h_omitted, h_absent, sizeof h_absent) == 0, "omitted == absent");
   CHECK(memcmp(h_omitted, h_full, sizeof h_full) == 0, "omitted == lengths all T");
 
-  CHECK(gru(8, tensor(BLOCKRNN_INT64, 1, s_len, dense), h_dense) == BLOCKRNN_OK, "dense");
-  strided = tensor(BLOCKRNN_INT64, 1, s_len, strided_buf);
+  CHECK(gru(8, dense_tensor(BLOCKRNN_INT64, 1, s_len, dense), h_dense) == BLOCKRNN_OK, "dense");
+  strided = dense_tensor(BLOCKRNN_INT64, 1, s_len, strided_buf);
   strided.strides = stride2;
   CHECK(gru(8, strided, h_strided) == BLOCKRNN_OK, "strided");
   CHECK(memcmp(h_dense, h_strided, sizeof h_dense) == 0, "dense == strided");
@@ -91,7 +73,7 @@ int main(void) {
     CHECK(h_dense[(2 * B + 1) * H + k] == h_omitted[(2 * B + 1) * H + k], "example 1");
   }
 
-  CHECK(gru(8, tensor(BLOCKRNN_INT64, 1, s_len, bad), h_dense) == BLOCKRNN_INVALID_ARGUMENT,
+  CHECK(gru(8, dense_tensor(BLOCKRNN_INT64, 1, s_len, bad), h_dense) == BLOCKRNN_INVALID_ARGUMENT,
         "bad length");
   CHECK(strstr(blockrnn_last_error(), "BlockGRU: seq_lengths must be between 0 and 3") != NULL &&
             strstr(blockrnn_last_error(), "seq_lengths[1] = 4") != NULL,
@@ -99,6 +81,5 @@ int main(void) {
   CHECK(gru(6, absent, h_dense) == BLOCKRNN_INVALID_ARGUMENT, "too few inputs");
   CHECK(strstr(blockrnn_last_error(), "expected 7 inputs, got 6") != NULL, "count message");
 
-  if (g_failures == 0) printf("c_api seq_lengths: all checks passed\n");
-  return g_failures == 0 ? 0 : 1;
+  return checks_result("c_api_seq_lengths");
 }

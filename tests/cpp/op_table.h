@@ -1,7 +1,8 @@
 // Every op the generic tester (test_ops.cc) checks, read from tests/data/op_table.json — the one
 // table the C++ and the Python testers (tests/python/optable.py) share: which forward op produces
 // a grad op's inputs, which attr values to draw, whether finite differences apply, and the
-// tolerance of each dtype with its reason (docs/tolerances.md explains them).
+// rule that derives each comparison's tolerance from its accumulation depth, with the reason
+// for its constant (docs/tolerances.md explains them).
 //
 // Inputs and their shape family in (T, B, I, H) come from the registry's OpDef names through
 // op_shapes.h (shared with the fuzzer and the benchmarks). An input name the shape table does not
@@ -9,7 +10,8 @@
 // growing one keeps its row unchanged. Adding an op is one row of the JSON file.
 #pragma once
 
-#include <array>
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -23,17 +25,35 @@
 
 namespace blockrnn::testing {
 
-// One dtype's bound for "this dtype's result against the float64 reference path on the same
-// (dtype-representable) inputs": element-wise |a − b| ≤ rtol·|b| + atol·max(1, max|b|), and
-// in aggregate NMSE = Σ(a − b)² / Σb² ≤ nmse. The same bound holds for the fast path against
-// the reference path in that dtype. `reason` says where the size comes from.
+// One comparison's bound for "this dtype's result against the float64 reference path on the
+// same (dtype-representable) inputs" (and the fast path against the reference path in that
+// dtype): element-wise |a − b| ≤ rtol·|b| + atol·max(1, max|b|), and in aggregate
+// NMSE = Σ(a − b)² / Σb² ≤ nmse.
 struct Tolerance {
   double rtol, atol, nmse;
-  std::string reason;
 };
 
-// Indexed by dtype: float16, float32, float64.
-using Tolerances = std::array<Tolerance, 3>;
+// The table's rule (op_table.json, "tolerances"): tol = c·log2(K·T)·eps(dtype), K = I + H the
+// GEMMs' reduction length, T the steps; rtol = atol = tol, plus the float16 storage rounding in
+// rtol; nmse = (rtol + atol)². oneDNN's benchdnn sizes its comparisons the same way
+// (setup_cmp): the rounding error of a sum of n terms accumulated in blocks or pairs grows like
+// log2(n)·eps.
+struct ToleranceRule {
+  double c = 0;
+  double eps[3] = {};  // float16 (its compute type, float32), float32, float64
+  double float16_storage = 0;
+
+  Tolerance operator()(DType dt, std::int64_t K, std::int64_t T) const {
+    const int k = dt == DType::kFloat16 ? 0 : dt == DType::kFloat32 ? 1 : 2;
+    // log2 of at least 2: a depth of 1 still rounds its product and its activation.
+    const double depth = std::max<double>(2.0, static_cast<double>(K) * static_cast<double>(T));
+    const double accumulation = c * std::log2(depth) * eps[k];
+    // Storing float16 rounds each value relative to itself: it adds to rtol only.
+    const double rtol = accumulation + (dt == DType::kFloat16 ? float16_storage : 0.0);
+    // The NMSE the element-wise bound allows when every element is as large as the largest.
+    return Tolerance{rtol, accumulation, (rtol + accumulation) * (rtol + accumulation)};
+  }
+};
 
 struct AttrChoice {
   std::string name;
@@ -51,7 +71,6 @@ struct OpTest {
   // LSTMBlockCellGrad) return pre-activation terms instead; they are covered by the full grads
   // built on them and by the golden files.
   bool full_gradient = false;
-  Tolerances tol;
   std::vector<AttrChoice> attrs;  // of the forward op (a grad op takes the ones it declares)
   // Sizes ('B', 'H') that must be positive: zero is an InvalidArgument as in TensorFlow
   // (LSTMBlockCell(Grad) refuses an empty batch or cell; BlockLSTMGrad(V2): w needs a positive
@@ -60,9 +79,11 @@ struct OpTest {
   std::string positive_error;  // what the error then says
 };
 
-// The parsed table: the op rows, the finite-difference bound and the attrs fixed for it.
+// The parsed table: the op rows, the tolerance rule, the finite-difference bound and the attrs
+// fixed for it.
 struct OpTable {
   std::vector<OpTest> ops;
+  ToleranceRule tolerance;
   double finite_difference_rel = 0;
   std::vector<std::pair<std::string, double>> finite_difference_attrs;
 };
@@ -75,19 +96,17 @@ inline OpTable load_op_table(const std::string& path) {
   table.finite_difference_rel = j.at("finite_differences").at("rel").get<double>();
   for (const auto& [name, value] : j.at("finite_differences").at("attrs").items())
     table.finite_difference_attrs.emplace_back(name, value.get<double>());
-  const auto tolerance = [&](const std::string& family, const char* dtype) {
-    const nlohmann::ordered_json& t = j.at("tolerances").at(family).at(dtype);
-    return Tolerance{t.at("rtol").get<double>(), t.at("atol").get<double>(),
-                     t.at("nmse").get<double>(), t.at("reason").get<std::string>()};
-  };
+  const nlohmann::ordered_json& tol = j.at("tolerances");
+  table.tolerance.c = tol.at("c").get<double>();
+  table.tolerance.eps[0] = tol.at("eps").at("float16").get<double>();
+  table.tolerance.eps[1] = tol.at("eps").at("float32").get<double>();
+  table.tolerance.eps[2] = tol.at("eps").at("float64").get<double>();
+  table.tolerance.float16_storage = tol.at("float16_storage").get<double>();
   for (const nlohmann::ordered_json& row : j.at("ops")) {
     OpTest t;
     t.op = row.at("op").get<std::string>();
     t.forward = row.value("forward", "");
     t.full_gradient = row.value("full_gradient", false);
-    const std::string family = row.at("tolerance").get<std::string>();
-    t.tol = {tolerance(family, "float16"), tolerance(family, "float32"),
-             tolerance(family, "float64")};
     if (row.contains("attrs")) {
       for (const auto& [name, values] :
            j.at("attr_sets").at(row.at("attrs").get<std::string>()).items()) {
@@ -118,10 +137,6 @@ inline const OpTest& find_op_test(const std::string& op) {
     if (t.op == op) return t;
   }
   throw std::invalid_argument("no op_tests() row for " + op);
-}
-
-inline int dtype_index(DType dt) {
-  return dt == DType::kFloat16 ? 0 : dt == DType::kFloat32 ? 1 : 2;
 }
 
 }  // namespace blockrnn::testing

@@ -433,4 +433,69 @@ TEST(Safetensors, RoundTripAndDamage) {
   std::remove(path.c_str());
 }
 
+// Raw bytes of a small safetensors file whose header is `json` and which has `data` bytes.
+void write_raw_safetensors(const std::string& path, const std::string& json, std::size_t data) {
+  std::string text = json;
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  unsigned char len[8];
+  for (int k = 0; k < 8; ++k) len[k] = static_cast<unsigned char>(text.size() >> (8 * k));
+  std::fwrite(len, 1, 8, f);
+  std::fwrite(text.data(), 1, text.size(), f);
+  const std::string zeros(data, '\0');
+  std::fwrite(zeros.data(), 1, zeros.size(), f);
+  std::fclose(f);
+}
+
+// save_tensors with metadata / load_tensor_file: the metadata round trips (bad UTF-8 replaced
+// by U+FFFD, so the header stays JSON), a non-string value is refused by key, and names the
+// header would read back as something else are refused on save.
+TEST(Safetensors, MetadataRoundTripAndRefusals) {
+  Tensor a(DType::kFloat32, {2});
+  a.data_as<float>()[0] = 1.5f;
+  a.data_as<float>()[1] = -0.0f;
+  const std::string path = ::testing::TempDir() + "blockrnn_test_metadata.safetensors";
+  blockrnn::save_tensors(path, {{"a", a.view()}},
+                         {{"format", "demo"}, {"bytes", "caf\xC3\xA9 \xFF"}});
+  const blockrnn::TensorFile got = blockrnn::load_tensor_file(path);
+  ASSERT_EQ(got.tensors.size(), 1u);
+  EXPECT_EQ(std::memcmp(got.tensors.at("a").data(), a.data(), a.num_bytes()), 0);
+  EXPECT_EQ(got.metadata.at("format"), "demo");
+  EXPECT_EQ(got.metadata.at("bytes"), "caf\xC3\xA9 \xEF\xBF\xBD");
+  EXPECT_EQ(blockrnn::load_tensors(path).size(), 1u);  // the metadata is ignored there
+
+  auto error_of = [&](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  write_raw_safetensors(path, R"({"__metadata__":{"step":7}})", 0);
+  EXPECT_EQ(error_of([&] { blockrnn::load_tensor_file(path); }),
+            path + ": __metadata__.step: must be a string, got number");
+  write_raw_safetensors(path, R"({"__metadata__":[1]})", 0);
+  EXPECT_NE(error_of([&] {
+              blockrnn::load_tensor_file(path);
+            }).find(path + ": __metadata__: must be a JSON object of strings"),
+            std::string::npos);
+  // A directory opens for reading on Linux; it is refused as what it is.
+  const std::string dir = ::testing::TempDir();
+  EXPECT_EQ(error_of([&] { blockrnn::load_tensor_file(dir); }),
+            dir + ": cannot open (not a regular file)");
+  EXPECT_EQ(error_of([&] { blockrnn::Model::load(dir); }),
+            dir + ": cannot open (not a regular file)");
+  EXPECT_EQ(error_of([&] {
+              blockrnn::save_tensors(path, {{"__metadata__", a.view()}});
+            }),
+            path + ": tensor '__metadata__': the name is the header's metadata key");
+  EXPECT_EQ(error_of([&] {
+              blockrnn::save_tensors(path, {{"a", a.view()}, {"a", a.view()}});
+            }),
+            path + ": tensor 'a': named twice");
+  std::remove(path.c_str());
+}
+
 }  // namespace

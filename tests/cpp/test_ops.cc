@@ -3,11 +3,14 @@
 // float16 / float32 / float64 against the float64 reference (element-wise and NMSE); finite
 // differences in float64 for the full gradients; caller-owned outputs poisoned with NaN are fully
 // overwritten; empty shapes (T, B, I, H or seq_len_max zero); validation of every input's rank,
-// shape and dtype naming the op and the argument; bitwise determinism across thread counts.
+// shape and dtype naming the op and the argument; bitwise determinism across thread counts;
+// the results of 8 concurrent callers equal to serial ones; inputs never modified; an output on
+// an input refused even when the call has no work.
 // Op-specific semantics (TF quirks, attr meanings, equations) stay in the per-op files.
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "core/isa.h"
 #include "op_shapes.h"
@@ -150,6 +153,11 @@ Call converted(const Call& c, DType dt) {
   return w;
 }
 
+// The table's tolerance for a call of dims `d` in `dt`: K = I + H, the steps T.
+Tolerance tolerance(DType dt, const Dims& d) {
+  return testing::op_table().tolerance(dt, d.I + d.H, d.T);
+}
+
 // Element-wise (rtol·|b| + atol·max(1, max|b|)) and NMSE (Σ(a−b)² / Σb²) agreement.
 ::testing::AssertionResult close(const Tensor& a, const Tensor& b, const Tolerance& tol) {
   if (a.shape() != b.shape()) {
@@ -236,7 +244,7 @@ void fast_vs_reference(const OpTest& t) {
     for_random_calls(t, 0, 6, [&](const Call& c, const Dims& d, DType dt, std::uint64_t seed) {
       const std::vector<Tensor> ref = run_in_mode(c, true), fast = run_in_mode(c, false);
       for (std::size_t k = 0; k < ref.size(); ++k) {
-        EXPECT_TRUE(close(fast[k], ref[k], t.tol[testing::dtype_index(dt)]))
+        EXPECT_TRUE(close(fast[k], ref[k], tolerance(dt, d)))
             << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " path "
             << isa_name(isa) << " seed " << seed << " " << d.str();
       }
@@ -250,7 +258,7 @@ void dtypes_against_float64(const OpTest& t) {
     const std::vector<Tensor> want = run_in_mode(converted(c, DType::kFloat64), true);
     for (std::size_t k = 0; k < got.size(); ++k) {
       EXPECT_EQ(got[k].dtype(), dt);
-      EXPECT_TRUE(close(got[k], want[k], t.tol[testing::dtype_index(dt)]))
+      EXPECT_TRUE(close(got[k], want[k], tolerance(dt, d)))
           << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " seed "
           << seed << " " << d.str();
     }
@@ -359,7 +367,7 @@ void empty_shapes(const OpTest& t) {
       for (std::size_t k = 0; k < fast.size(); ++k) {
         EXPECT_EQ(fast[k].shape(), spec.shapes[k]) << t.op << " " << d.str();
         // Finite and equal to the float64 reference: zeros where nothing accumulates.
-        EXPECT_TRUE(close(fast[k], want[k], t.tol[testing::dtype_index(dt)]))
+        EXPECT_TRUE(close(fast[k], want[k], tolerance(dt, d)))
             << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt)
             << " reference=" << reference << " " << d.str();
       }
@@ -485,19 +493,105 @@ void determinism(const OpTest& t) {
   set_num_threads(saved);
 }
 
+// 8 threads, each running its own call three times, get the bits of the same calls run one
+// after another (no shared mutable state; each call owns its workspace).
+void concurrent_calls(const OpTest& t) {
+  std::mt19937_64 rng(22);
+  std::vector<Call> calls;
+  std::vector<std::vector<Tensor>> serial(8), parallel(8);
+  for (int k = 0; k < 8; ++k) {
+    calls.push_back(make_call(t, Dims{4, 16, 24, 32, 4}, DType::kFloat32, rng));
+    serial[k] = run(calls[k]);
+  }
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 8; ++k) {
+    threads.emplace_back([&, k] {
+      for (int rep = 0; rep < 3; ++rep) parallel[k] = run(calls[k]);
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int k = 0; k < 8; ++k) {
+    for (std::size_t j = 0; j < serial[k].size(); ++j) {
+      EXPECT_TRUE(bitwise_equal(parallel[k][j], serial[k][j])) << t.op << " caller " << k;
+    }
+  }
+}
+
+// A call leaves every input's bytes as they were.
+void inputs_unchanged(const OpTest& t) {
+  std::mt19937_64 rng(23);
+  const Call c = make_call(t, Dims{3, 4, 5, 6, 3}, DType::kFloat32, rng);
+  std::vector<Tensor> before;
+  for (const Tensor& in : c.inputs) before.push_back(copy(in));
+  (void)run(c);
+  for (std::size_t k = 0; k < before.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(c.inputs[k], before[k])) << t.op << " modified input " << c.names[k];
+  }
+}
+
+// An output on top of an input is refused even when the call has no work to do (B = 0 or
+// H = 0): such a call still zero-fills its outputs, and an output such as w_grad [I+H, 4H] is
+// not empty when B is. Every non-empty output is placed on every input that can hold it; the
+// call must fail naming both, and leave the input as it was. (The LSTM cell ops refuse an
+// empty cs_prev first, as TensorFlow does, so they are skipped where validation refuses.)
+void output_on_input_refused(const OpTest& t) {
+  for (const auto& [B, H] : {std::pair<std::int64_t, std::int64_t>{0, 4}, {3, 0}}) {
+    std::mt19937_64 rng(29);
+    Call c = make_call(t, Dims{2, B, 5, H, 2}, DType::kFloat32, rng, false,
+                       /*forward_may_fail=*/true);
+    OutputSpec spec;
+    try {
+      spec = infer_outputs(c.op, c.views(), c.attrs);
+    } catch (const Error&) {
+      continue;  // refused by validation (an empty cs_prev), nothing to place
+    }
+    const std::vector<std::string>& outputs = find_op(t.op).outputs;
+    std::vector<Tensor> outs;
+    for (const Shape& s : spec.shapes) outs.emplace_back(spec.dtype, s);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      if (outs[k].num_bytes() == 0) continue;
+      for (std::size_t j = 0; j < c.inputs.size(); ++j) {
+        Tensor& in = c.inputs[j];
+        if (in.dtype() != spec.dtype || in.num_bytes() < outs[k].num_bytes()) continue;
+        const Tensor before = copy(in);
+        std::vector<MutableTensorView> views;
+        for (Tensor& o : outs) views.push_back(o.mutable_view());
+        views[k].data = in.data();
+        const std::string what = " B = " + std::to_string(B) + ", H = " + std::to_string(H) +
+                                 ": output " + outputs[k] + " on input " + c.names[j];
+        try {
+          run_op(c.op, c.views(), c.attrs, views);
+          ADD_FAILURE() << t.op << what << ": accepted";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+          const std::string needle =
+              t.op + ": output " + outputs[k] + " overlaps input " + c.names[j];
+          EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+              << what << ": " << e.what();
+        }
+        EXPECT_TRUE(bitwise_equal(in, before)) << t.op << what << ": the input changed";
+      }
+    }
+  }
+}
+
 // The properties, by name (the test name's suffix).
 struct Property {
   const char* name;
   void (*check)(const OpTest&);
   bool applies(const OpTest& t) const { return check != finite_differences || t.full_gradient; }
 };
-constexpr Property kProperties[] = {{"FastVsReference", fast_vs_reference},
-                                    {"DtypesAgainstFloat64", dtypes_against_float64},
-                                    {"FiniteDifferences", finite_differences},
-                                    {"PoisonedOutputs", poisoned_outputs},
-                                    {"EmptyShapes", empty_shapes},
-                                    {"Validation", validation},
-                                    {"Determinism", determinism}};
+constexpr Property kProperties[] = {
+    {"FastVsReference", fast_vs_reference},
+    {"DtypesAgainstFloat64", dtypes_against_float64},
+    {"FiniteDifferences", finite_differences},
+    {"PoisonedOutputs", poisoned_outputs},
+    {"EmptyShapes", empty_shapes},
+    {"Validation", validation},
+    {"Determinism", determinism},
+    {"ConcurrentCallsGiveSerialResults", concurrent_calls},
+    {"InputsAreNeverModified", inputs_unchanged},
+    {"OutputOnAnInputIsRefusedEvenWithEmptyWork", output_on_input_refused}};
 
 // (op, index into kProperties) for every pair that applies: finite differences only for the
 // full gradients.

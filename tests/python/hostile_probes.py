@@ -522,7 +522,7 @@ def torch_probes():
 def model_file_probes():
     """Hostile model files beyond tests/python/test_model_file.py's: blockrnn.load_model on
     headers that nest, repeat or declare what no file can back, and the character-model
-    checkpoints of `blockrnn train` (blockrnn.layers.load_char_model)."""
+    checkpoints of `blockrnn train` (load_char_model of tools/train/char_checkpoint.py)."""
     import json
     out = []
     # write(header bytes, data bytes) writes a safetensors file and returns its path
@@ -572,8 +572,10 @@ def model_file_probes():
         f"blockrnn.load_model(write({model_header([gru], far)}, b'0000'))",
         "InvalidArgumentError", "'t'", "data_offsets")
 
-    # load_char_model (`blockrnn train`'s checkpoints): a damaged file is a ValueError naming
-    # the file, with nothing allocated that the file cannot back.
+    # load_char_model (`blockrnn train`'s checkpoints, read by the demo's Python reader): a
+    # damaged file is a ValueError naming the file, with nothing allocated that the file cannot
+    # back.
+    reader = os.path.join(os.path.dirname(HERE), os.pardir, "tools", "train")
     meta = {"format": "blockrnn-char-lm", "format_version": "1", "cell": "gru", "hidden": "2",
             "layers": "1", "vocabulary": "ab", "forget_bias": "1"}
     emb = {"embedding": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}}
@@ -589,9 +591,11 @@ def model_file_probes():
             ("hidden not a number", header(dict(meta, hidden="x"), emb)),
             ("cell missing", header({k: v for k, v in meta.items() if k != "cell"}, emb))]:
         add(f"load_char_model {name}",
+            f"import sys; sys.path.insert(0, {os.path.normpath(reader)!r})\n"
+            "from char_checkpoint import load_char_model\n"
             f"p = write({text}, b'0' * 24)\n"
             "try:\n"
-            "    blockrnn.layers.load_char_model(p)\n"
+            "    load_char_model(p)\n"
             "except ValueError as e:\n"
             "    assert p in str(e), e\n"
             "    raise blockrnn.InvalidArgumentError(str(e))\n",

@@ -25,7 +25,7 @@ FD_ATTRS = TABLE["finite_differences"]["attrs"]
 
 def _tf_tolerance(family):
     """(rtol, atol · max(1, max|want|)) of float32 against TensorFlow float32."""
-    t = TABLE["tolerances"][family]["tensorflow_float32"]
+    t = TABLE["tolerances"]["tensorflow_float32"][family]
     return (t["rtol"], t["atol"])
 
 

@@ -405,3 +405,40 @@ def test_nan_weights_in_file(model_file, tmp_path):
 
 def test_missing_file(tmp_path):
     refused(tmp_path / "nope.safetensors", "cannot open")
+
+
+def test_load_tensor_file(tmp_path):
+    """blockrnn.load_tensor_file: the plain safetensors reader (the model reader's checks)
+    returns tensors of F32, F64 and I64 bit for bit with the string metadata; a file the
+    `safetensors` package writes reads back the same; a non-string metadata value, another
+    dtype or a truncated file is refused naming the file and the field."""
+    from safetensors.numpy import save_file
+    want = {"x": np.array([[1.5, -0.0], [np.finfo(np.float32).tiny, 3]], np.float32),
+            "d": np.array([1 / 3], np.float64), "n": np.array([7, -2**40], np.int64),
+            "e": np.zeros((0, 5), np.float32)}
+    path = tmp_path / "t.safetensors"
+    save_file(want, str(path), metadata={"format": "demo", "text": "café"})
+    tensors, meta = blockrnn.load_tensor_file(path)
+    assert meta == {"format": "demo", "text": "café"}
+    assert sorted(tensors) == sorted(want)
+    for name, a in want.items():
+        assert tensors[name].dtype == a.dtype and tensors[name].shape == a.shape
+        assert tensors[name].tobytes() == a.tobytes()
+
+    def write(header, data=b""):
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+    write({"__metadata__": {"step": 7}})
+    with pytest.raises(InvalidArgumentError, match=r"t\.safetensors: __metadata__\.step: must "
+                                                   r"be a string"):
+        blockrnn.load_tensor_file(path)
+    write({"a": {"dtype": "I32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4)
+    with pytest.raises(InvalidArgumentError, match=r"tensor 'a'\.dtype: must be F32, F64 or "
+                                                   r"I64, got 'I32'"):
+        blockrnn.load_tensor_file(path)
+    write({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4)
+    with pytest.raises(InvalidArgumentError, match=r"tensor 'a'\.data_offsets: \[0, 8\] is "
+                                                   r"outside the 4 data bytes"):
+        blockrnn.load_tensor_file(path)

@@ -1,4 +1,4 @@
-// Binary whole-file read and atomic write (temporary file + rename).
+// Binary whole-file read.
 #include "train/file_util.h"
 
 #include <cerrno>
@@ -38,36 +38,6 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::fclose(f);
   if (failed) throw std::runtime_error("error reading '" + path + "': " + os_error(err));
   return bytes;
-}
-
-void write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
-  const std::string tmp = path + ".tmp";
-  errno = 0;
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    throw std::runtime_error("cannot create '" + tmp + "': " + os_error(errno));
-  }
-  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
-  int err = errno;
-  bool ok = written == bytes.size();
-  if (std::fflush(f) != 0) {
-    ok = false;
-    err = errno;
-  }
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("error writing '" + tmp + "': " + os_error(err));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
-  }
 }
 
 }  // namespace blockrnn::train

@@ -7,8 +7,10 @@
 #include <cmath>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include "blockrnn/context.h"
+#include "blockrnn/model.h"
 
 namespace blockrnn::train {
 namespace {
@@ -227,8 +229,37 @@ TrainedModel model_from_checkpoint(const Checkpoint& ckpt, const std::string& so
   return out;
 }
 
+void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
+  std::vector<std::pair<std::string, TensorView>> views;
+  for (const auto& [name, array] : ckpt.tensors) {
+    const Shape shape = Shape::from_dims(array.shape.data(), static_cast<int>(array.shape.size()));
+    if (shape.num_elements() != static_cast<int64_t>(array.data.size())) {
+      throw std::invalid_argument("checkpoint tensor '" + name + "' has " +
+                                  std::to_string(array.data.size()) + " values but shape " +
+                                  shape.to_string());
+    }
+    views.emplace_back(name, TensorView(array.data.data(), shape));
+  }
+  blockrnn::save_tensors(path, views, ckpt.metadata);
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  blockrnn::TensorFile file = blockrnn::load_tensor_file(path);
+  Checkpoint ckpt;
+  ckpt.metadata = std::move(file.metadata);
+  for (const auto& [name, t] : file.tensors) {
+    if (t.dtype() != DType::kFloat32) {
+      fail(path, "tensor '" + name + "' must be float32 (F32), got " + dtype_name(t.dtype()));
+    }
+    NamedArray& a = ckpt.tensors[name];
+    a.shape.assign(t.shape().dims(), t.shape().dims() + t.shape().rank());
+    a.data.assign(t.data_as<float>(), t.data_as<float>() + t.num_elements());
+  }
+  return ckpt;
+}
+
 TrainedModel load_trained_model(const std::string& path) {
-  return model_from_checkpoint(load_safetensors(path), path);
+  return model_from_checkpoint(load_checkpoint(path), path);
 }
 
 }  // namespace blockrnn::train

@@ -1,8 +1,10 @@
 // Conversion between a trained CharModel (+ its vocabulary and Adam state) and its safetensors
-// checkpoint (safetensors.h; layout in docs/training.md), with the consistency checks a loaded
-// checkpoint must pass before it is used: format and version, a configuration that parses and
-// is in range, every parameter present with the shape the configuration implies, no
-// unexpected tensors, finite values.
+// checkpoint (layout in docs/training.md), read and written with blockrnn::load_tensor_file and
+// blockrnn::save_tensors (blockrnn/model.h: the library's one safetensors reader, with its
+// bounds checks), with the consistency checks a loaded checkpoint must pass before it is used:
+// format and version, every tensor float32, a configuration that parses and is in range, every
+// parameter present with the shape the configuration implies, no unexpected tensors, finite
+// values.
 //
 // Tensors: the parameters under their CharModel names (char_model.h: "embedding",
 // "layers.<l>.w", ..., "softmax.w", "softmax.b"), and when the Adam state is saved
@@ -23,14 +25,35 @@
 
 #include "train/char_model.h"
 #include "train/corpus.h"
-#include "train/safetensors.h"
 
 namespace blockrnn::train {
 
 inline constexpr char kCheckpointFormat[] = "blockrnn-char-lm";
 inline constexpr int kCheckpointFormatVersion = 1;
 
-using Checkpoint = SafeTensors;
+// A float32 tensor: row-major data, data.size() == product of shape (1 for rank 0).
+struct NamedArray {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+
+  friend bool operator==(const NamedArray&, const NamedArray&) = default;
+};
+
+// A checkpoint file's contents: its tensors and its "__metadata__".
+struct Checkpoint {
+  std::map<std::string, NamedArray> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Writes the checkpoint (tensors in name order, written to a temporary file then renamed).
+// std::invalid_argument if a tensor's data does not match its shape; blockrnn::Error naming
+// the path if it cannot be written.
+void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
+
+// Reads a checkpoint file: blockrnn::Error (a std::runtime_error) "<path>: <field>: <what>" for
+// a missing, unreadable or malformed file, std::runtime_error("checkpoint '<path>': ...") for
+// a tensor that is not float32.
+Checkpoint load_checkpoint(const std::string& path);
 
 // Adam moments in the model's parameter order (specs()), and the step the next update applies.
 struct AdamState {
@@ -64,7 +87,7 @@ Checkpoint make_checkpoint(const CharModel<float>& model, const Vocabulary& voca
 // '<source>': ...") naming the first inconsistency.
 TrainedModel model_from_checkpoint(const Checkpoint& ckpt, const std::string& source);
 
-// load_safetensors() + model_from_checkpoint().
+// load_checkpoint() + model_from_checkpoint().
 TrainedModel load_trained_model(const std::string& path);
 
 }  // namespace blockrnn::train

@@ -1,6 +1,6 @@
 // The training loop of `blockrnn train` (see trainer.h): option checks, corpus and resume
-// handling, TBPTT batches over the corpus ring, clip + Adam, metrics.csv, loss.svg and the
-// checkpoint.
+// handling, TBPTT batches over the corpus ring, clip + Adam, metrics.csv and the checkpoint
+// (scripts/plot_loss.py draws the loss chart from metrics.csv).
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -20,7 +20,6 @@
 #include "train/adam.h"
 #include "train/corpus.h"
 #include "train/file_util.h"
-#include "train/loss_chart.h"
 #include "train/model_checkpoint.h"
 #include "train/progress.h"
 
@@ -220,7 +219,6 @@ TrainSummary output_paths(const std::string& out_dir) {
   const std::filesystem::path dir(out_dir);
   TrainSummary summary;
   summary.metrics_path = (dir / "metrics.csv").string();
-  summary.chart_path = (dir / "loss.svg").string();
   summary.checkpoint_path = (dir / "checkpoint.safetensors").string();
   return summary;
 }
@@ -261,14 +259,13 @@ void fill_batch(const std::vector<int32_t>& ids, const std::vector<int64_t>& sta
 }
 
 // The losses of a run: a debiased EMA for display, the mean of the last kFinalLossWindow for
-// the summary, and the whole curve for the chart.
+// the summary.
 class LossHistory {
  public:
   // Records the loss of global step `step`; returns the smoothed loss.
-  double add(int64_t step, double loss) {
+  double add(double loss) {
     ema_ = 0.95 * ema_ + 0.05 * loss;
     ema_weight_ = 0.95 * ema_weight_ + 0.05;
-    steps_.push_back(static_cast<double>(step));
     losses_.push_back(loss);
     return ema_ / ema_weight_;
   }
@@ -280,12 +277,11 @@ class LossHistory {
     for (size_t i = losses_.size() - tail_size(); i < losses_.size(); ++i) sum += losses_[i];
     return sum / static_cast<double>(tail_size());
   }
-  const std::vector<double>& steps() const { return steps_; }
-  const std::vector<double>& losses() const { return losses_; }
+  double last() const { return losses_.back(); }
 
  private:
   double ema_ = 0, ema_weight_ = 0;
-  std::vector<double> steps_, losses_;
+  std::vector<double> losses_;
 };
 
 // One training step on `inputs`/`targets`: forward, backward, clip, Adam. Returns
@@ -320,18 +316,13 @@ std::map<std::string, std::string> run_metadata(const TrainOptions& opt) {
           {"corpus", opt.corpus_path.empty() ? "embedded:kjv-genesis-exodus" : opt.corpus_path}};
 }
 
-// The chart and the checkpoint at global step `step`.
-void write_chart_and_checkpoint(const TrainSummary& paths, const TrainOptions& opt, Session& s,
-                                const Adam& adam, const LossHistory& history, int64_t step) {
-  const ModelConfig& c = s.config;
-  const std::string title = std::string("blockrnn train: ") + cell_name(c.cell) + " " +
-                            std::to_string(c.layers) + "x" + std::to_string(c.hidden) + ", batch " +
-                            std::to_string(opt.batch) + "x" + std::to_string(opt.seq_len);
-  write_loss_svg(paths.chart_path, history.steps(), history.losses(), title);
+// The checkpoint at global step `step`.
+void write_checkpoint(const TrainSummary& paths, const TrainOptions& opt, Session& s,
+                      const Adam& adam, const LossHistory& history, int64_t step) {
   s.adam.t = adam.t();
   std::map<std::string, std::string> meta = run_metadata(opt);
-  meta["loss"] = fmt("%.6f", history.losses().back());
-  save_safetensors(paths.checkpoint_path, make_checkpoint(*s.model, s.vocab, step, &s.adam, meta));
+  meta["loss"] = fmt("%.6f", history.last());
+  save_checkpoint(paths.checkpoint_path, make_checkpoint(*s.model, s.vocab, step, &s.adam, meta));
 }
 
 void print_summary(std::FILE* out, const TrainSummary& summary, const TrainOptions& opt,
@@ -346,13 +337,13 @@ void print_summary(std::FILE* out, const TrainSummary& summary, const TrainOptio
   std::fprintf(out, "loss %.3f (step %lld) -> %.3f (mean of the last %zu steps)\n",
                summary.first_loss, static_cast<long long>(summary.first_step), summary.final_loss,
                tail_size);
-  std::fprintf(out, "wrote %s, %s, %s\n", summary.metrics_path.c_str(), summary.chart_path.c_str(),
+  std::fprintf(out, "wrote %s, %s\n", summary.metrics_path.c_str(),
                summary.checkpoint_path.c_str());
   std::fflush(out);
 }
 
 // The training loop: opt.steps steps (or until opt.max_seconds), writing metrics every step
-// and the chart and checkpoint at 25 %, 50 %, 75 % and the end.
+// and the checkpoint at 25 %, 50 %, 75 % and the end.
 void run_steps(const TrainOptions& opt, Session& s, const std::vector<int32_t>& ids,
                TrainSummary& summary, std::FILE* out) {
   const int64_t T = opt.seq_len, B = opt.batch, N = static_cast<int64_t>(ids.size());
@@ -376,7 +367,7 @@ void run_steps(const TrainOptions& opt, Session& s, const std::vector<int32_t>& 
     fill_batch(ids, starts, step, T, inputs, targets);
     const auto [loss, norm] = train_step(s, adam, inputs, targets, state, opt, step + 1);
     ++step;
-    const double shown = history.add(step, loss);
+    const double shown = history.add(loss);
     if (k == 0) {
       summary.first_loss = loss;
       summary.first_step = step;
@@ -391,7 +382,7 @@ void run_steps(const TrainOptions& opt, Session& s, const std::vector<int32_t>& 
     }
     if ((k + 1) % checkpoint_every == 0 && k + 1 < opt.steps) {
       metrics.flush();
-      write_chart_and_checkpoint(summary, opt, s, adam, history, step);
+      write_checkpoint(summary, opt, s, adam, history, step);
     }
   }
   progress.finish();
@@ -400,7 +391,7 @@ void run_steps(const TrainOptions& opt, Session& s, const std::vector<int32_t>& 
   summary.seconds = elapsed();
   summary.chars_per_second = double(step - s.start_step) * B * T / std::max(summary.seconds, 1e-9);
   metrics.flush();
-  write_chart_and_checkpoint(summary, opt, s, adam, history, step);
+  write_checkpoint(summary, opt, s, adam, history, step);
   print_summary(out, summary, opt, s.start_step, history.tail_size());
 }
 

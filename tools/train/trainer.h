@@ -1,6 +1,7 @@
 // `blockrnn train`: trains the character language model (char_model.h) with truncated
 // backpropagation through time, global-norm gradient clipping and Adam, and writes
-// <out>/metrics.csv, <out>/loss.svg and <out>/checkpoint.safetensors.
+// <out>/metrics.csv and <out>/checkpoint.safetensors (scripts/plot_loss.py draws the loss chart
+// from metrics.csv).
 //
 // Batching: the corpus of N characters is a ring; stream b (of B) starts at ⌊b·N/B⌋ and step s
 // reads the T characters from (start_b + s·T) mod N as inputs and the T following ones as
@@ -68,7 +69,7 @@ struct TrainSummary {
   double seconds = 0;
   double chars_per_second = 0;
   bool stopped_early = false;  // max_seconds reached
-  std::string checkpoint_path, metrics_path, chart_path;
+  std::string checkpoint_path, metrics_path;
 };
 
 // Validates the options (std::invalid_argument: a usage error), loads the corpus and, when

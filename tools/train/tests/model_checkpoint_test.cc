@@ -5,15 +5,24 @@
 
 #include <gtest/gtest.h>
 
+#include "blockrnn/model.h"
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 
 namespace blockrnn::train {
 namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -43,10 +52,10 @@ Checkpoint sample_checkpoint(CellKind cell, bool with_adam) {
 TEST(ModelCheckpoint, RoundTripIsBitExact) {
   for (CellKind cell : {CellKind::kLstm, CellKind::kGru}) {
     const Checkpoint ckpt = sample_checkpoint(cell, true);
-    const std::vector<uint8_t> bytes = serialize_safetensors(ckpt);
     const std::string path =
         (std::filesystem::path(::testing::TempDir()) / "model_roundtrip.safetensors").string();
-    save_safetensors(path, ckpt);
+    save_checkpoint(path, ckpt);
+    const std::string bytes = file_bytes(path);
     TrainedModel loaded = load_trained_model(path);
     EXPECT_EQ(loaded.config.cell, cell);
     EXPECT_EQ(loaded.config.embed, 5);
@@ -66,8 +75,38 @@ TEST(ModelCheckpoint, RoundTripIsBitExact) {
     // Saving what was loaded gives the same bytes.
     const Checkpoint again = make_checkpoint(loaded.model, loaded.vocabulary, loaded.step,
                                              &*loaded.adam, {{"seed", "11"}});
-    EXPECT_EQ(serialize_safetensors(again), bytes);
+    save_checkpoint(path, again);
+    EXPECT_EQ(file_bytes(path), bytes);
   }
+}
+
+// The file layer is blockrnn's safetensors reader: a damaged file is its error naming the
+// path; a tensor of another dtype is refused here; data that does not fit its shape is
+// refused on save.
+TEST(ModelCheckpoint, FileErrors) {
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "model_damaged.safetensors").string();
+  save_checkpoint(path, sample_checkpoint(CellKind::kGru, false));
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
+  try {
+    load_trained_model(path);
+    ADD_FAILURE() << "loaded a truncated checkpoint";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
+  }
+  double wide[2] = {1.0, 2.0};
+  blockrnn::save_tensors(path, {{"embedding", TensorView(wide, Shape{2})}});
+  try {
+    load_checkpoint(path);
+    ADD_FAILURE() << "loaded a float64 tensor";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "checkpoint '" + path + "': tensor 'embedding' must be float32 (F32), got float64");
+  }
+  Checkpoint bad;
+  bad.tensors["w"] = NamedArray{{2, 2}, {1.0f, 2.0f, 3.0f}};
+  EXPECT_THROW(save_checkpoint(path, bad), std::invalid_argument);
+  std::filesystem::remove(path);
 }
 
 TEST(ModelCheckpoint, WithoutAdamState) {
