@@ -32,8 +32,8 @@ struct Tolerance {
   std::string reason;
 };
 
-// Indexed by dtype: float16, float32, float64.
-using Tolerances = std::array<Tolerance, 3>;
+// Indexed by dtype: float16, float32, float64, bfloat16 (dtype_index).
+using Tolerances = std::array<Tolerance, 4>;
 
 struct AttrChoice {
   std::string name;
@@ -87,7 +87,7 @@ inline OpTable load_op_table(const std::string& path) {
     t.full_gradient = row.value("full_gradient", false);
     const std::string family = row.at("tolerance").get<std::string>();
     t.tol = {tolerance(family, "float16"), tolerance(family, "float32"),
-             tolerance(family, "float64")};
+             tolerance(family, "float64"), tolerance(family, "bfloat16")};
     if (row.contains("attrs")) {
       for (const auto& [name, values] :
            j.at("attr_sets").at(row.at("attrs").get<std::string>()).items()) {
@@ -121,7 +121,16 @@ inline const OpTest& find_op_test(const std::string& op) {
 }
 
 inline int dtype_index(DType dt) {
-  return dt == DType::kFloat16 ? 0 : dt == DType::kFloat32 ? 1 : 2;
+  switch (dt) {
+    case DType::kFloat16:
+      return 0;
+    case DType::kFloat32:
+      return 1;
+    case DType::kBFloat16:
+      return 3;
+    default:
+      return 2;
+  }
 }
 
 }  // namespace blockrnn::testing
