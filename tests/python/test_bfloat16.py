@@ -1,0 +1,189 @@
+"""bfloat16 (numpy arrays of ml_dtypes.bfloat16, torch.bfloat16 tensors) on every op and through
+blockrnn.torch.
+
+bfloat16 is computed as float16 is: the inputs are widened to float32 once per call, the float32
+kernels run (recurrent state and sums in float32) and each stored output is rounded once to
+bfloat16, to nearest even (docs/design.md). Its unit roundoff is u = 2^-8 (an 8-bit significand).
+
+Tolerances:
+- each op against float64 on the same (bfloat16) values: the table's bfloat16 row
+  (tests/data/op_table.json, docs/tolerances.md): element-wise 2u·|ref| + 1e-5·max(1, max|ref|)
+  and NMSE 2e-5, because the one rounding of each output is at most u relative and float32's own
+  error is far below it.
+- blockrnn.torch in bfloat16 against torch.nn in float32 on the same bfloat16-representable
+  values, normwise (‖a − b‖ / ‖b‖) and in the largest element (max|a − b| / max|b|):
+  forward 2L·u for L layers: each layer rounds its output once (u) and passes the layer below's
+  rounding on with a gain at most 1 (weights in ±1/√H, activation slopes ≤ 1); gradients 4L·u:
+  each layer's backward reads its forward's stored activations (each off by u) and the rounded
+  upstream gradient (u), and rounds its own outputs (u), and the layers chain. float32's own
+  differences (torch's GEMM order against ours, ~1e-6) are far below.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import blockrnn
+from optable import OPS, ROWS, make_call, op_function, random_dims
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+U = 2.0 ** -8
+
+with open(os.path.join(os.path.dirname(__file__), "..", "data", "op_table.json")) as _f:
+    _TABLE = json.load(_f)
+# The bfloat16 tolerance of each op's family.
+TOL = {r["op"]: _TABLE["tolerances"][r["tolerance"]]["bfloat16"] for r in _TABLE["ops"]}
+
+
+def _to64(kw):
+    return {k: (v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype == BF16 else v)
+            for k, v in kw.items()}
+
+
+def _close(a, b, tol, what):
+    a, b = a.astype(np.float64), np.asarray(b, np.float64)
+    scale = max(1.0, float(np.max(np.abs(b)))) if b.size else 1.0
+    bound = tol["rtol"] * np.abs(b) + tol["atol"] * scale
+    bad = np.flatnonzero(~(np.abs(a - b) <= bound))
+    assert bad.size == 0, (f"{what}: element {bad[0]}: {a.flat[bad[0]]} vs {b.flat[bad[0]]} "
+                           f"(rtol {tol['rtol']}, atol {tol['atol']}·{scale})")
+    ref2 = float(np.sum(b * b))
+    nmse = float(np.sum((a - b) ** 2)) / ref2 if ref2 > 0 else float(np.sum((a - b) ** 2))
+    assert nmse <= tol["nmse"], f"{what}: NMSE {nmse} above {tol['nmse']}"
+
+
+@pytest.mark.parametrize("op", [r.op for r in OPS])
+def test_every_op_against_float64(op):
+    row = ROWS[op]
+    tol = TOL[op]
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        dims = random_dims(row, rng)
+        kw, attrs, _ = make_call(row, dims, BF16, rng)
+        assert all(v.dtype == BF16 for k, v in kw.items() if k != "seq_len_max")
+        got = op_function(op)(**kw, **attrs)
+        want = op_function(op)(**_to64(kw), **attrs)
+        for name, g, w in zip(got._fields, got, want):
+            assert g.dtype == BF16, (op, name, g.dtype)
+            _close(g, w, tol, f"{op} {name} {dims}")
+
+
+@pytest.mark.parametrize("op", ["LSTMBlockCell", "BlockLSTMGrad", "BlockGRU"])
+def test_strided_and_list_inputs_give_the_same_bits(op):
+    row = ROWS[op]
+    kw, attrs, _ = make_call(row, (3, 5, 6, 7, 3), BF16, np.random.default_rng(2))
+    want = op_function(op)(**kw, **attrs)
+    # Fortran order and every other element of a larger array: gathered by the core.
+    for relayout in (np.asfortranarray, lambda v: np.repeat(v, 2, axis=-1)[..., ::2]):
+        args = {k: relayout(v) if np.ndim(v) else v for k, v in kw.items()}
+        got = op_function(op)(**args, **attrs)
+        for name, g, w in zip(want._fields, got, want):
+            assert g.dtype == BF16
+            np.testing.assert_array_equal(g.view(np.uint16), w.view(np.uint16), err_msg=name)
+    # A list of numbers among bfloat16 arrays takes bfloat16 (as lists do with float16).
+    first = next(k for k in kw if k != "seq_len_max" and k != "x")
+    args = dict(kw, **{first: kw[first].astype(np.float64).tolist()})
+    got = op_function(op)(**args, **attrs)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.view(np.uint16), w.view(np.uint16))
+
+
+def test_rounding_of_outputs_is_to_nearest_even_from_float32():
+    """Today bfloat16 is float32's result rounded once: the bfloat16 outputs are exactly
+    ml_dtypes' round-to-nearest-even of the float32 op on the widened inputs."""
+    row = ROWS["GRUBlockCell"]
+    kw, attrs, _ = make_call(row, (1, 9, 17, 33, 1), BF16, np.random.default_rng(4))
+    got = op_function("GRUBlockCell")(**kw, **attrs)
+    f32 = op_function("GRUBlockCell")(**{k: v.astype(np.float32) for k, v in kw.items()},
+                                      **attrs)
+    for g, w in zip(got, f32):
+        np.testing.assert_array_equal(g.view(np.uint16), w.astype(BF16).view(np.uint16))
+
+
+def test_attrs_are_rounded_to_bfloat16():
+    """forget_bias and cell_clip are converted to the op's dtype first, as TensorFlow's kernel
+    does (T(forget_bias)): a bfloat16 op adds bfloat16(0.1) and clips at bfloat16(0.7) (with 0.1
+    and 0.7 themselves, 53 of these outputs would round differently)."""
+    row = ROWS["LSTMBlockCell"]
+    kw, _, _ = make_call(row, (1, 64, 5, 7, 1), BF16, np.random.default_rng(8))
+    kw["cs_prev"] = (kw["cs_prev"].astype(np.float32) * 3).astype(BF16)
+    got = op_function("LSTMBlockCell")(**kw, forget_bias=0.1, cell_clip=0.7)
+    f32 = op_function("LSTMBlockCell")(**{k: v.astype(np.float32) for k, v in kw.items()},
+                                       forget_bias=float(BF16.type(0.1)),
+                                       cell_clip=float(BF16.type(0.7)))
+    for g, w in zip(got, f32):
+        np.testing.assert_array_equal(g.view(np.uint16), w.astype(BF16).view(np.uint16))
+    assert np.any(np.abs(got.cs.astype(np.float32)) == np.float32(BF16.type(0.7)))
+
+
+@pytest.mark.parametrize("op", ["BlockLSTM", "BlockLSTMGrad", "BlockGRUGrad", "LSTMBlockCell"])
+def test_same_bits_at_one_and_two_threads(op):
+    row = ROWS[op]
+    kw, attrs, _ = make_call(row, (5, 64, 96, 128, 5), BF16, np.random.default_rng(21))
+    saved = blockrnn.get_num_threads()
+    try:
+        results = []
+        for n in (1, 2):
+            blockrnn.set_num_threads(n)
+            results.append(op_function(op)(**kw, **attrs))
+    finally:
+        blockrnn.set_num_threads(saved)
+    for name, a, b in zip(results[0]._fields, *results):
+        np.testing.assert_array_equal(a.view(np.uint16), b.view(np.uint16), err_msg=name)
+
+
+def test_nan_stays_nan_and_the_mix_is_refused():
+    row = ROWS["GRUBlockCell"]
+    kw, attrs, _ = make_call(row, (1, 2, 3, 4, 1), BF16, np.random.default_rng(5))
+    kw["x"] = kw["x"].copy()
+    kw["x"][0, 0] = np.nan
+    out = op_function("GRUBlockCell")(**kw, **attrs)
+    assert np.isnan(out.h.astype(np.float32)[0]).all()
+    assert not np.isnan(out.h.astype(np.float32)[1]).any()
+    with pytest.raises(blockrnn.InvalidArgumentError,
+                       match="GRUBlockCell: h_prev must have the dtype of x \\(bfloat16\\), "
+                             "got float32"):
+        op_function("GRUBlockCell")(**dict(kw, h_prev=kw["h_prev"].astype(np.float32)))
+
+
+# ------------------------------------------------------------------------------ blockrnn.torch
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("L", [1, 2])
+def test_torch_module_against_torch_nn_float32(mode, L):
+    torch = pytest.importorskip("torch")
+    import blockrnn.torch as brt
+    torch.manual_seed(0)
+    I, H, T, B = 16, 24, 7, 5
+    ref = (torch.nn.LSTM if mode == "LSTM" else torch.nn.GRU)(I, H, num_layers=L)
+    ref.load_state_dict({k: v.to(torch.bfloat16).float() for k, v in ref.state_dict().items()})
+    mine = (brt.LSTM if mode == "LSTM" else brt.GRU)(I, H, num_layers=L).to(torch.bfloat16)
+    mine.load_state_dict(ref.state_dict())
+    x = torch.randn(T, B, I).to(torch.bfloat16)
+    xb = x.clone().requires_grad_(True)
+    xf = x.float().requires_grad_(True)
+    out_b, state_b = mine(xb)
+    out_f, state_f = ref(xf)
+    assert out_b.dtype == torch.bfloat16
+    upstream = torch.randn(T, B, H).to(torch.bfloat16)
+    (out_b * upstream).sum().backward()
+    (out_f * upstream.float()).sum().backward()
+
+    def check(a, b, bound, what):
+        a, b = a.double(), b.double()
+        assert ((a - b).norm() / b.norm()).item() <= bound, what
+        assert ((a - b).abs().max() / b.abs().max()).item() <= bound, what
+
+    check(out_b, out_f, 2 * L * U, "output")
+    finals_b = state_b if mode == "LSTM" else (state_b,)
+    finals_f = state_f if mode == "LSTM" else (state_f,)
+    for k, (a, b) in enumerate(zip(finals_b, finals_f)):
+        assert a.dtype == torch.bfloat16
+        check(a, b, 2 * L * U, f"final state {k}")
+    check(xb.grad, xf.grad, 4 * L * U, "x grad")
+    for (name, p), q in zip(mine.named_parameters(), ref.parameters()):
+        assert p.grad.dtype == torch.bfloat16, name
+        check(p.grad, q.grad, 4 * L * U, f"{name} grad")
