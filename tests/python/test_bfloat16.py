@@ -1,5 +1,5 @@
-"""bfloat16 (numpy arrays of ml_dtypes.bfloat16, torch.bfloat16 tensors) on every op and through
-blockrnn.torch.
+"""bfloat16 (numpy arrays of ml_dtypes.bfloat16, torch.bfloat16 tensors) on every op, through
+blockrnn.layers and through blockrnn.torch.
 
 bfloat16 is computed as float16 is: the inputs are widened to float32 once per call, the float32
 kernels run (recurrent state and sums in float32) and each stored output is rounded once to
@@ -187,3 +187,40 @@ def test_torch_module_against_torch_nn_float32(mode, L):
     for (name, p), q in zip(mine.named_parameters(), ref.parameters()):
         assert p.grad.dtype == torch.bfloat16, name
         check(p.grad, q.grad, 4 * L * U, f"{name} grad")
+
+
+# ------------------------------------------------------------------------ blockrnn.layers
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_python_layers_run_bfloat16_on_the_raw_ops(name):
+    """blockrnn.layers in bfloat16 (by dtype or by name) run on the raw ops, as float16 does:
+    the same bits as the raw ops on the layer's parameters, outputs and gradients bfloat16."""
+    from blockrnn import layers, raw_ops
+    kw = dict(use_peephole=True, cell_clip=0.7, forget_bias=0.5) if name == "LSTM" else {}
+    layer = getattr(layers, name)(3, 4, dtype="bfloat16", seed=1, **kw)
+    assert layer.dtype == BF16 and all(p.dtype == BF16 for p in layer.parameters().values())
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-1, 1, (5, 2, 3)).astype(BF16)
+    g = rng.uniform(-1, 1, (5, 2, 4)).astype(BF16)
+    h_seq, _ = layer.forward(x)
+    dx, _ = layer.backward(g)
+    T, z = np.int64(5), np.zeros((2, 4), BF16)
+    if name == "LSTM":
+        ref = raw_ops.BlockLSTM(seq_len_max=T, x=x, cs_prev=z, h_prev=z, **layer.parameters(),
+                                forget_bias=0.5, cell_clip=0.7, use_peephole=True)
+        gref = raw_ops.BlockLSTMGrad(seq_len_max=T, x=x, cs_prev=z, h_prev=z,
+                                     **layer.parameters(), **ref._asdict(),
+                                     cs_grad=np.zeros_like(g), h_grad=g, use_peephole=True)
+        grads = {"w": gref.w_grad, "b": gref.b_grad, "wco": gref.wco_grad}
+    else:
+        ref = raw_ops.BlockGRU(seq_len_max=T, x=x, h_prev=z, **layer.parameters())
+        gref = raw_ops.BlockGRUGrad(seq_len_max=T, x=x, h_prev=z, **layer.parameters(),
+                                    **ref._asdict(), h_grad=g)
+        grads = {"w_ru": gref.w_ru_grad, "b_c": gref.b_c_grad}
+    assert h_seq.dtype == BF16 and dx.dtype == BF16
+    np.testing.assert_array_equal(h_seq.view(np.uint16), ref.h.view(np.uint16))
+    np.testing.assert_array_equal(dx.view(np.uint16), gref.x_grad.view(np.uint16))
+    for k, v in grads.items():
+        assert layer.grads[k].dtype == BF16, k
+        np.testing.assert_array_equal(layer.grads[k].view(np.uint16), v.view(np.uint16), k)
