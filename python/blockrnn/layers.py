@@ -66,7 +66,11 @@ def _uniform(rng, shape, scale, dtype):
 
 def _check_dtype(dtype):
     if isinstance(dtype, str) and dtype == "bfloat16":
-        import ml_dtypes  # numpy's bfloat16 is ml_dtypes'
+        try:
+            import ml_dtypes  # numpy's bfloat16 is ml_dtypes'
+        except ImportError:
+            raise ValueError("dtype bfloat16 needs the ml_dtypes package (pip install "
+                             "ml_dtypes)") from None
         dtype = ml_dtypes.bfloat16
     dtype = np.dtype(dtype)
     if dtype not in [np.dtype(d) for d in _DTYPES] and not _opgen._is_bfloat16(dtype):

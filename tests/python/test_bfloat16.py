@@ -20,6 +20,8 @@ Tolerances:
 """
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -224,3 +226,24 @@ def test_python_layers_run_bfloat16_on_the_raw_ops(name):
     for k, v in grads.items():
         assert layer.grads[k].dtype == BF16, k
         np.testing.assert_array_equal(layer.grads[k].view(np.uint16), v.view(np.uint16), k)
+
+
+def test_without_ml_dtypes_the_error_names_the_package():
+    """Without ml_dtypes (hidden from import here) bfloat16 cannot be named: the error says what
+    is missing instead of failing inside numpy or torch."""
+    script = (
+        "import sys\n"
+        "sys.modules['ml_dtypes'] = None\n"
+        "import pytest, numpy as np\n"
+        "from blockrnn import layers\n"
+        "with pytest.raises(ValueError, match='bfloat16 needs the ml_dtypes package'):\n"
+        "    layers.GRU(3, 4, dtype='bfloat16')\n"
+        "try:\n"
+        "    import torch\n"
+        "except ImportError:\n"
+        "    raise SystemExit(0)\n"
+        "from blockrnn.torch import _ops\n"
+        "with pytest.raises(TypeError, match='blockrnn.torch: op: x is bfloat16, which needs "
+        "the ml_dtypes package'):\n"
+        "    _ops._np(torch.zeros(2, dtype=torch.bfloat16), 'op', 'x')\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)

@@ -49,7 +49,11 @@ def _np(t: Tensor, op: str, arg: str) -> np.ndarray:
         raise TypeError(f"blockrnn.torch: {op}: {arg} has dtype {t.dtype}; supported: "
                         f"float16, bfloat16, float32, float64")
     if t.dtype == torch.bfloat16:  # numpy has no bfloat16: ml_dtypes' view of the same bits
-        import ml_dtypes
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError(f"blockrnn.torch: {op}: {arg} is bfloat16, which needs the "
+                            f"ml_dtypes package (pip install ml_dtypes)") from None
         return t.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.detach().numpy()
 
