@@ -247,3 +247,23 @@ def test_without_ml_dtypes_the_error_names_the_package():
         "the ml_dtypes package'):\n"
         "    _ops._np(torch.zeros(2, dtype=torch.bfloat16), 'op', 'x')\n")
     subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+
+
+def test_memory_check_counts_the_float32_staging_as_for_float16():
+    """The memory check adds the float32 copies of a 16-bit call's inputs and outputs: a
+    bfloat16 call needs exactly the bytes of the same float16 call (without the staging it
+    would need 4 bytes per input and output element less)."""
+    import re
+    needed = {}
+    saved = blockrnn.get_memory_limit()
+    try:
+        blockrnn.set_memory_limit(1000)
+        for dt in (np.float16, BF16):
+            kw, attrs, _ = make_call(ROWS["BlockLSTM"], (5, 64, 96, 128, 5), dt,
+                                     np.random.default_rng(0))
+            with pytest.raises(blockrnn.ResourceExhaustedError) as e:
+                op_function("BlockLSTM")(**kw, **attrs)
+            needed[np.dtype(dt).name] = int(re.search(r"\((\d+) bytes", str(e.value)).group(1))
+    finally:
+        blockrnn.set_memory_limit(saved)
+    assert needed["bfloat16"] == needed["float16"], needed
