@@ -127,9 +127,8 @@ class BLOCKRNN_API Tensor {
   std::size_t num_bytes() const noexcept { return num_elements_ * dtype_size(dtype_); }
   void* data() noexcept { return data_.get(); }
   const void* data() const noexcept { return data_.get(); }
-  // The data as T* (T: Half, BFloat16, float, double or std::int64_t, as
-  // dtype_of). T must match dtype():
-  // anything else throws Error(kInvalidArgument) naming both dtypes.
+  // The data as T* (T: Half, BFloat16, float, double or std::int64_t, as dtype_of). T must
+  // match dtype(): anything else throws Error(kInvalidArgument) naming both dtypes.
   template <typename T>
   T* data_as() {
     check_dtype(dtype_of<T>());
