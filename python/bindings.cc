@@ -34,9 +34,18 @@ PyObject* g_internal = nullptr;
 using InArray = nb::ndarray<nb::ro, nb::device::cpu>;
 using OutArray = nb::ndarray<nb::numpy>;
 
-blockrnn::DType to_dtype(const std::string& op, const std::string& name, nb::dlpack::dtype t) {
+// `bfloat16`: the Python layer passes a bfloat16 array (numpy has no bfloat16 of its own; the
+// ml_dtypes one has no buffer-protocol or DLPack form) as a uint16 view of its bits.
+blockrnn::DType to_dtype(const std::string& op, const std::string& name, nb::dlpack::dtype t,
+                         bool bfloat16) {
   using nb::dlpack::dtype_code;
   if (t.lanes == 1) {
+    if (bfloat16 && t.code == static_cast<uint8_t>(dtype_code::UInt) && t.bits == 16) {
+      return blockrnn::DType::kBFloat16;
+    }
+    if (t.code == static_cast<uint8_t>(dtype_code::Bfloat) && t.bits == 16) {
+      return blockrnn::DType::kBFloat16;
+    }
     if (t.code == static_cast<uint8_t>(dtype_code::Float)) {
       if (t.bits == 16) return blockrnn::DType::kFloat16;
       if (t.bits == 32) return blockrnn::DType::kFloat32;
@@ -50,15 +59,19 @@ blockrnn::DType to_dtype(const std::string& op, const std::string& name, nb::dlp
   const char* kinds[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
   const std::string kind = t.code < 7 ? kinds[t.code] : "code " + std::to_string(t.code);
   throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
-                        op + ": " + name + " must be float16, float32 or float64, got " + kind +
-                            std::to_string(t.bits) +
+                        op + ": " + name + " must be float16, bfloat16, float32 or float64, got " +
+                            kind + std::to_string(t.bits) +
                             (t.lanes != 1 ? " x" + std::to_string(t.lanes) : ""));
 }
 
+// The numpy dtype of an output; bfloat16 comes back as uint16 bits, which the Python layer views
+// as ml_dtypes.bfloat16 (numpy cannot receive a bfloat16 DLPack array).
 nb::dlpack::dtype to_dlpack(blockrnn::DType d) {
   switch (d) {
     case blockrnn::DType::kFloat16:
       return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case blockrnn::DType::kBFloat16:
+      return nb::dtype<uint16_t>();
     case blockrnn::DType::kFloat32:
       return nb::dtype<float>();
     case blockrnn::DType::kFloat64:
@@ -117,16 +130,17 @@ struct CancelHook {
 
 // Runs `op` on arrays of any layout and returns new numpy outputs. `swapped[k]`: input k is in
 // the other byte order (the Python layer passes such arrays as native-order views of the same
-// bytes). Order of work: validate everything once and check the memory of the whole call
-// (outputs, workspace and the contiguous copies) before allocating or copying anything.
+// bytes). `bfloat16[k]` (empty: none): input k is a uint16 view of bfloat16 data. Order of work:
+// validate everything once and check the memory of the whole call (outputs, workspace and the
+// contiguous copies) before allocating or copying anything.
 std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
                           const std::map<std::string, double>& attrs,
-                          const std::vector<bool>& swapped) {
+                          const std::vector<bool>& swapped, const std::vector<bool>& bfloat16) {
   const blockrnn::OpDef& def = blockrnn::find_op(op);
   // The trailing optional inputs (seq_lengths) may be omitted.
   const std::size_t required = def.inputs.size() - std::size_t(def.num_optional_inputs);
   if (inputs.size() < required || inputs.size() > def.inputs.size() ||
-      swapped.size() != inputs.size()) {
+      swapped.size() != inputs.size() || (!bfloat16.empty() && bfloat16.size() != inputs.size())) {
     throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
                           op + ": expected " + std::to_string(required) + " inputs, got " +
                               std::to_string(inputs.size()));
@@ -143,7 +157,8 @@ std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
     }
     std::vector<int64_t> dims(a.ndim());
     for (std::size_t d = 0; d < a.ndim(); ++d) dims[d] = static_cast<int64_t>(a.shape(d));
-    views.emplace_back(a.data(), to_dtype(op, def.inputs[k], a.dtype()),
+    const bool bf16 = !bfloat16.empty() && bfloat16[k];
+    views.emplace_back(a.data(), to_dtype(op, def.inputs[k], a.dtype(), bf16),
                        blockrnn::Shape::from_dims(dims.data(), static_cast<int>(dims.size())));
     // h_prev [B, H] empty: no step reads any input (the core only zero-fills the outputs).
     if (def.inputs[k] == "h_prev" && a.size() == 0) empty_work = true;
@@ -271,7 +286,9 @@ NB_MODULE(_core, m) {
   });
 
   m.def("run", &run, nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("swapped"),
-        "Run an op by name on arrays of any layout; returns the outputs in TF order.");
+        nb::arg("bfloat16") = std::vector<bool>(),
+        "Run an op by name on arrays of any layout; returns the outputs in TF order (bfloat16 "
+        "outputs as uint16 bits).");
   m.def("op_defs", &op_defs, "(name, inputs, [(attr, kind, has_default, default)], outputs)");
   m.def("set_num_threads", &blockrnn::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &blockrnn::get_num_threads);

@@ -29,6 +29,9 @@ using OptIn = std::optional<In>;
 
 blockrnn::DType dtype_of(nb::dlpack::dtype t, const char* what) {
   using nb::dlpack::dtype_code;
+  if (t.lanes == 1 && t.code == static_cast<uint8_t>(dtype_code::Bfloat) && t.bits == 16) {
+    return blockrnn::DType::kBFloat16;
+  }
   if (t.lanes == 1 && t.code == static_cast<uint8_t>(dtype_code::Float)) {
     if (t.bits == 16) return blockrnn::DType::kFloat16;
     if (t.bits == 32) return blockrnn::DType::kFloat32;
@@ -37,8 +40,9 @@ blockrnn::DType dtype_of(nb::dlpack::dtype t, const char* what) {
   if (t.lanes == 1 && t.code == static_cast<uint8_t>(dtype_code::Int) && t.bits == 64) {
     return blockrnn::DType::kInt64;
   }
-  throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
-                        std::string(what) + " must be float16, float32, float64 or int64");
+  throw blockrnn::Error(
+      blockrnn::ErrorCode::kInvalidArgument,
+      std::string(what) + " must be float16, bfloat16, float32, float64 or int64");
 }
 
 template <typename A>
@@ -62,6 +66,7 @@ blockrnn::DType parse_dtype(const std::string& s) {
   if (s == "float32") return blockrnn::DType::kFloat32;
   if (s == "float64") return blockrnn::DType::kFloat64;
   if (s == "float16") return blockrnn::DType::kFloat16;
+  if (s == "bfloat16") return blockrnn::DType::kBFloat16;
   throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
                         "dtype must be 'float32' or 'float64', got '" + s + "'");
 }

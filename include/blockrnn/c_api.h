@@ -50,12 +50,14 @@ typedef enum blockrnn_status {
   BLOCKRNN_UNKNOWN = 6             /* an unexpected exception inside the library */
 } blockrnn_status;
 
-/* Element types (the same values as blockrnn::DType). */
+/* Element types (the same values as blockrnn::DType). The values are stable: new ones are
+ * appended. */
 typedef enum blockrnn_dtype {
   BLOCKRNN_FLOAT16 = 0, /* IEEE binary16, stored as uint16_t */
   BLOCKRNN_FLOAT32 = 1,
   BLOCKRNN_FLOAT64 = 2,
-  BLOCKRNN_INT64 = 3 /* only seq_len_max and seq_lengths */
+  BLOCKRNN_INT64 = 3,   /* only seq_len_max and seq_lengths */
+  BLOCKRNN_BFLOAT16 = 4 /* bfloat16 (the upper half of a binary32), stored as uint16_t */
 } blockrnn_dtype;
 
 #define BLOCKRNN_MAX_RANK 8

@@ -4,7 +4,7 @@
 //   ru_bar = [x, h_prev]·w_ru + b_ru;  r = σ(ru_bar[:, :H]);  u = σ(ru_bar[:, H:])
 //   c      = tanh([x, h_prev⊙r]·w_c + b_c)
 //   h      = u⊙(h_prev − c) + c
-// Exactly TensorFlow's kernels (docs/ops.md). dtypes: float16, float32, float64.
+// Exactly TensorFlow's kernels (docs/ops.md). dtypes: float16, bfloat16, float32, float64.
 // Every function validates first and throws blockrnn::Error on bad input. Outputs passed by the
 // caller must have the documented shapes and the inputs' dtype and must not alias the inputs.
 #pragma once

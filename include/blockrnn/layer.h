@@ -26,7 +26,8 @@
 // Every entry point throws only blockrnn::Error.
 // Results are bit for bit those of the one-shot ops for the same inputs (the forward returns
 // the op's outputs, which are what the backward reads), in every ISA path and the reference
-// mode (set_force_reference). dtypes: float32 and float64 (float16: use the one-shot ops).
+// mode (set_force_reference). dtypes: float32 and float64 (float16 and bfloat16: use the one-shot
+// ops).
 // One call at a time per layer object (it owns one workspace): set_weights, forward or backward
 // started while another call on the same object runs (another thread) throws
 // Error(kInvalidArgument) "<Layer>.<fn>: another call on this object is running …"; RNN alike.

@@ -8,7 +8,7 @@
 //   cs = i⊙ci + f⊙cs_prev, clipped to [−cell_clip, cell_clip] when cell_clip > 0
 //   co = tanh(cs);  o = σ(g_o [+ cs⊙wco]);  h = o⊙co
 // [..] only with use_peephole. Exactly TensorFlow's kernels (docs/ops.md), including
-// the straight-through clip in the backward. dtypes: float16, float32, float64.
+// the straight-through clip in the backward. dtypes: float16, bfloat16, float32, float64.
 // Every function validates first and throws blockrnn::Error on bad input (B = 0 or H = 0 is an
 // error, "cs_prev is empty", as in TensorFlow). Outputs passed by the caller must have the
 // documented shapes and the inputs' dtype and must not alias the inputs.

@@ -16,9 +16,9 @@
 //
 // Exactly TensorFlow's kernels (docs/ops.md lists the deliberate differences, docs/ops.md: all
 // outputs past S are zero; BlockLSTMGradV2 is the correct IFCO gradient). dtypes: float16,
-// float32, float64. Every function validates first and throws blockrnn::Error on bad input.
-// Outputs passed by the caller must have the documented shapes and the inputs' dtype and must
-// not alias the inputs; every element of them is written.
+// bfloat16, float32, float64. Every function validates first and throws blockrnn::Error on bad
+// input. Outputs passed by the caller must have the documented shapes and the inputs' dtype and
+// must not alias the inputs; every element of them is written.
 //
 // Per-example lengths (blockrnn's extension beyond TensorFlow; docs/ops.md): every Inputs and
 // GradInputs struct has an optional `seq_lengths` view, int64 [B]; default-constructed it is

@@ -15,9 +15,10 @@
 
 namespace blockrnn {
 
-enum class DType : std::uint8_t { kFloat16, kFloat32, kFloat64, kInt64 };
+// The values are stable (the C ABI's blockrnn_dtype has the same ones): a new dtype is appended.
+enum class DType : std::uint8_t { kFloat16, kFloat32, kFloat64, kInt64, kBFloat16 };
 
-BLOCKRNN_API const char* dtype_name(DType dtype) noexcept;  // "float16", "float32", ...
+BLOCKRNN_API const char* dtype_name(DType dtype) noexcept;  // "float16", "bfloat16", ...
 BLOCKRNN_API std::size_t dtype_size(DType dtype) noexcept;  // bytes per element
 BLOCKRNN_API bool is_floating(DType dtype) noexcept;
 
@@ -28,11 +29,25 @@ struct Half {
 BLOCKRNN_API float half_to_float(Half h) noexcept;
 BLOCKRNN_API Half float_to_half(float f) noexcept;  // round to nearest, ties to even
 
+// bfloat16 storage type: the upper 16 bits of an IEEE binary32 (float32's 8-bit exponent, an
+// 8-bit significand). Arithmetic is never done on it either: kernels widen to float32.
+struct BFloat16 {
+  std::uint16_t bits;
+};
+BLOCKRNN_API float bfloat16_to_float(BFloat16 b) noexcept;  // exact
+// Round to nearest, ties to even; values past the largest finite bfloat16 round to ±infinity,
+// and a NaN stays a (quiet) NaN of the same sign.
+BLOCKRNN_API BFloat16 float_to_bfloat16(float f) noexcept;
+
 template <typename T>
 constexpr DType dtype_of();
 template <>
 constexpr DType dtype_of<Half>() {
   return DType::kFloat16;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::kBFloat16;
 }
 template <>
 constexpr DType dtype_of<float>() {
@@ -112,8 +127,8 @@ class BLOCKRNN_API Tensor {
   std::size_t num_bytes() const noexcept { return num_elements_ * dtype_size(dtype_); }
   void* data() noexcept { return data_.get(); }
   const void* data() const noexcept { return data_.get(); }
-  // The data as T* (T: Half, float, double or std::int64_t, as dtype_of). T must match dtype():
-  // anything else throws Error(kInvalidArgument) naming both dtypes.
+  // The data as T* (T: Half, BFloat16, float, double or std::int64_t, as dtype_of). T must
+  // match dtype(): anything else throws Error(kInvalidArgument) naming both dtypes.
   template <typename T>
   T* data_as() {
     check_dtype(dtype_of<T>());

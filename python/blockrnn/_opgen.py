@@ -6,16 +6,20 @@ is not a real floating array of the op's dtype is the library's InvalidArgumentE
 op and the argument), calls the core with the GIL released, and returns a namedtuple of
 TensorFlow's output names. Shapes, dtypes and memory are validated by the core before any
 copy (strided or byte-swapped inputs are gathered there, counted against the memory limit).
+
+bfloat16 is numpy arrays of `ml_dtypes.bfloat16` (numpy has no bfloat16 of its own): they reach
+the core as uint16 views of their bits with a flag, and bfloat16 outputs come back as uint16 bits
+viewed as `ml_dtypes.bfloat16`, without copies either way.
 """
 import collections
 import inspect
 import numbers
+import sys
 
 import numpy as np
 
 from . import _core
 
-_FLOAT_DTYPES = (np.float16, np.float32, np.float64)
 _INT_INPUTS = {"seq_len_max", "seq_lengths"}
 # blockrnn's optional inputs (trailing in the op table): keyword default None = not given.
 _OPTIONAL_INPUTS = {"seq_lengths"}
@@ -23,6 +27,23 @@ _INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 _NOT_FLOAT = {"b": "bool", "i": "integer", "u": "unsigned integer", "c": "complex",
               "O": "Python object", "U": "string", "S": "bytes", "M": "datetime",
               "m": "timedelta", "V": "structured or opaque"}
+
+
+def _bfloat16():
+    """numpy's dtype of ml_dtypes.bfloat16 once ml_dtypes is loaded (an array of it cannot exist
+    before), else None."""
+    m = sys.modules.get("ml_dtypes")
+    return np.dtype(m.bfloat16) if m is not None else None
+
+
+def _is_bfloat16(dtype):
+    bf16 = _bfloat16()
+    return bf16 is not None and dtype.newbyteorder("=") == bf16
+
+
+def _is_float(dtype):
+    """A floating dtype the ops take: float16, bfloat16, float32 or float64 (any byte order)."""
+    return (dtype.kind == "f" and dtype.itemsize in (2, 4, 8)) or _is_bfloat16(dtype)
 
 
 def _error(op, message):
@@ -86,7 +107,7 @@ def _float_input(op, name, v, common):
     from_list = not isinstance(v, np.ndarray)
     if from_list and kind in "iuf" and common is not None:
         return a.astype(common)  # lists of numbers take the dtype of the array arguments
-    if kind == "f" and a.dtype.itemsize in (2, 4, 8):
+    if _is_float(a.dtype):
         return a
     if from_list and kind == "O":
         flat = a.ravel().tolist()
@@ -97,7 +118,7 @@ def _float_input(op, name, v, common):
         if bad is not None:
             raise _error(op, f"{name} must hold numbers only, got {type(bad).__name__}")
     what = _NOT_FLOAT.get(kind, "")
-    raise _error(op, f"{name} must be float16, float32 or float64, got {a.dtype}"
+    raise _error(op, f"{name} must be float16, bfloat16, float32 or float64, got {a.dtype}"
                      + (f" ({what})" if what and what not in str(a.dtype) else ""))
 
 
@@ -108,11 +129,10 @@ def _convert_inputs(op, names, values):
     them while copying."""
     common = None
     for name, v in zip(names, values):
-        if name not in _INT_INPUTS and isinstance(v, np.ndarray) and v.dtype.kind == "f" and \
-                v.dtype.itemsize in (2, 4, 8):
+        if name not in _INT_INPUTS and isinstance(v, np.ndarray) and _is_float(v.dtype):
             common = v.dtype.newbyteorder("=")
             break
-    arrays, swapped = [], []
+    arrays, swapped, bfloat16 = [], [], []
     for name, v in zip(names, values):
         if name == "seq_lengths":
             a = _seq_lengths(op, name, v)
@@ -123,9 +143,21 @@ def _convert_inputs(op, names, values):
         swap = not a.dtype.isnative
         if swap:
             a = a.view(a.dtype.newbyteorder("="))
+        bf16 = _is_bfloat16(a.dtype)
+        if bf16:
+            a = a.view(np.uint16)
         arrays.append(a)
         swapped.append(swap)
-    return arrays, swapped
+        bfloat16.append(bf16)
+    return arrays, swapped, bfloat16
+
+
+def _run(op, arrays, attrs, swapped, bfloat16):
+    """The core's outputs; bfloat16 ones (uint16 bits from the core) viewed as bfloat16."""
+    outs = _core.run(op, arrays, attrs, swapped, bfloat16)
+    if any(bfloat16):
+        outs = [o.view(_bfloat16()) if o.dtype == np.uint16 else o for o in outs]
+    return outs
 
 
 def _convert_attr(op, attr, kind, value):
@@ -163,10 +195,10 @@ def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
                             f"{', '.join(missing)}")
         # Optional inputs left out (or None) are not passed: they are the op table's last.
         given = [n for n in inputs if not (n in _OPTIONAL_INPUTS and kwargs.get(n) is None)]
-        arrays, swapped = _convert_inputs(op_name, given, [kwargs[n] for n in given])
+        arrays, swapped, bfloat16 = _convert_inputs(op_name, given, [kwargs[n] for n in given])
         attr_values = {a: _convert_attr(op_name, a, attr_kinds[a], kwargs[a])
                        for a in attr_kinds if a in kwargs}
-        return result_type(*_core.run(op_name, arrays, attr_values, swapped))
+        return result_type(*_run(op_name, arrays, attr_values, swapped, bfloat16))
 
     params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY,
                                 default=None if n in _OPTIONAL_INPUTS else inspect.Parameter.empty)

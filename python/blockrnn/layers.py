@@ -28,8 +28,8 @@ The float32 and float64 layers run on the library's layer objects (blockrnn/laye
 once, run many": the ops' work without the per-call lookup and re-validation, the workspace
 sized to the largest call, never to the largest T times the largest B); the parameters are
 numpy arrays the caller may change at any time, so each forward and backward sets them (copied and packed) first. Results
-are bit for bit those of the raw ops. float16 runs on the raw ops (which stage half through
-float32).
+are bit for bit those of the raw ops. float16 and bfloat16 (`ml_dtypes.bfloat16`, or the name
+"bfloat16") run on the raw ops (which stage both through float32).
 """
 import collections
 import functools
@@ -60,9 +60,16 @@ def _uniform(rng, shape, scale, dtype):
 
 
 def _check_dtype(dtype):
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        try:
+            import ml_dtypes  # numpy's bfloat16 is ml_dtypes'
+        except ImportError:
+            raise ValueError("dtype bfloat16 needs the ml_dtypes package (pip install "
+                             "ml_dtypes)") from None
+        dtype = ml_dtypes.bfloat16
     dtype = np.dtype(dtype)
-    if dtype not in [np.dtype(d) for d in _DTYPES]:
-        raise ValueError(f"dtype must be float16, float32 or float64, got {dtype}")
+    if dtype not in [np.dtype(d) for d in _DTYPES] and not _opgen._is_bfloat16(dtype):
+        raise ValueError(f"dtype must be float16, bfloat16, float32 or float64, got {dtype}")
     return dtype
 
 
@@ -251,8 +258,8 @@ class _Recurrent:
 
     def _layer_object(self, T, B):
         """The _core layer object for a call of T steps and B examples, with the current
-        parameters set; None for float16."""
-        if self.dtype == np.float16:
+        parameters set; None for float16 and bfloat16 (which run on the raw ops)."""
+        if self.dtype.itemsize == 2:
             return None
         key = self._layer_key()
         held = self.__dict__.get("_layer")

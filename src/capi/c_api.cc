@@ -57,9 +57,16 @@ std::string describe(const char* op, const char* what, size_t index,
 
 }  // namespace
 
+// blockrnn_dtype and DType have the same values.
+static_assert(BLOCKRNN_FLOAT16 == static_cast<int>(DType::kFloat16) &&
+              BLOCKRNN_FLOAT32 == static_cast<int>(DType::kFloat32) &&
+              BLOCKRNN_FLOAT64 == static_cast<int>(DType::kFloat64) &&
+              BLOCKRNN_INT64 == static_cast<int>(DType::kInt64) &&
+              BLOCKRNN_BFLOAT16 == static_cast<int>(DType::kBFloat16));
+
 DType checked_dtype(int32_t dtype, const std::string& where) {
-  if (dtype < BLOCKRNN_FLOAT16 || dtype > BLOCKRNN_INT64) {
-    invalid(where + ": dtype " + std::to_string(dtype) + " is not a blockrnn_dtype (0..3)");
+  if (dtype < BLOCKRNN_FLOAT16 || dtype > BLOCKRNN_BFLOAT16) {
+    invalid(where + ": dtype " + std::to_string(dtype) + " is not a blockrnn_dtype (0..4)");
   }
   return static_cast<DType>(dtype);
 }

@@ -1,4 +1,4 @@
-// Shapes, dtypes, half conversion and the owning Tensor.
+// Shapes, dtypes, float16 and bfloat16 conversion and the owning Tensor.
 #include "blockrnn/tensor.h"
 
 #include <cstdlib>
@@ -14,9 +14,9 @@ namespace blockrnn {
 
 namespace {
 // Per dtype, in the enum's order.
-constexpr const char* kDTypeNames[] = {"float16", "float32", "float64", "int64"};
-constexpr std::size_t kDTypeSizes[] = {2, 4, 8, 8};
-static_assert(std::size(kDTypeNames) == static_cast<std::size_t>(DType::kInt64) + 1);
+constexpr const char* kDTypeNames[] = {"float16", "float32", "float64", "int64", "bfloat16"};
+constexpr std::size_t kDTypeSizes[] = {2, 4, 8, 8, 2};
+static_assert(std::size(kDTypeNames) == static_cast<std::size_t>(DType::kBFloat16) + 1);
 static_assert(std::size(kDTypeSizes) == std::size(kDTypeNames));
 }  // namespace
 
@@ -29,7 +29,8 @@ std::size_t dtype_size(DType dtype) noexcept {
 }
 
 bool is_floating(DType dtype) noexcept {
-  return dtype == DType::kFloat16 || dtype == DType::kFloat32 || dtype == DType::kFloat64;
+  return dtype == DType::kFloat16 || dtype == DType::kBFloat16 || dtype == DType::kFloat32 ||
+         dtype == DType::kFloat64;
 }
 
 float half_to_float(Half h) noexcept {
@@ -85,6 +86,29 @@ Half float_to_half(float f) noexcept {
   const std::uint32_t rest = abs & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (value & 1u))) ++value;
   return Half{static_cast<std::uint16_t>(sign | value)};
+}
+
+float bfloat16_to_float(BFloat16 b) noexcept {
+  const std::uint32_t bits = std::uint32_t{b.bits} << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+BFloat16 float_to_bfloat16(float f) noexcept {
+  std::uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    // NaN: keep the sign and the upper payload bits, and set the quiet bit so that a payload
+    // held only in the dropped bits cannot turn into infinity.
+    return BFloat16{static_cast<std::uint16_t>((x >> 16) | 0x0040u)};
+  }
+  // Round the 16 dropped bits to nearest, ties to even: adding 0x7fff plus the lowest kept bit
+  // carries into the kept bits exactly when the dropped part is above half, or half with an odd
+  // kept part. A carry out of the significand is the correct result (the next binade, or
+  // infinity past the largest finite value); subnormals round the same way.
+  const std::uint32_t odd = (x >> 16) & 1u;
+  return BFloat16{static_cast<std::uint16_t>((x + 0x7fffu + odd) >> 16)};
 }
 
 Shape::Shape(std::initializer_list<std::int64_t> dims) {

@@ -70,7 +70,7 @@ DType Checker::same_float_dtype(std::span<const char* const> names,
   const DType first = ts[0].dtype;
   for (std::size_t k = 0; k < ts.size(); ++k) {
     if (!is_floating(ts[k].dtype)) {
-      fail(std::string(names[k]) + " must be float16, float32 or float64, got " +
+      fail(std::string(names[k]) + " must be float16, bfloat16, float32 or float64, got " +
            dtype_name(ts[k].dtype));
     }
     if (ts[k].dtype != first) {

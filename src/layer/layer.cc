@@ -242,7 +242,7 @@ SequenceLayer::SequenceLayer(const char* name, const LayerShape& shape,
   if (shape.dtype != DType::kFloat32 && shape.dtype != DType::kFloat64) {
     throw Error(ErrorCode::kUnimplemented,
                 std::string(name) + ".create: dtype must be float32 or float64, got " +
-                    dtype_name(shape.dtype) + " (float16: use the one-shot ops)");
+                    dtype_name(shape.dtype) + " (float16 and bfloat16: use the one-shot ops)");
   }
   layer::check_sizes(check, shape.input_size, shape.hidden_size, shape.max_time, shape.max_batch);
 }

@@ -86,6 +86,8 @@ const char* safetensors_name(DType dtype) {
       return "I64";
     case DType::kFloat16:
       return "F16";
+    case DType::kBFloat16:
+      return "BF16";
   }
   return "?";
 }
@@ -331,9 +333,9 @@ void write_safetensors(const std::string& path,
     }
   }
   for (const auto& [name, t] : sorted) {
-    if (t.dtype == DType::kFloat16) {
+    if (t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16) {
       throw Error(ErrorCode::kInvalidArgument,
-                  path + ": tensor '" + name + "': float16 is not written");
+                  path + ": tensor '" + name + "': " + dtype_name(t.dtype) + " is not written");
     }
     const std::uint64_t nbytes =
         static_cast<std::uint64_t>(t.shape.num_elements()) * dtype_size(t.dtype);

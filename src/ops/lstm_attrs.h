@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "blockrnn/tensor.h"
+#include "core/lowp.h"
 
 namespace blockrnn::ops {
 
@@ -15,8 +16,9 @@ struct PeepholeAttr {
   bool use_peephole = false;
 };
 
-// An attr in the op's dtype, as TensorFlow's kernel converts it (T(forget_bias)); float16
-// rounds to half, and the kernel (which computes in float32 for half) widens it back exactly.
+// An attr in the op's dtype, as TensorFlow's kernel converts it (T(forget_bias)); float16 and
+// bfloat16 round to their precision, and the kernel (which computes in float32 for them) widens
+// the rounded value back exactly.
 //
 // Denormals: TensorFlow runs its CPU kernels with denormals flushed to zero (FTZ + DAZ), and its
 // float attrs are float32, so an attr whose float32 value is subnormal acts as zero there: a
@@ -32,14 +34,15 @@ inline double flush_subnormal_attr(double v) {
 template <typename T>
 T attr_in_dtype(double v, DType dtype) {
   v = flush_subnormal_attr(v);
-  if (dtype == DType::kFloat16) return half_to_float(float_to_half(static_cast<float>(v)));
+  if (core::is_16bit_float(dtype)) return core::round_to_dtype(dtype, static_cast<float>(v));
   return static_cast<T>(v);
 }
 
 // cell_clip in the op's dtype. TensorFlow decides whether to clip from the float attr
 // (cell_clip > 0) and then clips at T(cell_clip): a positive clip below half's smallest
 // subnormal clips to ±0 in float16. Clipping at float's smallest subnormal instead gives the
-// same half outputs (every value it leaves rounds to ±0 when stored).
+// same half outputs (every value it leaves rounds to ±0 when stored). bfloat16 has float32's
+// exponent range: a positive clip stays positive there.
 template <typename T>
 T clip_in_dtype(double v, DType dtype) {
   v = flush_subnormal_attr(v);

@@ -23,6 +23,7 @@
 
 #include "blockrnn/context.h"
 #include "blockrnn/ops.h"
+#include "core/lowp.h"
 #include "core/validate.h"
 
 namespace blockrnn::core {
@@ -151,27 +152,27 @@ T* data(const MutableTensorView& t) {
 }
 
 // Calls f.template operator()<T>(in, out) with T = float or double, on views whose floating data
-// is T: float32 and float64 natively; float16 through float32 copies of the half inputs and
-// float32 scratch outputs, each rounded to half once afterwards.
+// is T: float32 and float64 natively; float16 and bfloat16 through float32 copies of the 16-bit
+// inputs and float32 scratch outputs, each rounded to the 16-bit dtype once afterwards.
 template <class InFields, class In, class OutFields, class Out, class F>
 void dispatch_float(DType dtype, const InFields& in_fields, const In& in,
                     const OutFields& out_fields, const Out& out, F&& f) {
   if (dtype == DType::kFloat32) return f.template operator()<float>(in, out);
   if (dtype == DType::kFloat64) return f.template operator()<double>(in, out);
-  if (dtype != DType::kFloat16) {
+  if (!is_16bit_float(dtype)) {
     throw Error(ErrorCode::kInternal, "dispatch_float: not a floating dtype");
   }
+  // float16 and bfloat16 alike (core/lowp.h): widened once, computed in float32, rounded once.
   In in32 = in;
   Out out32 = out;
   std::vector<std::vector<float>> copies;
   copies.reserve(std::size(in_fields) + std::size(out_fields));
   for (const auto& field : in_fields) {
     TensorView& t = in32.*field.view;
-    if (t.dtype != DType::kFloat16) continue;
+    if (t.dtype != dtype) continue;
     const std::int64_t n = t.shape.num_elements();
-    const Half* src = static_cast<const Half*>(t.data);
     std::vector<float>& copy = copies.emplace_back(static_cast<std::size_t>(n));
-    for (std::int64_t e = 0; e < n; ++e) copy[e] = half_to_float(src[e]);
+    widen_to_float(dtype, t.data, copy.data(), n);
     t = TensorView(copy.data(), DType::kFloat32, t.shape);
   }
   const std::size_t first_out = copies.size();
@@ -184,9 +185,9 @@ void dispatch_float(DType dtype, const InFields& in_fields, const In& in,
   f.template operator()<float>(in32, out32);
   std::size_t k = first_out;
   for (const auto& field : out_fields) {
-    Half* dst = static_cast<Half*>((out.*field.view).data);
     const std::vector<float>& src = copies[k++];
-    for (std::size_t e = 0; e < src.size(); ++e) dst[e] = float_to_half(src[e]);
+    narrow_from_float(dtype, src.data(), (out.*field.view).data,
+                      static_cast<std::int64_t>(src.size()));
   }
 }
 

@@ -203,8 +203,8 @@ namespace {
 // An upper bound, in bytes, of what a call allocates besides its outputs on the path it takes
 // (fast or reference): the sequence workspaces ([S, B, 4H] gates or gradients of gates, padded,
 // and their packed copy), packed weights, the reference's [B, I + H] concatenations and
-// per-step buffers, each GEMM thread's packing scratch, and float16's float32 staging of every
-// input and output. Computed in double: these sizes may overflow any integer.
+// per-step buffers, each GEMM thread's packing scratch, and float16's and bfloat16's float32
+// staging of every input and output. Computed in double: these sizes may overflow any integer.
 double workspace_bytes(std::span<const TensorView> inputs, const Plan& p) {
   const double T = double(p.T), B = double(p.B), I = double(p.I), H = double(p.H), K = I + H;
   const double compute_size = p.dtype == DType::kFloat64 ? 8.0 : 4.0;
@@ -217,7 +217,7 @@ double workspace_bytes(std::span<const TensorView> inputs, const Plan& p) {
     elems += T * B * (I + 6.0 * H + 32.0);
   }
   double bytes = elems * compute_size + double(get_num_threads()) * (4 << 20);
-  if (p.dtype == DType::kFloat16) {
+  if (is_16bit_float(p.dtype)) {
     for (const TensorView& t : inputs) bytes += 4.0 * double(t.shape.num_elements());
     for (const Shape& s : p.output_shapes()) bytes += 4.0 * double(s.num_elements());
   }

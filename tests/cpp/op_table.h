@@ -34,22 +34,28 @@ struct Tolerance {
 };
 
 // The table's rule (op_table.json, "tolerances"): tol = c·log2(K·T)·eps(dtype), K = I + H the
-// GEMMs' reduction length, T the steps; rtol = atol = tol, plus the float16 storage rounding in
-// rtol; nmse = (rtol + atol)². oneDNN's benchdnn sizes its comparisons the same way
+// GEMMs' reduction length, T the steps; rtol = atol = tol, plus the storage rounding of float16
+// and bfloat16 in rtol; nmse = (rtol + atol)². oneDNN's benchdnn sizes its comparisons the same way
 // (setup_cmp): the rounding error of a sum of n terms accumulated in blocks or pairs grows like
 // log2(n)·eps.
 struct ToleranceRule {
   double c = 0;
-  double eps[3] = {};  // float16 (its compute type, float32), float32, float64
-  double float16_storage = 0;
+  // The machine epsilon of the type the arithmetic runs in: float32 for float16, bfloat16 and
+  // float32; float64's.
+  double eps_float32 = 0, eps_float64 = 0;
+  // Each stored float16 / bfloat16 value rounded relative to itself (op_table.json says how much).
+  double float16_storage = 0, bfloat16_storage = 0;
 
   Tolerance operator()(DType dt, std::int64_t K, std::int64_t T) const {
-    const int k = dt == DType::kFloat16 ? 0 : dt == DType::kFloat32 ? 1 : 2;
+    const double eps = dt == DType::kFloat64 ? eps_float64 : eps_float32;
+    const double storage = dt == DType::kFloat16    ? float16_storage
+                           : dt == DType::kBFloat16 ? bfloat16_storage
+                                                    : 0.0;
     // log2 of at least 2: a depth of 1 still rounds its product and its activation.
     const double depth = std::max<double>(2.0, static_cast<double>(K) * static_cast<double>(T));
-    const double accumulation = c * std::log2(depth) * eps[k];
-    // Storing float16 rounds each value relative to itself: it adds to rtol only.
-    const double rtol = accumulation + (dt == DType::kFloat16 ? float16_storage : 0.0);
+    const double accumulation = c * std::log2(depth) * eps;
+    // Storing a 16-bit float rounds each value relative to itself: it adds to rtol only.
+    const double rtol = accumulation + storage;
     // The NMSE the element-wise bound allows when every element is as large as the largest.
     return Tolerance{rtol, accumulation, (rtol + accumulation) * (rtol + accumulation)};
   }
@@ -98,10 +104,10 @@ inline OpTable load_op_table(const std::string& path) {
     table.finite_difference_attrs.emplace_back(name, value.get<double>());
   const nlohmann::ordered_json& tol = j.at("tolerances");
   table.tolerance.c = tol.at("c").get<double>();
-  table.tolerance.eps[0] = tol.at("eps").at("float16").get<double>();
-  table.tolerance.eps[1] = tol.at("eps").at("float32").get<double>();
-  table.tolerance.eps[2] = tol.at("eps").at("float64").get<double>();
-  table.tolerance.float16_storage = tol.at("float16_storage").get<double>();
+  table.tolerance.eps_float32 = tol.at("eps").at("float32").get<double>();
+  table.tolerance.eps_float64 = tol.at("eps").at("float64").get<double>();
+  table.tolerance.float16_storage = tol.at("storage").at("float16").get<double>();
+  table.tolerance.bfloat16_storage = tol.at("storage").at("bfloat16").get<double>();
   for (const nlohmann::ordered_json& row : j.at("ops")) {
     OpTest t;
     t.op = row.at("op").get<std::string>();

@@ -100,7 +100,7 @@ TEST(GRUBlockCell, Validation) {
       [&] {
         gru_block_cell({ints, c.h_prev, c.w_ru, c.w_c, c.b_ru, c.b_c});
       },
-      "x must be float16, float32 or float64, got int64");
+      "x must be float16, bfloat16, float32 or float64, got int64");
   // Grad: every gate tensor and d_h must be [B, H].
   const GRUBlockCellResult fwd = gru_block_cell(c.inputs());
   const GRUBlockCellGradInputs ok{c.x,   c.h_prev, c.w_ru, c.w_c, c.b_ru,

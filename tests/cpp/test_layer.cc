@@ -241,6 +241,24 @@ TEST(Layer, ValidationNamesTheLayerAndTheArgument) {
       [] { LSTMLayer l({.input_size = 3, .hidden_size = 2}, {.v2 = true, .forget_bias = 1.0}); },
       "LSTMLayer(V2).create: forget_bias");
   EXPECT_THROW(GRULayer({.input_size = 3, .hidden_size = 2, .dtype = DType::kFloat16}), Error);
+  // The 16-bit dtypes run on the one-shot ops; the layer objects and RNN refuse them by name.
+  const auto unimplemented = [](auto&& make, const std::string& fragment) {
+    try {
+      make();
+      ADD_FAILURE() << "accepted: " << fragment;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnimplemented) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const std::string name = dtype_name(dt);
+    unimplemented([&] { GRULayer l({.input_size = 3, .hidden_size = 2, .dtype = dt}); },
+                  "GRULayer.create: dtype must be float32 or float64, got " + name +
+                      " (float16 and bfloat16: use the one-shot ops)");
+    unimplemented([&] { RNN r({.input_size = 3, .hidden_size = 2, .dtype = dt}); },
+                  "RNN.create: dtype must be float32 or float64, got " + name);
+  }
   GRULayer layer({.input_size = 3, .hidden_size = 2, .max_time = 4, .max_batch = 2});
   const Tensor x(DType::kFloat32, {5, 2, 3}), h0(DType::kFloat32, {2, 2});
   Tensor o(DType::kFloat32, {5, 2, 2});

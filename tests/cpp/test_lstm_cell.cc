@@ -504,7 +504,7 @@ TEST(LSTMBlockCell, Validation) {
                  "wcf must have the dtype of x (float32), got float64");
   const Tensor ints(DType::kInt64, {4, 3});
   expect_invalid([&] { lstm_block_cell(with(0, ints)); },
-                 "x must be float16, float32 or float64, got int64");
+                 "x must be float16, bfloat16, float32 or float64, got int64");
   // Attrs: bools must be 0/1; unknown attrs are refused; use_peephole is required on the grad.
   const TensorView fwd_in[] = {c.x, c.cs_prev, c.h_prev, c.w, c.wci, c.wcf, c.wco, c.b};
   expect_invalid(

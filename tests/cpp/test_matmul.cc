@@ -131,6 +131,10 @@ TEST(Matmul, BadArgumentsNameMatmulAndTheArgument) {
   Tensor ch(DType::kFloat16, Shape{2, 4});
   expect_invalid([&] { matmul(ah, bh, ch.mutable_view()); },
                  "matmul: a must be float32 or float64, got float16");
+  Tensor ab(DType::kBFloat16, Shape{2, 3}), bb(DType::kBFloat16, Shape{3, 4});
+  Tensor cb(DType::kBFloat16, Shape{2, 4});
+  expect_invalid([&] { matmul(ab, bb, cb.mutable_view()); },
+                 "matmul: a must be float32 or float64, got bfloat16");
   const Tensor bd(DType::kFloat64, Shape{3, 4});
   expect_invalid([&] { matmul(a, bd, c.mutable_view()); },
                  "matmul: b must have the dtype of a (float32), got float64");

@@ -222,9 +222,11 @@ class IsaScope {
   }
 };
 
-constexpr DType kDtypes[] = {DType::kFloat16, DType::kFloat32, DType::kFloat64};
+// Every floating dtype. float16 and bfloat16 compute in float32 and round each stored value once;
+// their tolerances (op_table.json, docs/tolerances.md) derive from that one rounding.
+constexpr DType kDtypes[] = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};
 const char* dtype_str(DType dt) {
-  return dt == DType::kFloat16 ? "float16" : dt == DType::kFloat32 ? "float32" : "float64";
+  return dtype_name(dt);
 }
 
 // `check(call, dims, dtype, seed)` on `count` random problems drawn from seeds first, first + 1,
@@ -355,6 +357,7 @@ void empty_shapes(const OpTest& t) {
       continue;
     }
     for (auto [reference, dt] : {std::pair{false, DType::kFloat16},
+                                 {false, DType::kBFloat16},
                                  {false, DType::kFloat32},
                                  {true, DType::kFloat32},
                                  {false, DType::kFloat64}}) {
@@ -437,7 +440,7 @@ void validation(const OpTest& t) {
                        (k == first ? "float64), got float32" : "float32), got float64"));
       c.inputs[k] = Tensor(DType::kInt64, in.shape());
       expect_names(c, arg, "an integer dtype",
-                   arg + " must be float16, float32 or float64, got int64");
+                   arg + " must be float16, bfloat16, float32 or float64, got int64");
     } else {
       Call c = converted(good, DType::kFloat32);
       c.inputs[k] = testing::random_tensor(DType::kFloat32, in.shape(), rng);
@@ -465,7 +468,8 @@ void validation(const OpTest& t) {
 // Bitwise identical results at 1, 2, 3, 4 and 7 threads on every ISA path, for shapes that
 // reach every tile edge: one row, odd M/N/K, reductions above every K block (I = 700, 2049),
 // B·T in the thousands (src/gemm/gemm.h: output tiles fixed by the shape, one thread per tile
-// over the whole K).
+// over the whole K). bfloat16 at 1 and 2 threads on the same shapes: its own path (staging,
+// rounding, and whatever kernels serve it) must not depend on the thread count either.
 void determinism(const OpTest& t) {
   const int saved = get_num_threads();
   const Dims shapes[] = {{5, 64, 96, 128, 5},   {3, 5, 333, 333, 2},  {4, 1, 700, 90, 4},
@@ -474,18 +478,22 @@ void determinism(const OpTest& t) {
     if (force_reference() && isa != isa_paths().front()) continue;  // no ISA code there
     IsaScope scope(isa);
     for (const Dims& d : shapes) {
-      std::mt19937_64 rng(21);
-      const Call c = make_call(t, d, DType::kFloat32, rng);
-      std::vector<std::vector<Tensor>> results;
-      for (int threads : {1, 2, 3, 4, 7, 1}) {
-        set_num_threads(threads);
-        results.push_back(run(c));
-      }
-      for (std::size_t r = 1; r < results.size(); ++r) {
-        for (std::size_t k = 0; k < results[0].size(); ++k) {
-          EXPECT_TRUE(bitwise_equal(results[r][k], results[0][k]))
-              << t.op << " output " << find_op(t.op).outputs[k] << " run " << r << " path "
-              << isa_name(isa) << " " << d.str();
+      for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
+        std::mt19937_64 rng(21);
+        const Call c = make_call(t, d, dt, rng);
+        std::vector<std::vector<Tensor>> results;
+        const std::vector<int> thread_counts =
+            dt == DType::kFloat32 ? std::vector<int>{1, 2, 3, 4, 7, 1} : std::vector<int>{1, 2};
+        for (int threads : thread_counts) {
+          set_num_threads(threads);
+          results.push_back(run(c));
+        }
+        for (std::size_t r = 1; r < results.size(); ++r) {
+          for (std::size_t k = 0; k < results[0].size(); ++k) {
+            EXPECT_TRUE(bitwise_equal(results[r][k], results[0][k]))
+                << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " run "
+                << r << " path " << isa_name(isa) << " " << d.str();
+          }
         }
       }
     }

@@ -23,6 +23,9 @@ inline void set(Tensor& t, std::int64_t e, double v) {
     case DType::kFloat16:
       t.data_as<Half>()[e] = float_to_half(static_cast<float>(v));
       break;
+    case DType::kBFloat16:
+      t.data_as<BFloat16>()[e] = float_to_bfloat16(static_cast<float>(v));
+      break;
     case DType::kFloat32:
       t.data_as<float>()[e] = static_cast<float>(v);
       break;
@@ -47,6 +50,8 @@ inline double get(const Tensor& t, std::int64_t e) {
   switch (t.dtype()) {
     case DType::kFloat16:
       return half_to_float(t.data_as<Half>()[e]);
+    case DType::kBFloat16:
+      return bfloat16_to_float(t.data_as<BFloat16>()[e]);
     case DType::kFloat32:
       return t.data_as<float>()[e];
     case DType::kFloat64:

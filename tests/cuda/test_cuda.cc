@@ -101,6 +101,8 @@ double element(const Tensor& t, std::int64_t e) {
   switch (t.dtype()) {
     case DType::kFloat16:
       return half_to_float(static_cast<const Half*>(t.data())[e]);
+    case DType::kBFloat16:
+      return bfloat16_to_float(static_cast<const BFloat16*>(t.data())[e]);
     case DType::kFloat32:
       return static_cast<const float*>(t.data())[e];
     case DType::kFloat64:
@@ -115,6 +117,9 @@ void set_element(Tensor& t, std::int64_t e, double v) {
   switch (t.dtype()) {
     case DType::kFloat16:
       static_cast<Half*>(t.data())[e] = float_to_half(static_cast<float>(v));
+      return;
+    case DType::kBFloat16:
+      static_cast<BFloat16*>(t.data())[e] = float_to_bfloat16(static_cast<float>(v));
       return;
     case DType::kFloat32:
       static_cast<float*>(t.data())[e] = static_cast<float>(v);

@@ -487,6 +487,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           case DType::kFloat16:
             t.data_as<blockrnn::Half>()[e] = blockrnn::float_to_half(in.value());
             break;
+          case DType::kBFloat16:
+            t.data_as<blockrnn::BFloat16>()[e] = blockrnn::float_to_bfloat16(in.value());
+            break;
           case DType::kInt64:
             break;
         }

@@ -141,6 +141,7 @@ def probes():
         "rank 9": "np.zeros((1,) * 9, np.float32)",
         "rank 40": "np.zeros((1,) * 40, np.float32)",
         "mixed dtype": "np.zeros((4, 5), np.float64)",
+        # (bfloat16 is an op dtype: an x of it among float32 inputs is the dtype mismatch.)
         "bfloat16 array": "np.zeros((4, 5), __import__('ml_dtypes').bfloat16)",
         "float8 array": "np.zeros((4, 5), __import__('ml_dtypes').float8_e4m3fn)",
     }

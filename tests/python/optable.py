@@ -29,6 +29,18 @@ def _tf_tolerance(family):
     return (t["rtol"], t["atol"])
 
 
+def derived_tolerance(dtype, K, T):
+    """The table's rule for a result in `dtype` ("float16", "bfloat16", "float32", "float64")
+    against the float64 reference on the same inputs (tests/cpp/op_table.h applies the same):
+    tol = c·log2(max(2, K·T))·eps, K = I + H, T the steps; rtol = tol + the 16-bit storage
+    rounding, atol = tol, nmse = (rtol + atol)²."""
+    t = TABLE["tolerances"]
+    eps = t["eps"]["float64" if dtype == "float64" else "float32"]
+    tol = t["c"] * np.log2(max(2.0, float(K) * float(T))) * eps
+    rtol = tol + t["storage"].get(dtype, 0.0)
+    return {"rtol": rtol, "atol": tol, "nmse": (rtol + tol) ** 2}
+
+
 @dataclasses.dataclass(frozen=True)
 class OpRow:
     op: str
@@ -123,5 +135,5 @@ def random_dims(row, rng):
     return T, B, I, H, T
 
 
-__all__ = ["OPS", "ROWS", "OpRow", "make_call", "random_dims", "upstream_of", "tensor_inputs",
+__all__ = ["OPS", "ROWS", "OpRow", "derived_tolerance", "make_call", "random_dims", "upstream_of", "tensor_inputs",
            "op_function", "blockrnn"]

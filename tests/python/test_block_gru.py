@@ -99,7 +99,7 @@ VALIDATION = seq_len_max_validation(5) + [
     ("b_ru", Z(31), "b_ru must have shape [32] (2 * cell_size), got [31]"),
     ("b_c", Z(17), "b_c must have shape [16] (cell_size), got [17]"),
     ("b_c", np.zeros(16, np.float64), "b_c must have the dtype of x (float32), got float64"),
-    ("x", np.zeros((5, 4, 3), np.int32), "x must be float16, float32 or float64, got int32"),
+    ("x", np.zeros((5, 4, 3), np.int32), "x must be float16, bfloat16, float32 or float64, got int32"),
 ]
 
 

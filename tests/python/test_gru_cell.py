@@ -105,13 +105,13 @@ def test_dtype_errors():
     with pytest.raises(blockrnn.InvalidArgumentError, match="w_c must have the dtype of x"):
         blockrnn.raw_ops.GRUBlockCell(**dict(inp, w_c=inp["w_c"].astype(np.float64)))
     with pytest.raises(blockrnn.InvalidArgumentError,
-                       match="x must be float16, float32 or float64, got int64"):
+                       match="x must be float16, bfloat16, float32 or float64, got int64"):
         blockrnn.raw_ops.GRUBlockCell(**dict(inp, x=np.ones((2, 3), dtype=np.int64)))
     with pytest.raises(blockrnn.InvalidArgumentError, match="got int32"):
         blockrnn.raw_ops.GRUBlockCell(**dict(inp, x=np.ones((2, 3), dtype=np.int32)))
     with pytest.raises(blockrnn.InvalidArgumentError, match="got bool"):
         blockrnn.raw_ops.GRUBlockCell(**dict(inp, b_c=np.ones(4, dtype=bool)))
-    with pytest.raises(blockrnn.InvalidArgumentError, match="x must be float16, float32 or float64, got complex64"):
+    with pytest.raises(blockrnn.InvalidArgumentError, match="x must be float16, bfloat16, float32 or float64, got complex64"):
         blockrnn.raw_ops.GRUBlockCell(**dict(inp, x=np.ones((2, 3), dtype=np.complex64)))
 
 

@@ -300,7 +300,7 @@ def test_dtype_errors():
     with pytest.raises(blockrnn.InvalidArgumentError, match="wco must have the dtype of x"):
         blockrnn.raw_ops.LSTMBlockCell(**dict(inp, wco=inp["wco"].astype(np.float64)))
     with pytest.raises(blockrnn.InvalidArgumentError,
-                       match="cs_prev must be float16, float32 or float64, got int64"):
+                       match="cs_prev must be float16, bfloat16, float32 or float64, got int64"):
         blockrnn.raw_ops.LSTMBlockCell(**dict(inp, cs_prev=np.ones((5, 7), dtype=np.int64)))
 
 

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from .. import raw_ops
 
-_DTYPES = (torch.float16, torch.float32, torch.float64)
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 # blockrnn's per-example lengths (`seq_lengths`, docs/ops.md) in this build of the core?
 HAS_SEQ_LENGTHS = "seq_lengths" in inspect.signature(raw_ops.BlockLSTMV2).parameters
@@ -47,11 +47,20 @@ def _np(t: Tensor, op: str, arg: str) -> np.ndarray:
             f"only (a GPU backend is a separate issue). Move the module and inputs to 'cpu'.")
     if t.dtype not in _DTYPES:
         raise TypeError(f"blockrnn.torch: {op}: {arg} has dtype {t.dtype}; supported: "
-                        f"float16, float32, float64")
+                        f"float16, bfloat16, float32, float64")
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: ml_dtypes' view of the same bits
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError(f"blockrnn.torch: {op}: {arg} is bfloat16, which needs the "
+                            f"ml_dtypes package (pip install ml_dtypes)") from None
+        return t.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.detach().numpy()
 
 
 def _t(a: np.ndarray) -> Tensor:
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(a)
 
 
