@@ -51,6 +51,39 @@ TEST(CudaEmu, AllocationsArePoisonedWithNaN) {
   EXPECT_TRUE(std::isnan(__half2float(__half{0xFFFF})));
 }
 
+// Events time host work between their records; a destroyed or never-recorded event is refused.
+// The default memory pool keeps the release threshold it is given (the timing tool sets it).
+TEST(CudaEmu, EventsAndTheMemoryPool) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  float ms = -1;
+  expect_violation([&] { EXPECT_NE(cudaEventElapsedTime(&ms, a, b), cudaSuccess); },
+                   "never recorded");
+  ASSERT_EQ(cudaEventRecord(a, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(b, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(b), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  EXPECT_GE(ms, 0.0f);
+  ASSERT_EQ(cudaEventDestroy(a), cudaSuccess);
+  ASSERT_EQ(cudaEventDestroy(b), cudaSuccess);
+  expect_violation([&] { EXPECT_NE(cudaEventRecord(a, nullptr), cudaSuccess); },
+                   "not a live event");
+
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  std::uint64_t saved = 0, set = UINT64_MAX, got = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &saved), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &set), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &got), cudaSuccess);
+  EXPECT_EQ(got, UINT64_MAX);
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &saved), cudaSuccess);
+
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  EXPECT_STREQ(prop.name, "blockrnn host emulation");
+}
+
 TEST(CudaEmu, MemoryRulesAreChecked) {
   Dev<float> d(4);
   float host[8] = {};

@@ -55,7 +55,9 @@ std::size_t violation_count();
 std::string last_violation();
 // Device and pinned host allocations not yet freed.
 std::size_t live_allocations();
-// The number of devices the stand-in reports (default 1). With 0, cudaGetDeviceCount and every
+// The number of devices the stand-in reports (default 1, or the environment variable
+// BLOCKRNN_CUDA_EMU_DEVICES when set to 0 or 1 at the first CUDA call: lets a script run a
+// test binary "on a machine without a GPU"). With 0, cudaGetDeviceCount and every
 // call that needs a device return cudaErrorNoDevice, as on a machine without a GPU.
 void set_device_count(int count);
 

@@ -6,9 +6,11 @@
 // streams. Work enqueued on a stream runs at once in the calling thread, so every stream is
 // always complete: synchronisation calls only check their arguments.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -29,6 +31,16 @@ struct CUstream_st {
   unsigned flags;
 };
 
+struct CUevent_st {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
+
+// The device's default memory pool: its release threshold only.
+struct CUmemPoolHandle_st {
+  std::uint64_t release_threshold = 0;  // CUDA's default: release at every synchronisation
+};
+
 namespace blockrnn::cuda_emu {
 namespace {
 
@@ -44,6 +56,13 @@ struct Allocation {
   cudaStream_t stream = nullptr;
 };
 
+// BLOCKRNN_CUDA_EMU_DEVICES=0 makes the stand-in a machine without a GPU from the start (the
+// runbook's own test runs a test binary that way); anything else, or unset, is one device.
+int initial_device_count() {
+  const char* v = std::getenv("BLOCKRNN_CUDA_EMU_DEVICES");
+  return v != nullptr && std::strcmp(v, "0") == 0 ? 0 : 1;
+}
+
 struct State {
   std::mutex mu;
   std::map<std::uintptr_t, Allocation> allocations;  // by start address
@@ -51,7 +70,9 @@ struct State {
   // Every stream object ever created: kept until exit, so that a destroyed stream's address is
   // never reused and a stale handle is always recognised.
   std::vector<std::unique_ptr<CUstream_st>> stream_objects;
-  int devices = 1;
+  std::set<cudaEvent_t> events;  // created and not destroyed (deleted when destroyed)
+  CUmemPoolHandle_st default_pool;
+  int devices = initial_device_count();
   std::size_t violations = 0;
   std::string last_violation;
 };
@@ -508,6 +529,136 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return check_stream(stream, "cudaStreamSynchronize");
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  if (event == nullptr) return violation(cudaErrorInvalidValue, "cudaEventCreate: event is null");
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  *event = new CUevent_st;
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().events.insert(*event);
+  return cudaSuccess;
+}
+
+namespace {
+bool is_live_event(cudaEvent_t event) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().events.count(event) > 0;
+}
+cudaError_t check_event(cudaEvent_t event, const char* fn) {
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (!is_live_event(event)) {
+    return violation(cudaErrorInvalidResourceHandle,
+                     std::string(fn) + ": " + hex(event) + " is not a live event");
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (cudaError_t e = check_event(event, "cudaEventDestroy"); e != cudaSuccess) return e;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    state().events.erase(event);
+  }
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (cudaError_t e = check_event(event, "cudaEventRecord"); e != cudaSuccess) return e;
+  if (cudaError_t e = check_stream(stream, "cudaEventRecord"); e != cudaSuccess) return e;
+  event->recorded = true;
+  event->when = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return check_event(event, "cudaEventSynchronize");
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (ms == nullptr) return violation(cudaErrorInvalidValue, "cudaEventElapsedTime: ms is null");
+  if (cudaError_t e = check_event(start, "cudaEventElapsedTime"); e != cudaSuccess) return e;
+  if (cudaError_t e = check_event(end, "cudaEventElapsedTime"); e != cudaSuccess) return e;
+  if (!start->recorded || !end->recorded) {
+    return violation(cudaErrorInvalidResourceHandle,
+                     "cudaEventElapsedTime: an event was never recorded");
+  }
+  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) {
+    return violation(cudaErrorInvalidValue, "cudaGetDeviceProperties: prop is null");
+  }
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (device != 0) {
+    return violation(cudaErrorInvalidDevice, "cudaGetDeviceProperties: no such device");
+  }
+  *prop = {};
+  std::snprintf(prop->name, sizeof prop->name, "%s", "blockrnn host emulation");
+  prop->multiProcessorCount = 1;
+  prop->major = 0;
+  prop->minor = 0;
+  prop->clockRate = 0;
+  return cudaSuccess;
+}
+
+// 0: not a CUDA version (the stand-in is none).
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (version == nullptr) return violation(cudaErrorInvalidValue, "cudaDriverGetVersion: null");
+  *version = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (version == nullptr) return violation(cudaErrorInvalidValue, "cudaRuntimeGetVersion: null");
+  *version = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  if (pool == nullptr) return violation(cudaErrorInvalidValue, "cudaDeviceGetDefaultMemPool: null");
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (device != 0) {
+    return violation(cudaErrorInvalidDevice, "cudaDeviceGetDefaultMemPool: no such device");
+  }
+  *pool = &state().default_pool;
+  return cudaSuccess;
+}
+
+namespace {
+cudaError_t check_pool_attr(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value, const char* fn) {
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (pool != &state().default_pool || value == nullptr ||
+      attr != cudaMemPoolAttrReleaseThreshold) {
+    return violation(cudaErrorInvalidValue,
+                     std::string(fn) + ": only the default pool's release threshold is emulated");
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = check_pool_attr(pool, attr, value, "cudaMemPoolSetAttribute");
+      e != cudaSuccess) {
+    return e;
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  std::memcpy(&pool->release_threshold, value, sizeof(std::uint64_t));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = check_pool_attr(pool, attr, value, "cudaMemPoolGetAttribute");
+      e != cudaSuccess) {
+    return e;
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  std::memcpy(value, &pool->release_threshold, sizeof(std::uint64_t));
+  return cudaSuccess;
 }
 
 }  // extern "C"

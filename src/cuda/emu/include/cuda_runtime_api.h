@@ -56,6 +56,25 @@ enum cudaMemoryType {
   cudaMemoryTypeManaged = 3,
 };
 
+// Events: the stand-in records the host's steady clock when an event is recorded (work runs at
+// once, so an event is complete as soon as it is recorded).
+typedef struct CUevent_st* cudaEvent_t;
+
+// Memory pools: only the default pool of the device and its release threshold.
+typedef struct CUmemPoolHandle_st* cudaMemPool_t;
+enum cudaMemPoolAttr {
+  cudaMemPoolAttrReleaseThreshold = 4,
+};
+
+// The fields of the device properties that blockrnn's tools read.
+struct cudaDeviceProp {
+  char name[256];
+  int multiProcessorCount;
+  int major;
+  int minor;
+  int clockRate;  // kHz
+};
+
 struct cudaPointerAttributes {
   enum cudaMemoryType type;
   int device;
@@ -93,4 +112,18 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device);
+cudaError_t cudaDriverGetVersion(int* version);
+cudaError_t cudaRuntimeGetVersion(int* version);
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value);
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value);
 }
