@@ -510,6 +510,88 @@ TEST_F(CudaOps, TF32ModeLeavesFloat64Alone) {
              {{"forget_bias", 1.0}, {"cell_clip", 0.0}, {"use_peephole", 0.0}});  // fp64: exact
 }
 
+// The same host tensors in another floating dtype (seq_len_max, an int64 scalar, as it is).
+std::vector<Tensor> converted(const std::vector<Tensor>& host, DType to) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : host) {
+    if (t.dtype() == DType::kInt64) {
+      Tensor c(DType::kInt64, t.shape());
+      std::memcpy(c.data(), t.data(), t.num_bytes());
+      out.push_back(std::move(c));
+      continue;
+    }
+    Tensor c(to, t.shape());
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) set_element(c, e, element(t, e));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The largest |a − b| over every element of every output.
+double max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  double m = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    for (std::int64_t e = 0; e < a[k].num_elements(); ++e) {
+      m = std::max(m, std::fabs(element(a[k], e) - element(b[k], e)));
+    }
+  }
+  return m;
+}
+
+// The TF32 switch really switches: float32 calls with TF32 on are farther from the float64
+// result (the CPU path on the same values, widened exactly) than the exact float32 calls, by more
+// than 10× (TF32 rounds the GEMM inputs to a 10-bit mantissa, relative error 2⁻¹¹ ≈ 4.9e-4,
+// against float32's 2⁻²⁴ ≈ 6e-8), yet within 1e-2 (the scaled weights keep every pre-activation
+// O(1), so 112-term products of TF32-rounded values differ by ~1e-3 at most). Switched back off,
+// a call gives the first exact call's bits again.
+TEST_F(CudaOps, TF32OnIsFartherFromFloat64AndOffIsExact) {
+  const Dims d{20, 8, 48, 64, 20};
+  for (const char* op : {"BlockLSTM", "BlockLSTMGrad", "BlockGRUResetAfter", "BlockGRU"}) {
+    SCOPED_TRACE(op);
+    const AttrMap attrs =
+        std::string(op).starts_with("BlockLSTM") ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+    const std::vector<Tensor> host32 = random_inputs(find_op(op), d, DType::kFloat32, 5);
+    const std::vector<Tensor> host64 = converted(host32, DType::kFloat64);
+    const std::vector<TensorView> views64(host64.begin(), host64.end());
+    const std::vector<Tensor> exact64 = run_op(op, views64, attrs);
+    auto device_run = [&](cuda::MathMode mode) {
+      cuda::set_math_mode(mode);
+      DeviceCall call(op, host32, attrs);
+      call.run(nullptr);
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      return call.outputs();
+    };
+    const std::vector<Tensor> exact = device_run(cuda::MathMode::kExactFP32);
+    const std::vector<Tensor> tf32 = device_run(cuda::MathMode::kTF32);
+    const std::vector<Tensor> off_again = device_run(cuda::MathMode::kExactFP32);
+    const double err_exact = max_abs_diff(exact, exact64), err_tf32 = max_abs_diff(tf32, exact64);
+    EXPECT_GT(err_tf32, 10 * err_exact) << "TF32 on: " << err_tf32 << ", exact: " << err_exact;
+    EXPECT_LE(err_tf32, 1e-2);
+    EXPECT_LE(err_exact, 2e-4);  // float32's tolerance (top of the file)
+    for (std::size_t k = 0; k < exact.size(); ++k) {
+      EXPECT_EQ(std::memcmp(exact[k].data(), off_again[k].data(), exact[k].num_bytes()), 0)
+          << "output " << k << " differs after TF32 was switched off";
+    }
+  }
+}
+
+// A thousand steps: every sequence op and its gradient against the CPU reference in float32 and
+// float64, B not a multiple of 8, H not of 32. The same tolerances as at T = 40: with the weights
+// scaled by 1/√(I+H) the recurrence contracts, so the per-step rounding differences do not grow
+// with the number of steps.
+TEST_F(CudaOps, ThousandSteps) {
+  const Dims d{1000, 5, 7, 12, 1000};
+  for (DType t : {DType::kFloat32, DType::kFloat64}) {
+    compare_op("BlockLSTM", d, t,
+               {{"forget_bias", 1.0}, {"cell_clip", 0.0}, {"use_peephole", 1.0}});
+    compare_op("BlockLSTMGrad", d, t, {{"use_peephole", 1.0}});
+    for (const char* op :
+         {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+      compare_op(op, d, t, {});
+    }
+  }
+}
+
 // Two runs of the same call give identical bits (no atomics, fixed-order reductions), at one
 // reduction chunk (S·B = 24 rows) and at many (S·B = 1480 rows: 38 chunks of 39).
 TEST_F(CudaOps, Deterministic) {
