@@ -502,6 +502,24 @@ TEST_F(CudaOps, OddMultiBlockShapesFloat16) {
   compare_odd_multi_block_shapes(DType::kFloat16);
 }
 
+// More batch rows than one pass of the element-wise kernels' 2-D grid covers (gridDim.y is at
+// most 65535 rows; the kernels stride over the rest): every element-wise kernel of the cells and
+// of a two-step sequence, forward and backward, at B = 70000.
+TEST_F(CudaOps, MoreRowsThanOneGridPass) {
+  const Dims cell{1, 70000, 2, 3, 1}, seq{2, 70000, 2, 3, 2};
+  const AttrMap lstm{{"forget_bias", 1.0}, {"cell_clip", 0.5}, {"use_peephole", 1.0}};
+  compare_op("LSTMBlockCell", cell, DType::kFloat32, lstm);
+  compare_op("gradients.LSTMBlockCell", cell, DType::kFloat32, lstm);
+  compare_op("BlockLSTMGrad", seq, DType::kFloat32, {{"use_peephole", 1.0}});
+  for (const char* op : {"GRUBlockCell", "gradients.GRUBlockCell"}) {
+    compare_op(op, cell, DType::kFloat32, {});
+  }
+  for (const char* op :
+       {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+    compare_op(op, seq, DType::kFloat32, {});
+  }
+}
+
 // The TF32 mode changes only float32 products: float64 stays within its tolerance.
 TEST_F(CudaOps, TF32ModeLeavesFloat64Alone) {
   cuda::set_math_mode(cuda::MathMode::kTF32);
