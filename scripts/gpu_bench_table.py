@@ -5,8 +5,9 @@ per-step path against cuDNN, from the CSV rows of blockrnn_cuda_timing and gpu_b
     gpu_bench_table.py BENCH_CSV [--out TABLE_TXT]
 
 One line per (cell, mode, T, B, H, pass): µs per step of blockrnn (and of its persistent kernels,
-when the persistent stage added their rows) and of cuDNN, the ratio cuDNN / blockrnn (above 1:
-blockrnn is faster), and blockrnn's GEMM TFLOP/s (the CSV's tflops: 2·B·(I+H)·G per forward step,
+when the persistent stage added their rows) and of torch.nn's RNN (torch_impl says which: cudnn,
+or torch-native where torch does not use cuDNN, as for bfloat16), the ratio torch / blockrnn
+(above 1: blockrnn is faster), and blockrnn's GEMM TFLOP/s (the CSV's tflops: 2·B·(I+H)·G per forward step,
 three times that for forward + backward) as a percentage of the device's dense peak for the mode. The peaks are the vendor's datasheet figures (dense, no
 sparsity; not measured here), by device name:
 
@@ -48,7 +49,9 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
-REFERENCES = ("cudnn", "torch-cpu")  # the reference side's impl names (gpu_bench_torch.py)
+# The reference side's impl names (gpu_bench_torch.py): cuDNN, torch's own CUDA RNN (what
+# bfloat16 gets), torch on the CPU (dry runs).
+REFERENCES = ("cudnn", "torch-native", "torch-cpu")
 
 
 def _step(r):
@@ -75,10 +78,11 @@ def table_lines(rows):
     keys = set(ref)
     for table in by_impl.values():
         keys |= set(table)
-    cols = ["cell", "mode", "T", "B", "H", "pass"] + [i + "_us" for i in impls] + ["cudnn_us"]
+    cols = ["cell", "mode", "T", "B", "H", "pass"] + [i + "_us" for i in impls] + ["torch_us", "torch_impl"]
     for i in impls:
         cols += [i + "_speedup", i + "_%peak"]
-    fmt = "%-6s %-4s %5s %4s %5s %-7s" + " %12s" * (len(impls) + 1) + " %16s %14s" * len(impls)
+    fmt = ("%-6s %-4s %5s %4s %5s %-7s" + " %12s" * (len(impls) + 1) + " %-12s"
+           + " %16s %14s" * len(impls))
     lines = [fmt % tuple(cols)]
     order = lambda k: (k[0], MODE_ORDER.get(k[1], 9), k[2], k[3], k[4], PASS_ORDER.get(k[5], 9))
     for k in sorted(keys, key=order):
@@ -86,6 +90,7 @@ def table_lines(rows):
         t = ref.get(k)  # none for gru_rb, which cuDNN does not compute
         fields = [cell, mode, T, B, H, pass_]
         fields += [_step(by_impl[i].get(k)) for i in impls] + [_step(t)]
+        fields += [t["impl"] if t is not None else "-"]
         for i in impls:
             o = by_impl[i].get(k)
             speed, frac = "-", "-"

@@ -18,9 +18,10 @@ accumulation; PyTorch picks cuDNN's persistent algorithm itself where its rules 
 device or library cannot run (bf16 RNNs on an old cuDNN, say) becomes a row with status
 "unsupported: <error>" instead of stopping the run.
 
-The CSV columns are blockrnn_cuda_timing's (tests/cuda/cuda_timing.cc), with impl = cudnn (or
-torch-cpu with --device cpu, the runbook's dry run on a machine without a GPU, where the timings
-mean nothing). Rows are appended and flushed as they are measured.
+The CSV columns are blockrnn_cuda_timing's (tests/cuda/cuda_timing.cc), with impl = cudnn when
+torch gives the call to cuDNN, torch-native when it does not (torch runs bfloat16 RNNs with its
+own per-step kernels, not cuDNN: such rows are labelled so, never as cuDNN), torch-cpu with
+--device cpu (the runbook's dry run on a machine without a GPU, where the timings mean nothing). Rows are appended and flushed as they are measured.
 """
 
 import argparse
@@ -135,7 +136,10 @@ def set_mode(torch, mode):
 
 
 def bench_one(torch, timer, cell, mode, T, B, H, device):
-    """(fwd µs, reps), (fwd+bwd µs, reps) of one configuration."""
+    """impl, (fwd µs, reps), (fwd+bwd µs, reps) of one configuration. impl: "cudnn" when torch
+    hands the input to cuDNN (torch.backends.cudnn.is_acceptable: float16/32/64 on CUDA), else
+    "torch-native" (torch's own per-step CUDA implementation, which bfloat16 gets), or
+    "torch-cpu"."""
     dtype = set_mode(torch, mode)
     gen = torch.Generator(device="cpu").manual_seed(1)
     Module = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
@@ -154,7 +158,11 @@ def bench_one(torch, timer, cell, mode, T, B, H, device):
     def fwd_bwd():
         torch.autograd.grad(fwd(), wrt, grad_out)
 
-    return timer.median_us(fwd), timer.median_us(fwd_bwd)
+    if not device.startswith("cuda"):
+        impl = "torch-cpu"
+    else:
+        impl = "cudnn" if torch.backends.cudnn.is_acceptable(x) else "torch-native"
+    return impl, timer.median_us(fwd), timer.median_us(fwd_bwd)
 
 
 def main(argv=None):
@@ -193,7 +201,7 @@ def main(argv=None):
             for mode in modes:
                 for cell in cells:
                     try:
-                        (f_us, f_reps), (fb_us, fb_reps) = bench_one(
+                        row_impl, (f_us, f_reps), (fb_us, fb_reps) = bench_one(
                             torch, timer, cell, mode, T, B, H, args.device)
                     except (RuntimeError, NotImplementedError) as e:
                         if "out of memory" in str(e):
@@ -204,9 +212,9 @@ def main(argv=None):
                         print("%s %-4s %-4s T=%d B=%d H=%d %s" % (impl, cell, mode, T, B, H, why))
                         continue
                     for p, us, reps in (("fwd", f_us, f_reps), ("fwd+bwd", fb_us, fb_reps)):
-                        out.write(csv_row(impl, cell, mode, T, B, H, p, us, reps, name))
+                        out.write(csv_row(row_impl, cell, mode, T, B, H, p, us, reps, name))
                         print("%s %-4s %-4s %-7s T=%d B=%d H=%d %12.1f us/call %9.2f us/step"
-                              % (impl, cell, mode, p, T, B, H, us, us / T))
+                              % (row_impl, cell, mode, p, T, B, H, us, us / T))
                     sys.stdout.flush()
                     if args.device.startswith("cuda"):
                         torch.cuda.empty_cache()

@@ -80,16 +80,18 @@ def test_table_pairs_blockrnn_with_cudnn(tmp_path):
     write_rows(path, [
         bench.csv_row("blockrnn", "lstm", "fp16", 100, 16, 512, "fwd", 2000.0, 5, dev),
         bench.csv_row("cudnn", "lstm", "fp16", 100, 16, 512, "fwd", 1000.0, 5, dev),
-        bench.csv_row("cudnn", "lstm", "bf16", 100, 16, 512, "fwd", None, 0, dev, "unsupported: no"),
+        bench.csv_row("torch-native", "lstm", "bf16", 100, 16, 512, "fwd", None, 0, dev,
+                      "unsupported: no"),
         bench.csv_row("blockrnn", "gru_rb", "fp32", 100, 16, 512, "fwd", 900.0, 5, dev),
     ])
     lines = table.table_lines(table.read_rows(str(path)))
-    assert lines[0].split()[:8] == ["cell", "mode", "T", "B", "H", "pass", "blockrnn_us", "cudnn_us"]
+    assert lines[0].split()[:9] == ["cell", "mode", "T", "B", "H", "pass", "blockrnn_us",
+                                    "torch_us", "torch_impl"]
     body = {tuple(l.split()[:2]): l.split() for l in lines[1:]}
     # blockrnn 20 µs/step against cuDNN 10: 0.50x; 3.36 TFLOP/s of the H100's 989 fp16 peak.
-    assert body[("lstm", "fp16")][6:] == ["20.00", "10.00", "0.50x", "0.3"]
-    assert body[("lstm", "bf16")][6:8] == ["-", "unsupported"]
-    assert body[("gru_rb", "fp32")][7:9] == ["-", "-"]  # no cuDNN counterpart
+    assert body[("lstm", "fp16")][6:] == ["20.00", "10.00", "cudnn", "0.50x", "0.3"]
+    assert body[("lstm", "bf16")][6:9] == ["-", "unsupported", "torch-native"]
+    assert body[("gru_rb", "fp32")][7:10] == ["-", "-", "-"]  # no cuDNN counterpart
     assert [l.split()[0] for l in lines[1:]] == ["gru_rb", "lstm", "lstm"]
 
 
