@@ -287,15 +287,16 @@ timed_step() {
 }
 
 # bench: budget BLOCKRNN_BENCH_BUDGET_S (default 480 s of the call's 600): blockrnn one process per
-# shape (each ≤ 90 s), then cuDNN one torch process for all shapes with what is left (rows are
-# written as they are measured, so a timeout loses only the last shapes). Estimated on an H100:
-# about 2-3 minutes per side; each configuration is timed for about 300 ms after 2 warm-up calls.
+# shape (each ≤ 90 s; direct launches and the per-step loops as CUDA Graphs), then cuDNN one torch
+# process for all shapes with what is left, at least 120 s (rows are written as they are measured,
+# so a timeout loses only the last shapes). Each configuration is timed for about 200 ms after 2
+# warm-up calls. Estimated on an H100 (not measured): about 3 minutes per side.
 stage_bench() {
   write_env
   resolve_binary "$TIMING"
   local timing="$RESOLVED" log="$OUT/bench.log" csv="$OUT/bench.csv"
   local budget="${BLOCKRNN_BENCH_BUDGET_S:-480}" start=$SECONDS failures=0
-  local target=300 torch_device=cuda
+  local target=200 torch_device=cuda
   if [[ "$DRY" == 1 ]]; then
     target=5
     torch_device=cpu
@@ -314,7 +315,7 @@ stage_bench() {
     fi
     # shellcheck disable=SC2086
     timed_step $((left < 90 ? left : 90)) "$log" "$timing" --csv "$csv" --target-ms "$target" \
-      $shape || failures=$((failures + 1))
+      --graphs $shape || failures=$((failures + 1))
   done
   echo "== cuDNN through torch" | tee -a "$log"
   if [[ "$DRY" == 1 ]] && ! "$PYTHON" -c 'import torch' 2>/dev/null; then

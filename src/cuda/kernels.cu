@@ -22,8 +22,10 @@
 #endif
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "blockrnn/error.h"
 #include "cuda/kernels.h"
@@ -54,6 +56,12 @@ Workspace::Workspace(const Ctx& ctx, std::size_t bytes) : ctx_(ctx) {
 Workspace::~Workspace() {
   if (ptr_ != nullptr) cudaFreeAsync(ptr_, ctx_.stream);  // stream-ordered; errors surface later
 }
+
+// The column offsets (in units of H) of the LSTM's gate blocks in the op's layout. Outside the
+// anonymous namespace: the drivers' per-step lambdas capture it.
+struct Blocks {
+  std::int64_t i, c, f, o;
+};
 
 namespace {
 
@@ -97,7 +105,8 @@ template <typename... Params>
 void launch(const Ctx& ctx, const char* name, void (*kernel)(Params...), dim3 grid,
             typename Param<Params>::type... args) {
 #ifdef BLOCKRNN_CUDA_HOST_EMU
-  cuda_emu::launch(name, grid, dim3(kThreads), 0, ctx.stream, [&] { kernel(args...); });
+  // By value: a launch captured into a graph runs after this call has returned.
+  cuda_emu::launch(name, grid, dim3(kThreads), 0, ctx.stream, [=] { kernel(args...); });
 #else
   // clang-format off
   kernel<<<grid, kThreads, 0, ctx.stream>>>(args...);
@@ -110,6 +119,107 @@ template <typename T>
 void zero(const Ctx& ctx, T* p, i64 n) {
   if (n > 0)
     check_cuda(ctx.op, cudaMemsetAsync(p, 0, sizeof(T) * n, ctx.stream), "cudaMemsetAsync");
+}
+
+// ---- the per-step loops as CUDA Graphs --------------------------------------------------------
+
+// What a captured per-step loop bakes in: the driver, the sizes and every pointer and value its
+// launches and GEMMs use, plus the stream, the cuBLAS handle, its workspace and the math mode. Two
+// calls with equal keys enqueue exactly the same work, so the second can replay the first's graph.
+// Built from values one by one (never from whole structs, whose padding bytes are unspecified).
+class StepKey {
+ public:
+  StepKey(const Ctx& ctx, const char* driver, std::size_t type_size) {
+    bytes_ = driver;
+    add(type_size, ctx.stream, ctx.blas, ctx.tf32, ctx.blas_workspace);
+  }
+  template <typename... Vs>
+  StepKey& add(const Vs&... vs) {
+    (append(vs), ...);
+    return *this;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  template <typename V>
+  void append(const V& v) {
+    static_assert(std::is_scalar_v<V>, "keys are built from scalars and pointers");
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  std::string bytes_;
+};
+
+// The instantiated graphs of one host thread (whose cuBLAS handle they use), most recent last,
+// at most kMaxStepGraphs: the oldest is destroyed to make room.
+class StepGraphCache {
+ public:
+  static constexpr std::size_t kMaxStepGraphs = 16;
+  ~StepGraphCache() {
+    for (const Entry& e : entries_) cudaGraphExecDestroy(e.exec);
+  }
+  cudaGraphExec_t find(const std::string& key) {
+    for (std::size_t k = 0; k < entries_.size(); ++k) {
+      if (entries_[k].key == key) {
+        const Entry hit = entries_[k];
+        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(k));
+        entries_.push_back(hit);
+        return hit.exec;
+      }
+    }
+    return nullptr;
+  }
+  void insert(const std::string& key, cudaGraphExec_t exec) {
+    if (entries_.size() == kMaxStepGraphs) {
+      cudaGraphExecDestroy(entries_.front().exec);
+      entries_.erase(entries_.begin());
+    }
+    entries_.push_back({key, exec});
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    cudaGraphExec_t exec;
+  };
+  std::vector<Entry> entries_;
+};
+
+// Enqueues `steps()` (a driver's per-step loop: GEMMs and kernel launches only, no allocation or
+// synchronisation) of `count` steps on ctx.stream: directly, or with ctx.step_graphs as a CUDA
+// Graph per key, captured on the first call and replayed by later calls with the same key. The
+// legacy default stream cannot capture, and a single step (the cells) gains nothing from a graph:
+// there the loop always runs directly.
+template <typename F>
+void run_steps(const Ctx& ctx, const StepKey& key, i64 count, F&& steps) {
+  if (!ctx.step_graphs || count < 2 || ctx.stream == nullptr || ctx.stream == cudaStreamLegacy) {
+    steps();
+    return;
+  }
+  thread_local StepGraphCache cache;
+  if (cudaGraphExec_t exec = cache.find(key.bytes())) {
+    check_cuda(ctx.op, cudaGraphLaunch(exec, ctx.stream), "cudaGraphLaunch");
+    return;
+  }
+  check_cuda(ctx.op, cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal),
+             "cudaStreamBeginCapture");
+  try {
+    steps();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    if (cudaStreamEndCapture(ctx.stream, &broken) == cudaSuccess && broken != nullptr) {
+      cudaGraphDestroy(broken);
+    }
+    cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  check_cuda(ctx.op, cudaStreamEndCapture(ctx.stream, &graph), "cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check_cuda(ctx.op, made, "cudaGraphInstantiate");
+  cache.insert(key.bytes(), exec);
+  check_cuda(ctx.op, cudaGraphLaunch(exec, ctx.stream), "cudaGraphLaunch");
 }
 
 // ---- scalar helpers (the reference's, src/core/activations.h) ---------------------------------
@@ -232,9 +342,6 @@ void colsum(const Ctx& ctx, i64 rows, i64 cols, i64 ld, const T* m, T* out) {
 
 // ---- LSTM -------------------------------------------------------------------------------------
 
-struct Blocks {
-  i64 i, c, f, o;
-};
 Blocks blocks_of(LSTMLayout layout) {
   const LSTMGateBlocks b = lstm_gate_blocks(layout);
   return {b.i, b.c, b.f, b.o};
@@ -517,16 +624,21 @@ void lstm_fwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>&
   T* gates = ws.as<T>();
   gemm<T>(ctx, false, false, S * B, G, I, a.x, I, a.w, G, gates, G, 0.0);  // x·w_x, all steps
   const T* w_h = a.w + I * G;
-  for (i64 t = 0; t < S; ++t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
-    T* g = gates + t * B * G;
-    gemm<T>(ctx, false, false, B, G, H, hp, H, w_h, G, g, G, 1.0);  // += h[t−1]·w_h
-    launch(ctx, "lstm_fwd_kernel", lstm_fwd_kernel<T>, grid_2d(B, H), B, H, blk, g, a.b, csp, a.wci,
-           a.wcf, a.wco, a.forget_bias, a.cell_clip, a.use_peephole, a.i + o, a.cs + o, a.f + o,
-           a.o + o, a.ci + o, a.co + o, a.h + o);
-  }
+  StepKey key(ctx, "lstm_fwd", sizeof(T));
+  key.add(B, H, S, blk.i, blk.c, blk.f, blk.o, gates, w_h, a.h_prev, a.cs_prev, a.b, a.wci, a.wcf);
+  key.add(a.wco, a.forget_bias, a.cell_clip, a.use_peephole, a.i, a.cs, a.f, a.o, a.ci, a.co, a.h);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = 0; t < S; ++t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
+      T* g = gates + t * B * G;
+      gemm<T>(ctx, false, false, B, G, H, hp, H, w_h, G, g, G, 1.0);  // += h[t−1]·w_h
+      launch(ctx, "lstm_fwd_kernel", lstm_fwd_kernel<T>, grid_2d(B, H), B, H, blk, g, a.b, csp,
+             a.wci, a.wcf, a.wco, a.forget_bias, a.cell_clip, a.use_peephole, a.i + o, a.cs + o,
+             a.f + o, a.o + o, a.ci + o, a.co + o, a.h + o);
+    }
+  });
 }
 
 template <typename T>
@@ -559,16 +671,22 @@ void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>&
     zero(ctx, a.d_h_prev, BH);
   }
   const T* w_h = a.w + I * G;
-  for (i64 t = S - 1; t >= 0; --t) {
-    const i64 o = t * BH;
-    const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
-    T* dg_t = dg + t * B * G;
-    launch(ctx, "lstm_bwd_kernel", lstm_bwd_kernel<T>, grid_2d(B, H), B, H, blk, a.use_peephole,
-           a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp, a.d_cs + o, a.d_h + o,
-           extra.cell ? nullptr : a.d_cs_prev, extra.cell ? nullptr : a.d_h_prev, a.wci, a.wcf,
-           a.wco, dg_t, a.d_cs_prev);
-    if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.d_h_prev, H, 0.0);
-  }
+  StepKey key(ctx, "lstm_bwd", sizeof(T));
+  key.add(B, H, S, blk.i, blk.c, blk.f, blk.o, a.use_peephole, extra.cell, full, dg, w_h);
+  key.add(a.i, a.f, a.o, a.ci, a.co, a.cs, a.cs_prev, a.d_cs, a.d_h, a.d_cs_prev, a.d_h_prev);
+  key.add(a.wci, a.wcf, a.wco);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = S - 1; t >= 0; --t) {
+      const i64 o = t * BH;
+      const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
+      T* dg_t = dg + t * B * G;
+      launch(ctx, "lstm_bwd_kernel", lstm_bwd_kernel<T>, grid_2d(B, H), B, H, blk, a.use_peephole,
+             a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp, a.d_cs + o, a.d_h + o,
+             extra.cell ? nullptr : a.d_cs_prev, extra.cell ? nullptr : a.d_h_prev, a.wci, a.wcf,
+             a.wco, dg_t, a.d_cs_prev);
+      if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.d_h_prev, H, 0.0);
+    }
+  });
   if (a.use_peephole) {
     lstm_peephole_grad<T>(ctx, S, B, H, blk, dg, a.cs_prev, a.cs, a.d_wci, a.d_wcf, a.d_wco);
   } else {
@@ -599,18 +717,22 @@ void gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a)
   gemm<T>(ctx, false, false, S * B, H, I, a.x, I, a.w_c, H, c_bar, H, 0.0);
   const T* w_ru_h = a.w_ru + I * 2 * H;
   const T* w_c_h = a.w_c + I * H;
-  for (i64 t = 0; t < S; ++t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    T* ru_t = ru_bar + t * B * 2 * H;
-    T* c_t = c_bar + o;
-    gemm<T>(ctx, false, false, B, 2 * H, H, hp, H, w_ru_h, 2 * H, ru_t, 2 * H, 1.0);
-    launch(ctx, "gru_fwd_ru_kernel", gru_fwd_ru_kernel<T>, grid_2d(B, H), B, H, ru_t, a.b_ru, hp,
-           a.r + o, a.u + o, hr);
-    gemm<T>(ctx, false, false, B, H, H, hr, H, w_c_h, H, c_t, H, 1.0);
-    launch(ctx, "gru_fwd_c_kernel", gru_fwd_c_kernel<T>, grid_2d(B, H), B, H, c_t, a.b_c, a.u + o,
-           hp, a.c + o, a.h + o);
-  }
+  StepKey key(ctx, "gru_fwd", sizeof(T));
+  key.add(B, H, S, ru_bar, c_bar, hr, w_ru_h, w_c_h, a.h_prev, a.b_ru, a.b_c, a.r, a.u, a.c, a.h);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = 0; t < S; ++t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* ru_t = ru_bar + t * B * 2 * H;
+      T* c_t = c_bar + o;
+      gemm<T>(ctx, false, false, B, 2 * H, H, hp, H, w_ru_h, 2 * H, ru_t, 2 * H, 1.0);
+      launch(ctx, "gru_fwd_ru_kernel", gru_fwd_ru_kernel<T>, grid_2d(B, H), B, H, ru_t, a.b_ru, hp,
+             a.r + o, a.u + o, hr);
+      gemm<T>(ctx, false, false, B, H, H, hr, H, w_c_h, H, c_t, H, 1.0);
+      launch(ctx, "gru_fwd_c_kernel", gru_fwd_c_kernel<T>, grid_2d(B, H), B, H, c_t, a.b_c, a.u + o,
+             hp, a.c + o, a.h + o);
+    }
+  });
 }
 
 template <typename T>
@@ -650,20 +772,25 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
   if (!extra.cell) zero(ctx, carry, BH);
   const T* w_ru_h = a.w_ru + I * 2 * H;
   const T* w_c_h = a.w_c + I * H;
-  for (i64 t = S - 1; t >= 0; --t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    T* dc_t = dc + o;
-    T* dru_t = dru + 2 * o;
-    launch(ctx, "gru_bwd_a_kernel", gru_bwd_a_kernel<T>, grid_2d(B, H), B, H,
-           extra.cell ? nullptr : carry, a.d_h + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
-    gemm<T>(ctx, false, true, B, H, H, dc_t, H, w_c_h, H, d_hr, H, 0.0);  // d_c_bar·w_c_hᵀ
-    launch(ctx, "gru_bwd_b_kernel", gru_bwd_b_kernel<T>, grid_2d(B, H), B, H, d_hr, hp, a.r + o,
-           dru_t, hr != nullptr ? hr + o : nullptr);
-    gemm<T>(ctx, false, true, B, H, 2 * H, dru_t, 2 * H, w_ru_h, 2 * H, g1, H, 0.0);
-    launch(ctx, "gru_bwd_c_kernel", gru_bwd_c_kernel<T>, grid_for(BH), BH, g1, d_hr, a.r + o, dh,
-           a.u + o, carry);
-  }
+  StepKey key(ctx, "gru_bwd", sizeof(T));
+  key.add(B, H, S, extra.cell, carry, dh, d_hr, g1, dc, dru, hr, w_c_h, w_ru_h, a.h_prev, a.h);
+  key.add(a.d_h, a.u, a.c, a.r);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = S - 1; t >= 0; --t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* dc_t = dc + o;
+      T* dru_t = dru + 2 * o;
+      launch(ctx, "gru_bwd_a_kernel", gru_bwd_a_kernel<T>, grid_2d(B, H), B, H,
+             extra.cell ? nullptr : carry, a.d_h + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
+      gemm<T>(ctx, false, true, B, H, H, dc_t, H, w_c_h, H, d_hr, H, 0.0);  // d_c_bar·w_c_hᵀ
+      launch(ctx, "gru_bwd_b_kernel", gru_bwd_b_kernel<T>, grid_2d(B, H), B, H, d_hr, hp, a.r + o,
+             dru_t, hr != nullptr ? hr + o : nullptr);
+      gemm<T>(ctx, false, true, B, H, 2 * H, dru_t, 2 * H, w_ru_h, 2 * H, g1, H, 0.0);
+      launch(ctx, "gru_bwd_c_kernel", gru_bwd_c_kernel<T>, grid_for(BH), BH, g1, d_hr, a.r + o, dh,
+             a.u + o, carry);
+    }
+  });
   // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ for all steps.
   gemm<T>(ctx, false, true, S * B, I, 2 * H, dru, 2 * H, a.w_ru, 2 * H, a.d_x, I, 0.0);
   gemm<T>(ctx, false, true, S * B, I, H, dc, H, a.w_c, H, a.d_x, I, 1.0);
@@ -690,13 +817,17 @@ void gru_reset_after_fwd(const Ctx& ctx, const BlockGRUDims& d,
   T* gi = ws.as<T>();       // [S·B, 3H]
   T* gh = gi + S * B * H3;  // [B, 3H]
   gemm<T>(ctx, false, false, S * B, H3, I, a.x, I, a.w_i, H3, gi, H3, 0.0);
-  for (i64 t = 0; t < S; ++t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    gemm<T>(ctx, false, false, B, H3, H, hp, H, a.w_h, H3, gh, H3, 0.0);
-    launch(ctx, "gra_fwd_kernel", gra_fwd_kernel<T>, grid_2d(B, H), B, H, gi + t * B * H3, gh,
-           a.b_i, a.b_h, hp, a.r + o, a.u + o, a.n + o, a.hn + o, a.h + o);
-  }
+  StepKey key(ctx, "gru_reset_after_fwd", sizeof(T));
+  key.add(B, H, S, gi, gh, a.h_prev, a.w_h, a.b_i, a.b_h, a.r, a.u, a.n, a.hn, a.h);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = 0; t < S; ++t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      gemm<T>(ctx, false, false, B, H3, H, hp, H, a.w_h, H3, gh, H3, 0.0);
+      launch(ctx, "gra_fwd_kernel", gra_fwd_kernel<T>, grid_2d(B, H), B, H, gi + t * B * H3, gh,
+             a.b_i, a.b_h, hp, a.r + o, a.u + o, a.n + o, a.hn + o, a.h + o);
+    }
+  });
 }
 
 template <typename T>
@@ -718,14 +849,18 @@ void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
   T* d_gh = d_gi + S * B * H3;  // [S·B, 3H]
   T* carry = a.d_h_prev;
   zero(ctx, carry, BH);
-  for (i64 t = S - 1; t >= 0; --t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    T* dgh_t = d_gh + t * B * H3;
-    launch(ctx, "gra_bwd_kernel", gra_bwd_kernel<T>, grid_2d(B, H), B, H, a.d_h + o, a.r + o,
-           a.u + o, a.n + o, a.hn + o, hp, carry, d_gi + t * B * H3, dgh_t);
-    gemm<T>(ctx, false, true, B, H, H3, dgh_t, H3, a.w_h, H3, carry, H, 1.0);  // += d_gh·w_hᵀ
-  }
+  StepKey key(ctx, "gru_reset_after_bwd", sizeof(T));
+  key.add(B, H, S, d_gi, d_gh, carry, a.h_prev, a.h, a.w_h, a.d_h, a.r, a.u, a.n, a.hn);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = S - 1; t >= 0; --t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* dgh_t = d_gh + t * B * H3;
+      launch(ctx, "gra_bwd_kernel", gra_bwd_kernel<T>, grid_2d(B, H), B, H, a.d_h + o, a.r + o,
+             a.u + o, a.n + o, a.hn + o, hp, carry, d_gi + t * B * H3, dgh_t);
+      gemm<T>(ctx, false, true, B, H, H3, dgh_t, H3, a.w_h, H3, carry, H, 1.0);  // += d_gh·w_hᵀ
+    }
+  });
   gemm<T>(ctx, false, true, S * B, I, H3, d_gi, H3, a.w_i, H3, a.d_x, I, 0.0);
   gemm<T>(ctx, true, false, I, H3, S * B, a.x, I, d_gi, H3, a.d_w_i, H3, 0.0);
   gemm<T>(ctx, true, false, H, H3, B, a.h_prev, H, d_gh, H3, a.d_w_h, H3, 0.0);

@@ -2,7 +2,12 @@
 // scripts/gpu_runbook.sh; docs/cuda.md, "On a GPU").
 //
 //   blockrnn_cuda_timing [--csv FILE] [--cells lstm,gru,gru_rb] [--modes fp32,tf32,fp16]
-//                        [--warmup N] [--min-reps N] [--max-reps N] [--target-ms MS] T B H
+//                        [--warmup N] [--min-reps N] [--max-reps N] [--target-ms MS] [--graphs]
+//                        T B H
+//
+// --graphs: each configuration also with the per-step loops as CUDA Graphs
+// (cuda::set_step_graphs; CSV impl blockrnn_graph; the warm-up call captures, the timed calls
+// replay).
 //
 // For each cell and mode: the forward (BlockLSTM, BlockGRUResetAfter — the GRU that cuDNN
 // computes — or BlockGRU, the reset-before GRU) and the forward + backward (the op and its Grad),
@@ -109,6 +114,7 @@ struct Options {
   std::vector<std::string> cells{"lstm", "gru", "gru_rb"};
   std::vector<std::string> modes{"fp32", "tf32", "fp16"};
   int warmup = 2, min_reps = 3, max_reps = 20;
+  bool graphs = false;  // also time with cuda::set_step_graphs(true) (impl blockrnn_graph)
   double target_ms = 1000;
   std::int64_t T = 100, B = 16, H = 512;
 };
@@ -126,7 +132,7 @@ std::vector<std::string> split(const std::string& s) {
   die(why +
       "\nusage: blockrnn_cuda_timing [--csv FILE] [--cells lstm,gru,gru_rb] "
       "[--modes fp32,tf32,fp16] [--warmup N] [--min-reps N] [--max-reps N] [--target-ms MS] "
-      "T B H");
+      "[--graphs] T B H");
 }
 
 std::int64_t positive(const char* s, const char* what) {
@@ -157,6 +163,8 @@ Options parse(int argc, char** argv) {
       o.min_reps = static_cast<int>(positive(value(), "--min-reps"));
     } else if (a == "--max-reps") {
       o.max_reps = static_cast<int>(positive(value(), "--max-reps"));
+    } else if (a == "--graphs") {
+      o.graphs = true;
     } else if (a == "--target-ms") {
       o.target_ms = static_cast<double>(positive(value(), "--target-ms"));
     } else if (!a.empty() && a[0] == '-') {
@@ -252,18 +260,19 @@ class Report {
   Report(const Report&) = delete;
   Report& operator=(const Report&) = delete;
 
-  void add(const std::string& cell, const std::string& mode, const char* pass, double us,
-           int reps) {
+  // impl: "blockrnn" (direct launches) or "blockrnn_graph" (the per-step loops as CUDA Graphs).
+  void add(const char* impl, const std::string& cell, const std::string& mode, const char* pass,
+           double us, int reps) {
     const std::int64_t T = o_.T, B = o_.B, H = o_.H;
     const double step_us = us / double(T);
     const double flops =
         fwd_step_flops(cell, B, H, H) * (std::strcmp(pass, "fwd") == 0 ? 1.0 : 3.0);
     const double tflops = flops / (step_us * 1e-6) / 1e12;
-    std::printf("blockrnn %-6s %-4s %-7s %12.1f us/call %9.2f us/step %8.2f TFLOP/s (%d reps)\n",
+    std::printf("%-14s %-6s %-4s %-7s %12.1f us/call %9.2f us/step %8.2f TFLOP/s (%d reps)\n", impl,
                 cell.c_str(), mode.c_str(), pass, us, step_us, tflops, reps);
     std::fflush(stdout);
     if (csv_ == nullptr) return;
-    std::fprintf(csv_, "blockrnn,%s,%s,%lld,%lld,%lld,%lld,%s,%.3f,%.4f,%.4f,%d,\"%s\",ok\n",
+    std::fprintf(csv_, "%s,%s,%s,%lld,%lld,%lld,%lld,%s,%.3f,%.4f,%.4f,%d,\"%s\",ok\n", impl,
                  cell.c_str(), mode.c_str(), (long long)T, (long long)B, (long long)H, (long long)H,
                  pass, us, step_us, tflops, reps, device_.c_str());
     if (std::fflush(csv_) != 0) die("cannot write " + o_.csv);
@@ -276,8 +285,8 @@ class Report {
 };
 
 // Times one cell in the current mode: appends its forward and forward + backward rows.
-void time_cell(const std::string& cell, const std::string& mode, DType t, const Options& o,
-               Timer& timer, cudaStream_t s, Report& report) {
+void time_cell(const char* impl, const std::string& cell, const std::string& mode, DType t,
+               const Options& o, Timer& timer, cudaStream_t s, Report& report) {
   const std::int64_t T = o.T, B = o.B, H = o.H, I = H;
   const std::vector<unsigned char> pat = random_pattern(t);
   auto buf = [&](Shape shape) { return std::make_unique<Buf>(t, shape, pat); };
@@ -311,14 +320,14 @@ void time_cell(const std::string& cell, const std::string& mode, DType t, const 
     const BlockLSTMGradOutputs gout{xg->m(),  cspg->m(), hpg->m(), wg->m(),
                                     pg1->m(), pg2->m(),  pg3->m(), bg->m()};
     const double fwd = timer.median_us([&] { cuda::block_lstm(in, out, attrs, s); }, &reps);
-    report.add(cell, mode, "fwd", fwd, reps);
+    report.add(impl, cell, mode, "fwd", fwd, reps);
     const double fb = timer.median_us(
         [&] {
           cuda::block_lstm(in, out, attrs, s);
           cuda::block_lstm_grad(gin, gout, false, s);
         },
         &reps);
-    report.add(cell, mode, "fwd+bwd", fb, reps);
+    report.add(impl, cell, mode, "fwd+bwd", fb, reps);
   } else if (cell == "gru") {
     auto w_i = buf({I, 3 * H}), w_h = buf({H, 3 * H}), b_i = buf({3 * H}), b_h = buf({3 * H});
     std::vector<std::unique_ptr<Buf>> five;
@@ -345,14 +354,14 @@ void time_cell(const std::string& cell, const std::string& mode, DType t, const 
     const BlockGRUResetAfterGradOutputs gout{xg->m(),  hpg->m(), wig->m(),
                                              whg->m(), big->m(), bhg->m()};
     const double fwd = timer.median_us([&] { cuda::block_gru_reset_after(in, out, s); }, &reps);
-    report.add(cell, mode, "fwd", fwd, reps);
+    report.add(impl, cell, mode, "fwd", fwd, reps);
     const double fb = timer.median_us(
         [&] {
           cuda::block_gru_reset_after(in, out, s);
           cuda::block_gru_reset_after_grad(gin, gout, s);
         },
         &reps);
-    report.add(cell, mode, "fwd+bwd", fb, reps);
+    report.add(impl, cell, mode, "fwd+bwd", fb, reps);
   } else {  // gru_rb: the reset-before GRU (BlockGRU), which cuDNN does not compute
     auto w_ru = buf({I + H, 2 * H}), w_c = buf({I + H, H}), b_ru = buf({2 * H}), b_c = buf({H});
     std::vector<std::unique_ptr<Buf>> four;
@@ -376,14 +385,14 @@ void time_cell(const std::string& cell, const std::string& mode, DType t, const 
     gin.h_grad = hg->v();
     const BlockGRUGradOutputs gout{xg->m(), hpg->m(), wrug->m(), wcg->m(), brug->m(), bcg->m()};
     const double fwd = timer.median_us([&] { cuda::block_gru(in, out, s); }, &reps);
-    report.add(cell, mode, "fwd", fwd, reps);
+    report.add(impl, cell, mode, "fwd", fwd, reps);
     const double fb = timer.median_us(
         [&] {
           cuda::block_gru(in, out, s);
           cuda::block_gru_grad(gin, gout, s);
         },
         &reps);
-    report.add(cell, mode, "fwd+bwd", fb, reps);
+    report.add(impl, cell, mode, "fwd+bwd", fb, reps);
   }
 }
 
@@ -419,10 +428,14 @@ int main(int argc, char** argv) {
       cuda::set_math_mode(mode == "tf32" ? cuda::MathMode::kTF32 : cuda::MathMode::kExactFP32);
       const DType t = mode == "fp16" ? DType::kFloat16 : DType::kFloat32;
       for (const std::string& cell : o.cells) {
-        try {
-          time_cell(cell, mode, t, o, timer, s, report);
-        } catch (const Error& e) {
-          die(cell + " " + mode + ": " + e.what());
+        for (bool graphs : {false, true}) {
+          if (graphs && !o.graphs) continue;
+          cuda::set_step_graphs(graphs);
+          try {
+            time_cell(graphs ? "blockrnn_graph" : "blockrnn", cell, mode, t, o, timer, s, report);
+          } catch (const Error& e) {
+            die(cell + " " + mode + ": " + e.what());
+          }
         }
       }
     }

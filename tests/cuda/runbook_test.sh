@@ -79,14 +79,17 @@ csv="$OUT/bench.csv"
 header="impl,cell,mode,T,B,H,I,pass,us_per_call,us_per_step,tflops,reps,device,status"
 [[ "$(head -1 "$csv")" == "$header" ]] || fail "bench.csv header: $(head -1 "$csv")"
 # 2 shapes x 3 cells x 3 modes x 2 passes, every row with the 14 columns and status ok.
-rows=$(grep -c '^blockrnn,' "$csv")
-[[ $rows -eq 36 ]] || fail "bench.csv has $rows blockrnn rows, expected 36"
-bad=$(grep '^blockrnn,' "$csv" | awk -F, 'NF != 14 || $14 != "ok"' | head -3)
+# The same again with the per-step loops as CUDA Graphs (impl blockrnn_graph).
+for impl in blockrnn blockrnn_graph; do
+  rows=$(grep -c "^$impl," "$csv")
+  [[ $rows -eq 36 ]] || fail "bench.csv has $rows $impl rows, expected 36"
+done
+bad=$(grep '^blockrnn' "$csv" | awk -F, 'NF != 14 || $14 != "ok"' | head -3)
 [[ -z "$bad" ]] || fail "bench.csv rows with the wrong columns: $bad"
 grep -q "blockrnn_us" "$OUT/summary.txt" || fail "no table in summary.txt"
 
 export OUT="$work/out5"
-expect 0 "\+ timeout [0-9]+ .*blockrnn_cuda_timing --csv .* 5 3 16" "print mode" -- \
+expect 0 "\+ timeout [0-9]+ .*blockrnn_cuda_timing --csv .* --graphs 5 3 16" "print mode" -- \
   env BLOCKRNN_RUNBOOK_PRINT=1 "$runbook" bench
 [[ ! -f "$OUT/bench.csv" ]] || fail "print mode ran the timing"
 

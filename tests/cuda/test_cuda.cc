@@ -293,6 +293,25 @@ class DeviceCall {
   }
   // Enqueues the call on `stream` (not waited for).
   void run(cudaStream_t stream) { cuda_run(op_, in_views_, out_views_, attrs_, stream); }
+  // New device outputs (other addresses: allocated while the old ones still live), NaN bytes.
+  void reallocate_outputs() {
+    std::vector<std::unique_ptr<DeviceTensor>> fresh;
+    out_views_.clear();
+    for (const auto& old : dev_out_) {
+      const MutableTensorView v = old->mutable_view();
+      fresh.push_back(std::make_unique<DeviceTensor>(v.dtype, v.shape));
+      out_views_.push_back(fresh.back()->mutable_view());
+    }
+    dev_out_ = std::move(fresh);
+  }
+  // Every output back to NaN bytes (then a call must write all of them again).
+  void poison_outputs() {
+    for (const MutableTensorView& o : out_views_) {
+      const std::size_t bytes =
+          static_cast<std::size_t>(o.shape.num_elements()) * dtype_size(o.dtype);
+      if (bytes > 0) cuda_ok(cudaMemset(o.data, 0xff, bytes), "cudaMemset");
+    }
+  }
   // The outputs, read back (after the stream has run the call).
   std::vector<Tensor> outputs() const {
     std::vector<Tensor> out;
@@ -400,6 +419,7 @@ class CudaOps : public ::testing::Test {
   }
   void TearDown() override {
     cuda::set_math_mode(cuda::MathMode::kExactFP32);
+    cuda::set_step_graphs(false);
 #ifdef BLOCKRNN_CUDA_HOST_EMU
     // Even a broken rule whose status the code ignored (e.g. in a destructor) fails the test.
     EXPECT_EQ(cuda_emu::violation_count(), violations_)
@@ -608,6 +628,77 @@ TEST_F(CudaOps, ThousandSteps) {
       compare_op(op, d, t, {});
     }
   }
+}
+
+// The per-step loops as CUDA Graphs (set_step_graphs): on a non-blocking stream, the first call
+// captures and launches a graph, the second (same pointers: the memory pool keeps the freed
+// workspace, as the timing tool configures it) replays it, and both give the bits of the direct
+// launches, every output rewritten (poisoned between calls). New output pointers are a new graph.
+// On the legacy default stream the loop is launched directly. Every sequence op, float32 and
+// float64, forward and backward.
+TEST_F(CudaOps, StepGraphsGiveTheBitsOfDirectLaunches) {
+  cudaMemPool_t pool = nullptr;
+  cuda_ok(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+  std::uint64_t keep = UINT64_MAX, release = 0;
+  cuda_ok(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool");
+  cudaStream_t s = nullptr;
+  cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  const Dims d{7, 5, 6, 11, 7};
+  for (DType t : {DType::kFloat32, DType::kFloat64}) {
+    for (const char* op : {"BlockLSTM", "BlockLSTMGrad", "BlockGRU", "BlockGRUGrad",
+                           "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+      SCOPED_TRACE(std::string(op) + " " + dtype_name(t));
+      const AttrMap attrs =
+          std::string(op).starts_with("BlockLSTM") ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+      const std::vector<Tensor> host = random_inputs(find_op(op), d, t, 3);
+      DeviceCall direct(op, host, attrs), graphed(op, host, attrs), moved(op, host, attrs);
+      direct.run(s);
+      cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      const std::vector<Tensor> want = direct.outputs();
+      auto expect_same = [&](const std::vector<Tensor>& got, const char* what) {
+        for (std::size_t k = 0; k < want.size(); ++k) {
+          EXPECT_EQ(std::memcmp(got[k].data(), want[k].data(), want[k].num_bytes()), 0)
+              << "output " << k << " differs " << what;
+        }
+      };
+      cuda::set_step_graphs(true);
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      const std::size_t made = cuda_emu::graphs_instantiated(),
+                        launched = cuda_emu::graph_launches();
+#endif
+      for (int call = 0; call < 2; ++call) {
+        graphed.poison_outputs();
+        graphed.run(s);
+        cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        expect_same(graphed.outputs(), call == 0 ? "on the capturing call" : "on the replay");
+      }
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      EXPECT_EQ(cuda_emu::graphs_instantiated(), made + 1) << "the second call captured again";
+      EXPECT_EQ(cuda_emu::graph_launches(), launched + 2);
+#endif
+      graphed.reallocate_outputs();  // the same inputs, other outputs: a graph of its own
+      graphed.run(s);
+      cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      expect_same(graphed.outputs(), "with other output pointers");
+      moved.run(s);  // other input pointers too
+      cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      expect_same(moved.outputs(), "with other pointers");
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      EXPECT_EQ(cuda_emu::graphs_instantiated(), made + 3);
+      const std::size_t before_legacy = cuda_emu::graph_launches();
+#endif
+      graphed.poison_outputs();
+      graphed.run(nullptr);  // the legacy default stream: launched directly
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      expect_same(graphed.outputs(), "on the legacy default stream");
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      EXPECT_EQ(cuda_emu::graph_launches(), before_legacy);
+#endif
+      cuda::set_step_graphs(false);
+    }
+  }
+  cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
+  cuda_ok(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &release), "pool");
 }
 
 // Two runs of the same call give identical bits (no atomics, fixed-order reductions), at one

@@ -84,6 +84,45 @@ TEST(CudaEmu, EventsAndTheMemoryPool) {
   EXPECT_STREQ(prop.name, "blockrnn host emulation");
 }
 
+// Stream capture records the work instead of running it; the graph runs it at each launch, in
+// order. A synchronisation or an allocation on a capturing stream is refused; the legacy default
+// stream cannot capture.
+TEST(CudaEmu, CaptureRecordsAndLaunchReplays) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Dev<unsigned char> d(4);
+  ASSERT_EQ(cudaMemset(d.p, 0, 4), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d.p, 7, 2, s), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d.p + 1, 9, 2, s), cudaSuccess);
+  expect_violation([&] { EXPECT_NE(cudaStreamSynchronize(s), cudaSuccess); }, "captures a graph");
+  void* p = nullptr;
+  expect_violation([&] { EXPECT_NE(cudaMallocAsync(&p, 16, s), cudaSuccess); }, "captures a graph");
+  unsigned char host[4] = {1, 1, 1, 1};
+  ASSERT_EQ(cudaMemcpy(host, d.p, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[0] + host[1] + host[2] + host[3], 0) << "captured work ran at capture";
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host, d.p, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[0], 7);
+  EXPECT_EQ(host[1], 9);  // in order: the second memset last
+  EXPECT_EQ(host[2], 9);
+  EXPECT_EQ(host[3], 0);
+  ASSERT_EQ(cudaMemset(d.p, 0, 4), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);  // again
+  ASSERT_EQ(cudaMemcpy(host, d.p, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[1], 9);
+  ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  expect_violation(
+      [&] { EXPECT_NE(cudaStreamBeginCapture(nullptr, cudaStreamCaptureModeGlobal), cudaSuccess); },
+      "legacy default stream");
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
 TEST(CudaEmu, MemoryRulesAreChecked) {
   Dev<float> d(4);
   float host[8] = {};
