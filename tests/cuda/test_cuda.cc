@@ -72,6 +72,9 @@ class DeviceTensor {
     if (bytes_ > 0) {
       cuda_ok(cudaMalloc(&ptr_, bytes_), "cudaMalloc");
       cuda_ok(cudaMemset(ptr_, 0xff, bytes_), "cudaMemset");  // NaN pattern: unwritten shows
+      // cudaMemset of device memory may return before it is done, and the calls on a
+      // non-blocking stream are not ordered after the legacy stream's work: wait for it.
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
   }
   explicit DeviceTensor(const Tensor& host) : DeviceTensor(host.dtype(), host.shape()) {
@@ -311,6 +314,7 @@ class DeviceCall {
           static_cast<std::size_t>(o.shape.num_elements()) * dtype_size(o.dtype);
       if (bytes > 0) cuda_ok(cudaMemset(o.data, 0xff, bytes), "cudaMemset");
     }
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // as in DeviceTensor
   }
   // The outputs, read back (after the stream has run the call).
   std::vector<Tensor> outputs() const {
