@@ -88,6 +88,9 @@ struct State {
   // the timing tool sets it): (stream, bytes) -> blocks, poisoned, reused by a cudaMallocAsync of
   // the same size on the same stream, as CUDA's pool reuses memory freed on a stream.
   std::multimap<std::pair<cudaStream_t, std::size_t>, void*> pooled;
+  ~State() {
+    for (const auto& [key, block] : pooled) ::operator delete(block, std::align_val_t(kAlignment));
+  }
   std::set<cudaGraph_t> graphs;
   std::set<cudaGraphExec_t> execs;
   std::size_t instantiated = 0, launches = 0;
