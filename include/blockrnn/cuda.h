@@ -46,6 +46,15 @@ enum class MathMode { kExactFP32, kTF32 };
 BLOCKRNN_API void set_math_mode(MathMode mode);
 BLOCKRNN_API MathMode get_math_mode();
 
+// Per-step loops as CUDA Graphs (default off): with it on, a sequence op's per-step loop (one
+// recurrent GEMM and one element-wise kernel per step, two of each for BlockGRU) is captured
+// into a CUDA Graph on its first call and replayed by later calls of the same op with the same
+// sizes, pointers (inputs, outputs and workspace), stream and math mode, which removes the
+// per-step launch overhead. Calling thread's cache of 16 graphs, oldest dropped first. Calls on
+// the legacy default stream (nullptr) always launch directly (it cannot capture). Process-wide.
+BLOCKRNN_API void set_step_graphs(bool on);
+BLOCKRNN_API bool get_step_graphs();
+
 // Number of CUDA devices this process sees; 0 when there is none or no driver (never throws).
 BLOCKRNN_API int device_count() noexcept;
 

@@ -3,7 +3,7 @@
 Each generated function takes TensorFlow's keyword names (keyword-only, `name=None` accepted
 and ignored), converts each argument once to a numpy array without copying it (anything that
 is not a real floating array of the op's dtype is the library's InvalidArgumentError naming the
-op and the argument), calls the core with the GIL released, and returns a namedtuple of
+op and the argument; an array in device memory is UnimplementedError naming it), calls the core with the GIL released, and returns a namedtuple of
 TensorFlow's output names. Shapes, dtypes and memory are validated by the core before any
 copy (strided or byte-swapped inputs are gathered there, counted against the memory limit).
 
@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from . import _core
+from ._device import device_of, device_message
 
 _INT_INPUTS = {"seq_len_max", "seq_lengths"}
 # blockrnn's optional inputs (trailing in the op table): keyword default None = not given.
@@ -51,9 +52,14 @@ def _error(op, message):
 
 
 def _to_array(op, name, v):
-    """numpy's view of `v` without a copy where it has one; the library's error otherwise."""
+    """numpy's view of `v` without a copy where it has one; the library's error otherwise. An
+    array in device memory (a CUDA tensor, a CuPy array) is UnimplementedError naming it, never
+    copied (_device.py)."""
     if isinstance(v, np.ndarray):
         return v
+    device = device_of(v)
+    if device is not None:
+        raise _core.UnimplementedError(device_message(op, name, device))
     if v is None or isinstance(v, (str, bytes, dict, set)):
         raise _error(op, f"{name} must be an array of numbers, got {type(v).__name__}")
     try:

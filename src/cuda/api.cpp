@@ -32,6 +32,7 @@ using detail::Ctx;
 using detail::Workspace;
 
 std::atomic<int> g_math_mode{static_cast<int>(MathMode::kExactFP32)};
+std::atomic<bool> g_step_graphs{false};
 
 // One cuBLAS handle per thread and device, created on first use (cuBLAS handles must not be
 // shared by threads that use them concurrently; each call sets its stream and math mode).
@@ -67,7 +68,7 @@ constexpr std::size_t kBlasWorkspaceBytes = std::size_t(4) << 20;
 // call sets the stream (cuBLAS keeps the last one given) and then, in run(), its own workspace.
 Ctx make_ctx(const char* op, cudaStream_t stream) {
   thread_local Handles handles;
-  Ctx ctx{op, stream, handles.get(op), get_math_mode() == MathMode::kTF32};
+  Ctx ctx{op, stream, handles.get(op), get_math_mode() == MathMode::kTF32, get_step_graphs()};
   check_blas(op, cublasSetStream(ctx.blas, stream), "cublasSetStream");
   check_blas(
       op, cublasSetMathMode(ctx.blas, ctx.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
@@ -143,6 +144,8 @@ void run(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs
   Workspace blas_workspace(ctx, kBlasWorkspaceBytes);
   check_blas(op.name, cublasSetWorkspace(ctx.blas, blas_workspace.as<void>(), kBlasWorkspaceBytes),
              "cublasSetWorkspace");
+  Ctx call_ctx = ctx;  // with the workspace: a captured graph's GEMMs use it
+  call_ctx.blas_workspace = blas_workspace.as<void>();
   // The inputs the kernels read: the floating ones, less `unread`, whose views become null.
   In dev = in;
   std::vector<TensorView*> read;
@@ -158,19 +161,19 @@ void run(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs
   }
   switch (p.dtype) {
     case DType::kFloat32:
-      return f.template operator()<float>(ctx, dev, out, p.dtype);
+      return f.template operator()<float>(call_ctx, dev, out, p.dtype);
     case DType::kFloat64:
-      return f.template operator()<double>(ctx, dev, out, p.dtype);
+      return f.template operator()<double>(call_ctx, dev, out, p.dtype);
     case DType::kFloat16: {
       // float32 staging in one workspace: the inputs read, then every output.
       std::size_t total = 0;
       for (const TensorView* t : read) total += t->shape.num_elements();
       for (const MutableTensorView& o : out_views) total += o.shape.num_elements();
-      Workspace ws(ctx, sizeof(float) * total);
+      Workspace ws(call_ctx, sizeof(float) * total);
       float* next = ws.as<float>();
       for (TensorView* t : read) {
         const std::int64_t n = t->shape.num_elements();
-        detail::half_to_float(ctx, t->data, next, n);
+        detail::half_to_float(call_ctx, t->data, next, n);
         *t = TensorView(next, DType::kFloat32, t->shape);
         next += n;
       }
@@ -180,10 +183,11 @@ void run(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs
         o = MutableTensorView(next, DType::kFloat32, o.shape);
         next += o.shape.num_elements();
       }
-      f.template operator()<float>(ctx, dev, staged, p.dtype);
+      f.template operator()<float>(call_ctx, dev, staged, p.dtype);
       for (const auto& field : op.outputs) {
         const MutableTensorView& o = staged.*field.view;
-        detail::float_to_half(ctx, data<float>(o), (out.*field.view).data, o.shape.num_elements());
+        detail::float_to_half(call_ctx, data<float>(o), (out.*field.view).data,
+                              o.shape.num_elements());
       }
       return;
     }
@@ -336,6 +340,13 @@ void gru_seq(const Op& op, const typename Op::Inputs& in, const typename Op::Out
 }  // namespace
 
 // ---- public -----------------------------------------------------------------------------------
+
+void set_step_graphs(bool on) {
+  g_step_graphs.store(on);
+}
+bool get_step_graphs() {
+  return g_step_graphs.load();
+}
 
 void set_math_mode(MathMode mode) {
   g_math_mode.store(static_cast<int>(mode));

@@ -22,8 +22,10 @@
 #endif
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "blockrnn/error.h"
 #include "cuda/kernels.h"
@@ -55,6 +57,12 @@ Workspace::~Workspace() {
   if (ptr_ != nullptr) cudaFreeAsync(ptr_, ctx_.stream);  // stream-ordered; errors surface later
 }
 
+// The column offsets (in units of H) of the LSTM's gate blocks in the op's layout. Outside the
+// anonymous namespace: the drivers' per-step lambdas capture it.
+struct Blocks {
+  std::int64_t i, c, f, o;
+};
+
 namespace {
 
 using i64 = std::int64_t;
@@ -66,6 +74,17 @@ constexpr int kThreads = 256;
 unsigned grid_for(i64 n) {
   const i64 blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(std::min<i64>(std::max<i64>(blocks, 1), 1 << 20));
+}
+
+// The grid of an element-wise kernel over a [rows, cols] matrix: the threads of a block on
+// consecutive columns (blockIdx.x), rows across blockIdx.y. The kernels loop over both with the
+// grid's strides, so any size is covered, and index an element as row·cols + column: no division
+// per element (a 1-D index would need one, and a 64-bit one at that, to split into row and
+// column). At most 65535 rows per pass (the limit of gridDim.y) and about 2^20 blocks in all.
+dim3 grid_2d(i64 rows, i64 cols) {
+  const i64 x = std::min<i64>(std::max<i64>((cols + kThreads - 1) / kThreads, 1), 1 << 16);
+  const i64 y = std::min<i64>({std::max<i64>(rows, 1), 65535, std::max<i64>((1 << 20) / x, 1)});
+  return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y));
 }
 
 #define BLOCKRNN_GRID_STRIDE(e, n)                                  \
@@ -83,10 +102,11 @@ struct Param {
 // (BLOCKRNN_CUDA_HOST_EMU, docs/cuda.md) the stand-in runtime runs every thread of the grid on
 // the host instead, after the same launch checks.
 template <typename... Params>
-void launch(const Ctx& ctx, const char* name, void (*kernel)(Params...), unsigned grid,
+void launch(const Ctx& ctx, const char* name, void (*kernel)(Params...), dim3 grid,
             typename Param<Params>::type... args) {
 #ifdef BLOCKRNN_CUDA_HOST_EMU
-  cuda_emu::launch(name, dim3(grid), dim3(kThreads), 0, ctx.stream, [&] { kernel(args...); });
+  // By value: a launch captured into a graph runs after this call has returned.
+  cuda_emu::launch(name, grid, dim3(kThreads), 0, ctx.stream, [=] { kernel(args...); });
 #else
   // clang-format off
   kernel<<<grid, kThreads, 0, ctx.stream>>>(args...);
@@ -99,6 +119,107 @@ template <typename T>
 void zero(const Ctx& ctx, T* p, i64 n) {
   if (n > 0)
     check_cuda(ctx.op, cudaMemsetAsync(p, 0, sizeof(T) * n, ctx.stream), "cudaMemsetAsync");
+}
+
+// ---- the per-step loops as CUDA Graphs --------------------------------------------------------
+
+// What a captured per-step loop bakes in: the driver, the sizes and every pointer and value its
+// launches and GEMMs use, plus the stream, the cuBLAS handle, its workspace and the math mode. Two
+// calls with equal keys enqueue exactly the same work, so the second can replay the first's graph.
+// Built from values one by one (never from whole structs, whose padding bytes are unspecified).
+class StepKey {
+ public:
+  StepKey(const Ctx& ctx, const char* driver, std::size_t type_size) {
+    bytes_ = driver;
+    add(type_size, ctx.stream, ctx.blas, ctx.tf32, ctx.blas_workspace);
+  }
+  template <typename... Vs>
+  StepKey& add(const Vs&... vs) {
+    (append(vs), ...);
+    return *this;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  template <typename V>
+  void append(const V& v) {
+    static_assert(std::is_scalar_v<V>, "keys are built from scalars and pointers");
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  std::string bytes_;
+};
+
+// The instantiated graphs of one host thread (whose cuBLAS handle they use), most recent last,
+// at most kMaxStepGraphs: the oldest is destroyed to make room.
+class StepGraphCache {
+ public:
+  static constexpr std::size_t kMaxStepGraphs = 16;
+  ~StepGraphCache() {
+    for (const Entry& e : entries_) cudaGraphExecDestroy(e.exec);
+  }
+  cudaGraphExec_t find(const std::string& key) {
+    for (std::size_t k = 0; k < entries_.size(); ++k) {
+      if (entries_[k].key == key) {
+        const Entry hit = entries_[k];
+        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(k));
+        entries_.push_back(hit);
+        return hit.exec;
+      }
+    }
+    return nullptr;
+  }
+  void insert(const std::string& key, cudaGraphExec_t exec) {
+    if (entries_.size() == kMaxStepGraphs) {
+      cudaGraphExecDestroy(entries_.front().exec);
+      entries_.erase(entries_.begin());
+    }
+    entries_.push_back({key, exec});
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    cudaGraphExec_t exec;
+  };
+  std::vector<Entry> entries_;
+};
+
+// Enqueues `steps()` (a driver's per-step loop: GEMMs and kernel launches only, no allocation or
+// synchronisation) of `count` steps on ctx.stream: directly, or with ctx.step_graphs as a CUDA
+// Graph per key, captured on the first call and replayed by later calls with the same key. The
+// legacy default stream cannot capture, and a single step (the cells) gains nothing from a graph:
+// there the loop always runs directly.
+template <typename F>
+void run_steps(const Ctx& ctx, const StepKey& key, i64 count, F&& steps) {
+  if (!ctx.step_graphs || count < 2 || ctx.stream == nullptr || ctx.stream == cudaStreamLegacy) {
+    steps();
+    return;
+  }
+  thread_local StepGraphCache cache;
+  if (cudaGraphExec_t exec = cache.find(key.bytes())) {
+    check_cuda(ctx.op, cudaGraphLaunch(exec, ctx.stream), "cudaGraphLaunch");
+    return;
+  }
+  check_cuda(ctx.op, cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal),
+             "cudaStreamBeginCapture");
+  try {
+    steps();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    if (cudaStreamEndCapture(ctx.stream, &broken) == cudaSuccess && broken != nullptr) {
+      cudaGraphDestroy(broken);
+    }
+    cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  check_cuda(ctx.op, cudaStreamEndCapture(ctx.stream, &graph), "cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check_cuda(ctx.op, made, "cudaGraphInstantiate");
+  cache.insert(key.bytes(), exec);
+  check_cuda(ctx.op, cudaGraphLaunch(exec, ctx.stream), "cudaGraphLaunch");
 }
 
 // ---- scalar helpers (the reference's, src/core/activations.h) ---------------------------------
@@ -195,12 +316,15 @@ template <typename T>
 __global__ void chunk_colsum_kernel(i64 rows, i64 cols, i64 ld, i64 chunk_rows, const T* m,
                                     T* partial) {
   const i64 chunks = (rows + chunk_rows - 1) / chunk_rows;
-  BLOCKRNN_GRID_STRIDE(e, chunks * cols) {
-    const i64 c = e / cols, j = e % cols;
-    const i64 end = (c + 1) * chunk_rows < rows ? (c + 1) * chunk_rows : rows;
-    T s = T(0);
-    for (i64 r = c * chunk_rows; r < end; ++r) s += m[r * ld + j];
-    partial[e] = s;
+  for (i64 c = blockIdx.y; c < chunks; c += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < cols;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = c * cols + j;
+      const i64 end = (c + 1) * chunk_rows < rows ? (c + 1) * chunk_rows : rows;
+      T s = T(0);
+      for (i64 r = c * chunk_rows; r < end; ++r) s += m[r * ld + j];
+      partial[e] = s;
+    }
   }
 }
 
@@ -220,17 +344,14 @@ void colsum(const Ctx& ctx, i64 rows, i64 cols, i64 ld, const T* m, T* out) {
   if (cols == 0) return;
   const i64 chunks = reduction_chunks(rows);
   Workspace partial(ctx, sizeof(T) * chunks * cols);
-  launch(ctx, "chunk_colsum_kernel", chunk_colsum_kernel<T>, grid_for(chunks * cols), rows, cols,
-         ld, reduction_chunk_rows(rows), m, partial.as<T>());
+  launch(ctx, "chunk_colsum_kernel", chunk_colsum_kernel<T>, grid_2d(chunks, cols), rows, cols, ld,
+         reduction_chunk_rows(rows), m, partial.as<T>());
   launch(ctx, "sum_chunks_kernel", sum_chunks_kernel<T>, grid_for(cols), chunks, cols,
          partial.as<T>(), out);
 }
 
 // ---- LSTM -------------------------------------------------------------------------------------
 
-struct Blocks {
-  i64 i, c, f, o;
-};
 Blocks blocks_of(LSTMLayout layout) {
   const LSTMGateBlocks b = lstm_gate_blocks(layout);
   return {b.i, b.c, b.f, b.o};
@@ -244,28 +365,31 @@ __global__ void lstm_fwd_kernel(i64 B, i64 H, Blocks blk, const T* gates, const 
                                 T* oo, T* oci, T* oco, T* oh) {
   const i64 G = 4 * H;
   const bool clip = cell_clip > T(0);
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 n = e / H, j = e % H;
-    const T* g = gates + n * G;
-    const T g_i = g[blk.i * H + j] + bias[blk.i * H + j];
-    const T g_c = g[blk.c * H + j] + bias[blk.c * H + j];
-    const T g_f = g[blk.f * H + j] + bias[blk.f * H + j];
-    const T g_o = g[blk.o * H + j] + bias[blk.o * H + j];
-    const T csp = cs_prev[e];
-    const T i = sigmoid(use_peephole ? g_i + csp * wci[j] : g_i);
-    const T ci = dtanh(g_c);
-    const T f = sigmoid(use_peephole ? (g_f + forget_bias) + csp * wcf[j] : g_f + forget_bias);
-    T cs = i * ci + f * csp;
-    if (clip) cs = smin(smax(cs, -cell_clip), cell_clip);
-    const T co = dtanh(cs);
-    const T o = sigmoid(use_peephole ? g_o + cs * wco[j] : g_o);
-    oi[e] = i;
-    ocs[e] = cs;
-    of[e] = f;
-    oo[e] = o;
-    oci[e] = ci;
-    oco[e] = co;
-    oh[e] = o * co;
+  for (i64 n = blockIdx.y; n < B; n += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = n * H + j;
+      const T* g = gates + n * G;
+      const T g_i = g[blk.i * H + j] + bias[blk.i * H + j];
+      const T g_c = g[blk.c * H + j] + bias[blk.c * H + j];
+      const T g_f = g[blk.f * H + j] + bias[blk.f * H + j];
+      const T g_o = g[blk.o * H + j] + bias[blk.o * H + j];
+      const T csp = cs_prev[e];
+      const T i = sigmoid(use_peephole ? g_i + csp * wci[j] : g_i);
+      const T ci = dtanh(g_c);
+      const T f = sigmoid(use_peephole ? (g_f + forget_bias) + csp * wcf[j] : g_f + forget_bias);
+      T cs = i * ci + f * csp;
+      if (clip) cs = smin(smax(cs, -cell_clip), cell_clip);
+      const T co = dtanh(cs);
+      const T o = sigmoid(use_peephole ? g_o + cs * wco[j] : g_o);
+      oi[e] = i;
+      ocs[e] = cs;
+      of[e] = f;
+      oo[e] = o;
+      oci[e] = ci;
+      oco[e] = co;
+      oh[e] = o * co;
+    }
   }
 }
 
@@ -279,25 +403,28 @@ __global__ void lstm_bwd_kernel(i64 B, i64 H, Blocks blk, bool use_peephole, con
                                 const T* carry_h, const T* wci, const T* wcf, const T* wco,
                                 T* d_gates, T* d_cs_prev) {
   const i64 G = 4 * H;
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 n = e / H, j = e % H;
-    const T i = pi[e], f = pf[e], o = po[e], ci = pci[e], co = pco[e];
-    const T hg = carry_h != nullptr ? carry_h[e] + d_h[e] : d_h[e];
-    const T csg = carry_cs != nullptr ? carry_cs[e] + d_cs[e] : d_cs[e];
-    const T d_o = ((o * (T(1) - o)) * hg) * co;
-    T dcs = ((T(1) - co * co) * hg) * o + csg;
-    if (use_peephole) dcs = dcs + d_o * wco[j];
-    const T dci = ((T(1) - ci * ci) * dcs) * i;
-    const T df = ((f * (T(1) - f)) * dcs) * cs_prev[e];
-    const T di = ((i * (T(1) - i)) * dcs) * ci;
-    T* dg = d_gates + n * G;
-    dg[blk.i * H + j] = di;
-    dg[blk.c * H + j] = dci;
-    dg[blk.f * H + j] = df;
-    dg[blk.o * H + j] = d_o;
-    T cpg = dcs * f;
-    if (use_peephole) cpg = (cpg + di * wci[j]) + df * wcf[j];
-    d_cs_prev[e] = cpg;
+  for (i64 n = blockIdx.y; n < B; n += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = n * H + j;
+      const T i = pi[e], f = pf[e], o = po[e], ci = pci[e], co = pco[e];
+      const T hg = carry_h != nullptr ? carry_h[e] + d_h[e] : d_h[e];
+      const T csg = carry_cs != nullptr ? carry_cs[e] + d_cs[e] : d_cs[e];
+      const T d_o = ((o * (T(1) - o)) * hg) * co;
+      T dcs = ((T(1) - co * co) * hg) * o + csg;
+      if (use_peephole) dcs = dcs + d_o * wco[j];
+      const T dci = ((T(1) - ci * ci) * dcs) * i;
+      const T df = ((f * (T(1) - f)) * dcs) * cs_prev[e];
+      const T di = ((i * (T(1) - i)) * dcs) * ci;
+      T* dg = d_gates + n * G;
+      dg[blk.i * H + j] = di;
+      dg[blk.c * H + j] = dci;
+      dg[blk.f * H + j] = df;
+      dg[blk.o * H + j] = d_o;
+      T cpg = dcs * f;
+      if (use_peephole) cpg = (cpg + di * wci[j]) + df * wcf[j];
+      d_cs_prev[e] = cpg;
+    }
   }
 }
 
@@ -311,26 +438,29 @@ __global__ void lstm_peephole_chunk_kernel(i64 S, i64 B, i64 H, Blocks blk, i64 
                                            T* partial) {
   const i64 G = 4 * H, BH = B * H, rows = S * B;
   const i64 chunks = (rows + chunk_rows - 1) / chunk_rows;
-  BLOCKRNN_GRID_STRIDE(e, chunks * H) {
-    const i64 c = e / H, j = e % H;
-    const i64 begin = c * chunk_rows;
-    const i64 end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
-    T sci = T(0), scf = T(0), sco = T(0);
-    i64 t = begin / B, n = begin - t * B;  // row r = t·B + n, advanced without a division
-    for (i64 r = begin; r < end; ++r) {
-      const T* csp = t == 0 ? cs0 : cs + (t - 1) * BH;
-      const T* dg = d_gates + r * G;
-      sci += dg[blk.i * H + j] * csp[n * H + j];
-      scf += dg[blk.f * H + j] * csp[n * H + j];
-      sco += dg[blk.o * H + j] * cs[r * H + j];
-      if (++n == B) {
-        n = 0;
-        ++t;
+  for (i64 c = blockIdx.y; c < chunks; c += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = c * H + j;
+      const i64 begin = c * chunk_rows;
+      const i64 end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
+      T sci = T(0), scf = T(0), sco = T(0);
+      i64 t = begin / B, n = begin - t * B;  // row r = t·B + n, advanced without a division
+      for (i64 r = begin; r < end; ++r) {
+        const T* csp = t == 0 ? cs0 : cs + (t - 1) * BH;
+        const T* dg = d_gates + r * G;
+        sci += dg[blk.i * H + j] * csp[n * H + j];
+        scf += dg[blk.f * H + j] * csp[n * H + j];
+        sco += dg[blk.o * H + j] * cs[r * H + j];
+        if (++n == B) {
+          n = 0;
+          ++t;
+        }
       }
+      partial[e] = sci;
+      partial[chunks * H + e] = scf;
+      partial[2 * chunks * H + e] = sco;
     }
-    partial[e] = sci;
-    partial[chunks * H + e] = scf;
-    partial[2 * chunks * H + e] = sco;
   }
 }
 
@@ -341,8 +471,8 @@ void lstm_peephole_grad(const Ctx& ctx, i64 S, i64 B, i64 H, Blocks blk, const T
   const i64 rows = S * B, chunks = reduction_chunks(rows);
   Workspace partial(ctx, sizeof(T) * 3 * chunks * H);
   const T* p = partial.as<T>();
-  launch(ctx, "lstm_peephole_chunk_kernel", lstm_peephole_chunk_kernel<T>, grid_for(chunks * H), S,
-         B, H, blk, reduction_chunk_rows(rows), d_gates, cs0, cs, partial.as<T>());
+  launch(ctx, "lstm_peephole_chunk_kernel", lstm_peephole_chunk_kernel<T>, grid_2d(chunks, H), S, B,
+         H, blk, reduction_chunk_rows(rows), d_gates, cs0, cs, partial.as<T>());
   launch(ctx, "sum_chunks_kernel", sum_chunks_kernel<T>, grid_for(H), chunks, H, p, d_wci);
   launch(ctx, "sum_chunks_kernel", sum_chunks_kernel<T>, grid_for(H), chunks, H, p + chunks * H,
          d_wcf);
@@ -356,13 +486,16 @@ void lstm_peephole_grad(const Ctx& ctx, i64 S, i64 B, i64 H, Blocks blk, const T
 template <typename T>
 __global__ void gru_fwd_ru_kernel(i64 B, i64 H, const T* ru_bar, const T* b_ru, const T* hp, T* r,
                                   T* u, T* hr) {
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 n = e / H, j = e % H;
-    const T rv = sigmoid(ru_bar[n * 2 * H + j] + b_ru[j]);
-    const T uv = sigmoid(ru_bar[n * 2 * H + H + j] + b_ru[H + j]);
-    r[e] = rv;
-    u[e] = uv;
-    hr[e] = hp[e] * rv;
+  for (i64 n = blockIdx.y; n < B; n += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = n * H + j;
+      const T rv = sigmoid(ru_bar[n * 2 * H + j] + b_ru[j]);
+      const T uv = sigmoid(ru_bar[n * 2 * H + H + j] + b_ru[H + j]);
+      r[e] = rv;
+      u[e] = uv;
+      hr[e] = hp[e] * rv;
+    }
   }
 }
 
@@ -370,11 +503,14 @@ __global__ void gru_fwd_ru_kernel(i64 B, i64 H, const T* ru_bar, const T* b_ru, 
 template <typename T>
 __global__ void gru_fwd_c_kernel(i64 B, i64 H, const T* c_bar, const T* b_c, const T* u,
                                  const T* hp, T* c, T* h) {
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 j = e % H;
-    const T cv = dtanh(c_bar[e] + b_c[j]);
-    c[e] = cv;
-    h[e] = u[e] * (hp[e] - cv) + cv;
+  for (i64 n = blockIdx.y; n < B; n += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = n * H + j;
+      const T cv = dtanh(c_bar[e] + b_c[j]);
+      c[e] = cv;
+      h[e] = u[e] * (hp[e] - cv) + cv;
+    }
   }
 }
 
@@ -382,13 +518,16 @@ __global__ void gru_fwd_c_kernel(i64 B, i64 H, const T* c_bar, const T* b_c, con
 template <typename T>
 __global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* d_h, const T* u, const T* c,
                                  const T* hp, T* dh_out, T* d_c_bar, T* d_ru) {
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 n = e / H, j = e % H;
-    const T dh = carry != nullptr ? carry[e] + d_h[e] : d_h[e];
-    const T uv = u[e], cv = c[e];
-    dh_out[e] = dh;
-    d_c_bar[e] = (dh * (T(1) - uv)) * (T(1) - cv * cv);
-    d_ru[n * 2 * H + H + j] = ((dh * (hp[e] - cv)) * uv) * (T(1) - uv);
+  for (i64 n = blockIdx.y; n < B; n += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = n * H + j;
+      const T dh = carry != nullptr ? carry[e] + d_h[e] : d_h[e];
+      const T uv = u[e], cv = c[e];
+      dh_out[e] = dh;
+      d_c_bar[e] = (dh * (T(1) - uv)) * (T(1) - cv * cv);
+      d_ru[n * 2 * H + H + j] = ((dh * (hp[e] - cv)) * uv) * (T(1) - uv);
+    }
   }
 }
 
@@ -396,11 +535,14 @@ __global__ void gru_bwd_a_kernel(i64 B, i64 H, const T* carry, const T* d_h, con
 template <typename T>
 __global__ void gru_bwd_b_kernel(i64 B, i64 H, const T* d_hr, const T* hp, const T* r, T* d_ru,
                                  T* hr) {
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 n = e / H, j = e % H;
-    const T rv = r[e];
-    d_ru[n * 2 * H + j] = ((d_hr[e] * hp[e]) * rv) * (T(1) - rv);
-    if (hr != nullptr) hr[e] = hp[e] * rv;
+  for (i64 n = blockIdx.y; n < B; n += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = n * H + j;
+      const T rv = r[e];
+      d_ru[n * 2 * H + j] = ((d_hr[e] * hp[e]) * rv) * (T(1) - rv);
+      if (hr != nullptr) hr[e] = hp[e] * rv;
+    }
   }
 }
 
@@ -419,19 +561,22 @@ template <typename T>
 __global__ void gra_fwd_kernel(i64 B, i64 H, const T* gi, const T* gh, const T* b_i, const T* b_h,
                                const T* hp, T* r, T* u, T* n_out, T* hn, T* h) {
   const i64 H3 = 3 * H;
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 b = e / H, j = e % H;
-    const T* gib = gi + b * H3;
-    const T* ghb = gh + b * H3;
-    const T rv = sigmoid((gib[j] + b_i[j]) + (ghb[j] + b_h[j]));
-    const T uv = sigmoid((gib[H + j] + b_i[H + j]) + (ghb[H + j] + b_h[H + j]));
-    const T hnv = ghb[2 * H + j] + b_h[2 * H + j];
-    const T nv = dtanh((gib[2 * H + j] + b_i[2 * H + j]) + rv * hnv);
-    r[e] = rv;
-    u[e] = uv;
-    hn[e] = hnv;
-    n_out[e] = nv;
-    h[e] = uv * hp[e] + (T(1) - uv) * nv;
+  for (i64 b = blockIdx.y; b < B; b += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = b * H + j;
+      const T* gib = gi + b * H3;
+      const T* ghb = gh + b * H3;
+      const T rv = sigmoid((gib[j] + b_i[j]) + (ghb[j] + b_h[j]));
+      const T uv = sigmoid((gib[H + j] + b_i[H + j]) + (ghb[H + j] + b_h[H + j]));
+      const T hnv = ghb[2 * H + j] + b_h[2 * H + j];
+      const T nv = dtanh((gib[2 * H + j] + b_i[2 * H + j]) + rv * hnv);
+      r[e] = rv;
+      u[e] = uv;
+      hn[e] = hnv;
+      n_out[e] = nv;
+      h[e] = uv * hp[e] + (T(1) - uv) * nv;
+    }
   }
 }
 
@@ -441,20 +586,23 @@ template <typename T>
 __global__ void gra_bwd_kernel(i64 B, i64 H, const T* d_h, const T* r, const T* u, const T* n,
                                const T* hn, const T* hp, T* carry, T* d_gi, T* d_gh) {
   const i64 H3 = 3 * H;
-  BLOCKRNN_GRID_STRIDE(e, B * H) {
-    const i64 b = e / H, j = e % H;
-    const T dh = carry[e] + d_h[e];
-    const T rv = r[e], uv = u[e], nv = n[e], hnv = hn[e];
-    const T d_n_bar = (dh * (T(1) - uv)) * (T(1) - nv * nv);
-    const T d_u_bar = ((dh * (hp[e] - nv)) * uv) * (T(1) - uv);
-    const T d_r_bar = ((d_n_bar * hnv) * rv) * (T(1) - rv);
-    d_gi[b * H3 + j] = d_r_bar;
-    d_gh[b * H3 + j] = d_r_bar;
-    d_gi[b * H3 + H + j] = d_u_bar;
-    d_gh[b * H3 + H + j] = d_u_bar;
-    d_gi[b * H3 + 2 * H + j] = d_n_bar;
-    d_gh[b * H3 + 2 * H + j] = d_n_bar * rv;
-    carry[e] = dh * uv;
+  for (i64 b = blockIdx.y; b < B; b += gridDim.y) {
+    for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < H;
+         j += i64(gridDim.x) * blockDim.x) {
+      const i64 e = b * H + j;
+      const T dh = carry[e] + d_h[e];
+      const T rv = r[e], uv = u[e], nv = n[e], hnv = hn[e];
+      const T d_n_bar = (dh * (T(1) - uv)) * (T(1) - nv * nv);
+      const T d_u_bar = ((dh * (hp[e] - nv)) * uv) * (T(1) - uv);
+      const T d_r_bar = ((d_n_bar * hnv) * rv) * (T(1) - rv);
+      d_gi[b * H3 + j] = d_r_bar;
+      d_gh[b * H3 + j] = d_r_bar;
+      d_gi[b * H3 + H + j] = d_u_bar;
+      d_gh[b * H3 + H + j] = d_u_bar;
+      d_gi[b * H3 + 2 * H + j] = d_n_bar;
+      d_gh[b * H3 + 2 * H + j] = d_n_bar * rv;
+      carry[e] = dh * uv;
+    }
   }
 }
 
@@ -486,16 +634,21 @@ void lstm_fwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>&
   T* gates = ws.as<T>();
   gemm<T>(ctx, false, false, S * B, G, I, a.x, I, a.w, G, gates, G, 0.0);  // x·w_x, all steps
   const T* w_h = a.w + I * G;
-  for (i64 t = 0; t < S; ++t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
-    T* g = gates + t * B * G;
-    gemm<T>(ctx, false, false, B, G, H, hp, H, w_h, G, g, G, 1.0);  // += h[t−1]·w_h
-    launch(ctx, "lstm_fwd_kernel", lstm_fwd_kernel<T>, grid_for(BH), B, H, blk, g, a.b, csp, a.wci,
-           a.wcf, a.wco, a.forget_bias, a.cell_clip, a.use_peephole, a.i + o, a.cs + o, a.f + o,
-           a.o + o, a.ci + o, a.co + o, a.h + o);
-  }
+  StepKey key(ctx, "lstm_fwd", sizeof(T));
+  key.add(B, H, S, blk.i, blk.c, blk.f, blk.o, gates, w_h, a.h_prev, a.cs_prev, a.b, a.wci, a.wcf);
+  key.add(a.wco, a.forget_bias, a.cell_clip, a.use_peephole, a.i, a.cs, a.f, a.o, a.ci, a.co, a.h);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = 0; t < S; ++t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
+      T* g = gates + t * B * G;
+      gemm<T>(ctx, false, false, B, G, H, hp, H, w_h, G, g, G, 1.0);  // += h[t−1]·w_h
+      launch(ctx, "lstm_fwd_kernel", lstm_fwd_kernel<T>, grid_2d(B, H), B, H, blk, g, a.b, csp,
+             a.wci, a.wcf, a.wco, a.forget_bias, a.cell_clip, a.use_peephole, a.i + o, a.cs + o,
+             a.f + o, a.o + o, a.ci + o, a.co + o, a.h + o);
+    }
+  });
 }
 
 template <typename T>
@@ -528,16 +681,22 @@ void lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>&
     zero(ctx, a.d_h_prev, BH);
   }
   const T* w_h = a.w + I * G;
-  for (i64 t = S - 1; t >= 0; --t) {
-    const i64 o = t * BH;
-    const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
-    T* dg_t = dg + t * B * G;
-    launch(ctx, "lstm_bwd_kernel", lstm_bwd_kernel<T>, grid_for(BH), B, H, blk, a.use_peephole,
-           a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp, a.d_cs + o, a.d_h + o,
-           extra.cell ? nullptr : a.d_cs_prev, extra.cell ? nullptr : a.d_h_prev, a.wci, a.wcf,
-           a.wco, dg_t, a.d_cs_prev);
-    if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.d_h_prev, H, 0.0);
-  }
+  StepKey key(ctx, "lstm_bwd", sizeof(T));
+  key.add(B, H, S, blk.i, blk.c, blk.f, blk.o, a.use_peephole, extra.cell, full, dg, w_h);
+  key.add(a.i, a.f, a.o, a.ci, a.co, a.cs, a.cs_prev, a.d_cs, a.d_h, a.d_cs_prev, a.d_h_prev);
+  key.add(a.wci, a.wcf, a.wco);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = S - 1; t >= 0; --t) {
+      const i64 o = t * BH;
+      const T* csp = t == 0 ? a.cs_prev : a.cs + o - BH;
+      T* dg_t = dg + t * B * G;
+      launch(ctx, "lstm_bwd_kernel", lstm_bwd_kernel<T>, grid_2d(B, H), B, H, blk, a.use_peephole,
+             a.i + o, a.f + o, a.o + o, a.ci + o, a.co + o, csp, a.d_cs + o, a.d_h + o,
+             extra.cell ? nullptr : a.d_cs_prev, extra.cell ? nullptr : a.d_h_prev, a.wci, a.wcf,
+             a.wco, dg_t, a.d_cs_prev);
+      if (full) gemm<T>(ctx, false, true, B, H, G, dg_t, G, w_h, G, a.d_h_prev, H, 0.0);
+    }
+  });
   if (a.use_peephole) {
     lstm_peephole_grad<T>(ctx, S, B, H, blk, dg, a.cs_prev, a.cs, a.d_wci, a.d_wcf, a.d_wco);
   } else {
@@ -568,18 +727,22 @@ void gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a)
   gemm<T>(ctx, false, false, S * B, H, I, a.x, I, a.w_c, H, c_bar, H, 0.0);
   const T* w_ru_h = a.w_ru + I * 2 * H;
   const T* w_c_h = a.w_c + I * H;
-  for (i64 t = 0; t < S; ++t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    T* ru_t = ru_bar + t * B * 2 * H;
-    T* c_t = c_bar + o;
-    gemm<T>(ctx, false, false, B, 2 * H, H, hp, H, w_ru_h, 2 * H, ru_t, 2 * H, 1.0);
-    launch(ctx, "gru_fwd_ru_kernel", gru_fwd_ru_kernel<T>, grid_for(BH), B, H, ru_t, a.b_ru, hp,
-           a.r + o, a.u + o, hr);
-    gemm<T>(ctx, false, false, B, H, H, hr, H, w_c_h, H, c_t, H, 1.0);
-    launch(ctx, "gru_fwd_c_kernel", gru_fwd_c_kernel<T>, grid_for(BH), B, H, c_t, a.b_c, a.u + o,
-           hp, a.c + o, a.h + o);
-  }
+  StepKey key(ctx, "gru_fwd", sizeof(T));
+  key.add(B, H, S, ru_bar, c_bar, hr, w_ru_h, w_c_h, a.h_prev, a.b_ru, a.b_c, a.r, a.u, a.c, a.h);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = 0; t < S; ++t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* ru_t = ru_bar + t * B * 2 * H;
+      T* c_t = c_bar + o;
+      gemm<T>(ctx, false, false, B, 2 * H, H, hp, H, w_ru_h, 2 * H, ru_t, 2 * H, 1.0);
+      launch(ctx, "gru_fwd_ru_kernel", gru_fwd_ru_kernel<T>, grid_2d(B, H), B, H, ru_t, a.b_ru, hp,
+             a.r + o, a.u + o, hr);
+      gemm<T>(ctx, false, false, B, H, H, hr, H, w_c_h, H, c_t, H, 1.0);
+      launch(ctx, "gru_fwd_c_kernel", gru_fwd_c_kernel<T>, grid_2d(B, H), B, H, c_t, a.b_c, a.u + o,
+             hp, a.c + o, a.h + o);
+    }
+  });
 }
 
 template <typename T>
@@ -619,20 +782,25 @@ void gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a,
   if (!extra.cell) zero(ctx, carry, BH);
   const T* w_ru_h = a.w_ru + I * 2 * H;
   const T* w_c_h = a.w_c + I * H;
-  for (i64 t = S - 1; t >= 0; --t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    T* dc_t = dc + o;
-    T* dru_t = dru + 2 * o;
-    launch(ctx, "gru_bwd_a_kernel", gru_bwd_a_kernel<T>, grid_for(BH), B, H,
-           extra.cell ? nullptr : carry, a.d_h + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
-    gemm<T>(ctx, false, true, B, H, H, dc_t, H, w_c_h, H, d_hr, H, 0.0);  // d_c_bar·w_c_hᵀ
-    launch(ctx, "gru_bwd_b_kernel", gru_bwd_b_kernel<T>, grid_for(BH), B, H, d_hr, hp, a.r + o,
-           dru_t, hr != nullptr ? hr + o : nullptr);
-    gemm<T>(ctx, false, true, B, H, 2 * H, dru_t, 2 * H, w_ru_h, 2 * H, g1, H, 0.0);
-    launch(ctx, "gru_bwd_c_kernel", gru_bwd_c_kernel<T>, grid_for(BH), BH, g1, d_hr, a.r + o, dh,
-           a.u + o, carry);
-  }
+  StepKey key(ctx, "gru_bwd", sizeof(T));
+  key.add(B, H, S, extra.cell, carry, dh, d_hr, g1, dc, dru, hr, w_c_h, w_ru_h, a.h_prev, a.h);
+  key.add(a.d_h, a.u, a.c, a.r);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = S - 1; t >= 0; --t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* dc_t = dc + o;
+      T* dru_t = dru + 2 * o;
+      launch(ctx, "gru_bwd_a_kernel", gru_bwd_a_kernel<T>, grid_2d(B, H), B, H,
+             extra.cell ? nullptr : carry, a.d_h + o, a.u + o, a.c + o, hp, dh, dc_t, dru_t);
+      gemm<T>(ctx, false, true, B, H, H, dc_t, H, w_c_h, H, d_hr, H, 0.0);  // d_c_bar·w_c_hᵀ
+      launch(ctx, "gru_bwd_b_kernel", gru_bwd_b_kernel<T>, grid_2d(B, H), B, H, d_hr, hp, a.r + o,
+             dru_t, hr != nullptr ? hr + o : nullptr);
+      gemm<T>(ctx, false, true, B, H, 2 * H, dru_t, 2 * H, w_ru_h, 2 * H, g1, H, 0.0);
+      launch(ctx, "gru_bwd_c_kernel", gru_bwd_c_kernel<T>, grid_for(BH), BH, g1, d_hr, a.r + o, dh,
+             a.u + o, carry);
+    }
+  });
   // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ for all steps.
   gemm<T>(ctx, false, true, S * B, I, 2 * H, dru, 2 * H, a.w_ru, 2 * H, a.d_x, I, 0.0);
   gemm<T>(ctx, false, true, S * B, I, H, dc, H, a.w_c, H, a.d_x, I, 1.0);
@@ -659,13 +827,17 @@ void gru_reset_after_fwd(const Ctx& ctx, const BlockGRUDims& d,
   T* gi = ws.as<T>();       // [S·B, 3H]
   T* gh = gi + S * B * H3;  // [B, 3H]
   gemm<T>(ctx, false, false, S * B, H3, I, a.x, I, a.w_i, H3, gi, H3, 0.0);
-  for (i64 t = 0; t < S; ++t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    gemm<T>(ctx, false, false, B, H3, H, hp, H, a.w_h, H3, gh, H3, 0.0);
-    launch(ctx, "gra_fwd_kernel", gra_fwd_kernel<T>, grid_for(BH), B, H, gi + t * B * H3, gh, a.b_i,
-           a.b_h, hp, a.r + o, a.u + o, a.n + o, a.hn + o, a.h + o);
-  }
+  StepKey key(ctx, "gru_reset_after_fwd", sizeof(T));
+  key.add(B, H, S, gi, gh, a.h_prev, a.w_h, a.b_i, a.b_h, a.r, a.u, a.n, a.hn, a.h);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = 0; t < S; ++t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      gemm<T>(ctx, false, false, B, H3, H, hp, H, a.w_h, H3, gh, H3, 0.0);
+      launch(ctx, "gra_fwd_kernel", gra_fwd_kernel<T>, grid_2d(B, H), B, H, gi + t * B * H3, gh,
+             a.b_i, a.b_h, hp, a.r + o, a.u + o, a.n + o, a.hn + o, a.h + o);
+    }
+  });
 }
 
 template <typename T>
@@ -687,14 +859,18 @@ void gru_reset_after_bwd(const Ctx& ctx, const BlockGRUDims& d,
   T* d_gh = d_gi + S * B * H3;  // [S·B, 3H]
   T* carry = a.d_h_prev;
   zero(ctx, carry, BH);
-  for (i64 t = S - 1; t >= 0; --t) {
-    const i64 o = t * BH;
-    const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-    T* dgh_t = d_gh + t * B * H3;
-    launch(ctx, "gra_bwd_kernel", gra_bwd_kernel<T>, grid_for(BH), B, H, a.d_h + o, a.r + o,
-           a.u + o, a.n + o, a.hn + o, hp, carry, d_gi + t * B * H3, dgh_t);
-    gemm<T>(ctx, false, true, B, H, H3, dgh_t, H3, a.w_h, H3, carry, H, 1.0);  // += d_gh·w_hᵀ
-  }
+  StepKey key(ctx, "gru_reset_after_bwd", sizeof(T));
+  key.add(B, H, S, d_gi, d_gh, carry, a.h_prev, a.h, a.w_h, a.d_h, a.r, a.u, a.n, a.hn);
+  run_steps(ctx, key, S, [&] {
+    for (i64 t = S - 1; t >= 0; --t) {
+      const i64 o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* dgh_t = d_gh + t * B * H3;
+      launch(ctx, "gra_bwd_kernel", gra_bwd_kernel<T>, grid_2d(B, H), B, H, a.d_h + o, a.r + o,
+             a.u + o, a.n + o, a.hn + o, hp, carry, d_gi + t * B * H3, dgh_t);
+      gemm<T>(ctx, false, true, B, H, H3, dgh_t, H3, a.w_h, H3, carry, H, 1.0);  // += d_gh·w_hᵀ
+    }
+  });
   gemm<T>(ctx, false, true, S * B, I, H3, d_gi, H3, a.w_i, H3, a.d_x, I, 0.0);
   gemm<T>(ctx, true, false, I, H3, S * B, a.x, I, d_gi, H3, a.d_w_i, H3, 0.0);
   gemm<T>(ctx, true, false, H, H3, B, a.h_prev, H, d_gh, H3, a.d_w_h, H3, 0.0);

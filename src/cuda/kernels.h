@@ -24,6 +24,10 @@ struct Ctx {
   cudaStream_t stream;
   cublasHandle_t blas;
   bool tf32;
+  // Run the per-step loops as CUDA Graphs (set_step_graphs), and the cuBLAS workspace set on
+  // `blas` for this call (part of what a captured graph bakes in).
+  bool step_graphs = false;
+  const void* blas_workspace = nullptr;
 };
 
 // Throws blockrnn::Error naming ctx.op and `what` when `status` is not cudaSuccess.

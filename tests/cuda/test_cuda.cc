@@ -72,6 +72,9 @@ class DeviceTensor {
     if (bytes_ > 0) {
       cuda_ok(cudaMalloc(&ptr_, bytes_), "cudaMalloc");
       cuda_ok(cudaMemset(ptr_, 0xff, bytes_), "cudaMemset");  // NaN pattern: unwritten shows
+      // cudaMemset of device memory may return before it is done, and the calls on a
+      // non-blocking stream are not ordered after the legacy stream's work: wait for it.
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
   }
   explicit DeviceTensor(const Tensor& host) : DeviceTensor(host.dtype(), host.shape()) {
@@ -298,6 +301,26 @@ class DeviceCall {
   }
   // Enqueues the call on `stream` (not waited for).
   void run(cudaStream_t stream) { cuda_run(op_, in_views_, out_views_, attrs_, stream); }
+  // New device outputs (other addresses: allocated while the old ones still live), NaN bytes.
+  void reallocate_outputs() {
+    std::vector<std::unique_ptr<DeviceTensor>> fresh;
+    out_views_.clear();
+    for (const auto& old : dev_out_) {
+      const MutableTensorView v = old->mutable_view();
+      fresh.push_back(std::make_unique<DeviceTensor>(v.dtype, v.shape));
+      out_views_.push_back(fresh.back()->mutable_view());
+    }
+    dev_out_ = std::move(fresh);
+  }
+  // Every output back to NaN bytes (then a call must write all of them again).
+  void poison_outputs() {
+    for (const MutableTensorView& o : out_views_) {
+      const std::size_t bytes =
+          static_cast<std::size_t>(o.shape.num_elements()) * dtype_size(o.dtype);
+      if (bytes > 0) cuda_ok(cudaMemset(o.data, 0xff, bytes), "cudaMemset");
+    }
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // as in DeviceTensor
+  }
   // The outputs, read back (after the stream has run the call).
   std::vector<Tensor> outputs() const {
     std::vector<Tensor> out;
@@ -405,6 +428,7 @@ class CudaOps : public ::testing::Test {
   }
   void TearDown() override {
     cuda::set_math_mode(cuda::MathMode::kExactFP32);
+    cuda::set_step_graphs(false);
 #ifdef BLOCKRNN_CUDA_HOST_EMU
     // Even a broken rule whose status the code ignored (e.g. in a destructor) fails the test.
     EXPECT_EQ(cuda_emu::violation_count(), violations_)
@@ -507,12 +531,183 @@ TEST_F(CudaOps, OddMultiBlockShapesFloat16) {
   compare_odd_multi_block_shapes(DType::kFloat16);
 }
 
+// More batch rows than one pass of the element-wise kernels' 2-D grid covers (gridDim.y is at
+// most 65535 rows; the kernels stride over the rest): every element-wise kernel of the cells and
+// of a two-step sequence, forward and backward, at B = 70000.
+TEST_F(CudaOps, MoreRowsThanOneGridPass) {
+  const Dims cell{1, 70000, 2, 3, 1}, seq{2, 70000, 2, 3, 2};
+  const AttrMap lstm{{"forget_bias", 1.0}, {"cell_clip", 0.5}, {"use_peephole", 1.0}};
+  compare_op("LSTMBlockCell", cell, DType::kFloat32, lstm);
+  compare_op("gradients.LSTMBlockCell", cell, DType::kFloat32, lstm);
+  compare_op("BlockLSTMGrad", seq, DType::kFloat32, {{"use_peephole", 1.0}});
+  for (const char* op : {"GRUBlockCell", "gradients.GRUBlockCell"}) {
+    compare_op(op, cell, DType::kFloat32, {});
+  }
+  for (const char* op :
+       {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+    compare_op(op, seq, DType::kFloat32, {});
+  }
+}
+
 // The TF32 mode changes only float32 products: float64 stays within its tolerance.
 TEST_F(CudaOps, TF32ModeLeavesFloat64Alone) {
   cuda::set_math_mode(cuda::MathMode::kTF32);
   EXPECT_EQ(cuda::get_math_mode(), cuda::MathMode::kTF32);
   compare_op("BlockLSTM", {3, 2, 3, 4, 3}, DType::kFloat64,
              {{"forget_bias", 1.0}, {"cell_clip", 0.0}, {"use_peephole", 0.0}});  // fp64: exact
+}
+
+// The same host tensors in another floating dtype (seq_len_max, an int64 scalar, as it is).
+std::vector<Tensor> converted(const std::vector<Tensor>& host, DType to) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : host) {
+    if (t.dtype() == DType::kInt64) {
+      Tensor c(DType::kInt64, t.shape());
+      std::memcpy(c.data(), t.data(), t.num_bytes());
+      out.push_back(std::move(c));
+      continue;
+    }
+    Tensor c(to, t.shape());
+    for (std::int64_t e = 0; e < t.num_elements(); ++e) set_element(c, e, element(t, e));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The largest |a − b| over every element of every output.
+double max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  double m = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    for (std::int64_t e = 0; e < a[k].num_elements(); ++e) {
+      m = std::max(m, std::fabs(element(a[k], e) - element(b[k], e)));
+    }
+  }
+  return m;
+}
+
+// The TF32 switch really switches: float32 calls with TF32 on are farther from the float64
+// result (the CPU path on the same values, widened exactly) than the exact float32 calls, by more
+// than 10× (TF32 rounds the GEMM inputs to a 10-bit mantissa, relative error 2⁻¹¹ ≈ 4.9e-4,
+// against float32's 2⁻²⁴ ≈ 6e-8), yet within 1e-2 (the scaled weights keep every pre-activation
+// O(1), so 112-term products of TF32-rounded values differ by ~1e-3 at most). Switched back off,
+// a call gives the first exact call's bits again.
+TEST_F(CudaOps, TF32OnIsFartherFromFloat64AndOffIsExact) {
+  const Dims d{20, 8, 48, 64, 20};
+  for (const char* op : {"BlockLSTM", "BlockLSTMGrad", "BlockGRUResetAfter", "BlockGRU"}) {
+    SCOPED_TRACE(op);
+    const AttrMap attrs =
+        std::string(op).starts_with("BlockLSTM") ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+    const std::vector<Tensor> host32 = random_inputs(find_op(op), d, DType::kFloat32, 5);
+    const std::vector<Tensor> host64 = converted(host32, DType::kFloat64);
+    const std::vector<TensorView> views64(host64.begin(), host64.end());
+    const std::vector<Tensor> exact64 = run_op(op, views64, attrs);
+    auto device_run = [&](cuda::MathMode mode) {
+      cuda::set_math_mode(mode);
+      DeviceCall call(op, host32, attrs);
+      call.run(nullptr);
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      return call.outputs();
+    };
+    const std::vector<Tensor> exact = device_run(cuda::MathMode::kExactFP32);
+    const std::vector<Tensor> tf32 = device_run(cuda::MathMode::kTF32);
+    const std::vector<Tensor> off_again = device_run(cuda::MathMode::kExactFP32);
+    const double err_exact = max_abs_diff(exact, exact64), err_tf32 = max_abs_diff(tf32, exact64);
+    EXPECT_GT(err_tf32, 10 * err_exact) << "TF32 on: " << err_tf32 << ", exact: " << err_exact;
+    EXPECT_LE(err_tf32, 1e-2);
+    EXPECT_LE(err_exact, 2e-4);  // float32's tolerance (top of the file)
+    for (std::size_t k = 0; k < exact.size(); ++k) {
+      EXPECT_EQ(std::memcmp(exact[k].data(), off_again[k].data(), exact[k].num_bytes()), 0)
+          << "output " << k << " differs after TF32 was switched off";
+    }
+  }
+}
+
+// A thousand steps: every sequence op and its gradient against the CPU reference in float32 and
+// float64, B not a multiple of 8, H not of 32. The same tolerances as at T = 40: with the weights
+// scaled by 1/√(I+H) the recurrence contracts, so the per-step rounding differences do not grow
+// with the number of steps.
+TEST_F(CudaOps, ThousandSteps) {
+  const Dims d{1000, 5, 7, 12, 1000};
+  for (DType t : {DType::kFloat32, DType::kFloat64}) {
+    compare_op("BlockLSTM", d, t,
+               {{"forget_bias", 1.0}, {"cell_clip", 0.0}, {"use_peephole", 1.0}});
+    compare_op("BlockLSTMGrad", d, t, {{"use_peephole", 1.0}});
+    for (const char* op :
+         {"BlockGRU", "BlockGRUGrad", "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+      compare_op(op, d, t, {});
+    }
+  }
+}
+
+// The per-step loops as CUDA Graphs (set_step_graphs): on a non-blocking stream, the first call
+// captures and launches a graph, the second (same pointers: the memory pool keeps the freed
+// workspace, as the timing tool configures it) replays it, and both give the bits of the direct
+// launches, every output rewritten (poisoned between calls). New output pointers are a new graph.
+// On the legacy default stream the loop is launched directly. Every sequence op, float32 and
+// float64, forward and backward.
+TEST_F(CudaOps, StepGraphsGiveTheBitsOfDirectLaunches) {
+  cudaMemPool_t pool = nullptr;
+  cuda_ok(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+  std::uint64_t keep = UINT64_MAX, release = 0;
+  cuda_ok(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool");
+  cudaStream_t s = nullptr;
+  cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  const Dims d{7, 5, 6, 11, 7};
+  for (DType t : {DType::kFloat32, DType::kFloat64}) {
+    for (const char* op : {"BlockLSTM", "BlockLSTMGrad", "BlockGRU", "BlockGRUGrad",
+                           "BlockGRUResetAfter", "BlockGRUResetAfterGrad"}) {
+      SCOPED_TRACE(std::string(op) + " " + dtype_name(t));
+      const AttrMap attrs =
+          std::string(op).starts_with("BlockLSTM") ? AttrMap{{"use_peephole", 1.0}} : AttrMap{};
+      const std::vector<Tensor> host = random_inputs(find_op(op), d, t, 3);
+      DeviceCall direct(op, host, attrs), graphed(op, host, attrs), moved(op, host, attrs);
+      direct.run(s);
+      cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      const std::vector<Tensor> want = direct.outputs();
+      auto expect_same = [&](const std::vector<Tensor>& got, const char* what) {
+        for (std::size_t k = 0; k < want.size(); ++k) {
+          EXPECT_EQ(std::memcmp(got[k].data(), want[k].data(), want[k].num_bytes()), 0)
+              << "output " << k << " differs " << what;
+        }
+      };
+      cuda::set_step_graphs(true);
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      const std::size_t made = cuda_emu::graphs_instantiated(),
+                        launched = cuda_emu::graph_launches();
+#endif
+      for (int call = 0; call < 2; ++call) {
+        graphed.poison_outputs();
+        graphed.run(s);
+        cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        expect_same(graphed.outputs(), call == 0 ? "on the capturing call" : "on the replay");
+      }
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      EXPECT_EQ(cuda_emu::graphs_instantiated(), made + 1) << "the second call captured again";
+      EXPECT_EQ(cuda_emu::graph_launches(), launched + 2);
+#endif
+      graphed.reallocate_outputs();  // the same inputs, other outputs: a graph of its own
+      graphed.run(s);
+      cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      expect_same(graphed.outputs(), "with other output pointers");
+      moved.run(s);  // other input pointers too
+      cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      expect_same(moved.outputs(), "with other pointers");
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      EXPECT_EQ(cuda_emu::graphs_instantiated(), made + 3);
+      const std::size_t before_legacy = cuda_emu::graph_launches();
+#endif
+      graphed.poison_outputs();
+      graphed.run(nullptr);  // the legacy default stream: launched directly
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      expect_same(graphed.outputs(), "on the legacy default stream");
+#ifdef BLOCKRNN_CUDA_HOST_EMU
+      EXPECT_EQ(cuda_emu::graph_launches(), before_legacy);
+#endif
+      cuda::set_step_graphs(false);
+    }
+  }
+  cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
+  cuda_ok(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &release), "pool");
 }
 
 // Two runs of the same call give identical bits (no atomics, fixed-order reductions), at one

@@ -51,6 +51,78 @@ TEST(CudaEmu, AllocationsArePoisonedWithNaN) {
   EXPECT_TRUE(std::isnan(__half2float(__half{0xFFFF})));
 }
 
+// Events time host work between their records; a destroyed or never-recorded event is refused.
+// The default memory pool keeps the release threshold it is given (the timing tool sets it).
+TEST(CudaEmu, EventsAndTheMemoryPool) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  float ms = -1;
+  expect_violation([&] { EXPECT_NE(cudaEventElapsedTime(&ms, a, b), cudaSuccess); },
+                   "never recorded");
+  ASSERT_EQ(cudaEventRecord(a, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(b, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(b), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  EXPECT_GE(ms, 0.0f);
+  ASSERT_EQ(cudaEventDestroy(a), cudaSuccess);
+  ASSERT_EQ(cudaEventDestroy(b), cudaSuccess);
+  expect_violation([&] { EXPECT_NE(cudaEventRecord(a, nullptr), cudaSuccess); },
+                   "not a live event");
+
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  std::uint64_t saved = 0, set = UINT64_MAX, got = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &saved), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &set), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &got), cudaSuccess);
+  EXPECT_EQ(got, UINT64_MAX);
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &saved), cudaSuccess);
+
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  EXPECT_STREQ(prop.name, "blockrnn host emulation");
+}
+
+// Stream capture records the work instead of running it; the graph runs it at each launch, in
+// order. A synchronisation or an allocation on a capturing stream is refused; the legacy default
+// stream cannot capture.
+TEST(CudaEmu, CaptureRecordsAndLaunchReplays) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Dev<unsigned char> d(4);
+  ASSERT_EQ(cudaMemset(d.p, 0, 4), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d.p, 7, 2, s), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d.p + 1, 9, 2, s), cudaSuccess);
+  expect_violation([&] { EXPECT_NE(cudaStreamSynchronize(s), cudaSuccess); }, "captures a graph");
+  void* p = nullptr;
+  expect_violation([&] { EXPECT_NE(cudaMallocAsync(&p, 16, s), cudaSuccess); }, "captures a graph");
+  unsigned char host[4] = {1, 1, 1, 1};
+  ASSERT_EQ(cudaMemcpy(host, d.p, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[0] + host[1] + host[2] + host[3], 0) << "captured work ran at capture";
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host, d.p, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[0], 7);
+  EXPECT_EQ(host[1], 9);  // in order: the second memset last
+  EXPECT_EQ(host[2], 9);
+  EXPECT_EQ(host[3], 0);
+  ASSERT_EQ(cudaMemset(d.p, 0, 4), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);  // again
+  ASSERT_EQ(cudaMemcpy(host, d.p, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[1], 9);
+  ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  expect_violation(
+      [&] { EXPECT_NE(cudaStreamBeginCapture(nullptr, cudaStreamCaptureModeGlobal), cudaSuccess); },
+      "legacy default stream");
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
 TEST(CudaEmu, MemoryRulesAreChecked) {
   Dev<float> d(4);
   float host[8] = {};

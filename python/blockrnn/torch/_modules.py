@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from . import _ops
+from .._device import device_message
 
 # Pass PackedSequence lengths to the ops' seq_lengths input when the core has it (the padded
 # steps are then skipped); False forces the padded fallback (docs/torch.md).
@@ -232,6 +233,8 @@ class RNNBase(nn.Module):
                                      tuple(g(p) for p in peep))
 
     def _check_device(self, t: Tensor) -> None:
+        if t.device.type == "cuda":
+            raise NotImplementedError(device_message(f"blockrnn.torch.{self.mode}", "input", "CUDA"))
         if t.device.type != "cpu":
             raise NotImplementedError(
                 f"blockrnn.torch.{self.mode}: input is on device '{t.device}'; blockrnn runs "

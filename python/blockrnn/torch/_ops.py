@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from .. import raw_ops
+from .._device import device_message
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -41,6 +42,8 @@ def _lengths_kw(seq_lengths: Optional[Tensor], op: str) -> dict:
 
 
 def _np(t: Tensor, op: str, arg: str) -> np.ndarray:
+    if t.device.type == "cuda":
+        raise NotImplementedError(device_message(f"blockrnn.torch: {op}", arg, "CUDA"))
     if t.device.type != "cpu":
         raise NotImplementedError(
             f"blockrnn.torch: {op}: {arg} is on device '{t.device}'; blockrnn runs on the CPU "

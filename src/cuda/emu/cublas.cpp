@@ -306,14 +306,22 @@ cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
   const bool tf32 =
       computeType == CUBLAS_COMPUTE_32F_FAST_TF32 ||
       (computeType == CUBLAS_COMPUTE_32F && handle->math == CUBLAS_TF32_TENSOR_OP_MATH);
+  // Run on the handle's stream: now, or when a graph captured from it is launched. alpha and
+  // beta are read now (host pointer mode), as cuBLAS does.
   if (f64) {
-    gemm_loops(ta, tb, m, n, k, *static_cast<const double*>(alpha), static_cast<const double*>(A),
-               lda, static_cast<const double*>(B), ldb, *static_cast<const double*>(beta),
-               static_cast<double*>(C), ldc, false);
+    const double a = *static_cast<const double*>(alpha), b = *static_cast<const double*>(beta);
+    const auto* pa = static_cast<const double*>(A);
+    const auto* pb = static_cast<const double*>(B);
+    auto* pc = static_cast<double*>(C);
+    enqueue(handle->stream,
+            [=] { gemm_loops(ta, tb, m, n, k, a, pa, lda, pb, ldb, b, pc, ldc, false); });
   } else {
-    gemm_loops(ta, tb, m, n, k, *static_cast<const float*>(alpha), static_cast<const float*>(A),
-               lda, static_cast<const float*>(B), ldb, *static_cast<const float*>(beta),
-               static_cast<float*>(C), ldc, tf32);
+    const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+    const auto* pa = static_cast<const float*>(A);
+    const auto* pb = static_cast<const float*>(B);
+    auto* pc = static_cast<float*>(C);
+    enqueue(handle->stream,
+            [=] { gemm_loops(ta, tb, m, n, k, a, pa, lda, pb, ldb, b, pc, ldc, tf32); });
   }
   return CUBLAS_STATUS_SUCCESS;
 }

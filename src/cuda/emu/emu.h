@@ -37,6 +37,10 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t shared_bytes,
 
 // ---- checks shared with the cuBLAS stand-in ----
 
+// Work enqueued on `stream`: run now, or recorded when the stream is capturing a graph (then it
+// runs when the graph is launched). `work` must hold copies of what it reads from the caller.
+void enqueue(cudaStream_t stream, std::function<void()> work);
+
 // True when [p, p + bytes) lies inside one live device allocation.
 bool is_device_range(const void* p, std::size_t bytes);
 // True when p lies inside a live stream-ordered allocation (cudaMallocAsync); *stream is then the
@@ -55,7 +59,14 @@ std::size_t violation_count();
 std::string last_violation();
 // Device and pinned host allocations not yet freed.
 std::size_t live_allocations();
-// The number of devices the stand-in reports (default 1). With 0, cudaGetDeviceCount and every
+// Graphs instantiated and graph launches since the start of the process; graphs and graph execs
+// not yet destroyed.
+std::size_t graphs_instantiated();
+std::size_t graph_launches();
+std::size_t live_graphs();
+// The number of devices the stand-in reports (default 1, or the environment variable
+// BLOCKRNN_CUDA_EMU_DEVICES when set to 0 or 1 at the first CUDA call: lets a script run a
+// test binary "on a machine without a GPU"). With 0, cudaGetDeviceCount and every
 // call that needs a device return cudaErrorNoDevice, as on a machine without a GPU.
 void set_device_count(int count);
 

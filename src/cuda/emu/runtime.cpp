@@ -6,9 +6,11 @@
 // streams. Work enqueued on a stream runs at once in the calling thread, so every stream is
 // always complete: synchronisation calls only check their arguments.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 #include <new>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/emu/emu.h"
@@ -27,6 +30,25 @@ thread_local dim3 gridDim;
 
 struct CUstream_st {
   unsigned flags;
+};
+
+struct CUevent_st {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
+
+// A captured graph and an instantiated one: the recorded work, in order.
+struct CUgraph_st {
+  std::vector<std::function<void()>> work;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> work;
+};
+
+// The device's default memory pool: its release threshold (above 0, freed stream-ordered blocks
+// are kept for reuse: State::pooled).
+struct CUmemPoolHandle_st {
+  std::uint64_t release_threshold = 0;  // CUDA's default: release at every synchronisation
 };
 
 namespace blockrnn::cuda_emu {
@@ -44,6 +66,13 @@ struct Allocation {
   cudaStream_t stream = nullptr;
 };
 
+// BLOCKRNN_CUDA_EMU_DEVICES=0 makes the stand-in a machine without a GPU from the start (the
+// runbook's own test runs a test binary that way); anything else, or unset, is one device.
+int initial_device_count() {
+  const char* v = std::getenv("BLOCKRNN_CUDA_EMU_DEVICES");
+  return v != nullptr && std::strcmp(v, "0") == 0 ? 0 : 1;
+}
+
 struct State {
   std::mutex mu;
   std::map<std::uintptr_t, Allocation> allocations;  // by start address
@@ -51,7 +80,21 @@ struct State {
   // Every stream object ever created: kept until exit, so that a destroyed stream's address is
   // never reused and a stale handle is always recognised.
   std::vector<std::unique_ptr<CUstream_st>> stream_objects;
-  int devices = 1;
+  std::set<cudaEvent_t> events;  // created and not destroyed (deleted when destroyed)
+  CUmemPoolHandle_st default_pool;
+  // Streams capturing a graph, with the work recorded so far.
+  std::map<cudaStream_t, std::vector<std::function<void()>>> capturing;
+  // Freed stream-ordered blocks the pool keeps (only while its release threshold is above 0, as
+  // the timing tool sets it): (stream, bytes) -> blocks, poisoned, reused by a cudaMallocAsync of
+  // the same size on the same stream, as CUDA's pool reuses memory freed on a stream.
+  std::multimap<std::pair<cudaStream_t, std::size_t>, void*> pooled;
+  ~State() {
+    for (const auto& [key, block] : pooled) ::operator delete(block, std::align_val_t(kAlignment));
+  }
+  std::set<cudaGraph_t> graphs;
+  std::set<cudaGraphExec_t> execs;
+  std::size_t instantiated = 0, launches = 0;
+  int devices = initial_device_count();
   std::size_t violations = 0;
   std::string last_violation;
 };
@@ -111,6 +154,26 @@ std::string hex(const void* p) {
   return buf;
 }
 
+bool is_capturing(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().capturing.count(stream) > 0;
+}
+
+bool any_capturing() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return !state().capturing.empty();
+}
+
+// A call that cannot be part of a capture (a synchronisation, a stream-ordered allocation: the
+// stand-in records kernels, memsets and GEMMs only) on a capturing stream.
+cudaError_t refuse_in_capture(cudaStream_t stream, const char* fn) {
+  if (!is_capturing(stream)) return cudaSuccess;
+  report_violation(std::string(fn) + ": not permitted (or not emulated) while stream " +
+                   hex(stream) + " captures a graph");
+  t_last_error = cudaErrorStreamCaptureUnsupported;
+  return cudaErrorStreamCaptureUnsupported;
+}
+
 // stream_ordered: cudaMallocAsync's allocation on `stream`.
 cudaError_t allocate(void** ptr, std::size_t bytes, Kind kind, const char* fn,
                      bool stream_ordered = false, cudaStream_t stream = nullptr) {
@@ -118,7 +181,16 @@ cudaError_t allocate(void** ptr, std::size_t bytes, Kind kind, const char* fn,
   *ptr = nullptr;
   if (!has_device()) return fail(cudaErrorNoDevice);
   if (bytes == 0) return cudaSuccess;
-  void* p = ::operator new(bytes, std::align_val_t(kAlignment), std::nothrow);
+  void* p = nullptr;
+  if (stream_ordered) {
+    std::lock_guard<std::mutex> lock(state().mu);
+    const auto it = state().pooled.find({stream, bytes});
+    if (it != state().pooled.end()) {
+      p = it->second;
+      state().pooled.erase(it);
+    }
+  }
+  if (p == nullptr) p = ::operator new(bytes, std::align_val_t(kAlignment), std::nothrow);
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
   std::memset(p, kPoison, bytes);
   {
@@ -132,12 +204,15 @@ cudaError_t allocate(void** ptr, std::size_t bytes, Kind kind, const char* fn,
 
 cudaError_t release(void* p, Kind kind, const char* fn) {
   std::size_t bytes = 0;
+  bool keep = false;  // into the pool, for reuse
   {
     std::lock_guard<std::mutex> lock(state().mu);
     auto& table = state().allocations;
     const auto it = table.find(reinterpret_cast<std::uintptr_t>(p));
     if (it != table.end() && it->second.kind == kind) {
       bytes = it->second.bytes;
+      keep = it->second.stream_ordered && state().default_pool.release_threshold > 0;
+      if (keep) state().pooled.emplace(std::make_pair(it->second.stream, bytes), p);
       table.erase(it);
     }
   }
@@ -149,7 +224,7 @@ cudaError_t release(void* p, Kind kind, const char* fn) {
                                                 " allocation");
   }
   std::memset(p, kPoison, bytes);
-  ::operator delete(p, std::align_val_t(kAlignment));
+  if (!keep) ::operator delete(p, std::align_val_t(kAlignment));
   return cudaSuccess;
 }
 
@@ -273,6 +348,35 @@ void set_device_count(int count) {
   state().devices = count;
 }
 
+void enqueue(cudaStream_t stream, std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    const auto it = state().capturing.find(stream);
+    if (it != state().capturing.end()) {
+      it->second.push_back(std::move(work));
+      return;
+    }
+  }
+  work();
+}
+
+std::size_t graphs_instantiated() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().instantiated;
+}
+
+std::size_t graph_launches() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().launches;
+}
+
+std::size_t live_graphs() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().graphs.size() + state().execs.size();
+}
+
+void run_grid(dim3 grid, dim3 block, const std::function<void()>& thread);
+
 void launch(const char* kernel, dim3 grid, dim3 block, std::size_t shared_bytes,
             cudaStream_t stream, const std::function<void()>& thread) {
   if (check_stream(stream, kernel) != cudaSuccess) return;
@@ -288,6 +392,10 @@ void launch(const char* kernel, dim3 grid, dim3 block, std::size_t shared_bytes,
                   std::to_string(shared_bytes) + " bytes");
     return;
   }
+  enqueue(stream, [grid, block, thread] { run_grid(grid, block, thread); });
+}
+
+void run_grid(dim3 grid, dim3 block, const std::function<void()>& thread) {
   gridDim = grid;
   blockDim = block;
   for (unsigned bz = grid.z; bz-- > 0;) {
@@ -335,7 +443,12 @@ cudaError_t cudaSetDevice(int device) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-  return has_device() ? cudaSuccess : fail(cudaErrorNoDevice);
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (any_capturing()) {
+    return violation(cudaErrorStreamCaptureUnsupported,
+                     "cudaDeviceSynchronize: not permitted while a stream captures a graph");
+  }
+  return cudaSuccess;
 }
 
 cudaError_t cudaGetLastError(void) {
@@ -370,6 +483,10 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle:
       return "cudaErrorInvalidResourceHandle";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
   }
   return "cudaErrorUnknown";
 }
@@ -397,11 +514,13 @@ cudaError_t cudaFree(void* ptr) {
 
 cudaError_t cudaMallocAsync(void** ptr, std::size_t bytes, cudaStream_t stream) {
   if (cudaError_t e = check_stream(stream, "cudaMallocAsync"); e != cudaSuccess) return e;
+  if (cudaError_t e = refuse_in_capture(stream, "cudaMallocAsync"); e != cudaSuccess) return e;
   return allocate(ptr, bytes, Kind::kDevice, "cudaMallocAsync", true, stream);
 }
 
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   if (cudaError_t e = check_stream(stream, "cudaFreeAsync"); e != cudaSuccess) return e;
+  if (cudaError_t e = refuse_in_capture(stream, "cudaFreeAsync"); e != cudaSuccess) return e;
   if (ptr == nullptr) return violation(cudaErrorInvalidValue, "cudaFreeAsync: ptr is null");
   return release(ptr, Kind::kDevice, "cudaFreeAsync");
 }
@@ -443,7 +562,7 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_
   if (cudaError_t e = check_device_range(ptr, bytes, "cudaMemsetAsync", "ptr"); e != cudaSuccess) {
     return e;
   }
-  if (bytes > 0) std::memset(ptr, value, bytes);
+  if (bytes > 0) enqueue(stream, [ptr, value, bytes] { std::memset(ptr, value, bytes); });
   return cudaSuccess;
 }
 
@@ -462,7 +581,9 @@ cudaError_t cudaMemset2DAsync(void* ptr, std::size_t pitch, int value, std::size
     return e;
   }
   auto* rows = static_cast<unsigned char*>(ptr);
-  for (std::size_t r = 0; r < height; ++r) std::memset(rows + r * pitch, value, width);
+  enqueue(stream, [=] {
+    for (std::size_t r = 0; r < height; ++r) std::memset(rows + r * pitch, value, width);
+  });
   return cudaSuccess;
 }
 
@@ -473,6 +594,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, enum cudaM
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
   if (cudaError_t e = check_stream(stream, "cudaMemcpyAsync"); e != cudaSuccess) return e;
+  if (cudaError_t e = refuse_in_capture(stream, "cudaMemcpyAsync"); e != cudaSuccess) return e;
   return memcpy_checked(dst, src, bytes, kind, "cudaMemcpyAsync");
 }
 
@@ -507,7 +629,238 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return check_stream(stream, "cudaStreamSynchronize");
+  if (cudaError_t e = check_stream(stream, "cudaStreamSynchronize"); e != cudaSuccess) return e;
+  return refuse_in_capture(stream, "cudaStreamSynchronize");
+}
+
+// Capture only on created streams (CUDA refuses the legacy default stream); one capture per
+// stream at a time.
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  if (cudaError_t e = check_stream(stream, "cudaStreamBeginCapture"); e != cudaSuccess) return e;
+  if (stream == nullptr || stream == cudaStreamLegacy) {
+    return violation(cudaErrorStreamCaptureUnsupported,
+                     "cudaStreamBeginCapture: the legacy default stream cannot capture");
+  }
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed) {
+    return violation(cudaErrorInvalidValue, "cudaStreamBeginCapture: bad mode");
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (!state().capturing.emplace(stream, std::vector<std::function<void()>>{}).second) {
+    report_violation("cudaStreamBeginCapture: the stream is already capturing");
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  if (graph == nullptr) return violation(cudaErrorInvalidValue, "cudaStreamEndCapture: null");
+  if (cudaError_t e = check_stream(stream, "cudaStreamEndCapture"); e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(state().mu);
+  const auto it = state().capturing.find(stream);
+  if (it == state().capturing.end()) {
+    report_violation("cudaStreamEndCapture: the stream is not capturing");
+    return fail(cudaErrorInvalidValue);
+  }
+  *graph = new CUgraph_st{std::move(it->second)};
+  state().capturing.erase(it);
+  state().graphs.insert(*graph);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
+  if (status == nullptr) return violation(cudaErrorInvalidValue, "cudaStreamIsCapturing: null");
+  if (cudaError_t e = check_stream(stream, "cudaStreamIsCapturing"); e != cudaSuccess) return e;
+  *status = is_capturing(stream) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags) {
+  if (exec == nullptr || flags != 0) {
+    return violation(cudaErrorInvalidValue, "cudaGraphInstantiate: null exec or flags not 0");
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (state().graphs.count(graph) == 0) {
+    report_violation("cudaGraphInstantiate: not a live graph");
+    return fail(cudaErrorInvalidValue);
+  }
+  *exec = new CUgraphExec_st{graph->work};
+  state().execs.insert(*exec);
+  ++state().instantiated;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (cudaError_t e = check_stream(stream, "cudaGraphLaunch"); e != cudaSuccess) return e;
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    if (state().execs.count(exec) == 0) {
+      report_violation("cudaGraphLaunch: not a live graph exec");
+      return fail(cudaErrorInvalidValue);
+    }
+    work = exec->work;
+    ++state().launches;
+  }
+  for (auto& w : work) enqueue(stream, w);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (state().graphs.erase(graph) == 0) {
+    report_violation("cudaGraphDestroy: not a live graph");
+    return fail(cudaErrorInvalidValue);
+  }
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (state().execs.erase(exec) == 0) {
+    report_violation("cudaGraphExecDestroy: not a live graph exec");
+    return fail(cudaErrorInvalidValue);
+  }
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  if (event == nullptr) return violation(cudaErrorInvalidValue, "cudaEventCreate: event is null");
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  *event = new CUevent_st;
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().events.insert(*event);
+  return cudaSuccess;
+}
+
+namespace {
+bool is_live_event(cudaEvent_t event) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return state().events.count(event) > 0;
+}
+cudaError_t check_event(cudaEvent_t event, const char* fn) {
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (!is_live_event(event)) {
+    return violation(cudaErrorInvalidResourceHandle,
+                     std::string(fn) + ": " + hex(event) + " is not a live event");
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (cudaError_t e = check_event(event, "cudaEventDestroy"); e != cudaSuccess) return e;
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    state().events.erase(event);
+  }
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (cudaError_t e = check_event(event, "cudaEventRecord"); e != cudaSuccess) return e;
+  if (cudaError_t e = check_stream(stream, "cudaEventRecord"); e != cudaSuccess) return e;
+  event->recorded = true;
+  event->when = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return check_event(event, "cudaEventSynchronize");
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (ms == nullptr) return violation(cudaErrorInvalidValue, "cudaEventElapsedTime: ms is null");
+  if (cudaError_t e = check_event(start, "cudaEventElapsedTime"); e != cudaSuccess) return e;
+  if (cudaError_t e = check_event(end, "cudaEventElapsedTime"); e != cudaSuccess) return e;
+  if (!start->recorded || !end->recorded) {
+    return violation(cudaErrorInvalidResourceHandle,
+                     "cudaEventElapsedTime: an event was never recorded");
+  }
+  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) {
+    return violation(cudaErrorInvalidValue, "cudaGetDeviceProperties: prop is null");
+  }
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (device != 0) {
+    return violation(cudaErrorInvalidDevice, "cudaGetDeviceProperties: no such device");
+  }
+  *prop = {};
+  std::snprintf(prop->name, sizeof prop->name, "%s", "blockrnn host emulation");
+  prop->multiProcessorCount = 1;
+  prop->major = 0;
+  prop->minor = 0;
+  prop->clockRate = 0;
+  return cudaSuccess;
+}
+
+// 0: not a CUDA version (the stand-in is none).
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (version == nullptr) return violation(cudaErrorInvalidValue, "cudaDriverGetVersion: null");
+  *version = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (version == nullptr) return violation(cudaErrorInvalidValue, "cudaRuntimeGetVersion: null");
+  *version = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  if (pool == nullptr) return violation(cudaErrorInvalidValue, "cudaDeviceGetDefaultMemPool: null");
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (device != 0) {
+    return violation(cudaErrorInvalidDevice, "cudaDeviceGetDefaultMemPool: no such device");
+  }
+  *pool = &state().default_pool;
+  return cudaSuccess;
+}
+
+namespace {
+cudaError_t check_pool_attr(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value, const char* fn) {
+  if (!has_device()) return fail(cudaErrorNoDevice);
+  if (pool != &state().default_pool || value == nullptr ||
+      attr != cudaMemPoolAttrReleaseThreshold) {
+    return violation(cudaErrorInvalidValue,
+                     std::string(fn) + ": only the default pool's release threshold is emulated");
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = check_pool_attr(pool, attr, value, "cudaMemPoolSetAttribute");
+      e != cudaSuccess) {
+    return e;
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  std::memcpy(&pool->release_threshold, value, sizeof(std::uint64_t));
+  if (pool->release_threshold == 0) {  // back to releasing: the kept blocks go
+    for (const auto& [key, block] : state().pooled) {
+      ::operator delete(block, std::align_val_t(kAlignment));
+    }
+    state().pooled.clear();
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = check_pool_attr(pool, attr, value, "cudaMemPoolGetAttribute");
+      e != cudaSuccess) {
+    return e;
+  }
+  std::lock_guard<std::mutex> lock(state().mu);
+  std::memcpy(value, &pool->release_threshold, sizeof(std::uint64_t));
+  return cudaSuccess;
 }
 
 }  // extern "C"

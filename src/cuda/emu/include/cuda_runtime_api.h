@@ -31,6 +31,8 @@ enum cudaError {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 typedef enum cudaError cudaError_t;
 
@@ -54,6 +56,41 @@ enum cudaMemoryType {
   cudaMemoryTypeHost = 1,
   cudaMemoryTypeDevice = 2,
   cudaMemoryTypeManaged = 3,
+};
+
+// Events: the stand-in records the host's steady clock when an event is recorded (work runs at
+// once, so an event is complete as soon as it is recorded).
+typedef struct CUevent_st* cudaEvent_t;
+
+// Memory pools: only the default pool of the device and its release threshold.
+typedef struct CUmemPoolHandle_st* cudaMemPool_t;
+enum cudaMemPoolAttr {
+  cudaMemPoolAttrReleaseThreshold = 4,
+};
+
+// The fields of the device properties that blockrnn's tools read.
+struct cudaDeviceProp {
+  char name[256];
+  int multiProcessorCount;
+  int major;
+  int minor;
+  int clockRate;  // kHz
+};
+
+// Graphs: stream capture records the work enqueued on the capturing stream (kernel launches,
+// memsets, copies, cuBLAS GEMMs) instead of running it; a graph's instantiation copies the
+// record; launching it runs the record on the stream. Nothing else of the graph API.
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
 };
 
 struct cudaPointerAttributes {
@@ -93,4 +130,27 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device);
+cudaError_t cudaDriverGetVersion(int* version);
+cudaError_t cudaRuntimeGetVersion(int* version);
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value);
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void* value);
 }
