@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "blockrnn/error.h"
+#include "cuda/persistent_gru.h"
 #include "cuda/persistent_lstm.h"
 
 namespace blockrnn::cuda::persistent {
@@ -170,6 +171,33 @@ void lstm_bwd_host(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const H
   product<T>(K, G, S * B, xh, d_gate, a.d_w);
 }
 
+template <typename T>
+void run_gru_fwd_grid(const char* op, const GRUFwdParams<T>& p, const HostGrid& grid) {
+  run_grid<T>(
+      op, grid, gru_resident_elems(p.H, grid.ctas),
+      [&](const CtaIndex& c, T* resident, HostSync& sync) { gru_fwd_cta(p, c, resident, sync); });
+}
+
+template <typename T>
+void gru_fwd_host(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a, const HostGrid& grid) {
+  const char* op = "BlockGRU";
+  check_grid(op, d, grid);
+  const std::int64_t S = d.seq_len_max, B = d.B, I = d.I, H = d.H, BH = B * H;
+  for (T* p : {a.r, a.u, a.c, a.h}) std::fill(p + S * BH, p + d.T * BH, T(0));
+  // The input projections of all steps: xw_ru[r] = x[r]·w_ru[:I], xw_c[r] = x[r]·w_c[:I] for
+  // the rows r = t·B + n < S·B.
+  std::vector<T> xw_ru(static_cast<std::size_t>(S * B * 2 * H));
+  std::vector<T> xw_c(static_cast<std::size_t>(S * BH));
+  auto x = [&](std::int64_t r, std::int64_t k) { return a.x[r * I + k]; };
+  product<T>(
+      S * B, 2 * H, I, x, [&](std::int64_t k, std::int64_t g) { return a.w_ru[k * 2 * H + g]; },
+      xw_ru.data());
+  product<T>(
+      S * B, H, I, x, [&](std::int64_t k, std::int64_t g) { return a.w_c[k * H + g]; },
+      xw_c.data());
+  run_gru_fwd_grid(op, gru_fwd_params(d, a, xw_ru.data(), xw_c.data()), grid);
+}
+
 template void run_lstm_fwd_grid<float>(const char*, const FwdParams<float>&, const HostGrid&);
 template void run_lstm_fwd_grid<double>(const char*, const FwdParams<double>&, const HostGrid&);
 template void run_lstm_bwd_grid<float>(const char*, const BwdParams<float>&, const HostGrid&);
@@ -182,5 +210,11 @@ template void lstm_bwd_host<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<
                                    const HostGrid&);
 template void lstm_bwd_host<double>(const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&,
                                     const HostGrid&);
+template void run_gru_fwd_grid<float>(const char*, const GRUFwdParams<float>&, const HostGrid&);
+template void run_gru_fwd_grid<double>(const char*, const GRUFwdParams<double>&, const HostGrid&);
+template void gru_fwd_host<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&,
+                                  const HostGrid&);
+template void gru_fwd_host<double>(const BlockGRUDims&, const BlockGRUFwdArgs<double>&,
+                                   const HostGrid&);
 
 }  // namespace blockrnn::cuda::persistent
