@@ -25,4 +25,9 @@ void persistent_lstm_fwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTM
 template <typename T>
 void persistent_lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
 
+// BlockGRU's forward (kernel/block_gru.h; src/cuda/persistent_gru.h), with the same refusals and
+// grid as persistent_lstm_fwd; a CTA's slice holds 3 gate columns per unit instead of 4.
+template <typename T>
+void persistent_gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
+
 }  // namespace blockrnn::cuda::detail

@@ -1,8 +1,9 @@
-// The persistent BlockLSTM kernels on a GPU (src/cuda/persistent_lstm_device.h), part of
-// blockrnn_persistent_tests in a CUDA build: the same problems as test_persistent.cc, on the
-// device, against the CPU reference (src/ref/block_lstm.cc). Without a CUDA device every test of
-// PersistentLSTMDevice is skipped ("no CUDA device"), never passed; PersistentLSTMDeviceHost runs
-// everywhere (refusals that come before any device call). Also part of blockrnn_cuda_emu_tests:
+// The persistent BlockLSTM kernels and the persistent BlockGRU forward on a GPU
+// (src/cuda/persistent_lstm_device.h), part of blockrnn_persistent_tests in a CUDA build: the
+// same problems as test_persistent.cc and test_persistent_gru.cc, on the device, against the CPU
+// reference (src/ref/block_lstm.cc, src/ref/block_gru.cc). Without a CUDA device every test of
+// PersistentLSTMDevice and PersistentGRUDevice is skipped ("no CUDA device"), never passed;
+// PersistentLSTMDeviceHost and PersistentGRUDeviceHost run everywhere (refusals that come before any device call). Also part of blockrnn_cuda_emu_tests:
 // on the host emulation every test runs (the kernels on the host driver's threads) and also
 // fails on a broken CUDA / cuBLAS rule and on device memory left allocated.
 //
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -29,6 +31,7 @@
 #include "cuda/emu/emu.h"
 #endif
 #include "persistent_case.h"
+#include "persistent_gru_case.h"
 
 namespace blockrnn {
 namespace {
@@ -38,6 +41,9 @@ using persistent_test::BwdOut;
 using persistent_test::Case;
 using persistent_test::CaseShape;
 using persistent_test::FwdOut;
+using persistent_test::GRUCase;
+using persistent_test::GRUOut;
+using persistent_test::GRUShape;
 using persistent_test::kBwdNames;
 using persistent_test::kFwdNames;
 
@@ -306,6 +312,116 @@ TEST(PersistentLSTMDeviceHost, SeqLengthsAreRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
     EXPECT_STREQ(e.what(), "BlockLSTMGrad (persistent kernel): seq_lengths is not supported yet");
+  }
+}
+
+// ---- the persistent BlockGRU forward (src/cuda/persistent_gru.h) ----
+
+// The forward on the device (outputs NaN-filled first), read back; the inputs checked unchanged.
+template <typename T>
+GRUOut<T> run_gru_on_device(const GRUCase<T>& c) {
+  const GRUShape& s = c.s;
+  GRUOut<T> out(s.T * s.B * s.H);
+  DeviceVec<T> x(c.x), h_prev(c.h_prev), w_ru(c.w_ru), w_c(c.w_c), b_ru(c.b_ru), b_c(c.b_c);
+  DeviceVec<T> r(out.r), u(out.u), cand(out.c), h(out.h);
+  DeviceCtx dc("BlockGRU");
+  BlockGRUFwdArgs<T> a = c.args(out);
+  a.x = x.get();
+  a.h_prev = h_prev.get();
+  a.w_ru = w_ru.get();
+  a.w_c = w_c.get();
+  a.b_ru = b_ru.get();
+  a.b_c = b_c.get();
+  a.r = r.get();
+  a.u = u.get();
+  a.c = cand.get();
+  a.h = h.get();
+  cuda::detail::persistent_gru_fwd<T>(dc.ctx(), c.d, a);
+  dc.sync();
+  out.r = r.read();
+  out.u = u.read();
+  out.c = cand.read();
+  out.h = h.read();
+  EXPECT_TRUE(x.read() == c.x);
+  EXPECT_TRUE(h_prev.read() == c.h_prev);
+  EXPECT_TRUE(w_ru.read() == c.w_ru);
+  EXPECT_TRUE(w_c.read() == c.w_c);
+  return out;
+}
+
+std::vector<GRUShape> gru_device_shapes() {
+  return {
+      {9, 3, 5, 37, 9, 41},
+      {9, 3, 5, 37, 6, 42},
+      // Every SM busy (H = 300 over up to 132 CTAs), B not a multiple of 8.
+      {50, 17, 31, 300, 50, 43},
+      {5, 3, 4, 6, 0, 44},  // seq_len_max = 0
+  };
+}
+
+template <typename T>
+class PersistentGRUDevice : public ::testing::Test {};
+TYPED_TEST_SUITE(PersistentGRUDevice, Types);
+
+// Tolerances: those of the LSTM's device tests above (cuBLAS's input projections in another
+// order than the reference's sum, CUDA's expf/tanhf in float32).
+TYPED_TEST(PersistentGRUDevice, MatchesReference) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  for (const GRUShape& s : gru_device_shapes()) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " B=" + std::to_string(s.B) +
+                 " H=" + std::to_string(s.H) + " S=" + std::to_string(s.S));
+    const GRUCase<T> c(s);
+    const GRUOut<T> want = c.reference();
+    const GRUOut<T> got = run_gru_on_device(c);
+    expect_near(got.r, want.r, "r");
+    expect_near(got.u, want.u, "u");
+    expect_near(got.c, want.c, "c");
+    expect_near(got.h, want.h, "h");
+  }
+}
+
+TYPED_TEST(PersistentGRUDevice, BitwiseDeterministicRunToRun) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  const GRUCase<T> c(gru_device_shapes()[2]);
+  const GRUOut<T> a = run_gru_on_device(c), b = run_gru_on_device(c);
+  for (const auto& [x, y, name] : {std::tuple{&a.r, &b.r, "r"}, std::tuple{&a.u, &b.u, "u"},
+                                   std::tuple{&a.c, &b.c, "c"}, std::tuple{&a.h, &b.h, "h"}}) {
+    EXPECT_EQ(std::memcmp(x->data(), y->data(), x->size() * sizeof(T)), 0) << name;
+  }
+}
+
+// A slice too large for shared memory (3 columns per unit) is refused before any allocation.
+TEST(PersistentGRUDevice, TooLargeASliceIsAClearError) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  DeviceCtx dc("BlockGRU");
+  const BlockGRUDims d{4, 2, 3, 16384, 4, nullptr};
+  try {
+    cuda::detail::persistent_gru_fwd<double>(dc.ctx(), d, BlockGRUFwdArgs<double>{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("BlockGRU (persistent kernel): a CTA's slice of the "
+                                         "recurrent weights needs "),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PersistentGRUDeviceHost, SeqLengthsAreRefused) {
+  const std::int64_t lengths[2] = {1, 2};
+  const BlockGRUDims d{4, 2, 3, 5, 4, lengths};
+  const Ctx ctx{"BlockGRU", nullptr, nullptr, false};
+  try {
+    cuda::detail::persistent_gru_fwd<float>(ctx, d, BlockGRUFwdArgs<float>{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_STREQ(e.what(), "BlockGRU (persistent kernel): seq_lengths is not supported yet");
   }
 }
 

@@ -20,84 +20,23 @@
 #include "blockrnn/error.h"
 #include "cuda/persistent_host.h"
 #include "kernel/block_gru.h"
+#include "persistent_gru_case.h"
 
 namespace blockrnn {
 namespace {
 
 using cuda::persistent::gru_fwd_host;
 using cuda::persistent::HostGrid;
-
-struct GRUShape {
-  std::int64_t T, B, I, H, S;
-  std::uint64_t seed = 1;
-};
+using persistent_test::GRUCase;
+using persistent_test::GRUOut;
+using persistent_test::GRUShape;
 
 template <typename T>
-std::vector<T> nan_vector(std::int64_t n) {
-  return std::vector<T>(static_cast<std::size_t>(n), std::numeric_limits<T>::quiet_NaN());
+GRUOut<T> run_persistent(const GRUCase<T>& c, const HostGrid& g) {
+  GRUOut<T> o(c.s.T * c.s.B * c.s.H);
+  gru_fwd_host<T>(c.d, c.args(o), g);
+  return o;
 }
-
-// The forward's outputs, NaN until written (an element the kernel fails to write shows).
-template <typename T>
-struct GRUOut {
-  std::vector<T> r, u, c, h;
-  explicit GRUOut(std::int64_t n)
-      : r(nan_vector<T>(n)), u(nan_vector<T>(n)), c(nan_vector<T>(n)), h(nan_vector<T>(n)) {}
-};
-
-// Random inputs uniform in [−1, 1], the weights scaled by 1/√(I+H) (pre-activations O(1)).
-template <typename T>
-struct GRUCase {
-  GRUShape s;
-  BlockGRUDims d;
-  std::vector<T> x, h_prev, w_ru, w_c, b_ru, b_c;
-
-  explicit GRUCase(const GRUShape& shape)
-      : s(shape), d{shape.T, shape.B, shape.I, shape.H, shape.S, nullptr} {
-    std::mt19937_64 rng(shape.seed);
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    const std::int64_t K = s.I + s.H;
-    auto fill = [&](std::int64_t n, double scale) {
-      std::vector<T> v(static_cast<std::size_t>(n));
-      for (T& e : v) e = static_cast<T>(u(rng) * scale);
-      return v;
-    };
-    const double ws = K > 0 ? 1.0 / std::sqrt(double(K)) : 1.0;
-    x = fill(s.T * s.B * s.I, 1.0);
-    h_prev = fill(s.B * s.H, 1.0);
-    w_ru = fill(K * 2 * s.H, ws);
-    w_c = fill(K * s.H, ws);
-    b_ru = fill(2 * s.H, 1.0);
-    b_c = fill(s.H, 1.0);
-  }
-
-  BlockGRUFwdArgs<T> args(GRUOut<T>& o) const {
-    BlockGRUFwdArgs<T> a{};
-    a.x = x.data();
-    a.h_prev = h_prev.data();
-    a.w_ru = w_ru.data();
-    a.w_c = w_c.data();
-    a.b_ru = b_ru.data();
-    a.b_c = b_c.data();
-    a.r = o.r.data();
-    a.u = o.u.data();
-    a.c = o.c.data();
-    a.h = o.h.data();
-    return a;
-  }
-
-  GRUOut<T> reference() const {
-    GRUOut<T> o(s.T * s.B * s.H);
-    ref::block_gru_fwd<T>(d, args(o));
-    return o;
-  }
-
-  GRUOut<T> persistent(const HostGrid& g) const {
-    GRUOut<T> o(s.T * s.B * s.H);
-    gru_fwd_host<T>(d, args(o), g);
-    return o;
-  }
-};
 
 template <typename T>
 void expect_bitwise(const std::vector<T>& got, const std::vector<T>& want,
@@ -148,7 +87,7 @@ TYPED_TEST(PersistentGRU, ForwardEqualsReferenceBitwise) {
   for (const GRUShape& s : shapes()) {
     SCOPED_TRACE(describe(s));
     const GRUCase<T> c(s);
-    expect_same(c.persistent(grid(4, 3, 7)), c.reference(), "4 CTAs x 3 threads, yields:");
+    expect_same(run_persistent(c, grid(4, 3, 7)), c.reference(), "4 CTAs x 3 threads, yields:");
   }
 }
 
@@ -156,12 +95,13 @@ TYPED_TEST(PersistentGRU, BitwiseDeterministicAcrossGrids) {
   using T = TypeParam;
   const GRUShape s = shapes()[1];
   const GRUCase<T> c(s);
-  const GRUOut<T> want = c.persistent(grid(1, 1, 0));
+  const GRUOut<T> want = run_persistent(c, grid(1, 1, 0));
   for (std::int64_t ctas : {2, 4, 7, 37, 40}) {
     for (std::int64_t threads : {1, 4}) {
       const std::string how =
           std::to_string(ctas) + " CTAs x " + std::to_string(threads) + " threads:";
-      expect_same(c.persistent(grid(ctas, threads, std::uint64_t(ctas * 10 + threads))), want, how);
+      expect_same(run_persistent(c, grid(ctas, threads, std::uint64_t(ctas * 10 + threads))), want,
+                  how);
     }
   }
 }
@@ -171,7 +111,7 @@ TYPED_TEST(PersistentGRU, RepeatedRunsWithYieldsAreIdentical) {
   const GRUCase<T> c(shapes()[0]);
   const GRUOut<T> want = c.reference();
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    expect_same(c.persistent(grid(4, 4, seed)), want, "seed " + std::to_string(seed) + ":");
+    expect_same(run_persistent(c, grid(4, 4, seed)), want, "seed " + std::to_string(seed) + ":");
   }
 }
 
@@ -182,7 +122,7 @@ TYPED_TEST(PersistentGRU, EmptyShapesMatchReference) {
            {5, 3, 4, 6, 0, 31}, {5, 0, 4, 6, 5, 32}, {5, 3, 0, 6, 5, 33}, {0, 3, 4, 6, 0, 34}}) {
     SCOPED_TRACE(describe(s));
     const GRUCase<T> c(s);
-    expect_same(c.persistent(grid(3, 2, 5)), c.reference(), "empty:");
+    expect_same(run_persistent(c, grid(3, 2, 5)), c.reference(), "empty:");
   }
 }
 
