@@ -95,6 +95,100 @@ BLOCKRNN_HD void gru_fwd_cta(const GRUFwdParams<T>& p, const CtaIndex& c, T* res
   }
 }
 
+// ---- backward ----
+
+template <typename T>
+struct GRUBwdParams {
+  i64 S, B, I, H;
+  const T *w_ru, *w_c;     // [I+H, 2H], [I+H, H]
+  const T* h_prev;         // [B, H]
+  const T *r, *u, *c, *h;  // [T, B, H] each, forward outputs
+  const T* d_h;            // [T, B, H]
+  T* d_c_bar;              // [S, B, H] out: the candidate's pre-activation gradient
+  T* d_ru;                 // [S, B, 2H] out: d_r_bar, d_u_bar
+  T* hr;                   // [S, B, H] out: h[t−1]⊙r[t] (the rows of d_w_c's product)
+  T* d_hr;                 // [B, H] workspace: the step's ∂L/∂(h[t−1]⊙r)
+  T* carry;                // [B, H] out: d_h_prev
+  T *d_b_ru, *d_b_c;       // [2H], [H] out
+};
+
+// The backward's time loop and the bias gradients, run by every thread of every CTA; `resident`
+// holds gru_resident_elems(H, ctas) elements: resident[jj·3H + g] = w_ru[I + begin + jj, g] for
+// g < 2H and w_c[I + begin + jj, g − 2H] for 2H ≤ g < 3H (the own units' rows). Step t = S−1 … 0:
+//   phase A (own units): d_h = carry + d_h[t]; d_c_bar = (d_h·(1−u))·(1−c·c),
+//     d_u_bar = ((d_h·(h[t−1]−c))·u)·(1−u), hr = h[t−1]·r; grid barrier (all of d_c_bar[t]);
+//   phase B (own units): d_hr = Σ_{g < H} d_c_bar[n, g]·w_c[I + j, g] in increasing g,
+//     d_r_bar = ((d_hr·h[t−1])·r)·(1−r); the own units' d_b_c += Σ_n d_c_bar; grid barrier (all
+//     of d_r_bar[t]);
+//   phase C (own units): carry = (Σ_{g < 2H} d_ru[n, g]·w_ru[I + j, g] + d_hr·r) + d_h·u, the
+//     sum in increasing g; the own columns' d_b_ru += Σ_n d_ru.
+// Each sum is the reference's (src/ref/gru_cell.cc) in its order, so with the products after
+// the loop in the reference's order too, every output but d_w is bitwise the reference's.
+// Phases A, B and C visit the same (n, unit) elements with the same thread mapping, so carry and
+// d_hr need no CTA barrier between a phase C and the next step's phase A.
+template <typename T, typename Sync>
+BLOCKRNN_HD void gru_bwd_cta(const GRUBwdParams<T>& p, const CtaIndex& c, T* resident, Sync& sync) {
+  const i64 B = p.B, I = p.I, H = p.H, BH = B * H, H2 = 2 * H, H3 = 3 * H;
+  const UnitSlice s = unit_slice(H, c.ctas, c.cta);
+  const i64 hp = s.count;
+  for (i64 e = c.tid; e < hp * H3; e += c.threads) {
+    const i64 jj = e / H3, g = e % H3, row = I + s.begin + jj;
+    resident[e] = g < H2 ? p.w_ru[row * H2 + g] : p.w_c[row * H + g - H2];
+  }
+  for (i64 e = c.tid; e < B * hp; e += c.threads) p.carry[(e / hp) * H + s.begin + e % hp] = T(0);
+  for (i64 e = c.tid; e < hp; e += c.threads) p.d_b_c[s.begin + e] = T(0);
+  for (i64 e = c.tid; e < 2 * hp; e += c.threads) p.d_b_ru[(e / hp) * H + s.begin + e % hp] = T(0);
+  sync.cta();
+  for (i64 t = p.S - 1; t >= 0; --t) {
+    const i64 o0 = t * BH;
+    const T* hprev = t == 0 ? p.h_prev : p.h + o0 - BH;
+    T* dcb = p.d_c_bar + o0;
+    T* dru = p.d_ru + t * B * H2;
+    // Phase A.
+    for (i64 e = c.tid; e < B * hp; e += c.threads) {
+      const i64 n = e / hp, j = s.begin + e % hp, x = n * H + j;
+      const T dh = p.carry[x] + p.d_h[o0 + x];
+      const T u = p.u[o0 + x], cand = p.c[o0 + x];
+      dcb[x] = (dh * (T(1) - u)) * (T(1) - cand * cand);
+      sync.jitter();
+      dru[n * H2 + H + j] = ((dh * (hprev[x] - cand)) * u) * (T(1) - u);
+      p.hr[o0 + x] = hprev[x] * p.r[o0 + x];
+    }
+    sync.grid();  // d_c_bar[t] complete: phase B reads every unit's
+    // Phase B.
+    for (i64 e = c.tid; e < B * hp; e += c.threads) {
+      const i64 n = e / hp, jj = e % hp, j = s.begin + jj, x = n * H + j;
+      T acc = T(0);
+      for (i64 g = 0; g < H; ++g) acc += dcb[n * H + g] * resident[jj * H3 + H2 + g];
+      p.d_hr[x] = acc;
+      const T r = p.r[o0 + x];
+      sync.jitter();
+      dru[n * H2 + j] = ((acc * hprev[x]) * r) * (T(1) - r);
+    }
+    for (i64 e = c.tid; e < hp; e += c.threads) {
+      T sum = T(0);
+      for (i64 n = 0; n < B; ++n) sum += dcb[n * H + s.begin + e];
+      p.d_b_c[s.begin + e] += sum;
+    }
+    sync.grid();  // d_r_bar[t] complete: phase C reads every unit's
+    // Phase C.
+    for (i64 e = c.tid; e < B * hp; e += c.threads) {
+      const i64 n = e / hp, jj = e % hp, j = s.begin + jj, x = n * H + j;
+      T acc = T(0);
+      for (i64 g = 0; g < H2; ++g) acc += dru[n * H2 + g] * resident[jj * H3 + g];
+      const T dh = p.carry[x] + p.d_h[o0 + x];
+      sync.jitter();
+      p.carry[x] = (acc + p.d_hr[x] * p.r[o0 + x]) + dh * p.u[o0 + x];
+    }
+    for (i64 e = c.tid; e < 2 * hp; e += c.threads) {
+      const i64 col = (e / hp) * H + s.begin + e % hp;
+      T sum = T(0);
+      for (i64 n = 0; n < B; ++n) sum += dru[n * H2 + col];
+      p.d_b_ru[col] += sum;
+    }
+  }
+}
+
 // The body's parameters from the kernel arguments (host code). `xw_ru`, `xw_c`: [S, B, 2H] and
 // [S, B, H] holding x[t]·w_ru[:I] and x[t]·w_c[:I] for t < S.
 template <typename T>
@@ -116,6 +210,34 @@ GRUFwdParams<T> gru_fwd_params(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& 
   p.u = a.u;
   p.c = a.c;
   p.h = a.h;
+  return p;
+}
+
+// `d_c_bar`, `hr`: [S, B, H]; `d_ru`: [S, B, 2H]; `d_hr`: [B, H]. The carried gradient is kept in
+// the output d_h_prev.
+template <typename T>
+GRUBwdParams<T> gru_bwd_params(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, T* d_c_bar,
+                               T* d_ru, T* hr, T* d_hr) {
+  GRUBwdParams<T> p{};
+  p.S = d.seq_len_max;
+  p.B = d.B;
+  p.I = d.I;
+  p.H = d.H;
+  p.w_ru = a.w_ru;
+  p.w_c = a.w_c;
+  p.h_prev = a.h_prev;
+  p.r = a.r;
+  p.u = a.u;
+  p.c = a.c;
+  p.h = a.h;
+  p.d_h = a.d_h;
+  p.d_c_bar = d_c_bar;
+  p.d_ru = d_ru;
+  p.hr = hr;
+  p.d_hr = d_hr;
+  p.carry = a.d_h_prev;
+  p.d_b_ru = a.d_b_ru;
+  p.d_b_c = a.d_b_c;
   return p;
 }
 

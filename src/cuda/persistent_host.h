@@ -44,8 +44,13 @@ void run_lstm_bwd_grid(const char* op, const BwdParams<T>& p, const HostGrid& gr
 // with the same errors as lstm_fwd_host (grid.k_chunk unused).
 template <typename T>
 void gru_fwd_host(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a, const HostGrid& grid);
-// The body alone on the host grid, as run_lstm_fwd_grid.
+// BlockGRUGrad (kernel/block_gru.h) likewise.
+template <typename T>
+void gru_bwd_host(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const HostGrid& grid);
+// The bodies alone on the host grid, as run_lstm_fwd_grid.
 template <typename T>
 void run_gru_fwd_grid(const char* op, const GRUFwdParams<T>& p, const HostGrid& grid);
+template <typename T>
+void run_gru_bwd_grid(const char* op, const GRUBwdParams<T>& p, const HostGrid& grid);
 
 }  // namespace blockrnn::cuda::persistent

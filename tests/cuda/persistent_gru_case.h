@@ -31,12 +31,29 @@ struct GRUOut {
       : r(nan_vector<T>(n)), u(nan_vector<T>(n)), c(nan_vector<T>(n)), h(nan_vector<T>(n)) {}
 };
 
+// The backward's outputs, NaN until written.
+template <typename T>
+struct GRUBwdOut {
+  std::vector<T> d_x, d_h_prev, d_w_ru, d_w_c, d_b_ru, d_b_c;
+  GRUBwdOut(std::int64_t T_, std::int64_t B, std::int64_t I, std::int64_t H)
+      : d_x(nan_vector<T>(T_ * B * I)),
+        d_h_prev(nan_vector<T>(B * H)),
+        d_w_ru(nan_vector<T>((I + H) * 2 * H)),
+        d_w_c(nan_vector<T>((I + H) * H)),
+        d_b_ru(nan_vector<T>(2 * H)),
+        d_b_c(nan_vector<T>(H)) {}
+  std::vector<const std::vector<T>*> all() const {
+    return {&d_x, &d_h_prev, &d_w_ru, &d_w_c, &d_b_ru, &d_b_c};
+  }
+};
+inline const char* const kGRUBwdNames[] = {"d_x", "d_h_prev", "d_w_ru", "d_w_c", "d_b_ru", "d_b_c"};
+
 // Random inputs uniform in [−1, 1], the weights scaled by 1/√(I+H) (pre-activations O(1)).
 template <typename T>
 struct GRUCase {
   GRUShape s;
   BlockGRUDims d;
-  std::vector<T> x, h_prev, w_ru, w_c, b_ru, b_c;
+  std::vector<T> x, h_prev, w_ru, w_c, b_ru, b_c, d_h;
 
   explicit GRUCase(const GRUShape& shape)
       : s(shape), d{shape.T, shape.B, shape.I, shape.H, shape.S, nullptr} {
@@ -55,6 +72,7 @@ struct GRUCase {
     w_c = fill(K * s.H, ws);
     b_ru = fill(2 * s.H, 1.0);
     b_c = fill(s.H, 1.0);
+    d_h = fill(s.T * s.B * s.H, 1.0);
   }
 
   BlockGRUFwdArgs<T> args(GRUOut<T>& o) const {
@@ -75,6 +93,33 @@ struct GRUCase {
   GRUOut<T> reference() const {
     GRUOut<T> o(s.T * s.B * s.H);
     ref::block_gru_fwd<T>(d, args(o));
+    return o;
+  }
+
+  // The backward's arguments from the forward's outputs `f`.
+  BlockGRUBwdArgs<T> bwd_args(const GRUOut<T>& f, GRUBwdOut<T>& o) const {
+    BlockGRUBwdArgs<T> a{};
+    a.x = x.data();
+    a.h_prev = h_prev.data();
+    a.w_ru = w_ru.data();
+    a.w_c = w_c.data();
+    a.r = f.r.data();
+    a.u = f.u.data();
+    a.c = f.c.data();
+    a.h = f.h.data();
+    a.d_h = d_h.data();
+    a.d_x = o.d_x.data();
+    a.d_h_prev = o.d_h_prev.data();
+    a.d_w_ru = o.d_w_ru.data();
+    a.d_w_c = o.d_w_c.data();
+    a.d_b_ru = o.d_b_ru.data();
+    a.d_b_c = o.d_b_c.data();
+    return a;
+  }
+
+  GRUBwdOut<T> reference_bwd(const GRUOut<T>& f) const {
+    GRUBwdOut<T> o(s.T, s.B, s.I, s.H);
+    ref::block_gru_bwd<T>(d, bwd_args(f, o));
     return o;
   }
 };

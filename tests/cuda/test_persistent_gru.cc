@@ -3,10 +3,14 @@
 // for __syncthreads and the grid sync, random yields between the phases) against the CPU
 // reference (src/ref/block_gru.cc) in float64 and float32.
 //
-// What the design promises, and so what is checked bit for bit (no tolerance anywhere): the
-// forward equals the reference exactly (the same groupings and summation orders; the host
-// driver's input projections sum in the reference's order), and every output is the same bits
-// for any number of CTAs, threads per CTA and yields.
+// What the design promises, and so what is checked bit for bit: the forward equals the
+// reference exactly (the same groupings and summation orders; the host driver's input
+// projections sum in the reference's order), and so does every output of the backward but d_w_ru
+// and d_w_c; and every output is the same bits for any number of CTAs, threads per CTA and
+// yields. d_w_ru and d_w_c are one product over all S·B rows each, where the reference adds
+// per-step products: within 1e-12 (float64) / 2e-5 (float32), the reason being that of
+// test_persistent.cc's d_w (a reordered sum of n ≤ S·B = 27 terms of O(1) differs by about
+// n·eps: ≤ ~6e-15 / ~3e-6). A wrong term is O(1e-2) or more.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,17 +29,40 @@
 namespace blockrnn {
 namespace {
 
+using cuda::persistent::gru_bwd_host;
 using cuda::persistent::gru_fwd_host;
 using cuda::persistent::HostGrid;
+using persistent_test::GRUBwdOut;
 using persistent_test::GRUCase;
 using persistent_test::GRUOut;
 using persistent_test::GRUShape;
+using persistent_test::kGRUBwdNames;
 
 template <typename T>
 GRUOut<T> run_persistent(const GRUCase<T>& c, const HostGrid& g) {
   GRUOut<T> o(c.s.T * c.s.B * c.s.H);
   gru_fwd_host<T>(c.d, c.args(o), g);
   return o;
+}
+
+template <typename T>
+GRUBwdOut<T> run_persistent_bwd(const GRUCase<T>& c, const GRUOut<T>& f, const HostGrid& g) {
+  GRUBwdOut<T> o(c.s.T, c.s.B, c.s.I, c.s.H);
+  gru_bwd_host<T>(c.d, c.bwd_args(f, o), g);
+  return o;
+}
+
+template <typename T>
+void expect_near(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double tol = sizeof(T) == 8 ? 1e-12 : 2e-5;
+  for (std::size_t e = 0; e < got.size(); ++e) {
+    const double g = got[e], w = want[e];
+    if (!(std::fabs(g - w) <= tol + tol * std::fabs(w))) {
+      ADD_FAILURE() << what << "[" << e << "]: " << g << " vs reference " << w;
+      return;
+    }
+  }
 }
 
 template <typename T>
@@ -56,6 +83,20 @@ void expect_same(const GRUOut<T>& got, const GRUOut<T>& want, const std::string&
   expect_bitwise(got.u, want.u, how + " u");
   expect_bitwise(got.c, want.c, how + " c");
   expect_bitwise(got.h, want.h, how + " h");
+}
+
+// Every output of the backward bitwise the reference's but d_w_ru and d_w_c (near: the header).
+template <typename T>
+void expect_bwd_matches_reference(const GRUBwdOut<T>& got, const GRUBwdOut<T>& want) {
+  const auto g = got.all(), w = want.all();
+  for (int k = 0; k < 6; ++k) {
+    const std::string name = kGRUBwdNames[k];
+    if (name == "d_w_ru" || name == "d_w_c") {
+      expect_near(*g[k], *w[k], name);
+    } else {
+      expect_bitwise(*g[k], *w[k], name);
+    }
+  }
 }
 
 HostGrid grid(std::int64_t ctas, std::int64_t threads, std::uint64_t seed) {
@@ -91,6 +132,37 @@ TYPED_TEST(PersistentGRU, ForwardEqualsReferenceBitwise) {
   }
 }
 
+// The backward from the reference's forward outputs: every output but d_w bitwise.
+TYPED_TEST(PersistentGRU, BackwardMatchesReference) {
+  using T = TypeParam;
+  for (const GRUShape& s : shapes()) {
+    SCOPED_TRACE(describe(s));
+    const GRUCase<T> c(s);
+    const GRUOut<T> f = c.reference();
+    const GRUBwdOut<T> got = run_persistent_bwd(c, f, grid(4, 3, 7)), want = c.reference_bwd(f);
+    expect_bwd_matches_reference(got, want);
+  }
+}
+
+TYPED_TEST(PersistentGRU, BackwardBitwiseAcrossGridsAndYields) {
+  using T = TypeParam;
+  const GRUCase<T> c(shapes()[1]);
+  const GRUOut<T> f = c.reference();
+  const GRUBwdOut<T> want = run_persistent_bwd(c, f, grid(1, 1, 0));
+  for (std::int64_t ctas : {2, 4, 7, 37, 40}) {
+    for (std::int64_t threads : {1, 4}) {
+      const GRUBwdOut<T> got =
+          run_persistent_bwd(c, f, grid(ctas, threads, std::uint64_t(ctas * 10 + threads)));
+      const auto g = got.all(), w = want.all();
+      for (int k = 0; k < 6; ++k) {
+        expect_bitwise(*g[k], *w[k],
+                       std::to_string(ctas) + " CTAs x " + std::to_string(threads) +
+                           " threads: " + kGRUBwdNames[k]);
+      }
+    }
+  }
+}
+
 TYPED_TEST(PersistentGRU, BitwiseDeterministicAcrossGrids) {
   using T = TypeParam;
   const GRUShape s = shapes()[1];
@@ -115,14 +187,18 @@ TYPED_TEST(PersistentGRU, RepeatedRunsWithYieldsAreIdentical) {
   }
 }
 
-// seq_len_max = 0, B = 0, I = 0 (the input projections are sums of nothing) and T = 0.
+// seq_len_max = 0, B = 0, I = 0 (the input projections are sums of nothing) and T = 0, forward
+// and backward (d_w within the tolerance, as in BackwardMatchesReference).
 TYPED_TEST(PersistentGRU, EmptyShapesMatchReference) {
   using T = TypeParam;
   for (const GRUShape& s : std::vector<GRUShape>{
            {5, 3, 4, 6, 0, 31}, {5, 0, 4, 6, 5, 32}, {5, 3, 0, 6, 5, 33}, {0, 3, 4, 6, 0, 34}}) {
     SCOPED_TRACE(describe(s));
     const GRUCase<T> c(s);
-    expect_same(run_persistent(c, grid(3, 2, 5)), c.reference(), "empty:");
+    const GRUOut<T> f = c.reference();
+    expect_same(run_persistent(c, grid(3, 2, 5)), f, "empty:");
+    const GRUBwdOut<T> got = run_persistent_bwd(c, f, grid(3, 2, 5)), want = c.reference_bwd(f);
+    expect_bwd_matches_reference(got, want);
   }
 }
 
