@@ -1,4 +1,4 @@
-// The persistent BlockLSTM kernels and the persistent BlockGRU forward on a GPU
+// The persistent BlockLSTM and BlockGRU kernels on a GPU
 // (src/cuda/persistent_lstm_device.h): the bodies of src/cuda/persistent_lstm.h and
 // src/cuda/persistent_gru.h in cooperative kernels (grid syncs through cooperative groups: one
 // per step for the LSTM, two for the reset-before GRU), with cuBLAS for the products over all
@@ -31,6 +31,7 @@ using i64 = std::int64_t;
 using persistent::BwdParams;
 using persistent::CtaIndex;
 using persistent::FwdParams;
+using persistent::GRUBwdParams;
 using persistent::GRUFwdParams;
 
 constexpr int kPersistentThreads = 256;
@@ -76,6 +77,12 @@ template <typename T>
 __global__ void __launch_bounds__(kPersistentThreads) persistent_gru_fwd_kernel(GRUFwdParams<T> p) {
   DeviceSync sync;
   persistent::gru_fwd_cta(p, cta_index(), reinterpret_cast<T*>(resident_bytes), sync);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kPersistentThreads) persistent_gru_bwd_kernel(GRUBwdParams<T> p) {
+  DeviceSync sync;
+  persistent::gru_bwd_cta(p, cta_index(), reinterpret_cast<T*>(resident_bytes), sync);
 }
 
 #endif  // BLOCKRNN_CUDA_HOST_EMU
@@ -168,6 +175,10 @@ Grid gru_fwd_grid(const Ctx& ctx, i64 H) {
   return plan_grid<T>(ctx, persistent_gru_fwd_kernel<T>, H, 3);
 }
 template <typename T>
+Grid gru_bwd_grid(const Ctx& ctx, i64 H) {
+  return plan_grid<T>(ctx, persistent_gru_bwd_kernel<T>, H, 3);
+}
+template <typename T>
 void run_fwd(const Ctx& ctx, const Grid& g, const FwdParams<T>& p) {
   launch_cooperative(ctx, "persistent_lstm_fwd_kernel", persistent_lstm_fwd_kernel<T>, g, p);
 }
@@ -178,6 +189,10 @@ void run_bwd(const Ctx& ctx, const Grid& g, const BwdParams<T>& p) {
 template <typename T>
 void run_gru_fwd(const Ctx& ctx, const Grid& g, const GRUFwdParams<T>& p) {
   launch_cooperative(ctx, "persistent_gru_fwd_kernel", persistent_gru_fwd_kernel<T>, g, p);
+}
+template <typename T>
+void run_gru_bwd(const Ctx& ctx, const Grid& g, const GRUBwdParams<T>& p) {
+  launch_cooperative(ctx, "persistent_gru_bwd_kernel", persistent_gru_bwd_kernel<T>, g, p);
 }
 
 #else  // BLOCKRNN_CUDA_HOST_EMU
@@ -202,6 +217,10 @@ Grid bwd_grid(const Ctx& ctx, i64 H) {
 }
 template <typename T>
 Grid gru_fwd_grid(const Ctx& ctx, i64 H) {
+  return emu_grid<T>(ctx, H, 3);
+}
+template <typename T>
+Grid gru_bwd_grid(const Ctx& ctx, i64 H) {
   return emu_grid<T>(ctx, H, 3);
 }
 
@@ -230,6 +249,10 @@ void run_bwd(const Ctx& ctx, const Grid& g, const BwdParams<T>& p) {
 template <typename T>
 void run_gru_fwd(const Ctx& ctx, const Grid& g, const GRUFwdParams<T>& p) {
   persistent::run_gru_fwd_grid(ctx.op, p, emu_launch(ctx, "persistent_gru_fwd_kernel", g));
+}
+template <typename T>
+void run_gru_bwd(const Ctx& ctx, const Grid& g, const GRUBwdParams<T>& p) {
+  persistent::run_gru_bwd_grid(ctx.op, p, emu_launch(ctx, "persistent_gru_bwd_kernel", g));
 }
 
 #endif  // BLOCKRNN_CUDA_HOST_EMU
@@ -308,6 +331,46 @@ void persistent_gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwd
   run_gru_fwd(ctx, g, persistent::gru_fwd_params(d, a, xw_ru.as<T>(), xw_c.as<T>()));
 }
 
+template <typename T>
+void persistent_gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+  refuse_lengths(ctx, d);
+  const i64 S = d.seq_len_max, B = d.B, I = d.I, H = d.H, BH = B * H, H2 = 2 * H, K = I + H;
+  if (H == 0) {  // no units: d_x is zero, every other output empty
+    zero(ctx, a.d_x, d.T * B * I);
+    return;
+  }
+  const Grid g = gru_bwd_grid<T>(ctx, H);
+  zero(ctx, a.d_x + S * B * I, (d.T - S) * B * I);
+  Workspace d_c_bar(ctx, sizeof(T) * S * BH), d_ru(ctx, sizeof(T) * S * B * H2),
+      hr(ctx, sizeof(T) * S * BH), d_hr(ctx, sizeof(T) * BH);
+  const T *dcb = d_c_bar.as<T>(), *dru = d_ru.as<T>();
+  // The time loop; also d_h_prev, d_b_ru and d_b_c (zero when S = 0).
+  run_gru_bwd(
+      ctx, g,
+      persistent::gru_bwd_params(d, a, d_c_bar.as<T>(), d_ru.as<T>(), hr.as<T>(), d_hr.as<T>()));
+  if (S == 0 || B == 0) {
+    zero(ctx, a.d_w_ru, K * H2);
+    zero(ctx, a.d_w_c, K * H);
+    return;
+  }
+  // d_x[r] = d_ru[r]·w_ru[:I]ᵀ + d_c_bar[r]·w_c[:I]ᵀ over the S·B rows r = t·B + n.
+  gemm<T>(ctx, false, true, S * B, I, H2, dru, H2, a.w_ru, H2, a.d_x, I, 0.0);
+  gemm<T>(ctx, false, true, S * B, I, H, dcb, H, a.w_c, H, a.d_x, I, 1.0);
+  // d_w_ru = Σ_r [x[r], h_prev of r]ᵀ·d_ru[r]: the x rows in one product, the h rows as step 0
+  // against h_prev plus steps 1 … S−1 against h[0 … S−2].
+  gemm<T>(ctx, true, false, I, H2, S * B, a.x, I, dru, H2, a.d_w_ru, H2, 0.0);
+  gemm<T>(ctx, true, false, H, H2, B, a.h_prev, H, dru, H2, a.d_w_ru + I * H2, H2, 0.0);
+  gemm<T>(ctx, true, false, H, H2, (S - 1) * B, a.h, H, dru + B * H2, H2, a.d_w_ru + I * H2, H2,
+          1.0);
+  // d_w_c = Σ_r [x[r], (h_prev⊙r)[r]]ᵀ·d_c_bar[r], the h⊙r rows written by the kernel.
+  gemm<T>(ctx, true, false, I, H, S * B, a.x, I, dcb, H, a.d_w_c, H, 0.0);
+  gemm<T>(ctx, true, false, H, H, S * B, hr.as<T>(), H, dcb, H, a.d_w_c + I * H, H, 0.0);
+}
+
+template void persistent_gru_bwd<float>(const Ctx&, const BlockGRUDims&,
+                                        const BlockGRUBwdArgs<float>&);
+template void persistent_gru_bwd<double>(const Ctx&, const BlockGRUDims&,
+                                         const BlockGRUBwdArgs<double>&);
 template void persistent_gru_fwd<float>(const Ctx&, const BlockGRUDims&,
                                         const BlockGRUFwdArgs<float>&);
 template void persistent_gru_fwd<double>(const Ctx&, const BlockGRUDims&,

@@ -3,9 +3,10 @@
 // same problems as test_persistent.cc and test_persistent_gru.cc, on the device, against the CPU
 // reference (src/ref/block_lstm.cc, src/ref/block_gru.cc). Without a CUDA device every test of
 // PersistentLSTMDevice and PersistentGRUDevice is skipped ("no CUDA device"), never passed;
-// PersistentLSTMDeviceHost and PersistentGRUDeviceHost run everywhere (refusals that come before any device call). Also part of blockrnn_cuda_emu_tests:
-// on the host emulation every test runs (the kernels on the host driver's threads) and also
-// fails on a broken CUDA / cuBLAS rule and on device memory left allocated.
+// PersistentLSTMDeviceHost and PersistentGRUDeviceHost run everywhere (refusals that come before
+// any device call). Also part of blockrnn_cuda_emu_tests: on the host emulation every test runs
+// (the kernels on the host driver's threads) and also fails on a broken CUDA / cuBLAS rule and on
+// device memory left allocated.
 //
 // Tolerances (abs + rel, elementwise), those of the other device tests (test_cuda.cc):
 //   float64 1e-10: cuBLAS sums x·w_x, d_x and d_w in another order than the reference, and the
@@ -41,11 +42,13 @@ using persistent_test::BwdOut;
 using persistent_test::Case;
 using persistent_test::CaseShape;
 using persistent_test::FwdOut;
+using persistent_test::GRUBwdOut;
 using persistent_test::GRUCase;
 using persistent_test::GRUOut;
 using persistent_test::GRUShape;
 using persistent_test::kBwdNames;
 using persistent_test::kFwdNames;
+using persistent_test::kGRUBwdNames;
 
 bool has_device() {
   int n = 0;
@@ -349,6 +352,45 @@ GRUOut<T> run_gru_on_device(const GRUCase<T>& c) {
   return out;
 }
 
+// The backward on the device from the given forward outputs (the reference's), read back.
+template <typename T>
+GRUBwdOut<T> run_gru_bwd_on_device(const GRUCase<T>& c, const GRUOut<T>& f) {
+  const GRUShape& s = c.s;
+  GRUBwdOut<T> out(s.T, s.B, s.I, s.H);
+  DeviceVec<T> x(c.x), h_prev(c.h_prev), w_ru(c.w_ru), w_c(c.w_c), d_h(c.d_h);
+  DeviceVec<T> r(f.r), u(f.u), cand(f.c), h(f.h);
+  DeviceVec<T> d_x(out.d_x), d_h_prev(out.d_h_prev), d_w_ru(out.d_w_ru), d_w_c(out.d_w_c),
+      d_b_ru(out.d_b_ru), d_b_c(out.d_b_c);
+  DeviceCtx dc("BlockGRUGrad");
+  BlockGRUBwdArgs<T> a = c.bwd_args(f, out);
+  a.x = x.get();
+  a.h_prev = h_prev.get();
+  a.w_ru = w_ru.get();
+  a.w_c = w_c.get();
+  a.r = r.get();
+  a.u = u.get();
+  a.c = cand.get();
+  a.h = h.get();
+  a.d_h = d_h.get();
+  a.d_x = d_x.get();
+  a.d_h_prev = d_h_prev.get();
+  a.d_w_ru = d_w_ru.get();
+  a.d_w_c = d_w_c.get();
+  a.d_b_ru = d_b_ru.get();
+  a.d_b_c = d_b_c.get();
+  cuda::detail::persistent_gru_bwd<T>(dc.ctx(), c.d, a);
+  dc.sync();
+  out.d_x = d_x.read();
+  out.d_h_prev = d_h_prev.read();
+  out.d_w_ru = d_w_ru.read();
+  out.d_w_c = d_w_c.read();
+  out.d_b_ru = d_b_ru.read();
+  out.d_b_c = d_b_c.read();
+  EXPECT_TRUE(d_h.read() == c.d_h);
+  EXPECT_TRUE(h.read() == f.h);
+  return out;
+}
+
 std::vector<GRUShape> gru_device_shapes() {
   return {
       {9, 3, 5, 37, 9, 41},
@@ -379,6 +421,35 @@ TYPED_TEST(PersistentGRUDevice, MatchesReference) {
     expect_near(got.u, want.u, "u");
     expect_near(got.c, want.c, "c");
     expect_near(got.h, want.h, "h");
+  }
+}
+
+TYPED_TEST(PersistentGRUDevice, BackwardMatchesReference) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  for (const GRUShape& s : gru_device_shapes()) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " B=" + std::to_string(s.B) +
+                 " H=" + std::to_string(s.H) + " S=" + std::to_string(s.S));
+    const GRUCase<T> c(s);
+    const GRUOut<T> f = c.reference();
+    const GRUBwdOut<T> got = run_gru_bwd_on_device(c, f), want = c.reference_bwd(f);
+    const auto g = got.all(), w = want.all();
+    for (int k = 0; k < 6; ++k) expect_near(*g[k], *w[k], kGRUBwdNames[k]);
+  }
+}
+
+TYPED_TEST(PersistentGRUDevice, BackwardBitwiseRunToRun) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  const GRUCase<T> c(gru_device_shapes()[2]);
+  const GRUOut<T> f = c.reference();
+  const GRUBwdOut<T> a = run_gru_bwd_on_device(c, f), b = run_gru_bwd_on_device(c, f);
+  const auto ga = a.all(), gb = b.all();
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(std::memcmp(ga[k]->data(), gb[k]->data(), ga[k]->size() * sizeof(T)), 0)
+        << kGRUBwdNames[k];
   }
 }
 
@@ -422,6 +493,14 @@ TEST(PersistentGRUDeviceHost, SeqLengthsAreRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
     EXPECT_STREQ(e.what(), "BlockGRU (persistent kernel): seq_lengths is not supported yet");
+  }
+  const Ctx grad_ctx{"BlockGRUGrad", nullptr, nullptr, false};
+  try {
+    cuda::detail::persistent_gru_bwd<double>(grad_ctx, d, BlockGRUBwdArgs<double>{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_STREQ(e.what(), "BlockGRUGrad (persistent kernel): seq_lengths is not supported yet");
   }
 }
 
