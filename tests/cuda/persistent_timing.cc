@@ -1,13 +1,14 @@
-// blockrnn_persistent_timing: times the persistent BlockLSTM kernels (src/cuda/persistent_lstm.cu;
-// docs/cuda.md, "Persistent BlockLSTM kernels") on a GPU: the `persistent` stage of
-// scripts/gpu_runbook.sh runs it once per shape.
+// blockrnn_persistent_timing: times the persistent BlockLSTM and BlockGRU kernels
+// (src/cuda/persistent_lstm.cu; docs/cuda.md, "Persistent BlockLSTM kernels") on a GPU: the
+// `persistent` stage of scripts/gpu_runbook.sh runs it once per shape.
 //
 //   blockrnn_persistent_timing [--csv FILE] [--target-ms MS] [--warmup N] [--min-reps N]
 //                              [--max-reps N] T B H
 //
-// BlockLSTM in float32 (exact: TF32 off) at I = H, seq_len_max = T, no peepholes, on one
-// non-blocking stream with a cuBLAS handle of its own: the forward (detail::persistent_lstm_fwd)
-// and the forward + backward (the forward, then detail::persistent_lstm_bwd on its outputs).
+// BlockLSTM (no peepholes), then BlockGRU (the reset-before GRU), in float32 (exact: TF32 off) at
+// I = H, seq_len_max = T, on one non-blocking stream with a cuBLAS handle of its own: the forward
+// (detail::persistent_lstm_fwd / persistent_gru_fwd) and the forward + backward (the forward, then
+// detail::persistent_lstm_bwd / persistent_gru_bwd on its outputs).
 // Each is warmed up (`--warmup` calls, 2 by default: module loading, the memory pool's first
 // allocations), then timed with CUDA events around each call; the number of timed calls is
 // chosen from the warm-up's time so that they take about `--target-ms` (default 1000) within
@@ -21,9 +22,10 @@
 //
 // Output: one line per measurement on stdout, and with --csv one row per measurement appended
 // (flushed at once; the header written when the file is new), with the columns of the per-step
-// timing tool (blockrnn_cuda_timing), impl "blockrnn_persistent", cell "lstm", mode "fp32", pass
-// "fwd" or "fwd+bwd". tflops counts the GEMM arithmetic of a step, 2·B·(I+H)·4H for the forward
-// and three times that for the forward + backward. Without a CUDA device it says so and exits
+// timing tool (blockrnn_cuda_timing), impl "blockrnn_persistent", cell "lstm" or "gru_rb", mode
+// "fp32", pass "fwd" or "fwd+bwd". tflops counts the GEMM arithmetic of a step, 2·B·(I+H)·G for
+// the forward (G = 4H for the LSTM, 3H for the GRU) and three times that for the forward +
+// backward. Without a CUDA device it says so and exits
 // with status 77 (not a result).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -44,6 +46,9 @@
 
 namespace {
 
+using blockrnn::BlockGRUBwdArgs;
+using blockrnn::BlockGRUDims;
+using blockrnn::BlockGRUFwdArgs;
 using blockrnn::BlockLSTMBwdArgs;
 using blockrnn::BlockLSTMDims;
 using blockrnn::BlockLSTMFwdArgs;
@@ -214,24 +219,25 @@ class Report {
   Report(const Report&) = delete;
   Report& operator=(const Report&) = delete;
 
-  // pass: "fwd" or "fwd+bwd".
-  void add(const char* pass, double us, int reps) {
+  // cell: "lstm" or "gru_rb"; pass: "fwd" or "fwd+bwd".
+  void add(const char* cell, const char* pass, double us, int reps) {
     const i64 T = o_.T, B = o_.B, H = o_.H, I = H;
     const double step_us = us / double(T);
-    const double fwd_flops = 2.0 * double(B) * double(I + H) * 4.0 * double(H);
+    const double gates = std::string(cell) == "lstm" ? 4.0 : 3.0;
+    const double fwd_flops = 2.0 * double(B) * double(I + H) * gates * double(H);
     const double flops = fwd_flops * (std::string(pass) == "fwd" ? 1.0 : 3.0);
     const double tflops = flops / (step_us * 1e-6) / 1e12;
     std::printf(
-        "blockrnn_persistent lstm fp32 T=%lld B=%lld H=%lld %-7s %12.1f us/call %9.3f "
+        "blockrnn_persistent %-6s fp32 T=%lld B=%lld H=%lld %-7s %12.1f us/call %9.3f "
         "us/step %8.2f TFLOP/s (%d reps)\n",
-        (long long)T, (long long)B, (long long)H, pass, us, step_us, tflops, reps);
+        cell, (long long)T, (long long)B, (long long)H, pass, us, step_us, tflops, reps);
     std::fflush(stdout);
     if (csv_ == nullptr) return;
     std::fprintf(csv_,
-                 "blockrnn_persistent,lstm,fp32,%lld,%lld,%lld,%lld,%s,%.3f,%.4f,%.4f,%d,"
+                 "blockrnn_persistent,%s,fp32,%lld,%lld,%lld,%lld,%s,%.3f,%.4f,%.4f,%d,"
                  "\"%s\",ok\n",
-                 (long long)T, (long long)B, (long long)H, (long long)I, pass, us, step_us, tflops,
-                 reps, device_.c_str());
+                 cell, (long long)T, (long long)B, (long long)H, (long long)I, pass, us, step_us,
+                 tflops, reps, device_.c_str());
     if (std::fflush(csv_) != 0) die("cannot write " + o_.csv);
   }
 
@@ -240,6 +246,128 @@ class Report {
   std::string device_;
   std::FILE* csv_ = nullptr;
 };
+
+// Times the forward, then the forward + backward, and reports both.
+void time_passes(const char* cell, const std::function<void()>& fwd,
+                 const std::function<void()>& fwd_bwd, Timer& timer, Report& report) {
+  int reps = 0;
+  const double fwd_us = timer.median_us(fwd, &reps);
+  report.add(cell, "fwd", fwd_us, reps);
+  const double fb_us = timer.median_us(fwd_bwd, &reps);
+  report.add(cell, "fwd+bwd", fb_us, reps);
+}
+
+// BlockLSTM, no peepholes, forget_bias 1.
+void time_lstm(const Options& o, cudaStream_t stream, cublasHandle_t blas, Timer& timer,
+               Report& report) {
+  const i64 T = o.T, B = o.B, H = o.H, I = H, G = 4 * H, TBH = T * B * H;
+  std::mt19937 rng(1);
+  const float ws = 1.0f / std::sqrt(float(I + H));
+  DeviceFloats x(T * B * I, 1.0f, rng), cs0(B * H, 0.5f, rng), h0(B * H, 0.5f, rng),
+      w((I + H) * G, ws, rng), b(G, ws, rng), d_cs(TBH, 0.1f, rng), d_h(TBH, 0.1f, rng);
+  std::vector<std::unique_ptr<DeviceFloats>> seven;
+  for (int k = 0; k < 7; ++k) seven.push_back(std::make_unique<DeviceFloats>(TBH, 0.0f, rng));
+  DeviceFloats d_x(T * B * I, 0.0f, rng), d_cs0(B * H, 0.0f, rng), d_h0(B * H, 0.0f, rng),
+      d_w((I + H) * G, 0.0f, rng), d_b(G, 0.0f, rng), d_wc(3 * H, 0.0f, rng);
+
+  const BlockLSTMDims d{T, B, I, H, T, nullptr};
+  BlockLSTMFwdArgs<float> fa{};
+  fa.x = x.get();
+  fa.cs_prev = cs0.get();
+  fa.h_prev = h0.get();
+  fa.w = w.get();
+  fa.b = b.get();
+  fa.i = seven[0]->get();
+  fa.cs = seven[1]->get();
+  fa.f = seven[2]->get();
+  fa.o = seven[3]->get();
+  fa.ci = seven[4]->get();
+  fa.co = seven[5]->get();
+  fa.h = seven[6]->get();
+  fa.forget_bias = 1.0f;
+  BlockLSTMBwdArgs<float> ba{};
+  ba.x = x.get();
+  ba.cs_prev = cs0.get();
+  ba.h_prev = h0.get();
+  ba.w = w.get();
+  ba.i = fa.i;
+  ba.cs = fa.cs;
+  ba.f = fa.f;
+  ba.o = fa.o;
+  ba.ci = fa.ci;
+  ba.co = fa.co;
+  ba.h = fa.h;
+  ba.d_cs = d_cs.get();
+  ba.d_h = d_h.get();
+  ba.d_x = d_x.get();
+  ba.d_cs_prev = d_cs0.get();
+  ba.d_h_prev = d_h0.get();
+  ba.d_w = d_w.get();
+  ba.d_wci = d_wc.get();
+  ba.d_wcf = d_wc.get() + H;
+  ba.d_wco = d_wc.get() + 2 * H;
+  ba.d_b = d_b.get();
+
+  const Ctx fwd_ctx{"BlockLSTM", stream, blas, false};
+  const Ctx bwd_ctx{"BlockLSTMGrad", stream, blas, false};
+  auto fwd = [&] { blockrnn::cuda::detail::persistent_lstm_fwd<float>(fwd_ctx, d, fa); };
+  auto fwd_bwd = [&] {
+    fwd();
+    blockrnn::cuda::detail::persistent_lstm_bwd<float>(bwd_ctx, d, ba);
+  };
+
+  time_passes("lstm", fwd, fwd_bwd, timer, report);
+}
+
+// BlockGRU (the reset-before GRU).
+void time_gru(const Options& o, cudaStream_t stream, cublasHandle_t blas, Timer& timer,
+              Report& report) {
+  const i64 T = o.T, B = o.B, H = o.H, I = H, TBH = T * B * H;
+  std::mt19937 rng(2);
+  const float ws = 1.0f / std::sqrt(float(I + H));
+  DeviceFloats x(T * B * I, 1.0f, rng), h0(B * H, 0.5f, rng), w_ru((I + H) * 2 * H, ws, rng),
+      w_c((I + H) * H, ws, rng), b_ru(2 * H, ws, rng), b_c(H, ws, rng), d_h(TBH, 0.1f, rng);
+  DeviceFloats r(TBH, 0.0f, rng), u(TBH, 0.0f, rng), c(TBH, 0.0f, rng), h(TBH, 0.0f, rng);
+  DeviceFloats d_x(T * B * I, 0.0f, rng), d_h0(B * H, 0.0f, rng),
+      d_w_ru((I + H) * 2 * H, 0.0f, rng), d_w_c((I + H) * H, 0.0f, rng), d_b_ru(2 * H, 0.0f, rng),
+      d_b_c(H, 0.0f, rng);
+  const BlockGRUDims d{T, B, I, H, T, nullptr};
+  BlockGRUFwdArgs<float> fa{};
+  fa.x = x.get();
+  fa.h_prev = h0.get();
+  fa.w_ru = w_ru.get();
+  fa.w_c = w_c.get();
+  fa.b_ru = b_ru.get();
+  fa.b_c = b_c.get();
+  fa.r = r.get();
+  fa.u = u.get();
+  fa.c = c.get();
+  fa.h = h.get();
+  BlockGRUBwdArgs<float> ba{};
+  ba.x = x.get();
+  ba.h_prev = h0.get();
+  ba.w_ru = w_ru.get();
+  ba.w_c = w_c.get();
+  ba.r = r.get();
+  ba.u = u.get();
+  ba.c = c.get();
+  ba.h = h.get();
+  ba.d_h = d_h.get();
+  ba.d_x = d_x.get();
+  ba.d_h_prev = d_h0.get();
+  ba.d_w_ru = d_w_ru.get();
+  ba.d_w_c = d_w_c.get();
+  ba.d_b_ru = d_b_ru.get();
+  ba.d_b_c = d_b_c.get();
+  const Ctx fwd_ctx{"BlockGRU", stream, blas, false};
+  const Ctx bwd_ctx{"BlockGRUGrad", stream, blas, false};
+  auto fwd = [&] { blockrnn::cuda::detail::persistent_gru_fwd<float>(fwd_ctx, d, fa); };
+  auto fwd_bwd = [&] {
+    fwd();
+    blockrnn::cuda::detail::persistent_gru_bwd<float>(bwd_ctx, d, ba);
+  };
+  time_passes("gru_rb", fwd, fwd_bwd, timer, report);
+}
 
 void run(const Options& o) {
   int device = 0;
@@ -262,69 +390,10 @@ void run(const Options& o) {
   check(cublasSetStream(blas, stream), "cublasSetStream");
   check(cublasSetWorkspace(blas, blas_ws, kBlasWorkspace), "cublasSetWorkspace");
   {
-    const i64 T = o.T, B = o.B, H = o.H, I = H, G = 4 * H, TBH = T * B * H;
-    std::mt19937 rng(1);
-    const float ws = 1.0f / std::sqrt(float(I + H));
-    DeviceFloats x(T * B * I, 1.0f, rng), cs0(B * H, 0.5f, rng), h0(B * H, 0.5f, rng),
-        w((I + H) * G, ws, rng), b(G, ws, rng), d_cs(TBH, 0.1f, rng), d_h(TBH, 0.1f, rng);
-    std::vector<std::unique_ptr<DeviceFloats>> seven;
-    for (int k = 0; k < 7; ++k) seven.push_back(std::make_unique<DeviceFloats>(TBH, 0.0f, rng));
-    DeviceFloats d_x(T * B * I, 0.0f, rng), d_cs0(B * H, 0.0f, rng), d_h0(B * H, 0.0f, rng),
-        d_w((I + H) * G, 0.0f, rng), d_b(G, 0.0f, rng), d_wc(3 * H, 0.0f, rng);
-
-    const BlockLSTMDims d{T, B, I, H, T, nullptr};
-    BlockLSTMFwdArgs<float> fa{};
-    fa.x = x.get();
-    fa.cs_prev = cs0.get();
-    fa.h_prev = h0.get();
-    fa.w = w.get();
-    fa.b = b.get();
-    fa.i = seven[0]->get();
-    fa.cs = seven[1]->get();
-    fa.f = seven[2]->get();
-    fa.o = seven[3]->get();
-    fa.ci = seven[4]->get();
-    fa.co = seven[5]->get();
-    fa.h = seven[6]->get();
-    fa.forget_bias = 1.0f;
-    BlockLSTMBwdArgs<float> ba{};
-    ba.x = x.get();
-    ba.cs_prev = cs0.get();
-    ba.h_prev = h0.get();
-    ba.w = w.get();
-    ba.i = fa.i;
-    ba.cs = fa.cs;
-    ba.f = fa.f;
-    ba.o = fa.o;
-    ba.ci = fa.ci;
-    ba.co = fa.co;
-    ba.h = fa.h;
-    ba.d_cs = d_cs.get();
-    ba.d_h = d_h.get();
-    ba.d_x = d_x.get();
-    ba.d_cs_prev = d_cs0.get();
-    ba.d_h_prev = d_h0.get();
-    ba.d_w = d_w.get();
-    ba.d_wci = d_wc.get();
-    ba.d_wcf = d_wc.get() + H;
-    ba.d_wco = d_wc.get() + 2 * H;
-    ba.d_b = d_b.get();
-
-    const Ctx fwd_ctx{"BlockLSTM", stream, blas, false};
-    const Ctx bwd_ctx{"BlockLSTMGrad", stream, blas, false};
-    auto fwd = [&] { blockrnn::cuda::detail::persistent_lstm_fwd<float>(fwd_ctx, d, fa); };
-    auto fwd_bwd = [&] {
-      fwd();
-      blockrnn::cuda::detail::persistent_lstm_bwd<float>(bwd_ctx, d, ba);
-    };
-
     Timer timer(stream, o);
     Report report(o, prop.name);
-    int reps = 0;
-    const double fwd_us = timer.median_us(fwd, &reps);
-    report.add("fwd", fwd_us, reps);
-    const double fb_us = timer.median_us(fwd_bwd, &reps);
-    report.add("fwd+bwd", fb_us, reps);
+    time_lstm(o, stream, blas, timer, report);
+    time_gru(o, stream, blas, timer, report);
   }
   check(cublasDestroy(blas), "cublasDestroy");
   check(cudaFree(blas_ws), "cudaFree");
