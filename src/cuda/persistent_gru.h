@@ -1,15 +1,16 @@
-// Persistent BlockGRU, the reset-before GRU (docs/cuda.md, "Persistent BlockGRU kernel"): the
-// time loop of the forward as ONE grid of CTAs that stay resident for all steps, each CTA owning
-// a contiguous slice of hidden units j (and their three gate columns: r and u of w_ru, c of w_c)
-// with its slice of the recurrent weights loaded once into its shared memory.
+// Persistent BlockGRU, the reset-before GRU (docs/cuda.md, "Persistent BlockGRU kernels"): the
+// time loop of the forward and of the backward (gru_bwd_cta, below) as ONE grid of CTAs that stay
+// resident for all steps, each CTA owning a contiguous slice of hidden units j (and their three
+// gate columns: r and u of w_ru, c of w_c) with its slice of the recurrent weights loaded once
+// into its shared memory.
 //
 // Like src/cuda/persistent_lstm.h (which says how a body is called, compiled twice and
-// synchronised through `sync`), this header is the per-CTA body, for the cooperative kernel of
+// synchronised through `sync`), this header holds per-CTA bodies, for the cooperative kernels of
 // src/cuda/persistent_lstm.cu and for the host driver of src/cuda/persistent_host.cpp.
 //
 // Semantics are the CPU reference's (src/ref/block_gru.cc, src/ref/gru_cell.cc), with its
 // groupings and summation orders, so results are bitwise the same for any number of CTAs and
-// threads. Step t < S:
+// threads. Forward, step t < S:
 //   phase 1, for each (n, own r or u column col):
 //     ru = (xw_ru[t][n, col] + Σ_{k = 0 … H−1} h[t−1][n, k]·w_ru[I + k, col]) + b_ru[col],
 //     the sum in increasing k continuing x[t]·w_ru's sum over the x rows (the reference's one
