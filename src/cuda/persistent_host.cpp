@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "blockrnn/error.h"
+#include "cuda/persistent_gru.h"
 #include "cuda/persistent_lstm.h"
 
 namespace blockrnn::cuda::persistent {
@@ -170,6 +171,75 @@ void lstm_bwd_host(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const H
   product<T>(K, G, S * B, xh, d_gate, a.d_w);
 }
 
+template <typename T>
+void run_gru_fwd_grid(const char* op, const GRUFwdParams<T>& p, const HostGrid& grid) {
+  run_grid<T>(
+      op, grid, gru_resident_elems(p.H, grid.ctas),
+      [&](const CtaIndex& c, T* resident, HostSync& sync) { gru_fwd_cta(p, c, resident, sync); });
+}
+
+template <typename T>
+void gru_fwd_host(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a, const HostGrid& grid) {
+  const char* op = "BlockGRU";
+  check_grid(op, d, grid);
+  const std::int64_t S = d.seq_len_max, B = d.B, I = d.I, H = d.H, BH = B * H;
+  for (T* p : {a.r, a.u, a.c, a.h}) std::fill(p + S * BH, p + d.T * BH, T(0));
+  // The input projections of all steps: xw_ru[r] = x[r]·w_ru[:I], xw_c[r] = x[r]·w_c[:I] for
+  // the rows r = t·B + n < S·B.
+  std::vector<T> xw_ru(static_cast<std::size_t>(S * B * 2 * H));
+  std::vector<T> xw_c(static_cast<std::size_t>(S * BH));
+  auto x = [&](std::int64_t r, std::int64_t k) { return a.x[r * I + k]; };
+  product<T>(
+      S * B, 2 * H, I, x, [&](std::int64_t k, std::int64_t g) { return a.w_ru[k * 2 * H + g]; },
+      xw_ru.data());
+  product<T>(
+      S * B, H, I, x, [&](std::int64_t k, std::int64_t g) { return a.w_c[k * H + g]; },
+      xw_c.data());
+  run_gru_fwd_grid(op, gru_fwd_params(d, a, xw_ru.data(), xw_c.data()), grid);
+}
+
+template <typename T>
+void run_gru_bwd_grid(const char* op, const GRUBwdParams<T>& p, const HostGrid& grid) {
+  run_grid<T>(
+      op, grid, gru_resident_elems(p.H, grid.ctas),
+      [&](const CtaIndex& c, T* resident, HostSync& sync) { gru_bwd_cta(p, c, resident, sync); });
+}
+
+template <typename T>
+void gru_bwd_host(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const HostGrid& grid) {
+  const char* op = "BlockGRUGrad";
+  check_grid(op, d, grid);
+  const std::int64_t S = d.seq_len_max, B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H;
+  const std::int64_t H2 = 2 * H;
+  std::vector<T> d_c_bar(static_cast<std::size_t>(S * BH)), hr(static_cast<std::size_t>(S * BH));
+  std::vector<T> d_ru(static_cast<std::size_t>(S * B * H2)), d_hr(static_cast<std::size_t>(BH));
+  run_gru_bwd_grid(op, gru_bwd_params(d, a, d_c_bar.data(), d_ru.data(), hr.data(), d_hr.data()),
+                   grid);
+  // d_x[r] = d_ru[r]·w_ru[:I]ᵀ + d_c_bar[r]·w_c[:I]ᵀ for the rows r = t·B + n < S·B (the
+  // reference's g1 + g2), zero after.
+  auto dru = [&](std::int64_t r, std::int64_t g) { return d_ru[r * H2 + g]; };
+  auto dcb = [&](std::int64_t r, std::int64_t g) { return d_c_bar[r * H + g]; };
+  product<T>(
+      S * B, I, H2, dru, [&](std::int64_t g, std::int64_t m) { return a.w_ru[m * H2 + g]; }, a.d_x);
+  std::vector<T> g2(static_cast<std::size_t>(S * B * I));
+  product<T>(
+      S * B, I, H, dcb, [&](std::int64_t g, std::int64_t m) { return a.w_c[m * H + g]; },
+      g2.data());
+  for (std::size_t e = 0; e < g2.size(); ++e) a.d_x[e] = a.d_x[e] + g2[e];
+  std::fill(a.d_x + S * B * I, a.d_x + d.T * B * I, T(0));
+  // d_w_ru = Σ_r [x[r], h_prev of r]ᵀ·d_ru[r] and d_w_c = Σ_r [x[r], hr[r]]ᵀ·d_c_bar[r], one
+  // product each over all S·B rows in increasing r.
+  auto xh = [&](std::int64_t k, std::int64_t r) {
+    if (k < I) return a.x[r * I + k];
+    return r < B ? a.h_prev[r * H + k - I] : a.h[(r - B) * H + k - I];
+  };
+  auto xhr = [&](std::int64_t k, std::int64_t r) {
+    return k < I ? a.x[r * I + k] : hr[static_cast<std::size_t>(r * H + k - I)];
+  };
+  product<T>(K, H2, S * B, xh, dru, a.d_w_ru);
+  product<T>(K, H, S * B, xhr, dcb, a.d_w_c);
+}
+
 template void run_lstm_fwd_grid<float>(const char*, const FwdParams<float>&, const HostGrid&);
 template void run_lstm_fwd_grid<double>(const char*, const FwdParams<double>&, const HostGrid&);
 template void run_lstm_bwd_grid<float>(const char*, const BwdParams<float>&, const HostGrid&);
@@ -182,5 +252,17 @@ template void lstm_bwd_host<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<
                                    const HostGrid&);
 template void lstm_bwd_host<double>(const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&,
                                     const HostGrid&);
+template void run_gru_fwd_grid<float>(const char*, const GRUFwdParams<float>&, const HostGrid&);
+template void run_gru_fwd_grid<double>(const char*, const GRUFwdParams<double>&, const HostGrid&);
+template void run_gru_bwd_grid<float>(const char*, const GRUBwdParams<float>&, const HostGrid&);
+template void run_gru_bwd_grid<double>(const char*, const GRUBwdParams<double>&, const HostGrid&);
+template void gru_bwd_host<float>(const BlockGRUDims&, const BlockGRUBwdArgs<float>&,
+                                  const HostGrid&);
+template void gru_bwd_host<double>(const BlockGRUDims&, const BlockGRUBwdArgs<double>&,
+                                   const HostGrid&);
+template void gru_fwd_host<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&,
+                                  const HostGrid&);
+template void gru_fwd_host<double>(const BlockGRUDims&, const BlockGRUFwdArgs<double>&,
+                                   const HostGrid&);
 
 }  // namespace blockrnn::cuda::persistent

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 
+#include "cuda/persistent_gru.h"
 #include "cuda/persistent_lstm.h"
+#include "kernel/block_gru.h"
 #include "kernel/block_lstm.h"
 
 namespace blockrnn::cuda::persistent {
@@ -37,5 +39,18 @@ template <typename T>
 void run_lstm_fwd_grid(const char* op, const FwdParams<T>& p, const HostGrid& grid);
 template <typename T>
 void run_lstm_bwd_grid(const char* op, const BwdParams<T>& p, const HostGrid& grid);
+
+// BlockGRU's forward (kernel/block_gru.h) through the persistent body (src/cuda/persistent_gru.h),
+// with the same errors as lstm_fwd_host (grid.k_chunk unused).
+template <typename T>
+void gru_fwd_host(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a, const HostGrid& grid);
+// BlockGRUGrad (kernel/block_gru.h) likewise.
+template <typename T>
+void gru_bwd_host(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const HostGrid& grid);
+// The bodies alone on the host grid, as run_lstm_fwd_grid.
+template <typename T>
+void run_gru_fwd_grid(const char* op, const GRUFwdParams<T>& p, const HostGrid& grid);
+template <typename T>
+void run_gru_bwd_grid(const char* op, const GRUBwdParams<T>& p, const HostGrid& grid);
 
 }  // namespace blockrnn::cuda::persistent

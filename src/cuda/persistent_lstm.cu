@@ -1,8 +1,9 @@
-// The persistent BlockLSTM kernels on a GPU (src/cuda/persistent_lstm_device.h): the bodies of
-// src/cuda/persistent_lstm.h in cooperative kernels (one grid sync per step through
-// cooperative groups), with cuBLAS for the products over all steps: x·w_x before the forward's
-// loop, d_x and d_w after the backward's. Compiled with the backend's flags (-fmad=false, ptxas
-// failing on spills and local memory).
+// The persistent BlockLSTM and BlockGRU kernels on a GPU
+// (src/cuda/persistent_lstm_device.h): the bodies of src/cuda/persistent_lstm.h and
+// src/cuda/persistent_gru.h in cooperative kernels (grid syncs through cooperative groups: one
+// per step for the LSTM, two for the reset-before GRU), with cuBLAS for the products over all
+// steps: x·w_x before the forward's loop, d_x and d_w after the backward's. Compiled with the
+// backend's flags (-fmad=false, ptxas failing on spills and local memory).
 //
 // Under the host emulation (BLOCKRNN_CUDA_HOST_EMU, docs/cuda.md) the entries are the same, on
 // an emulated H100 (132 SMs, 227 KiB of shared memory per CTA), and the cooperative launch
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "blockrnn/error.h"
+#include "cuda/persistent_gru.h"
 #include "cuda/persistent_lstm.h"
 #include "cuda/persistent_lstm_device.h"
 
@@ -29,6 +31,8 @@ using i64 = std::int64_t;
 using persistent::BwdParams;
 using persistent::CtaIndex;
 using persistent::FwdParams;
+using persistent::GRUBwdParams;
+using persistent::GRUFwdParams;
 
 constexpr int kPersistentThreads = 256;
 
@@ -69,6 +73,18 @@ __global__ void __launch_bounds__(kPersistentThreads) persistent_lstm_bwd_kernel
   persistent::lstm_bwd_cta(p, cta_index(), reinterpret_cast<T*>(resident_bytes), sync);
 }
 
+template <typename T>
+__global__ void __launch_bounds__(kPersistentThreads) persistent_gru_fwd_kernel(GRUFwdParams<T> p) {
+  DeviceSync sync;
+  persistent::gru_fwd_cta(p, cta_index(), reinterpret_cast<T*>(resident_bytes), sync);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kPersistentThreads) persistent_gru_bwd_kernel(GRUBwdParams<T> p) {
+  DeviceSync sync;
+  persistent::gru_bwd_cta(p, cta_index(), reinterpret_cast<T*>(resident_bytes), sync);
+}
+
 #endif  // BLOCKRNN_CUDA_HOST_EMU
 
 struct Grid {
@@ -76,12 +92,14 @@ struct Grid {
   std::size_t shared_bytes;
 };
 
-// The bytes of a CTA's resident weight slice for H units over `ctas` CTAs, or kUnimplemented
-// when more than `available` (the device's shared memory per CTA).
+// The bytes of a CTA's resident weight slice for H units over `ctas` CTAs (`gates` columns per
+// unit: 4 for the LSTM, 3 for the GRU), or kUnimplemented when more than `available` (the
+// device's shared memory per CTA).
 template <typename T>
-std::size_t slice_bytes(const Ctx& ctx, i64 H, int ctas, std::size_t available) {
-  const std::size_t bytes =
-      sizeof(T) * static_cast<std::size_t>(persistent::resident_elems(H, ctas));
+std::size_t slice_bytes(const Ctx& ctx, i64 H, int ctas, int gates, std::size_t available) {
+  const i64 elems =
+      gates == 4 ? persistent::resident_elems(H, ctas) : persistent::gru_resident_elems(H, ctas);
+  const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(elems);
   if (bytes > available) {
     throw Error(ErrorCode::kUnimplemented,
                 std::string(ctx.op) +
@@ -104,7 +122,7 @@ int device_attribute(const Ctx& ctx, cudaDeviceAttr attr, int device) {
 // One CTA per SM, at most one per unit (H ≥ 1), each holding resident_elems(H, ctas) elements;
 // checked against the device before anything is allocated or launched.
 template <typename T, typename Params>
-Grid plan_grid(const Ctx& ctx, void (*kernel)(Params), i64 H) {
+Grid plan_grid(const Ctx& ctx, void (*kernel)(Params), i64 H, int gates) {
   int device = 0;
   check_cuda(ctx.op, cudaGetDevice(&device), "cudaGetDevice");
   const std::string who = std::string(ctx.op) + " (persistent kernel): ";
@@ -114,7 +132,7 @@ Grid plan_grid(const Ctx& ctx, void (*kernel)(Params), i64 H) {
   const int sms = device_attribute(ctx, cudaDevAttrMultiProcessorCount, device);
   const int optin = device_attribute(ctx, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   const int ctas = static_cast<int>(std::min<i64>(sms, H));
-  const std::size_t bytes = slice_bytes<T>(ctx, H, ctas, static_cast<std::size_t>(optin));
+  const std::size_t bytes = slice_bytes<T>(ctx, H, ctas, gates, static_cast<std::size_t>(optin));
   check_cuda(
       ctx.op,
       cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
@@ -146,11 +164,19 @@ void launch_cooperative(const Ctx& ctx, const char* name, void (*kernel)(Params)
 
 template <typename T>
 Grid fwd_grid(const Ctx& ctx, i64 H) {
-  return plan_grid<T>(ctx, persistent_lstm_fwd_kernel<T>, H);
+  return plan_grid<T>(ctx, persistent_lstm_fwd_kernel<T>, H, 4);
 }
 template <typename T>
 Grid bwd_grid(const Ctx& ctx, i64 H) {
-  return plan_grid<T>(ctx, persistent_lstm_bwd_kernel<T>, H);
+  return plan_grid<T>(ctx, persistent_lstm_bwd_kernel<T>, H, 4);
+}
+template <typename T>
+Grid gru_fwd_grid(const Ctx& ctx, i64 H) {
+  return plan_grid<T>(ctx, persistent_gru_fwd_kernel<T>, H, 3);
+}
+template <typename T>
+Grid gru_bwd_grid(const Ctx& ctx, i64 H) {
+  return plan_grid<T>(ctx, persistent_gru_bwd_kernel<T>, H, 3);
 }
 template <typename T>
 void run_fwd(const Ctx& ctx, const Grid& g, const FwdParams<T>& p) {
@@ -159,6 +185,14 @@ void run_fwd(const Ctx& ctx, const Grid& g, const FwdParams<T>& p) {
 template <typename T>
 void run_bwd(const Ctx& ctx, const Grid& g, const BwdParams<T>& p) {
   launch_cooperative(ctx, "persistent_lstm_bwd_kernel", persistent_lstm_bwd_kernel<T>, g, p);
+}
+template <typename T>
+void run_gru_fwd(const Ctx& ctx, const Grid& g, const GRUFwdParams<T>& p) {
+  launch_cooperative(ctx, "persistent_gru_fwd_kernel", persistent_gru_fwd_kernel<T>, g, p);
+}
+template <typename T>
+void run_gru_bwd(const Ctx& ctx, const Grid& g, const GRUBwdParams<T>& p) {
+  launch_cooperative(ctx, "persistent_gru_bwd_kernel", persistent_gru_bwd_kernel<T>, g, p);
 }
 
 #else  // BLOCKRNN_CUDA_HOST_EMU
@@ -169,17 +203,25 @@ constexpr int kEmuSms = 132;
 constexpr std::size_t kEmuSharedBytes = 232448;
 
 template <typename T>
-Grid emu_grid(const Ctx& ctx, i64 H) {
+Grid emu_grid(const Ctx& ctx, i64 H, int gates) {
   const int ctas = static_cast<int>(std::min<i64>(kEmuSms, H));
-  return {ctas, slice_bytes<T>(ctx, H, ctas, kEmuSharedBytes)};
+  return {ctas, slice_bytes<T>(ctx, H, ctas, gates, kEmuSharedBytes)};
 }
 template <typename T>
 Grid fwd_grid(const Ctx& ctx, i64 H) {
-  return emu_grid<T>(ctx, H);
+  return emu_grid<T>(ctx, H, 4);
 }
 template <typename T>
 Grid bwd_grid(const Ctx& ctx, i64 H) {
-  return emu_grid<T>(ctx, H);
+  return emu_grid<T>(ctx, H, 4);
+}
+template <typename T>
+Grid gru_fwd_grid(const Ctx& ctx, i64 H) {
+  return emu_grid<T>(ctx, H, 3);
+}
+template <typename T>
+Grid gru_bwd_grid(const Ctx& ctx, i64 H) {
+  return emu_grid<T>(ctx, H, 3);
 }
 
 // The launch's stream check, then the CTAs as host threads: one per CTA (up to 132), without
@@ -203,6 +245,14 @@ void run_fwd(const Ctx& ctx, const Grid& g, const FwdParams<T>& p) {
 template <typename T>
 void run_bwd(const Ctx& ctx, const Grid& g, const BwdParams<T>& p) {
   persistent::run_lstm_bwd_grid(ctx.op, p, emu_launch(ctx, "persistent_lstm_bwd_kernel", g));
+}
+template <typename T>
+void run_gru_fwd(const Ctx& ctx, const Grid& g, const GRUFwdParams<T>& p) {
+  persistent::run_gru_fwd_grid(ctx.op, p, emu_launch(ctx, "persistent_gru_fwd_kernel", g));
+}
+template <typename T>
+void run_gru_bwd(const Ctx& ctx, const Grid& g, const GRUBwdParams<T>& p) {
+  persistent::run_gru_bwd_grid(ctx.op, p, emu_launch(ctx, "persistent_gru_bwd_kernel", g));
 }
 
 #endif  // BLOCKRNN_CUDA_HOST_EMU
@@ -265,6 +315,66 @@ void persistent_lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTM
   gemm<T>(ctx, true, false, H, G, (S - 1) * B, a.h, H, dg + B * G, G, a.d_w + I * G, G, 1.0);
 }
 
+template <typename T>
+void persistent_gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
+  refuse_lengths(ctx, d);
+  const i64 S = d.seq_len_max, B = d.B, I = d.I, H = d.H, BH = B * H;
+  const bool work = S > 0 && B > 0 && H > 0;
+  const Grid g = work ? gru_fwd_grid<T>(ctx, H) : Grid{0, 0};
+  T* const outs[] = {a.r, a.u, a.c, a.h};
+  for (T* p : outs) zero(ctx, p + S * BH, (d.T - S) * BH);
+  if (!work) return;
+  Workspace xw_ru(ctx, sizeof(T) * S * B * 2 * H), xw_c(ctx, sizeof(T) * S * BH);
+  // The input projections of all steps: x·w_ru[:I] and x·w_c[:I] over the S·B rows.
+  gemm<T>(ctx, false, false, S * B, 2 * H, I, a.x, I, a.w_ru, 2 * H, xw_ru.as<T>(), 2 * H, 0.0);
+  gemm<T>(ctx, false, false, S * B, H, I, a.x, I, a.w_c, H, xw_c.as<T>(), H, 0.0);
+  run_gru_fwd(ctx, g, persistent::gru_fwd_params(d, a, xw_ru.as<T>(), xw_c.as<T>()));
+}
+
+template <typename T>
+void persistent_gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
+  refuse_lengths(ctx, d);
+  const i64 S = d.seq_len_max, B = d.B, I = d.I, H = d.H, BH = B * H, H2 = 2 * H, K = I + H;
+  if (H == 0) {  // no units: d_x is zero, every other output empty
+    zero(ctx, a.d_x, d.T * B * I);
+    return;
+  }
+  const Grid g = gru_bwd_grid<T>(ctx, H);
+  zero(ctx, a.d_x + S * B * I, (d.T - S) * B * I);
+  Workspace d_c_bar(ctx, sizeof(T) * S * BH), d_ru(ctx, sizeof(T) * S * B * H2),
+      hr(ctx, sizeof(T) * S * BH), d_hr(ctx, sizeof(T) * BH);
+  const T *dcb = d_c_bar.as<T>(), *dru = d_ru.as<T>();
+  // The time loop; also d_h_prev, d_b_ru and d_b_c (zero when S = 0).
+  run_gru_bwd(
+      ctx, g,
+      persistent::gru_bwd_params(d, a, d_c_bar.as<T>(), d_ru.as<T>(), hr.as<T>(), d_hr.as<T>()));
+  if (S == 0 || B == 0) {
+    zero(ctx, a.d_w_ru, K * H2);
+    zero(ctx, a.d_w_c, K * H);
+    return;
+  }
+  // d_x[r] = d_ru[r]·w_ru[:I]ᵀ + d_c_bar[r]·w_c[:I]ᵀ over the S·B rows r = t·B + n.
+  gemm<T>(ctx, false, true, S * B, I, H2, dru, H2, a.w_ru, H2, a.d_x, I, 0.0);
+  gemm<T>(ctx, false, true, S * B, I, H, dcb, H, a.w_c, H, a.d_x, I, 1.0);
+  // d_w_ru = Σ_r [x[r], h_prev of r]ᵀ·d_ru[r]: the x rows in one product, the h rows as step 0
+  // against h_prev plus steps 1 … S−1 against h[0 … S−2].
+  gemm<T>(ctx, true, false, I, H2, S * B, a.x, I, dru, H2, a.d_w_ru, H2, 0.0);
+  gemm<T>(ctx, true, false, H, H2, B, a.h_prev, H, dru, H2, a.d_w_ru + I * H2, H2, 0.0);
+  gemm<T>(ctx, true, false, H, H2, (S - 1) * B, a.h, H, dru + B * H2, H2, a.d_w_ru + I * H2, H2,
+          1.0);
+  // d_w_c = Σ_r [x[r], (h_prev⊙r)[r]]ᵀ·d_c_bar[r], the h⊙r rows written by the kernel.
+  gemm<T>(ctx, true, false, I, H, S * B, a.x, I, dcb, H, a.d_w_c, H, 0.0);
+  gemm<T>(ctx, true, false, H, H, S * B, hr.as<T>(), H, dcb, H, a.d_w_c + I * H, H, 0.0);
+}
+
+template void persistent_gru_bwd<float>(const Ctx&, const BlockGRUDims&,
+                                        const BlockGRUBwdArgs<float>&);
+template void persistent_gru_bwd<double>(const Ctx&, const BlockGRUDims&,
+                                         const BlockGRUBwdArgs<double>&);
+template void persistent_gru_fwd<float>(const Ctx&, const BlockGRUDims&,
+                                        const BlockGRUFwdArgs<float>&);
+template void persistent_gru_fwd<double>(const Ctx&, const BlockGRUDims&,
+                                         const BlockGRUFwdArgs<double>&);
 template void persistent_lstm_fwd<float>(const Ctx&, const BlockLSTMDims&,
                                          const BlockLSTMFwdArgs<float>&);
 template void persistent_lstm_fwd<double>(const Ctx&, const BlockLSTMDims&,

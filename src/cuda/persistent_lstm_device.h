@@ -25,4 +25,13 @@ void persistent_lstm_fwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTM
 template <typename T>
 void persistent_lstm_bwd(const Ctx& ctx, const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
 
+// BlockGRU's forward (kernel/block_gru.h; src/cuda/persistent_gru.h), with the same refusals and
+// grid as persistent_lstm_fwd; a CTA's slice holds 3 gate columns per unit instead of 4.
+template <typename T>
+void persistent_gru_fwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a);
+// BlockGRUGrad likewise: the time loop in the kernel, d_x, d_w_ru and d_w_c as cuBLAS products
+// over all steps after it.
+template <typename T>
+void persistent_gru_bwd(const Ctx& ctx, const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a);
+
 }  // namespace blockrnn::cuda::detail

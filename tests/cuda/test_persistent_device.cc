@@ -1,10 +1,12 @@
-// The persistent BlockLSTM kernels on a GPU (src/cuda/persistent_lstm_device.h), part of
-// blockrnn_persistent_tests in a CUDA build: the same problems as test_persistent.cc, on the
-// device, against the CPU reference (src/ref/block_lstm.cc). Without a CUDA device every test of
-// PersistentLSTMDevice is skipped ("no CUDA device"), never passed; PersistentLSTMDeviceHost runs
-// everywhere (refusals that come before any device call). Also part of blockrnn_cuda_emu_tests:
-// on the host emulation every test runs (the kernels on the host driver's threads) and also
-// fails on a broken CUDA / cuBLAS rule and on device memory left allocated.
+// The persistent BlockLSTM kernels and the persistent BlockGRU forward on a GPU
+// (src/cuda/persistent_lstm_device.h), part of blockrnn_persistent_tests in a CUDA build: the
+// same problems as test_persistent.cc and test_persistent_gru.cc, on the device, against the CPU
+// reference (src/ref/block_lstm.cc, src/ref/block_gru.cc). Without a CUDA device every test of
+// PersistentLSTMDevice and PersistentGRUDevice is skipped ("no CUDA device"), never passed;
+// PersistentLSTMDeviceHost and PersistentGRUDeviceHost run everywhere (refusals that come before
+// any device call). Also part of blockrnn_cuda_emu_tests: on the host emulation every test runs
+// (the kernels on the host driver's threads) and also fails on a broken CUDA / cuBLAS rule and on
+// device memory left allocated.
 //
 // Tolerances (abs + rel, elementwise), those of the other device tests (test_cuda.cc):
 //   float64 1e-10: cuBLAS sums x·w_x, d_x and d_w in another order than the reference, and the
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -29,6 +32,7 @@
 #include "cuda/emu/emu.h"
 #endif
 #include "persistent_case.h"
+#include "persistent_gru_case.h"
 
 namespace blockrnn {
 namespace {
@@ -38,8 +42,13 @@ using persistent_test::BwdOut;
 using persistent_test::Case;
 using persistent_test::CaseShape;
 using persistent_test::FwdOut;
+using persistent_test::GRUBwdOut;
+using persistent_test::GRUCase;
+using persistent_test::GRUOut;
+using persistent_test::GRUShape;
 using persistent_test::kBwdNames;
 using persistent_test::kFwdNames;
+using persistent_test::kGRUBwdNames;
 
 bool has_device() {
   int n = 0;
@@ -306,6 +315,192 @@ TEST(PersistentLSTMDeviceHost, SeqLengthsAreRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
     EXPECT_STREQ(e.what(), "BlockLSTMGrad (persistent kernel): seq_lengths is not supported yet");
+  }
+}
+
+// ---- the persistent BlockGRU forward (src/cuda/persistent_gru.h) ----
+
+// The forward on the device (outputs NaN-filled first), read back; the inputs checked unchanged.
+template <typename T>
+GRUOut<T> run_gru_on_device(const GRUCase<T>& c) {
+  const GRUShape& s = c.s;
+  GRUOut<T> out(s.T * s.B * s.H);
+  DeviceVec<T> x(c.x), h_prev(c.h_prev), w_ru(c.w_ru), w_c(c.w_c), b_ru(c.b_ru), b_c(c.b_c);
+  DeviceVec<T> r(out.r), u(out.u), cand(out.c), h(out.h);
+  DeviceCtx dc("BlockGRU");
+  BlockGRUFwdArgs<T> a = c.args(out);
+  a.x = x.get();
+  a.h_prev = h_prev.get();
+  a.w_ru = w_ru.get();
+  a.w_c = w_c.get();
+  a.b_ru = b_ru.get();
+  a.b_c = b_c.get();
+  a.r = r.get();
+  a.u = u.get();
+  a.c = cand.get();
+  a.h = h.get();
+  cuda::detail::persistent_gru_fwd<T>(dc.ctx(), c.d, a);
+  dc.sync();
+  out.r = r.read();
+  out.u = u.read();
+  out.c = cand.read();
+  out.h = h.read();
+  EXPECT_TRUE(x.read() == c.x);
+  EXPECT_TRUE(h_prev.read() == c.h_prev);
+  EXPECT_TRUE(w_ru.read() == c.w_ru);
+  EXPECT_TRUE(w_c.read() == c.w_c);
+  return out;
+}
+
+// The backward on the device from the given forward outputs (the reference's), read back.
+template <typename T>
+GRUBwdOut<T> run_gru_bwd_on_device(const GRUCase<T>& c, const GRUOut<T>& f) {
+  const GRUShape& s = c.s;
+  GRUBwdOut<T> out(s.T, s.B, s.I, s.H);
+  DeviceVec<T> x(c.x), h_prev(c.h_prev), w_ru(c.w_ru), w_c(c.w_c), d_h(c.d_h);
+  DeviceVec<T> r(f.r), u(f.u), cand(f.c), h(f.h);
+  DeviceVec<T> d_x(out.d_x), d_h_prev(out.d_h_prev), d_w_ru(out.d_w_ru), d_w_c(out.d_w_c),
+      d_b_ru(out.d_b_ru), d_b_c(out.d_b_c);
+  DeviceCtx dc("BlockGRUGrad");
+  BlockGRUBwdArgs<T> a = c.bwd_args(f, out);
+  a.x = x.get();
+  a.h_prev = h_prev.get();
+  a.w_ru = w_ru.get();
+  a.w_c = w_c.get();
+  a.r = r.get();
+  a.u = u.get();
+  a.c = cand.get();
+  a.h = h.get();
+  a.d_h = d_h.get();
+  a.d_x = d_x.get();
+  a.d_h_prev = d_h_prev.get();
+  a.d_w_ru = d_w_ru.get();
+  a.d_w_c = d_w_c.get();
+  a.d_b_ru = d_b_ru.get();
+  a.d_b_c = d_b_c.get();
+  cuda::detail::persistent_gru_bwd<T>(dc.ctx(), c.d, a);
+  dc.sync();
+  out.d_x = d_x.read();
+  out.d_h_prev = d_h_prev.read();
+  out.d_w_ru = d_w_ru.read();
+  out.d_w_c = d_w_c.read();
+  out.d_b_ru = d_b_ru.read();
+  out.d_b_c = d_b_c.read();
+  EXPECT_TRUE(d_h.read() == c.d_h);
+  EXPECT_TRUE(h.read() == f.h);
+  return out;
+}
+
+std::vector<GRUShape> gru_device_shapes() {
+  return {
+      {9, 3, 5, 37, 9, 41},
+      {9, 3, 5, 37, 6, 42},
+      // Every SM busy (H = 300 over up to 132 CTAs), B not a multiple of 8.
+      {50, 17, 31, 300, 50, 43},
+      {5, 3, 4, 6, 0, 44},  // seq_len_max = 0
+  };
+}
+
+template <typename T>
+class PersistentGRUDevice : public ::testing::Test {};
+TYPED_TEST_SUITE(PersistentGRUDevice, Types);
+
+// Tolerances: those of the LSTM's device tests above (cuBLAS's input projections in another
+// order than the reference's sum, CUDA's expf/tanhf in float32).
+TYPED_TEST(PersistentGRUDevice, MatchesReference) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  for (const GRUShape& s : gru_device_shapes()) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " B=" + std::to_string(s.B) +
+                 " H=" + std::to_string(s.H) + " S=" + std::to_string(s.S));
+    const GRUCase<T> c(s);
+    const GRUOut<T> want = c.reference();
+    const GRUOut<T> got = run_gru_on_device(c);
+    expect_near(got.r, want.r, "r");
+    expect_near(got.u, want.u, "u");
+    expect_near(got.c, want.c, "c");
+    expect_near(got.h, want.h, "h");
+  }
+}
+
+TYPED_TEST(PersistentGRUDevice, BackwardMatchesReference) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  for (const GRUShape& s : gru_device_shapes()) {
+    SCOPED_TRACE("T=" + std::to_string(s.T) + " B=" + std::to_string(s.B) +
+                 " H=" + std::to_string(s.H) + " S=" + std::to_string(s.S));
+    const GRUCase<T> c(s);
+    const GRUOut<T> f = c.reference();
+    const GRUBwdOut<T> got = run_gru_bwd_on_device(c, f), want = c.reference_bwd(f);
+    const auto g = got.all(), w = want.all();
+    for (int k = 0; k < 6; ++k) expect_near(*g[k], *w[k], kGRUBwdNames[k]);
+  }
+}
+
+TYPED_TEST(PersistentGRUDevice, BackwardBitwiseRunToRun) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  const GRUCase<T> c(gru_device_shapes()[2]);
+  const GRUOut<T> f = c.reference();
+  const GRUBwdOut<T> a = run_gru_bwd_on_device(c, f), b = run_gru_bwd_on_device(c, f);
+  const auto ga = a.all(), gb = b.all();
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(std::memcmp(ga[k]->data(), gb[k]->data(), ga[k]->size() * sizeof(T)), 0)
+        << kGRUBwdNames[k];
+  }
+}
+
+TYPED_TEST(PersistentGRUDevice, BitwiseDeterministicRunToRun) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  using T = TypeParam;
+  const GRUCase<T> c(gru_device_shapes()[2]);
+  const GRUOut<T> a = run_gru_on_device(c), b = run_gru_on_device(c);
+  for (const auto& [x, y, name] : {std::tuple{&a.r, &b.r, "r"}, std::tuple{&a.u, &b.u, "u"},
+                                   std::tuple{&a.c, &b.c, "c"}, std::tuple{&a.h, &b.h, "h"}}) {
+    EXPECT_EQ(std::memcmp(x->data(), y->data(), x->size() * sizeof(T)), 0) << name;
+  }
+}
+
+// A slice too large for shared memory (3 columns per unit) is refused before any allocation.
+TEST(PersistentGRUDevice, TooLargeASliceIsAClearError) {
+  if (!has_device()) GTEST_SKIP() << "no CUDA device";
+  const EmuChecks emu_checks;
+  DeviceCtx dc("BlockGRU");
+  const BlockGRUDims d{4, 2, 3, 16384, 4, nullptr};
+  try {
+    cuda::detail::persistent_gru_fwd<double>(dc.ctx(), d, BlockGRUFwdArgs<double>{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("BlockGRU (persistent kernel): a CTA's slice of the "
+                                         "recurrent weights needs "),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PersistentGRUDeviceHost, SeqLengthsAreRefused) {
+  const std::int64_t lengths[2] = {1, 2};
+  const BlockGRUDims d{4, 2, 3, 5, 4, lengths};
+  const Ctx ctx{"BlockGRU", nullptr, nullptr, false};
+  try {
+    cuda::detail::persistent_gru_fwd<float>(ctx, d, BlockGRUFwdArgs<float>{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_STREQ(e.what(), "BlockGRU (persistent kernel): seq_lengths is not supported yet");
+  }
+  const Ctx grad_ctx{"BlockGRUGrad", nullptr, nullptr, false};
+  try {
+    cuda::detail::persistent_gru_bwd<double>(grad_ctx, d, BlockGRUBwdArgs<double>{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_STREQ(e.what(), "BlockGRUGrad (persistent kernel): seq_lengths is not supported yet");
   }
 }
 
