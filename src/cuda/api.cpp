@@ -191,6 +191,9 @@ void run(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs
       }
       return;
     }
+    case DType::kBFloat16:
+      throw Error(ErrorCode::kUnimplemented,
+                  std::string(op.name) + ": bfloat16 is not supported on the CUDA backend yet");
     case DType::kInt64:
       break;
   }

@@ -770,6 +770,27 @@ TEST_F(CudaOps, TwoNonBlockingStreamsMatchSerialRuns) {
   for (cudaStream_t s : streams) cuda_ok(cudaStreamDestroy(s), "cudaStreamDestroy");
 }
 
+// bfloat16 has no CUDA path yet: a valid bfloat16 call on device memory is refused
+// (kUnimplemented naming the op and the dtype), not reported as an internal error.
+TEST_F(CudaOps, BFloat16IsRefusedByName) {
+  const std::int64_t B = 2, I = 3, H = 4;
+  const DType bf = DType::kBFloat16;
+  const DeviceTensor x(bf, {B, I}), h(bf, {B, H}), w_ru(bf, {I + H, 2 * H}), w_c(bf, {I + H, H}),
+      b_ru(bf, {2 * H}), b_c(bf, {H});
+  DeviceTensor r(bf, {B, H}), u(bf, {B, H}), c(bf, {B, H}), hout(bf, {B, H});
+  try {
+    cuda::gru_block_cell(
+        {x.view(), h.view(), w_ru.view(), w_c.view(), b_ru.view(), b_c.view()},
+        {r.mutable_view(), u.mutable_view(), c.mutable_view(), hout.mutable_view()});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("GRUBlockCell: bfloat16 is not supported on the CUDA"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Host memory where device memory is expected is an error naming the argument.
 TEST_F(CudaOps, HostPointerRejected) {
   const std::int64_t B = 2, I = 3, H = 4;
