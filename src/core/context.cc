@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -204,22 +205,43 @@ std::size_t omp_stack_size() {
   return 0;
 }
 
-// The probe threads all stay alive until released, as the threads of an OpenMP team do.
+// Address space a thread may take beyond its stack once it allocates: glibc gives each new
+// thread that calls malloc an arena of its own (up to 8 per core), a heap of 64 MiB of address
+// space, mapped as 128 MiB and trimmed to an aligned 64 MiB. A probe counts that room for every
+// thread it starts, and a grown team maps its arenas before the next probe (run_team), so the
+// room a probe counted is not taken afterwards by an arena (docs/reliability.md, Thread budget).
+// Where the arenas already exist or their count is capped (MALLOC_ARENA_MAX), this asks for more
+// room than a thread takes: a team may get fewer workers than it could have, never a process
+// that libgomp ends.
+constexpr std::size_t kArenaRoom = std::size_t{128} << 20;
+
+// The probe threads all stay alive until released, as the threads of an OpenMP team do, each
+// holding the room of a malloc arena (PROT_NONE: address space, no memory) meanwhile.
 struct Gate {
   std::mutex mutex;
-  std::condition_variable opened;
+  std::condition_variable changed;
+  int arrived = 0;   // threads that tried their reservation
+  int reserved = 0;  // threads that hold one
   bool open = false;
 };
 
 void* wait_at_gate(void* arg) {
   Gate& gate = *static_cast<Gate*>(arg);
+  void* room =
+      mmap(nullptr, kArenaRoom, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   std::unique_lock<std::mutex> lock(gate.mutex);
-  gate.opened.wait(lock, [&] { return gate.open; });
+  ++gate.arrived;
+  gate.reserved += room != MAP_FAILED;
+  gate.changed.notify_all();
+  gate.changed.wait(lock, [&] { return gate.open; });
+  lock.unlock();
+  if (room != MAP_FAILED) munmap(room, kArenaRoom);
   return nullptr;
 }
 
-// How many of n more threads, with OpenMP's stack size, the system can hold at once beside
-// everything alive now: starts them (stopping at the first refusal), then releases and joins
+// How many of n more threads, with OpenMP's stack size and the room of a malloc arena each, the
+// system can hold at once beside everything alive now: starts them (stopping at the first
+// refusal), waits until each has tried to reserve its arena's room, then releases and joins
 // them.
 int threads_startable(int n) {
   pthread_attr_t attr;
@@ -234,14 +256,17 @@ int threads_startable(int n) {
          pthread_create(&threads[started], &attr, wait_at_gate, &gate) == 0) {
     ++started;
   }
+  int reserved = 0;
   {
-    std::lock_guard<std::mutex> open(gate.mutex);
+    std::unique_lock<std::mutex> lock(gate.mutex);
+    gate.changed.wait(lock, [&] { return gate.arrived == started; });
+    reserved = gate.reserved;
     gate.open = true;
   }
-  gate.opened.notify_all();
+  gate.changed.notify_all();
   for (int k = 0; k < started; ++k) pthread_join(threads[k], nullptr);
   pthread_attr_destroy(&attr);
-  return started;
+  return reserved;
 }
 
 // The process-wide thread budget, in workers (threads beside the ones that call the library).
@@ -331,6 +356,12 @@ TeamLease::TeamLease(int wanted) {
   size_ = std::min(pool.workers, target) + 1;
   if (size_ < wanted) ++b.shortages;
   pool.shortages_seen = b.shortages;
+}
+
+void claim_malloc_arena() {
+  void* p = std::malloc(16);
+  asm volatile("" : : "r"(p) : "memory");  // the allocation is made, not optimized away
+  std::free(p);
 }
 
 void TeamLease::team_started() {

@@ -32,6 +32,9 @@ class TeamLease {
   TeamLease& operator=(const TeamLease&) = delete;
 
   int size() const { return size_; }  // 1 ≤ size() ≤ max(wanted, 1)
+  // The pool grew for this region (after a probe): its new workers must map their malloc arenas
+  // (claim_malloc_arena) before team_started() lets another probe count the room left.
+  bool grew() const { return growing_.owns_lock(); }
   // Called by the team's thread 0 (the thread that made the lease) as the region's first
   // statement: every worker exists now, so other threads may grow their pools.
   void team_started();
@@ -41,6 +44,10 @@ class TeamLease {
   bool counted_ = false;                  // counted among the running teams
   std::unique_lock<std::mutex> growing_;  // held from the probe until the grown team exists
 };
+
+// Makes glibc give the calling thread its malloc arena now, if it is to have one of its own: a
+// small allocation, freed at once.
+void claim_malloc_arena();
 
 // Runs body(id, nt) on a team of at most `wanted` threads, as many as the budget grants (body
 // may contain `#pragma omp barrier`; every thread must reach each of them). One thread, or a call
@@ -52,10 +59,16 @@ void run_team(int wanted, F&& body) {
     body(0, 1);
     return;
   }
+  const bool grew = lease.grew();
 #pragma omp parallel num_threads(lease.size())
   {
 #ifdef _OPENMP
     const int id = omp_get_thread_num();
+    if (grew) {
+      // Every new worker's arena exists before another caller may probe (TeamLease).
+      claim_malloc_arena();
+#pragma omp barrier
+    }
     if (id == 0) lease.team_started();
     body(id, omp_get_num_threads());
 #else
