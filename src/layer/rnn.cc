@@ -268,8 +268,15 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
   m.A = num_acts(options.mode);
   m.P = is_lstm(options.mode) ? 5 : 4;
   m.o.lstm.v2 = options.mode == RNNMode::kLSTMV2;
-  // The widest layer's sizes (the upper layers read D·H features).
-  layer::check_sizes(check, std::max(options.input_size, m.D * m.H), m.H, options.max_time,
+  // Counts and sizes that are products of the options, before any bound on them: each in checked
+  // arithmetic (the RNN fuzzer found both overflowing int64).
+  const std::int64_t layer_objects =
+      core::checked_mul("RNN.create", "num_layers * directions", m.L, m.D);
+  // The widest layer's sizes (the upper layers read D·H features, a product that may overflow
+  // before check_sizes bounds H).
+  const std::int64_t upper_input =
+      core::checked_mul("RNN.create", "2 * hidden_size (the upper layers' input)", m.D, m.H);
+  layer::check_sizes(check, std::max(options.input_size, upper_input), m.H, options.max_time,
                      options.max_batch);
   // The reserve of the largest call (Impl::layout, in double) must be addressable too: then so
   // is every size a call computes. Like check_sizes, a bound and not an allocation.
@@ -292,7 +299,7 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
     held = D * (layer::held_bytes<Out>(options.input_size, m.H, options.dtype) +
                 (L - 1) * layer::held_bytes<Out>(m.D * m.H, m.H, options.dtype));
   });
-  const ExtraBytes weights{"the " + std::to_string(m.L * m.D) +
+  const ExtraBytes weights{"the " + std::to_string(layer_objects) +
                                " layer objects (num_layers * directions) with their weights' "
                                "copies and packed panels",
                            layer::clamp_bytes(held)};

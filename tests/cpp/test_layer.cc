@@ -859,6 +859,25 @@ TEST(RNNHostile, HugeOrInvalidOptionsThrowOnlyBlockrnnErrors) {
                .max_batch = 1 << 20});
       },
       {"RNN.create: num_layers 1048576, max_time 1048576 and max_batch 1048576 are too large"});
+  // Products of the options before any bound on them (the RNN fuzzer's finds: they were
+  // computed in int64 and overflowed).
+  expect_exhausted(
+      [] {
+        RNN r({.input_size = 4,
+               .hidden_size = 4,
+               .num_layers = std::numeric_limits<std::int64_t>::max(),
+               .bidirectional = true,
+               .max_time = 0});
+      },
+      {"RNN.create: num_layers * directions = 9223372036854775807 * 2 overflows int64"});
+  expect_exhausted(
+      [] {
+        RNN r({.input_size = 4,
+               .hidden_size = std::numeric_limits<std::int64_t>::max(),
+               .bidirectional = true});
+      },
+      {"RNN.create: 2 * hidden_size (the upper layers' input) = 2 * 9223372036854775807 "
+       "overflows int64"});
   expect_invalid([] { RNN r({.mode = static_cast<RNNMode>(9), .hidden_size = 4}); },
                  "RNN.create: mode must be");
   expect_invalid([] { RNN r({.input_size = -1, .hidden_size = 4}); },
