@@ -8,7 +8,7 @@
 #      the README's C++ examples), a Java program on the installed jar and the installed CLI
 #      (scripts/test_install.sh);
 #   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the libFuzzer
-#      target over every op family (60 s each);
+#      targets over every op family, model files and the RNN stack (60 s each);
 #   3. the Python package (pip install .) and the pytest suite against tensorflow-cpu.
 # Steps 1 and 3 run on every CPU path this machine has: the best one (default), then forced
 # avx2 and baseline (BLOCKRNN_ISA; docs/gemm.md).
@@ -55,6 +55,20 @@ if [[ "${1:-}" != "--quick" ]]; then
         "$corpus_dir" tests/fuzz/corpus >"$log" 2>&1; then
       tail -50 "$log"
       echo "fuzzing $family found a failure (reproduce with the crash-* file above)"
+      exit 1
+    fi
+    grep -E "^stat::number_of_executed_units|^Done" "$log" || true
+  done
+  # Model files (Model::load_buffer and forward) and blockrnn::RNN (the layer objects' stack).
+  for target in model rnn; do
+    echo "-- fuzz $target"
+    log="$corpus_dir/$target.log"
+    mkdir -p "$corpus_dir/$target"
+    if ! BLOCKRNN_NUM_THREADS=1 "build/fuzz/tests/fuzz/blockrnn_fuzz_$target" \
+        -max_total_time="${BLOCKRNN_FUZZ_SECONDS:-60}" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$corpus_dir/" \
+        "$corpus_dir/$target" "tests/fuzz/corpus_$target" >"$log" 2>&1; then
+      tail -50 "$log"
+      echo "fuzzing $target found a failure (reproduce with the crash-* file above)"
       exit 1
     fi
     grep -E "^stat::number_of_executed_units|^Done" "$log" || true
