@@ -2,8 +2,8 @@
 // element-wise kernels of lstm_pointwise.h and gru_pointwise.h run float32 through the table of
 // the path core/isa.h chose at run time (AVX-512, AVX2+FMA or baseline), every other element
 // type through the generic templates (detail::*_generic) the tables' functions are compiled from.
-// Each path's table is filled by src/cpu/pointwise_impl.inc, compiled once per path
-// (pointwise_avx512.cc, pointwise_avx2.cc, pointwise_baseline.cc) with that path's flags.
+// Each path's table is pointwise_table<Path>() of src/cpu/pointwise_table.h, compiled once per
+// path (pointwise_avx512.cc, pointwise_avx2.cc, pointwise_baseline.cc) with that path's flags.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,8 @@
 // (seq_len_max int64, every other input one floating dtype), then 0 ≤ seq_len_max ≤ T.
 #include "blockrnn/sequence.h"
 
+#include <array>
+
 #include "kernel/block_gru.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
@@ -21,23 +23,26 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUInputs>;
-constexpr auto kInputs = ops::sequence_rows<In>({BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, In)});
+constexpr auto kInputs = ops::sequence_rows(ops::gru_inputs<In>());
 using Out = BlockGRUOutputs;
 using Res = BlockGRUResult;
-constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_OUTPUT, Out, Res),
-                                              BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr auto kOutputs = ops::gru_outputs<Out, Res>();
 
 // The grad takes the forward op's inputs, and per step [T, B, H] its outputs and h_grad.
 using GradIn = SeqInputs<BlockGRUGradInputs>;
-constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_INPUT, GradIn),
-                                             BLOCKRNN_INPUT(GradIn, h),
-                                             BLOCKRNN_INPUT(GradIn, h_grad)};
-constexpr auto kGradInputs =
-    ops::sequence_rows<GradIn>({BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
+constexpr auto kGradSteps =
+    ops::rows(ops::gru_gate_inputs<GradIn>(),
+              std::to_array<InputField<GradIn>>({{"h", &GradIn::h}, {"h_grad", &GradIn::h_grad}}));
+constexpr auto kGradInputs = ops::sequence_rows(ops::gru_inputs<GradIn>(), kGradSteps);
 using GradOut = BlockGRUGradOutputs;
 using GradRes = BlockGRUGradResult;
 constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_GRU_INPUTS(BLOCKRNN_GRAD_OUTPUT, GradOut, GradRes)};
+    {"x_grad", &GradOut::x_grad, &GradRes::x_grad},
+    {"h_prev_grad", &GradOut::h_prev_grad, &GradRes::h_prev_grad},
+    {"w_ru_grad", &GradOut::w_ru_grad, &GradRes::w_ru_grad},
+    {"w_c_grad", &GradOut::w_c_grad, &GradRes::w_c_grad},
+    {"b_ru_grad", &GradOut::b_ru_grad, &GradRes::b_ru_grad},
+    {"b_c_grad", &GradOut::b_c_grad, &GradRes::b_c_grad}};
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
   return ops::sequence_plan(
@@ -49,7 +54,9 @@ Plan validate_fwd(const In& in, const NoAttrs&) {
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in,
                                              ops::GRUState::of(in), kGradSteps);
-  return ops::sequence_plan(d, in.seq_lengths, {BLOCKRNN_GRU_INPUTS(BLOCKRNN_SHAPE, in)});
+  return ops::sequence_plan(
+      d, in.seq_lengths,
+      {in.x.shape, in.h_prev.shape, in.w_ru.shape, in.w_c.shape, in.b_ru.shape, in.b_c.shape});
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {

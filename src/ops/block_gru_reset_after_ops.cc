@@ -7,6 +7,8 @@
 // then dtypes (seq_len_max int64, every other input one floating dtype), then 0 ≤ S ≤ T.
 #include "blockrnn/sequence.h"
 
+#include <array>
+
 #include "kernel/block_gru_reset_after.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
@@ -20,24 +22,33 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockGRUResetAfterInputs>;
-constexpr auto kInputs =
-    ops::sequence_rows<In>({BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_INPUT, In)});
+constexpr auto kInputs = ops::sequence_rows(ops::gru_reset_after_inputs<In>());
 using Out = BlockGRUResetAfterOutputs;
 using Res = BlockGRUResetAfterResult;
-constexpr OutputField<Out, Res> kOutputs[] = {
-    BLOCKRNN_GRU_RESET_AFTER_GATES(BLOCKRNN_OUTPUT, Out, Res), BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr OutputField<Out, Res> kOutputs[] = {{"r", &Out::r, &Res::r},
+                                              {"u", &Out::u, &Res::u},
+                                              {"n", &Out::n, &Res::n},
+                                              {"hn", &Out::hn, &Res::hn},
+                                              {"h", &Out::h, &Res::h}};
 
 // The grad takes the forward op's inputs, and per step [T, B, H] its outputs and h_grad.
 using GradIn = SeqInputs<BlockGRUResetAfterGradInputs>;
-constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_GRU_RESET_AFTER_GATES(BLOCKRNN_INPUT, GradIn),
-                                             BLOCKRNN_INPUT(GradIn, h),
-                                             BLOCKRNN_INPUT(GradIn, h_grad)};
-constexpr auto kGradInputs = ops::sequence_rows<GradIn>(
-    {BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
+constexpr auto kGradSteps = std::to_array<InputField<GradIn>>({{"r", &GradIn::r},
+                                                               {"u", &GradIn::u},
+                                                               {"n", &GradIn::n},
+                                                               {"hn", &GradIn::hn},
+                                                               {"h", &GradIn::h},
+                                                               {"h_grad", &GradIn::h_grad}});
+constexpr auto kGradInputs = ops::sequence_rows(ops::gru_reset_after_inputs<GradIn>(), kGradSteps);
 using GradOut = BlockGRUResetAfterGradOutputs;
 using GradRes = BlockGRUResetAfterGradResult;
 constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_GRAD_OUTPUT, GradOut, GradRes)};
+    {"x_grad", &GradOut::x_grad, &GradRes::x_grad},
+    {"h_prev_grad", &GradOut::h_prev_grad, &GradRes::h_prev_grad},
+    {"w_i_grad", &GradOut::w_i_grad, &GradRes::w_i_grad},
+    {"w_h_grad", &GradOut::w_h_grad, &GradRes::w_h_grad},
+    {"b_i_grad", &GradOut::b_i_grad, &GradRes::b_i_grad},
+    {"b_h_grad", &GradOut::b_h_grad, &GradRes::b_h_grad}};
 
 // h_prev [B, H], w_i [I, 3H], w_h [H, 3H], b_i and b_h [3H]; H is h_prev's.
 struct State {
@@ -74,8 +85,9 @@ Plan validate_fwd(const In& in, const NoAttrs&) {
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
                                              State::of(in), kGradSteps);
-  return ops::sequence_plan(d, in.seq_lengths,
-                            {BLOCKRNN_GRU_RESET_AFTER_INPUTS(BLOCKRNN_SHAPE, in)});
+  return ops::sequence_plan(
+      d, in.seq_lengths,
+      {in.x.shape, in.h_prev.shape, in.w_i.shape, in.w_h.shape, in.b_i.shape, in.b_h.shape});
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {

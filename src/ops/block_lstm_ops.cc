@@ -11,6 +11,7 @@
 // are [B, H], the peephole vectors [H], b exactly [4H], and every per-step tensor [T, B, H].
 #include "blockrnn/sequence.h"
 
+#include <array>
 #include <type_traits>
 
 #include "kernel/block_lstm.h"
@@ -28,24 +29,30 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = SeqInputs<BlockLSTMInputs>;
-constexpr auto kInputs = ops::sequence_rows<In>({BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, In)});
+constexpr auto kInputs = ops::sequence_rows(ops::lstm_inputs<In>());
 using Out = BlockLSTMOutputs;
 using Res = BlockLSTMResult;
-constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_LSTM_GATES(BLOCKRNN_OUTPUT, Out, Res),
-                                              BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr auto kOutputs = ops::lstm_outputs<Out, Res>();
 
 // The grads take the forward op's inputs, and per step [T, B, H] its outputs and the gradients
 // of cs and h.
 using GradIn = SeqInputs<BlockLSTMGradInputs>;
-constexpr InputField<GradIn> kGradSteps[] = {
-    BLOCKRNN_LSTM_GATES(BLOCKRNN_INPUT, GradIn), BLOCKRNN_INPUT(GradIn, h),
-    BLOCKRNN_INPUT(GradIn, cs_grad), BLOCKRNN_INPUT(GradIn, h_grad)};
-constexpr auto kGradInputs =
-    ops::sequence_rows<GradIn>({BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
+constexpr auto kGradSteps =
+    ops::rows(ops::lstm_gate_inputs<GradIn>(),
+              std::to_array<InputField<GradIn>>(
+                  {{"h", &GradIn::h}, {"cs_grad", &GradIn::cs_grad}, {"h_grad", &GradIn::h_grad}}));
+constexpr auto kGradInputs = ops::sequence_rows(ops::lstm_inputs<GradIn>(), kGradSteps);
 using GradOut = BlockLSTMGradOutputs;
 using GradRes = BlockLSTMGradResult;
 constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_LSTM_INPUTS(BLOCKRNN_GRAD_OUTPUT, GradOut, GradRes)};
+    {"x_grad", &GradOut::x_grad, &GradRes::x_grad},
+    {"cs_prev_grad", &GradOut::cs_prev_grad, &GradRes::cs_prev_grad},
+    {"h_prev_grad", &GradOut::h_prev_grad, &GradRes::h_prev_grad},
+    {"w_grad", &GradOut::w_grad, &GradRes::w_grad},
+    {"wci_grad", &GradOut::wci_grad, &GradRes::wci_grad},
+    {"wcf_grad", &GradOut::wcf_grad, &GradRes::wcf_grad},
+    {"wco_grad", &GradOut::wco_grad, &GradRes::wco_grad},
+    {"b_grad", &GradOut::b_grad, &GradRes::b_grad}};
 
 constexpr core::AttrField<BlockLSTMAttrs> kAttrs[] = {
     core::attr<&BlockLSTMAttrs::forget_bias>("forget_bias"),
@@ -74,7 +81,9 @@ template <LSTMLayout L>
 Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
   const ops::SeqDims d = ops::check_sequence(Checker(block_lstm_op_name(L, true)), kGradInputs, in,
                                              state_of(in, true), kGradSteps);
-  return ops::sequence_plan(d, in.seq_lengths, {BLOCKRNN_LSTM_INPUTS(BLOCKRNN_SHAPE, in)});
+  return ops::sequence_plan(d, in.seq_lengths,
+                            {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape,
+                             in.wci.shape, in.wcf.shape, in.wco.shape, in.b.shape});
 }
 
 // BlockLSTMV2's kernel uses forget_bias 0.

@@ -1,6 +1,7 @@
-// The names of the name tables' rows, which an op family's cell and sequence ops share: they name
-// their inputs and outputs alike (TensorFlow's names), so each family's names are listed once
-// here, and an op's table is its rows joined by rows() (a sequence op's by sequence_rows()).
+// The rows of the name tables that several ops share, written out: an op family's cell and
+// sequence ops name their inputs and forward outputs alike (TensorFlow's names, in TensorFlow's
+// order), so each family's rows are listed once here, and an op's table is its rows joined by
+// rows() (a sequence op's by sequence_rows()). Each row is {TensorFlow's name, the typed field}.
 #pragma once
 
 #include <array>
@@ -13,7 +14,7 @@ namespace blockrnn::ops {
 
 // The tables `parts` one after the other.
 template <class Row, std::size_t... N>
-constexpr std::array<Row, (N + ...)> rows(const Row (&... parts)[N]) {
+constexpr std::array<Row, (N + ...)> rows(const std::array<Row, N>&... parts) {
   std::array<Row, (N + ...)> out{};
   std::size_t k = 0;
   (
@@ -24,39 +25,88 @@ constexpr std::array<Row, (N + ...)> rows(const Row (&... parts)[N]) {
   return out;
 }
 
-// A sequence op's inputs: TensorFlow's seq_len_max first, its other inputs (`parts`), then
-// blockrnn's optional seq_lengths.
+// A sequence op's inputs: TensorFlow's seq_len_max first (the int64 scalar tensor), its other
+// inputs (`parts`), then blockrnn's optional seq_lengths, after TensorFlow's inputs.
 template <class In, std::size_t... N>
-constexpr auto sequence_rows(const core::InputField<In> (&... parts)[N]) {
-  return rows<core::InputField<In>>({BLOCKRNN_SEQ_LEN_MAX(In)}, parts...,
-                                    {BLOCKRNN_SEQ_LENGTHS(In)});
+constexpr auto sequence_rows(const std::array<core::InputField<In>, N>&... parts) {
+  const std::array<core::InputField<In>, 1> seq_len_max = {
+      {{"seq_len_max", &In::seq_len_max_tensor, core::InputKind::kInt64}}};
+  const std::array<core::InputField<In>, 1> seq_lengths = {
+      {{"seq_lengths", &In::seq_lengths, core::InputKind::kOptional}}};
+  return rows(seq_len_max, parts..., seq_lengths);
+}
+
+// The inputs of GRUBlockCell and BlockGRU, which their grads take first.
+template <class In>
+constexpr std::array<core::InputField<In>, 6> gru_inputs() {
+  return {{{"x", &In::x},
+           {"h_prev", &In::h_prev},
+           {"w_ru", &In::w_ru},
+           {"w_c", &In::w_c},
+           {"b_ru", &In::b_ru},
+           {"b_c", &In::b_c}}};
+}
+
+// The inputs of BlockGRUResetAfter, which its grad takes first.
+template <class In>
+constexpr std::array<core::InputField<In>, 6> gru_reset_after_inputs() {
+  return {{{"x", &In::x},
+           {"h_prev", &In::h_prev},
+           {"w_i", &In::w_i},
+           {"w_h", &In::w_h},
+           {"b_i", &In::b_i},
+           {"b_h", &In::b_h}}};
+}
+
+// The inputs of LSTMBlockCell and BlockLSTM(V2), which their grads take first.
+template <class In>
+constexpr std::array<core::InputField<In>, 8> lstm_inputs() {
+  return {{{"x", &In::x},
+           {"cs_prev", &In::cs_prev},
+           {"h_prev", &In::h_prev},
+           {"w", &In::w},
+           {"wci", &In::wci},
+           {"wcf", &In::wcf},
+           {"wco", &In::wco},
+           {"b", &In::b}}};
+}
+
+// The outputs of GRUBlockCell and BlockGRU but h, which their grads take back as inputs.
+template <class In>
+constexpr std::array<core::InputField<In>, 3> gru_gate_inputs() {
+  return {{{"r", &In::r}, {"u", &In::u}, {"c", &In::c}}};
+}
+
+// The outputs of LSTMBlockCell and BlockLSTM(V2) but h, which their grads take back as inputs.
+template <class In>
+constexpr std::array<core::InputField<In>, 6> lstm_gate_inputs() {
+  return {{{"i", &In::i},
+           {"cs", &In::cs},
+           {"f", &In::f},
+           {"o", &In::o},
+           {"ci", &In::ci},
+           {"co", &In::co}}};
+}
+
+// The outputs of GRUBlockCell and BlockGRU.
+template <class Out, class Res>
+constexpr std::array<core::OutputField<Out, Res>, 4> gru_outputs() {
+  return {{{"r", &Out::r, &Res::r},
+           {"u", &Out::u, &Res::u},
+           {"c", &Out::c, &Res::c},
+           {"h", &Out::h, &Res::h}}};
+}
+
+// The outputs of LSTMBlockCell and BlockLSTM(V2).
+template <class Out, class Res>
+constexpr std::array<core::OutputField<Out, Res>, 7> lstm_outputs() {
+  return {{{"i", &Out::i, &Res::i},
+           {"cs", &Out::cs, &Res::cs},
+           {"f", &Out::f, &Res::f},
+           {"o", &Out::o, &Res::o},
+           {"ci", &Out::ci, &Res::ci},
+           {"co", &Out::co, &Res::co},
+           {"h", &Out::h, &Res::h}}};
 }
 
 }  // namespace blockrnn::ops
-
-// Each family's names in TensorFlow's order: NAMES(row, Types...) is row(Types..., name) for each
-// name, so that one list makes the rows of the inputs (BLOCKRNN_INPUT), of the outputs named as
-// the inputs (gradients.GRUBlockCell's and gradients.LSTMBlockCell's, BLOCKRNN_OUTPUT) and of
-// TensorFlow's <name>_grad outputs (the sequence grads', BLOCKRNN_GRAD_OUTPUT), and the
-// gradients' shapes, each its input's (BLOCKRNN_SHAPE).
-#define BLOCKRNN_GRU_INPUTS(row, ...)                                                           \
-  row(__VA_ARGS__, x), row(__VA_ARGS__, h_prev), row(__VA_ARGS__, w_ru), row(__VA_ARGS__, w_c), \
-      row(__VA_ARGS__, b_ru), row(__VA_ARGS__, b_c)
-#define BLOCKRNN_GRU_RESET_AFTER_INPUTS(row, ...)                                              \
-  row(__VA_ARGS__, x), row(__VA_ARGS__, h_prev), row(__VA_ARGS__, w_i), row(__VA_ARGS__, w_h), \
-      row(__VA_ARGS__, b_i), row(__VA_ARGS__, b_h)
-#define BLOCKRNN_LSTM_INPUTS(row, ...)                                                           \
-  row(__VA_ARGS__, x), row(__VA_ARGS__, cs_prev), row(__VA_ARGS__, h_prev), row(__VA_ARGS__, w), \
-      row(__VA_ARGS__, wci), row(__VA_ARGS__, wcf), row(__VA_ARGS__, wco), row(__VA_ARGS__, b)
-// The forward outputs but h, which the grads take back as inputs.
-#define BLOCKRNN_GRU_GATES(row, ...) row(__VA_ARGS__, r), row(__VA_ARGS__, u), row(__VA_ARGS__, c)
-#define BLOCKRNN_GRU_RESET_AFTER_GATES(row, ...) \
-  row(__VA_ARGS__, r), row(__VA_ARGS__, u), row(__VA_ARGS__, n), row(__VA_ARGS__, hn)
-#define BLOCKRNN_LSTM_GATES(row, ...)                                                  \
-  row(__VA_ARGS__, i), row(__VA_ARGS__, cs), row(__VA_ARGS__, f), row(__VA_ARGS__, o), \
-      row(__VA_ARGS__, ci), row(__VA_ARGS__, co)
-
-// The shape of the input <field> of `in`: a gradient's (gradients.* and the sequence grads).
-#define BLOCKRNN_SHAPE(in, field) in.field.shape
-// The row of TensorFlow's gradient <field>_grad of the input <field>.
-#define BLOCKRNN_GRAD_OUTPUT(Out, Result, field) BLOCKRNN_OUTPUT(Out, Result, field##_grad)

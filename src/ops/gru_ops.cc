@@ -5,6 +5,7 @@
 // Validation order: the ranks of every input, then dimensions, then dtypes.
 #include "blockrnn/gru.h"
 
+#include <array>
 #include <vector>
 
 #include "kernel/gru_cell.h"
@@ -20,29 +21,31 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = GRUBlockCellInputs;
-constexpr InputField<In> kInputs[] = {BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, In)};
+constexpr auto kInputs = ops::gru_inputs<In>();
 using Out = GRUBlockCellOutputs;
 using Res = GRUBlockCellResult;
-constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_OUTPUT, Out, Res),
-                                              BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr auto kOutputs = ops::gru_outputs<Out, Res>();
 
 // The grads take the forward op's inputs, and per step [B, H] its outputs but h and d_h.
 using GradIn = GRUBlockCellGradInputs;
-constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_GRU_GATES(BLOCKRNN_INPUT, GradIn),
-                                             BLOCKRNN_INPUT(GradIn, d_h)};
-constexpr auto kGradInputs =
-    ops::rows<InputField<GradIn>>({BLOCKRNN_GRU_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
+constexpr auto kGradSteps = ops::rows(ops::gru_gate_inputs<GradIn>(),
+                                      std::to_array<InputField<GradIn>>({{"d_h", &GradIn::d_h}}));
+constexpr auto kGradInputs = ops::rows(ops::gru_inputs<GradIn>(), kGradSteps);
 using GradOut = GRUBlockCellGradOutputs;
 using GradRes = GRUBlockCellGradResult;
 constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_OUTPUT(GradOut, GradRes, d_x), BLOCKRNN_OUTPUT(GradOut, GradRes, d_h_prev),
-    BLOCKRNN_OUTPUT(GradOut, GradRes, d_c_bar), BLOCKRNN_OUTPUT(GradOut, GradRes, d_r_bar_u_bar)};
+    {"d_x", &GradOut::d_x, &GradRes::d_x},
+    {"d_h_prev", &GradOut::d_h_prev, &GradRes::d_h_prev},
+    {"d_c_bar", &GradOut::d_c_bar, &GradRes::d_c_bar},
+    {"d_r_bar_u_bar", &GradOut::d_r_bar_u_bar, &GradRes::d_r_bar_u_bar}};
 
 // gradients.GRUBlockCell: one gradient per forward input, named as the input.
 using BackOut = GRUBlockCellBackwardOutputs;
 using BackRes = GRUBlockCellBackwardResult;
 constexpr OutputField<BackOut, BackRes> kBackwardOutputs[] = {
-    BLOCKRNN_GRU_INPUTS(BLOCKRNN_OUTPUT, BackOut, BackRes)};
+    {"x", &BackOut::x, &BackRes::x},          {"h_prev", &BackOut::h_prev, &BackRes::h_prev},
+    {"w_ru", &BackOut::w_ru, &BackRes::w_ru}, {"w_c", &BackOut::w_c, &BackRes::w_c},
+    {"b_ru", &BackOut::b_ru, &BackRes::b_ru}, {"b_c", &BackOut::b_c, &BackRes::b_c}};
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
   return ops::cell_plan(
@@ -62,8 +65,9 @@ Plan validate_grad(const GradIn& in, const NoAttrs&) {
 
 // Each gradient has the shape of its input.
 Plan validate_backward(const GradIn& in, const NoAttrs&) {
-  return ops::cell_plan(check_grad("gradients.GRUBlockCell", in),
-                        {BLOCKRNN_GRU_INPUTS(BLOCKRNN_SHAPE, in)});
+  return ops::cell_plan(
+      check_grad("gradients.GRUBlockCell", in),
+      {in.x.shape, in.h_prev.shape, in.w_ru.shape, in.w_c.shape, in.b_ru.shape, in.b_c.shape});
 }
 
 template <class Fields>

@@ -12,6 +12,7 @@
 // op uses half(forget_bias) and half(cell_clip), and the arithmetic then runs in float32).
 #include "blockrnn/lstm.h"
 
+#include <array>
 #include <vector>
 
 #include "kernel/lstm_cell.h"
@@ -29,32 +30,40 @@ namespace {
 using namespace ops::op_names;  // NOLINT(build/namespaces)
 
 using In = LSTMBlockCellInputs;
-constexpr InputField<In> kInputs[] = {BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, In)};
+constexpr auto kInputs = ops::lstm_inputs<In>();
 using Out = LSTMBlockCellOutputs;
 using Res = LSTMBlockCellResult;
-constexpr OutputField<Out, Res> kOutputs[] = {BLOCKRNN_LSTM_GATES(BLOCKRNN_OUTPUT, Out, Res),
-                                              BLOCKRNN_OUTPUT(Out, Res, h)};
+constexpr auto kOutputs = ops::lstm_outputs<Out, Res>();
 
 // The grads take the forward op's inputs, and per step [B, H] its outputs but h and the
 // gradients of cs and h.
 using GradIn = LSTMBlockCellGradInputs;
-constexpr InputField<GradIn> kGradSteps[] = {BLOCKRNN_LSTM_GATES(BLOCKRNN_INPUT, GradIn),
-                                             BLOCKRNN_INPUT(GradIn, cs_grad),
-                                             BLOCKRNN_INPUT(GradIn, h_grad)};
-constexpr auto kGradInputs =
-    ops::rows<InputField<GradIn>>({BLOCKRNN_LSTM_INPUTS(BLOCKRNN_INPUT, GradIn)}, kGradSteps);
+constexpr auto kGradSteps =
+    ops::rows(ops::lstm_gate_inputs<GradIn>(),
+              std::to_array<InputField<GradIn>>(
+                  {{"cs_grad", &GradIn::cs_grad}, {"h_grad", &GradIn::h_grad}}));
+constexpr auto kGradInputs = ops::rows(ops::lstm_inputs<GradIn>(), kGradSteps);
 using GradOut = LSTMBlockCellGradOutputs;
 using GradRes = LSTMBlockCellGradResult;
 constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
-    BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, cs_prev), BLOCKRNN_OUTPUT(GradOut, GradRes, dicfo),
-    BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, wci), BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, wcf),
-    BLOCKRNN_GRAD_OUTPUT(GradOut, GradRes, wco)};
+    {"cs_prev_grad", &GradOut::cs_prev_grad, &GradRes::cs_prev_grad},
+    {"dicfo", &GradOut::dicfo, &GradRes::dicfo},
+    {"wci_grad", &GradOut::wci_grad, &GradRes::wci_grad},
+    {"wcf_grad", &GradOut::wcf_grad, &GradRes::wcf_grad},
+    {"wco_grad", &GradOut::wco_grad, &GradRes::wco_grad}};
 
 // gradients.LSTMBlockCell: one gradient per forward input, named as the input.
 using BackOut = LSTMBlockCellBackwardOutputs;
 using BackRes = LSTMBlockCellBackwardResult;
 constexpr OutputField<BackOut, BackRes> kBackwardOutputs[] = {
-    BLOCKRNN_LSTM_INPUTS(BLOCKRNN_OUTPUT, BackOut, BackRes)};
+    {"x", &BackOut::x, &BackRes::x},
+    {"cs_prev", &BackOut::cs_prev, &BackRes::cs_prev},
+    {"h_prev", &BackOut::h_prev, &BackRes::h_prev},
+    {"w", &BackOut::w, &BackRes::w},
+    {"wci", &BackOut::wci, &BackRes::wci},
+    {"wcf", &BackOut::wcf, &BackRes::wcf},
+    {"wco", &BackOut::wco, &BackRes::wco},
+    {"b", &BackOut::b, &BackRes::b}};
 
 using Attrs = LSTMBlockCellAttrs;
 constexpr core::AttrField<Attrs> kAttrs[] = {core::attr<&Attrs::forget_bias>("forget_bias"),
@@ -89,7 +98,8 @@ Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
 // Each gradient has the shape of its input.
 Plan validate_backward(const GradIn& in, const Attrs&) {
   return ops::cell_plan(check_grad("gradients.LSTMBlockCell", in),
-                        {BLOCKRNN_LSTM_INPUTS(BLOCKRNN_SHAPE, in)});
+                        {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
+                         in.wcf.shape, in.wco.shape, in.b.shape});
 }
 
 template <class Fields>

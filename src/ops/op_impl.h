@@ -39,19 +39,15 @@ enum class InputKind : std::uint8_t {
   kOptional,  // seq_lengths, blockrnn's optional trailing int64 input (absent: not given)
 };
 
+// A row of an op's table of inputs, e.g. {"x", &In::x}, or of outputs, e.g.
+// {"h", &Out::h, &Result::h}. The name is the field's own but for seq_len_max (the field
+// seq_len_max_tensor of ops::SeqInputs); the tests compare every op's names with TensorFlow's.
 template <class In>
 struct InputField {
   const char* name;  // TensorFlow's
   TensorView In::*view;
   InputKind kind = InputKind::kFloat;
 };
-
-// Table rows whose TensorFlow name is the field's own (every input but seq_len_max, every
-// output), so that the two cannot drift: BLOCKRNN_INPUT(In, x), BLOCKRNN_OUTPUT(Out, Result, h).
-#define BLOCKRNN_INPUT(In, field, ...) \
-  { #field, &In::field __VA_OPT__(, ) __VA_ARGS__ }
-#define BLOCKRNN_OUTPUT(Out, Result, field) \
-  { #field, &Out::field, &Result::field }
 
 template <class Out, class Result>
 struct OutputField {

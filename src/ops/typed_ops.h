@@ -21,12 +21,6 @@ struct SeqInputs : Typed {
   TensorView seq_len_max_tensor;
 };
 
-// A sequence op's first row: TensorFlow's seq_len_max, the int64 scalar tensor.
-#define BLOCKRNN_SEQ_LEN_MAX(In) \
-  { "seq_len_max", &In::seq_len_max_tensor, core::InputKind::kInt64 }
-// Its last: blockrnn's optional seq_lengths, after TensorFlow's inputs.
-#define BLOCKRNN_SEQ_LENGTHS(In) BLOCKRNN_INPUT(In, seq_lengths, core::InputKind::kOptional)
-
 struct NoAttrs {};
 
 // The names every op file (src/ops/*_ops.cc) uses: `using namespace ops::op_names;`.
