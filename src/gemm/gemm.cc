@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -83,6 +84,45 @@ void scale_c(std::int64_t m, std::int64_t n, T beta, T* c, std::int64_t ldc) {
   }
 }
 
+// The packing buffer of one product, for all its threads. A buffer of up to kKeptScratchBytes
+// is the calling thread's, kept from one product to the next: a one-shot call of a small op
+// multiplies by weights it has not packed, and allocating its ~130 KiB buffer per product made
+// glibc grow and trim the heap at every call (two brk calls and fresh zero pages each: a
+// T = B = 1, I = H = 32 BlockLSTM took 5× longer than with the buffer kept). Larger buffers are
+// allocated per product, as their product's work dwarfs the allocation. The kept buffer is
+// freed when the thread exits; the memory check of every op counts it as the call's own.
+constexpr std::size_t kKeptScratchBytes = std::size_t{1} << 20;
+
+class Scratch {
+ public:
+  template <typename T>
+  T* get(std::size_t elems) {
+    if (elems == 0) return nullptr;
+    const std::size_t bytes = elems * sizeof(T);
+    const std::size_t words = (bytes + sizeof(double) - 1) / sizeof(double);
+    try {
+      if (bytes > kKeptScratchBytes) {
+        owned_ = std::make_unique_for_overwrite<double[]>(words);
+        return reinterpret_cast<T*>(owned_.get());
+      }
+      thread_local std::unique_ptr<double[]> kept;
+      thread_local std::size_t kept_words = 0;
+      if (kept_words < words) {
+        kept.reset();
+        kept_words = 0;
+        kept = std::make_unique_for_overwrite<double[]>(words);
+        kept_words = words;
+      }
+      return reinterpret_cast<T*>(kept.get());
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate the packing buffer");
+    }
+  }
+
+ private:
+  std::unique_ptr<double[]> owned_;
+};
+
 // Runs all tiles of p over `threads` threads; each thread takes a contiguous range of tiles
 // (the same range at every call with the same shape, so its part of a prepacked B stays in
 // its cache across the steps of a sequence).
@@ -91,17 +131,12 @@ void run(const detail::PathKernels<T>& kern, const detail::Problem<T>& p) {
   const std::int64_t tiles = p.tiles_m * p.tiles_n;
   const int threads = threads_for(p);
   const std::int64_t per_thread = detail::scratch_elems(kern.blocking, p);
-  std::unique_ptr<T[]> scratch;
-  if (per_thread > 0) {
-    try {
-      scratch = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(per_thread * threads));
-    } catch (const std::bad_alloc&) {
-      throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate the packing buffer");
-    }
-  }
+  Scratch buffer;
+  T* const scratch = buffer.get<T>(static_cast<std::size_t>(per_thread * threads));
   core::run_team(threads, [&](int id, int nt) {
     const std::int64_t t0 = tiles * id / nt, t1 = tiles * (id + 1) / nt;
-    if (t0 < t1) kern.run_tiles(p, t0, t1, scratch.get() + per_thread * id);
+    if (t0 < t1)
+      kern.run_tiles(p, t0, t1, scratch == nullptr ? nullptr : scratch + per_thread * id);
   });
 }
 
