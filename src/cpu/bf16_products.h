@@ -8,9 +8,11 @@
 // A recurrent product's left operand is written by column ranges (each thread of the time loop
 // its own columns of h[t] or d_gates[t]) and read whole by the next product, so it is rounded by
 // its owners right after they write it (Bf16Lhs::round, elementwise: the bits do not depend on
-// who rounds) into one of two buffers, alternating by step: a thread that runs ahead into the
-// next step writes the other buffer while the team may still read this one, and the step's
-// barrier orders the rest. Nothing here allocates after construction.
+// who rounds) into one of two buffers, alternating by step where the loop has one barrier a
+// step (the LSTM): a thread that runs ahead into the next step writes the other buffer while
+// the team may still read this one, and the step's barrier orders the rest. Where a barrier
+// separates every write from the last read of the previous contents (the GRU's two a step),
+// one buffer is used. Nothing here allocates after construction.
 #pragma once
 
 #include <algorithm>
