@@ -322,6 +322,36 @@ TEST(Bf16Products, GruForwardRoundsHAndHr) {
   });
 }
 
+// BlockGRUGrad's weight gradients take d_ru, d_c_bar and hr rounded to bfloat16. With one
+// example and one step d_b_ru = d_ru and d_b_c = d_c_bar exactly (column sums of one row, in
+// float32), so every d_w element is one product of two bfloat16 values, exact in float32:
+// d_w_ru = [x, h_prev]ᵀ·bf16(d_ru), d_w_c = [x, bf16(h_prev⊙r)]ᵀ·bf16(d_c_bar).
+TEST(Bf16Products, GruBackwardRoundsEveryWeightGradientOperand) {
+  on_every_isa([&](Isa isa) {
+    Gru g(1, 1, 23, 37, 9);
+    g.h_prev = rounded(g.h_prev);  // a bfloat16 call's input
+    g.forward(true);
+    std::mt19937_64 rng(10);
+    const Vec d_h = random_vec(g.H, rng, 1.0);
+    const Gru::Grads gr = g.backward(true, d_h);
+    const std::int64_t I = g.I, H = g.H;
+    const Vec d_ru = rounded(gr.d_b_ru), d_c = rounded(gr.d_b_c);
+    int differs = 0;
+    for (std::int64_t k = 0; k < I + H; ++k) {
+      const float in = k < I ? g.x[k] : g.h_prev[k - I];
+      const float in_c = k < I ? g.x[k] : bf16_round(g.h_prev[k - I] * g.r[k - I]);
+      for (std::int64_t j = 0; j < 2 * H; ++j) {
+        EXPECT_EQ(gr.d_w_ru[k * 2 * H + j], in * d_ru[j]) << isa_name(isa) << " " << k << "," << j;
+        differs += gr.d_w_ru[k * 2 * H + j] != in * gr.d_b_ru[j];
+      }
+      for (std::int64_t j = 0; j < H; ++j) {
+        EXPECT_EQ(gr.d_w_c[k * H + j], in_c * d_c[j]) << isa_name(isa) << " " << k << "," << j;
+      }
+    }
+    EXPECT_GT(differs, 0) << isa_name(isa);
+  });
+}
+
 // BlockGRU with bfloat16 products: the same bits at 1, 2 and 3 threads on every ISA path,
 // without lengths and with prefix and unordered lengths; and the products differ from the
 // float32 ones (they are used).
