@@ -28,9 +28,21 @@
 //                     (accumulated in double for float: they sum S·B terms)
 // Rounding differs from TensorFlow's per-step [x, h]·w only in GEMM accumulation order
 // (x·w_x and h·w_h are each rounded before they are added), well inside docs/tolerances.md.
+//
+// bfloat16 calls (bf16_products in the arguments, set by the op from the call's dtype): every
+// product above takes bfloat16 operands with float32 sums on the bfloat16 GEMM
+// (src/cpu/bf16_products.h): x, w and the forward's outputs are bfloat16 values already (exact);
+// h[t−1] is rounded to bfloat16 for the recurrent product only (the loop carries it, cs and all
+// the element-wise math in float32), and so is d_gates for carry_h, d_x and d_w (d_b and the
+// peephole gradients sum the float32 d_gates). The reference path computes a bfloat16 call in
+// float32, so the two differ by these roundings (docs/tolerances.md, "bf16_products").
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
 
+#include "cpu/bf16_products.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "cpu/sequence_plan.h"
@@ -96,6 +108,67 @@ std::array<Packed<T>, 4> recurrent_blocks(const BlockLSTMFwdArgs<T>& a, std::int
           Packed<T>(block(3), Trans::kNo, H, H, a.w + I * G + 3 * H, G)};
 }
 
+// The forward's time loop on gates = x·w_x already in `gates` (row stride Gp): per step
+// recurrent(t, m, h[t−1], own, gates[t]) adds h[t−1]·w_h to the own columns of each gate over
+// the first m rows, then the pass over the active rows, then rounded(t, own) (the bfloat16
+// products round the own columns of h[t] there).
+template <typename T, class Recurrent, class Rounded>
+void lstm_fwd_loop(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a, const ActiveRows& act,
+                   T* gates, std::int64_t Gp, std::int64_t panels, std::int64_t nr,
+                   Recurrent&& recurrent, Rounded&& rounded) {
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
+  const LSTMFwdParams<T> p = lstm_fwd_params(H, a);
+  const TimeLoop loop{block_lstm_op_name(a.layout, false), S, panels, nr, H, double(B) * G * H};
+  loop.run([&](const UnitSplit& u, const auto& end_step) {
+    for (std::int64_t t = 0; t < S; ++t) {
+      const std::int64_t o = t * BH;
+      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
+      T* const gates_t = gates + t * B * Gp;
+      recurrent(t, act.gemm_rows(t), hp, u, gates_t);
+      LSTMFwdStep<T> step{.gates = gates_t, .h = a.h + o, .gates_ld = Gp};
+      lstm_step_state(step, a, t, BH);
+      act.for_rows(
+          t,
+          [&](std::int64_t r0, std::int64_t r1) {
+            lstm_fwd_pointwise_rows(p, step, r0, r1, u.j0, u.j1);
+          },
+          [&](std::int64_t n) {
+            for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) {
+              zero(out + o + n * H + u.j0, u.j1 - u.j0);
+            }
+          });
+      rounded(t, u);
+      if (end_step(t)) break;
+    }
+  });
+}
+
+// The forward with bfloat16 products (bf16_products.h): gates = x·w_x on w_x packed in
+// bfloat16, and each step's h[t−1]·w_h with h[t−1] rounded to bfloat16 (h_prev before the loop,
+// h[t] by the owners of its columns at the end of step t, into buffer (t+1) mod 2).
+void block_lstm_fwd_bf16(const BlockLSTMDims& d, const BlockLSTMFwdArgs<float>& a,
+                         const ActiveRows& act, float* gates, std::int64_t Gp) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, G = 4 * H;
+  const char* const op = block_lstm_op_name(a.layout, false);
+  gemm::PackedBBf16 w_x;
+  w_x.pack(Trans::kNo, I, G, a.w, G);
+  std::array<gemm::PackedBBf16, 4> w_h;
+  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
+  input_projection_bf16(act, w_x, a.x, I, gates, Gp);
+  Bf16Lhs hb(op, B, H, w_h[0].kernel());
+  hb.round(0, 0, B, 0, H, a.h_prev, H);
+  lstm_fwd_loop(
+      d, a, act, gates, Gp, w_h[0].panels(), w_h[0].panel_width(),
+      [&](std::int64_t t, std::int64_t m, const float*, const UnitSplit& u, float* gates_t) {
+        for (std::int64_t q = 0; q < 4; ++q) {
+          hb.product(int(t % 2), m, w_h[q], u.p0, u.p1, 1.0f, gates_t + q * H, Gp);
+        }
+      },
+      [&](std::int64_t t, const UnitSplit& u) {
+        hb.round(int((t + 1) % 2), 0, B, u.j0, u.j1, a.h + t * B * H, H);
+      });
+}
+
 }  // namespace
 
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
@@ -111,65 +184,34 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t Gp = padded_ld(G);
   Workspace<T> ws(block_lstm_op_name(a.layout, false), {S * B * Gp}, a.workspace);
   T* const gates = ws.slice(0);
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.bf16_products) return block_lstm_fwd_bf16(d, a, act, gates, Gp);
+  }
   const std::array<Packed<T>, 4> w_h = recurrent_blocks(a, I, H);
-  const std::int64_t panels = w_h[0]->panels(), nr = w_h[0]->panel_width();
   // gates = x·w_x (w_x = w[0:I]); with prefix lengths only each step's active rows.
   input_projection(act, a.plan ? &a.plan->w_x : nullptr, a.x, I, a.w, G, G, gates, Gp);
-  const LSTMFwdParams<T> p = lstm_fwd_params(H, a);
-  const TimeLoop loop{block_lstm_op_name(a.layout, false), S, panels, nr, H, double(B) * G * H};
-  loop.run([&](const UnitSplit& u, const auto& end_step) {
-    for (std::int64_t t = 0; t < S; ++t) {
-      const std::int64_t o = t * BH;
-      const T* hp = t == 0 ? a.h_prev : a.h + o - BH;
-      T* const gates_t = gates + t * B * Gp;
-      const std::int64_t m = act.gemm_rows(t);
-      for (std::int64_t q = 0; q < 4; ++q) {
-        gemm::gemm_panels(m, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
-      }
-      LSTMFwdStep<T> step{.gates = gates_t, .h = a.h + o, .gates_ld = Gp};
-      lstm_step_state(step, a, t, BH);
-      act.for_rows(
-          t,
-          [&](std::int64_t r0, std::int64_t r1) {
-            lstm_fwd_pointwise_rows(p, step, r0, r1, u.j0, u.j1);
-          },
-          [&](std::int64_t n) {
-            for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) {
-              zero(out + o + n * H + u.j0, u.j1 - u.j0);
-            }
-          });
-      if (end_step(t)) break;
-    }
-  });
+  lstm_fwd_loop(
+      d, a, act, gates, Gp, w_h[0]->panels(), w_h[0]->panel_width(),
+      [&](std::int64_t, std::int64_t m, const T* hp, const UnitSplit& u, T* gates_t) {
+        for (std::int64_t q = 0; q < 4; ++q) {
+          gemm::gemm_panels(m, hp, H, *w_h[q], u.p0, u.p1, T(1), gates_t + q * H, Gp);
+        }
+      },
+      [](std::int64_t, const UnitSplit&) {});
 }
 
-// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
-// each step's pass on its active rows (inactive rows of d_gates and of the carries are zero);
-// after the loop the weight gradients as products over all S·B rows in place, or, with
-// lengths, over the N active rows compacted: d_gates, x and h[t−1] gathered by row.
-template <typename T>
-void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
-  zero(a.d_x, d.T * B * I);
-  zero(a.d_cs_prev, BH);
-  zero(a.d_h_prev, BH);
-  zero(a.d_wci, H);
-  zero(a.d_wcf, H);
-  zero(a.d_wco, H);
-  zero(a.d_w, K * G);
-  zero(a.d_b, G);
-  const ActiveRows act(d.lengths, S, B);
-  const std::int64_t N = act.total(), Nc = act.compacted();
-  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
-  const std::int64_t Gp = padded_ld(G);
-  Workspace<T> ws(block_lstm_op_name(a.layout, true), {S * B * Gp, Nc * Gp, Nc * I, Nc * H},
-                  a.workspace);
-  T* const d_gates = ws.slice(0);
-  T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  d_gates of the active rows
-  T* const xc = ws.slice(2);   // [N, I]  their x rows, then their d_x rows
-  T* const hc = ws.slice(3);   // [N, H]  their h[t−1] rows (h_prev at t = 0)
-  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
-  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
+namespace {
+
+// The backward's time loop: per step the pass over the active rows into d_gates[t] (row stride
+// Gp) and carry_cs, then rounded(t, own) (the bfloat16 products round the own columns of
+// d_gates[t] there), the barrier, then carry(t, m, d_gates[t], own): the own columns of
+// carry_h = d_gates[t]·w_hᵀ over the first m rows (rows past them stay zero, as no later step
+// had them active either).
+template <typename T, class Carry, class Rounded>
+void lstm_bwd_loop(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const ActiveRows& act,
+                   T* d_gates, std::int64_t Gp, std::int64_t panels, std::int64_t nr, Carry&& carry,
+                   Rounded&& rounded) {
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   T* const carry_cs = a.d_cs_prev;
   T* const carry_h = a.d_h_prev;
   const LSTMBwdParams<T> p = lstm_bwd_params(H, a);
@@ -199,13 +241,20 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
               zero(d_gates_t + n * Gp + q * H + u.j0, u.j1 - u.j0);
             zero(carry_cs + n * H + u.j0, u.j1 - u.j0);
           });
+      rounded(t, u);
       if (end_step(S - 1 - t)) break;
-      // carry_h = d_gates[t]·w_hᵀ over the step's rows (prefix: rows past it stay zero, as no
-      // later step had them active either)
-      gemm::gemm_panels(act.gemm_rows(t), d_gates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
+      carry(t, act.gemm_rows(t), d_gates_t, u);
     }
   });
+}
 
+// The weight gradients and d_x after the loop, float32 products (T = double too):
+// d_x = d_gates·w_xᵀ, d_w = [x, h_{t−1}]ᵀ·d_gates over all S·B rows in place, or over the N
+// active rows compacted (dgc, xc, hc: workspace slices).
+template <typename T>
+void lstm_weight_grads(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const ActiveRows& act,
+                       const T* d_gates, std::int64_t Gp, T* dgc, T* xc, T* hc) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H, N = act.total();
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_x[0:S] = d_gates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
@@ -221,29 +270,118 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
     T* const w_grad_h = a.d_w + I * G;
     gemm<T>(Trans::kYes, H, a.h_prev, H, d_gates_packed, 0, B, T(0), w_grad_h, G);
     gemm<T>(Trans::kYes, H, a.h, H, d_gates_packed, B, SB, T(1), w_grad_h, G);
-    // d_b = Σ over all S·B rows of d_gates      [4H]
-    column_sums(SB, G, d_gates, Gp, a.d_b);
-    if (a.use_peephole)
-      peephole_grads(d, lstm_gate_blocks(a.layout), d_gates, Gp, a.cs_prev, a.cs, a);
     return;
   }
-
-  // The active rows, compacted: d_gates, x, h[t−1].
-  gather_rows(act.rows, d_gates, Gp, G, dgc, Gp);
-  gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
   gemm::PackedB<T> d_gates_packed;
   d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
   // d_w = [x, h_{t−1}]ᵀ·d_gates over the active rows
   gemm<T>(Trans::kYes, I, xc, I, d_gates_packed, T(0), a.d_w, G);
   gemm<T>(Trans::kYes, H, hc, H, d_gates_packed, T(0), a.d_w + I * G, G);
-  column_sums(N, G, dgc, Gp, a.d_b);
-  if (a.use_peephole) {
-    peephole_grads(d, lstm_gate_blocks(a.layout), d_gates, Gp, a.cs_prev, a.cs, a,
-                   act.steps.data());
-  }
   // d_x of the active rows = d_gates·w_xᵀ, computed compact (into xc) and scattered.
   gemm<T>(Trans::kNo, Trans::kYes, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
   scatter_rows(act.rows, xc, I, a.d_x);
+}
+
+// The same with bfloat16 operands (bf16_products.h): d_gates rounded when packed, x, h and w_x
+// rounded (exactly, for a bfloat16 call's inputs). [h_prev; h[0:S−1]] is one bfloat16 copy.
+void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float>& a,
+                            const ActiveRows& act, const float* d_gates, std::int64_t Gp,
+                            const float* dgc, float* xc, const float* hc) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H, N = act.total();
+  if (act.all) {
+    const std::int64_t SB = S * B;
+    gemm::gemm_bf16(Trans::kNo, Trans::kYes, SB, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I);
+    gemm::PackedBBf16 d_gates_packed;
+    d_gates_packed.pack(Trans::kNo, SB, G, d_gates, Gp);
+    gemm::gemm_bf16(Trans::kYes, I, a.x, I, d_gates_packed, 0.0f, a.d_w, G);
+    const std::vector<std::uint16_t> h_before =
+        previous_h_bf16(block_lstm_op_name(a.layout, true), S, B, H, a.h_prev, a.h);
+    gemm::gemm_bf16(Trans::kYes, H, h_before.data(), H, d_gates_packed, 0.0f, a.d_w + I * G, G);
+    return;
+  }
+  gemm::PackedBBf16 d_gates_packed;
+  d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
+  gemm::gemm_bf16(Trans::kYes, I, xc, I, d_gates_packed, 0.0f, a.d_w, G);
+  gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gates_packed, 0.0f, a.d_w + I * G, G);
+  gemm::gemm_bf16(Trans::kNo, Trans::kYes, N, I, G, dgc, Gp, a.w, G, 0.0f, xc, I);
+  scatter_rows(act.rows, xc, I, a.d_x);
+}
+
+}  // namespace
+
+// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
+// each step's pass on its active rows (inactive rows of d_gates and of the carries are zero);
+// after the loop the weight gradients as products over all S·B rows in place, or, with
+// lengths, over the N active rows compacted: d_gates, x and h[t−1] gathered by row. With
+// bf16_products, every product on bfloat16 operands: carry_h from d_gates[t] rounded by the
+// owners of its columns into buffer t mod 2 before the step's barrier.
+template <typename T>
+void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
+  zero(a.d_x, d.T * B * I);
+  zero(a.d_cs_prev, BH);
+  zero(a.d_h_prev, BH);
+  zero(a.d_wci, H);
+  zero(a.d_wcf, H);
+  zero(a.d_wco, H);
+  zero(a.d_w, K * G);
+  zero(a.d_b, G);
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t N = act.total(), Nc = act.compacted();
+  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
+  const std::int64_t Gp = padded_ld(G);
+  const char* const op = block_lstm_op_name(a.layout, true);
+  Workspace<T> ws(op, {S * B * Gp, Nc * Gp, Nc * I, Nc * H}, a.workspace);
+  T* const d_gates = ws.slice(0);
+  T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  d_gates of the active rows
+  T* const xc = ws.slice(2);   // [N, I]  their x rows, then their d_x rows
+  T* const hc = ws.slice(3);   // [N, H]  their h[t−1] rows (h_prev at t = 0)
+  bool bf16 = false;
+  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
+  if (bf16) {
+    if constexpr (std::is_same_v<T, float>) {
+      gemm::PackedBBf16 w_h_t;
+      w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
+      Bf16Lhs dg(op, B, G, w_h_t.kernel());
+      lstm_bwd_loop(
+          d, a, act, d_gates, Gp, w_h_t.panels(), w_h_t.panel_width(),
+          [&](std::int64_t t, std::int64_t m, const float*, const UnitSplit& u) {
+            dg.product(int(t % 2), m, w_h_t, u.p0, u.p1, 0.0f, a.d_h_prev, H);
+          },
+          [&](std::int64_t t, const UnitSplit& u) {
+            for (std::int64_t q = 0; q < 4; ++q) {
+              dg.round(int(t % 2), 0, B, q * H + u.j0, q * H + u.j1, d_gates + t * B * Gp, Gp);
+            }
+          });
+    }
+  } else {
+    const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
+    lstm_bwd_loop(
+        d, a, act, d_gates, Gp, w_h_t->panels(), w_h_t->panel_width(),
+        [&](std::int64_t, std::int64_t m, const T* d_gates_t, const UnitSplit& u) {
+          gemm::gemm_panels(m, d_gates_t, Gp, *w_h_t, u.p0, u.p1, T(0), a.d_h_prev, H);
+        },
+        [](std::int64_t, const UnitSplit&) {});
+  }
+
+  if (!act.all) {  // the active rows, compacted: d_gates, x, h[t−1]
+    gather_rows(act.rows, d_gates, Gp, G, dgc, Gp);
+    gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
+  }
+  // d_b = Σ over the active rows of d_gates      [4H]
+  if (act.all) {
+    column_sums(S * B, G, d_gates, Gp, a.d_b);
+  } else {
+    column_sums(N, G, dgc, Gp, a.d_b);
+  }
+  if (a.use_peephole) {
+    peephole_grads(d, lstm_gate_blocks(a.layout), d_gates, Gp, a.cs_prev, a.cs, a,
+                   act.all ? nullptr : act.steps.data());
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16) return lstm_weight_grads_bf16(d, a, act, d_gates, Gp, dgc, xc, hc);
+  }
+  lstm_weight_grads(d, a, act, d_gates, Gp, dgc, xc, hc);
 }
 
 template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);

@@ -43,6 +43,10 @@ struct BlockLSTMFwdArgs {
   // Plan once, run many (kernel/dims.h): LSTMPlan, block_lstm_workspace_elems.
   const LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
+  // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
+  // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
+  // float32; `plan` is then not read. The reference ignores it.
+  bool bf16_products = false;
 };
 
 template <typename T>
@@ -63,6 +67,10 @@ struct BlockLSTMBwdArgs {
   // Plan once, run many (kernel/dims.h): LSTMPlan, block_lstm_workspace_elems.
   const LSTMPlan<T>* plan = nullptr;
   T* workspace = nullptr;
+  // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
+  // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
+  // float32; `plan` is then not read. The reference ignores it.
+  bool bf16_products = false;
 };
 
 // Step t's slices of the sequence's forward tensors (`a`: BlockLSTMFwdArgs or BlockLSTMBwdArgs)

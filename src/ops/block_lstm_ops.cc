@@ -93,8 +93,10 @@ void compute_fwd(const In& in, const Out& out, const A& attrs, DType dtype) {
   if constexpr (requires { attrs.forget_bias; }) forget_bias = attrs.forget_bias;
   ops::compute(ops::seq_dims<BlockLSTMDims>(in), dtype, kInputs, in, kOutputs, out,
                [&]<typename T>(const In& i, const Out& o) {
-                 return ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(i, o, forget_bias, attrs.cell_clip,
-                                                                attrs.use_peephole, L, dtype);
+                 auto args = ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(
+                     i, o, forget_bias, attrs.cell_clip, attrs.use_peephole, L, dtype);
+                 args.bf16_products = dtype == DType::kBFloat16;
+                 return args;
                });
 }
 
@@ -102,7 +104,9 @@ template <LSTMLayout L>
 void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attrs, DType dtype) {
   ops::compute(ops::seq_dims<BlockLSTMDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
                [&]<typename T>(const GradIn& i, const GradOut& o) {
-                 return ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
+                 auto args = ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
+                 args.bf16_products = dtype == DType::kBFloat16;
+                 return args;
                });
 }
 

@@ -45,8 +45,14 @@ struct ToleranceRule {
   double eps_float32 = 0, eps_float64 = 0;
   // Each stored float16 / bfloat16 value rounded relative to itself (op_table.json says how much).
   double float16_storage = 0, bfloat16_storage = 0;
+  // bfloat16 products (an op row's `bf16_products`): the most one product with bfloat16
+  // operands moves a result, relative to max(1, max|b|) (op_table.json, "bf16_products").
+  double bf16_product = 0;
 
-  Tolerance operator()(DType dt, std::int64_t K, std::int64_t T) const {
+  // `products`: P > 0 where the op's fast path multiplies bfloat16 operands in a bfloat16 call,
+  // P of them in sequence per step; each of the at most P·T + 1 such products an output depends
+  // on in sequence adds bf16_product to atol.
+  Tolerance operator()(DType dt, std::int64_t K, std::int64_t T, int products = 0) const {
     const double eps = dt == DType::kFloat64 ? eps_float64 : eps_float32;
     const double storage = dt == DType::kFloat16    ? float16_storage
                            : dt == DType::kBFloat16 ? bfloat16_storage
@@ -56,8 +62,13 @@ struct ToleranceRule {
     const double accumulation = c * std::log2(depth) * eps;
     // Storing a 16-bit float rounds each value relative to itself: it adds to rtol only.
     const double rtol = accumulation + storage;
+    const double atol =
+        accumulation +
+        (products > 0 && dt == DType::kBFloat16
+             ? bf16_product * static_cast<double>(products * std::max<std::int64_t>(T, 1) + 1)
+             : 0.0);
     // The NMSE the element-wise bound allows when every element is as large as the largest.
-    return Tolerance{rtol, accumulation, (rtol + accumulation) * (rtol + accumulation)};
+    return Tolerance{rtol, atol, (rtol + atol) * (rtol + atol)};
   }
 };
 
@@ -77,6 +88,9 @@ struct OpTest {
   // LSTMBlockCellGrad) return pre-activation terms instead; they are covered by the full grads
   // built on them and by the golden files.
   bool full_gradient = false;
+  // Its fast path multiplies bfloat16 operands in a bfloat16 call, this many recurrent products
+  // in sequence per step (ToleranceRule); 0: it computes bfloat16 in float32.
+  int bf16_products = 0;
   std::vector<AttrChoice> attrs;  // of the forward op (a grad op takes the ones it declares)
   // Sizes ('B', 'H') that must be positive: zero is an InvalidArgument as in TensorFlow
   // (LSTMBlockCell(Grad) refuses an empty batch or cell; BlockLSTMGrad(V2): w needs a positive
@@ -108,11 +122,13 @@ inline OpTable load_op_table(const std::string& path) {
   table.tolerance.eps_float64 = tol.at("eps").at("float64").get<double>();
   table.tolerance.float16_storage = tol.at("storage").at("float16").get<double>();
   table.tolerance.bfloat16_storage = tol.at("storage").at("bfloat16").get<double>();
+  table.tolerance.bf16_product = tol.at("bf16_products").at("per_product").get<double>();
   for (const nlohmann::ordered_json& row : j.at("ops")) {
     OpTest t;
     t.op = row.at("op").get<std::string>();
     t.forward = row.value("forward", "");
     t.full_gradient = row.value("full_gradient", false);
+    t.bf16_products = row.value("bf16_products", 0);
     if (row.contains("attrs")) {
       for (const auto& [name, values] :
            j.at("attr_sets").at(row.at("attrs").get<std::string>()).items()) {

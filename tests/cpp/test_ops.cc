@@ -159,9 +159,9 @@ Call converted(const Call& c, DType dt) {
   return w;
 }
 
-// The table's tolerance for a call of dims `d` in `dt`: K = I + H, the steps T.
-Tolerance tolerance(DType dt, const Dims& d) {
-  return testing::op_table().tolerance(dt, d.I + d.H, d.T);
+// The table's tolerance for a call of t's op of dims `d` in `dt`: K = I + H, the steps T.
+Tolerance tolerance(const OpTest& t, DType dt, const Dims& d) {
+  return testing::op_table().tolerance(dt, d.I + d.H, d.T, t.bf16_products);
 }
 
 // Element-wise (rtol·|b| + atol·max(1, max|b|)) and NMSE (Σ(a−b)² / Σb²) agreement.
@@ -252,7 +252,7 @@ void fast_vs_reference(const OpTest& t) {
     for_random_calls(t, 0, 6, [&](const Call& c, const Dims& d, DType dt, std::uint64_t seed) {
       const std::vector<Tensor> ref = run_in_mode(c, true), fast = run_in_mode(c, false);
       for (std::size_t k = 0; k < ref.size(); ++k) {
-        EXPECT_TRUE(close(fast[k], ref[k], tolerance(dt, d)))
+        EXPECT_TRUE(close(fast[k], ref[k], tolerance(t, dt, d)))
             << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " path "
             << isa_name(isa) << " seed " << seed << " " << d.str();
       }
@@ -266,7 +266,7 @@ void dtypes_against_float64(const OpTest& t) {
     const std::vector<Tensor> want = run_in_mode(converted(c, DType::kFloat64), true);
     for (std::size_t k = 0; k < got.size(); ++k) {
       EXPECT_EQ(got[k].dtype(), dt);
-      EXPECT_TRUE(close(got[k], want[k], tolerance(dt, d)))
+      EXPECT_TRUE(close(got[k], want[k], tolerance(t, dt, d)))
           << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt) << " seed "
           << seed << " " << d.str();
     }
@@ -376,7 +376,7 @@ void empty_shapes(const OpTest& t) {
       for (std::size_t k = 0; k < fast.size(); ++k) {
         EXPECT_EQ(fast[k].shape(), spec.shapes[k]) << t.op << " " << d.str();
         // Finite and equal to the float64 reference: zeros where nothing accumulates.
-        EXPECT_TRUE(close(fast[k], want[k], tolerance(dt, d)))
+        EXPECT_TRUE(close(fast[k], want[k], tolerance(t, dt, d)))
             << t.op << " output " << find_op(t.op).outputs[k] << " " << dtype_str(dt)
             << " reference=" << reference << " " << d.str();
       }
@@ -474,8 +474,9 @@ void validation(const OpTest& t) {
 // Bitwise identical results at 1, 2, 3, 4 and 7 threads on every ISA path, for shapes that
 // reach every tile edge: one row, odd M/N/K, reductions above every K block (I = 700, 2049),
 // B·T in the thousands (src/gemm/gemm.h: output tiles fixed by the shape, one thread per tile
-// over the whole K). bfloat16 at 1 and 2 threads on the same shapes: its own path (staging,
-// rounding, and whatever kernels serve it) must not depend on the thread count either.
+// over the whole K). bfloat16 at 1, 2 and 3 threads on the same shapes: its own path (staging,
+// rounding, the bfloat16 products of the sequence ops' fast path) must not depend on the thread
+// count either.
 void determinism(const OpTest& t) {
   const int saved = get_num_threads();
   const Dims shapes[] = {{5, 64, 96, 128, 5},   {3, 5, 333, 333, 2},  {4, 1, 700, 90, 4},
@@ -489,7 +490,7 @@ void determinism(const OpTest& t) {
         const Call c = make_call(t, d, dt, rng);
         std::vector<std::vector<Tensor>> results;
         const std::vector<int> thread_counts =
-            dt == DType::kFloat32 ? std::vector<int>{1, 2, 3, 4, 7, 1} : std::vector<int>{1, 2};
+            dt == DType::kFloat32 ? std::vector<int>{1, 2, 3, 4, 7, 1} : std::vector<int>{1, 2, 3};
         for (int threads : thread_counts) {
           set_num_threads(threads);
           results.push_back(run(c));

@@ -29,16 +29,20 @@ def _tf_tolerance(family):
     return (t["rtol"], t["atol"])
 
 
-def derived_tolerance(dtype, K, T):
+def derived_tolerance(dtype, K, T, op=None):
     """The table's rule for a result in `dtype` ("float16", "bfloat16", "float32", "float64")
     against the float64 reference on the same inputs (tests/cpp/op_table.h applies the same):
     tol = c·log2(max(2, K·T))·eps, K = I + H, T the steps; rtol = tol + the 16-bit storage
-    rounding, atol = tol, nmse = (rtol + atol)²."""
+    rounding, atol = tol, plus for bfloat16 on a row with bf16_products = P (`op`) the table's
+    per_product bound times P·T + 1; nmse = (rtol + atol)²."""
     t = TABLE["tolerances"]
     eps = t["eps"]["float64" if dtype == "float64" else "float32"]
     tol = t["c"] * np.log2(max(2.0, float(K) * float(T))) * eps
     rtol = tol + t["storage"].get(dtype, 0.0)
-    return {"rtol": rtol, "atol": tol, "nmse": (rtol + tol) ** 2}
+    atol = tol
+    if dtype == "bfloat16" and op is not None and ROWS[op].bf16_products:
+        atol += t["bf16_products"]["per_product"] * (ROWS[op].bf16_products * max(int(T), 1) + 1)
+    return {"rtol": rtol, "atol": atol, "nmse": (rtol + atol) ** 2}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,11 +53,12 @@ class OpRow:
     full_gradient: bool = False  # outputs are d loss / d forward inputs
     attrs: dict = dataclasses.field(default_factory=dict)
     tol: tuple = (0.0, 0.0)
+    bf16_products: int = 0  # recurrent bfloat16 products in sequence per step (0: none)
 
 
 OPS = [OpRow(r["op"], r.get("forward", ""), r.get("tf", ""), r.get("full_gradient", False),
              dict(TABLE["attr_sets"][r["attrs"]]) if "attrs" in r else {},
-             _tf_tolerance(r["tolerance"]))
+             _tf_tolerance(r["tolerance"]), r.get("bf16_products", 0))
        for r in TABLE["ops"]]
 ROWS = {r.op: r for r in OPS}
 

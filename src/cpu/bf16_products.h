@@ -1,0 +1,124 @@
+// bfloat16 products of the fast sequence kernels (src/cpu/block_lstm.cc, src/cpu/block_gru.cc):
+// what a kernel runs instead of its float32 GEMMs when its arguments say `bf16_products` (a
+// bfloat16 call: the op sets it from the call's dtype). The operands are rounded to bfloat16
+// (nearest even) and multiplied on the bfloat16 GEMM (gemm/gemm_bf16.h), the sums in float32;
+// everything else a kernel does (the carried state, the element-wise passes, the bias and
+// peephole reductions) stays float32. Inputs the op widened from bfloat16 are rounded exactly.
+//
+// A recurrent product's left operand is written by column ranges (each thread of the time loop
+// its own columns of h[t] or d_gates[t]) and read whole by the next product, so it is rounded by
+// its owners right after they write it (Bf16Lhs::round, elementwise: the bits do not depend on
+// who rounds) into one of two buffers, alternating by step where the loop has one barrier a
+// step (the LSTM): a thread that runs ahead into the next step writes the other buffer while
+// the team may still read this one, and the step's barrier orders the rest. Where a barrier
+// separates every write from the last read of the previous contents (the GRU's two a step),
+// one buffer is used. Nothing here allocates after construction.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "blockrnn/error.h"
+#include "cpu/sequence_common.h"
+#include "gemm/bf16.h"
+#include "gemm/gemm.h"
+#include "gemm/gemm_bf16.h"
+
+namespace blockrnn::cpu {
+
+// Two [rows, k] left operands of a recurrent bfloat16 product, for B packed with `kernel`:
+// bfloat16 pairs (row stride bf16_pairs_ld(k), an odd k padded with a zero) for kDpbf16, or
+// float32 holding bfloat16 values (row stride k) for kWidened.
+class Bf16Lhs {
+ public:
+  Bf16Lhs(const char* op, std::int64_t rows, std::int64_t k, gemm::Bf16Kernel kernel)
+      : dp_(kernel == gemm::Bf16Kernel::kDpbf16),
+        ld_(dp_ ? gemm::bf16_pairs_ld(k) : k),
+        size_(rows * ld_) {
+    try {
+      if (dp_) {
+        bits_.assign(static_cast<std::size_t>(2 * size_), 0);  // the odd-k pad stays zero
+      } else {
+        wide_.assign(static_cast<std::size_t>(2 * size_), 0.0f);
+      }
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::kResourceExhausted,
+                  std::string(op) + ": cannot allocate the workspace for this problem size");
+    }
+  }
+
+  // Rows [r0, r1), columns [c0, c1) of src (row stride lds) rounded into buffer `slot` (0, 1).
+  void round(int slot, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
+             const float* src, std::int64_t lds) {
+    // An even count through round_rows_bf16 (vector code where the CPU has AVX512_BF16, the same
+    // bits as bf16_from_float), which then writes no pad past it: an odd range's pad would be
+    // the next column, another thread's.
+    const std::int64_t even = (c1 - c0) & ~std::int64_t(1);
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* in = src + r * lds;
+      if (dp_) {
+        std::uint16_t* out = bits_.data() + slot * size_ + r * ld_;
+        if (even > 0) gemm::round_rows_bf16(0, 1, even, in + c0, lds, out + c0);
+        if (c0 + even < c1) out[c1 - 1] = gemm::bf16_from_float(in[c1 - 1]);
+      } else {
+        float* out = wide_.data() + slot * size_ + r * ld_;
+        for (std::int64_t j = c0; j < c1; ++j) out[j] = gemm::bf16_round(in[j]);
+      }
+    }
+  }
+
+  // Columns of panels [p0, p1) of C = beta·C + L[0:m]·B, L buffer `slot`, on this thread only
+  // (gemm_bf16_panels or, for kWidened, the float32 engine's gemm_panels).
+  void product(int slot, std::int64_t m, const gemm::PackedBBf16& b, std::int64_t p0,
+               std::int64_t p1, float beta, float* c, std::int64_t ldc) const {
+    if (dp_) {
+      gemm::gemm_bf16_panels(m, bits_.data() + slot * size_, ld_, b, p0, p1, beta, c, ldc);
+    } else {
+      gemm::gemm_panels<float>(m, wide_.data() + slot * size_, ld_, b.widened(), p0, p1, beta, c,
+                               ldc);
+    }
+  }
+
+ private:
+  bool dp_;
+  std::int64_t ld_, size_;
+  std::vector<std::uint16_t> bits_;
+  std::vector<float> wide_;
+};
+
+// out[t] = x[t]·w for all S·B rows, or with per-step prefix lengths each step's active prefix
+// (as input_projection, sequence_common.h), on w packed for bfloat16 products.
+inline void input_projection_bf16(const ActiveRows& act, const gemm::PackedBBf16& w, const float* x,
+                                  std::int64_t I, float* out, std::int64_t ld) {
+  if (!act.per_step_prefix()) {
+    gemm::gemm_bf16(gemm::Trans::kNo, act.S * act.B, x, I, w, 0.0f, out, ld);
+    return;
+  }
+  for (std::int64_t t = 0; t < act.S; ++t) {
+    gemm::gemm_bf16(gemm::Trans::kNo, act.count[t], x + t * act.B * I, I, w, 0.0f,
+                    out + t * act.B * ld, ld);
+  }
+}
+
+// The [S·B, H] matrix [h_prev; h[0:S−1]] (h[t−1] of every row t·B + b) in bfloat16: the left
+// operand (transposed) of a weight gradient over all S·B rows.
+inline std::vector<std::uint16_t> previous_h_bf16(const char* op, std::int64_t S, std::int64_t B,
+                                                  std::int64_t H, const float* h_prev,
+                                                  const float* h) {
+  std::vector<std::uint16_t> out;
+  try {
+    out.resize(static_cast<std::size_t>(S * B * H));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kResourceExhausted,
+                std::string(op) + ": cannot allocate the workspace for this problem size");
+  }
+  const std::int64_t BH = B * H;
+  for (std::int64_t e = 0; e < BH; ++e) out[e] = gemm::bf16_from_float(h_prev[e]);
+  for (std::int64_t e = BH; e < S * BH; ++e) out[e] = gemm::bf16_from_float(h[e - BH]);
+  return out;
+}
+
+}  // namespace blockrnn::cpu
