@@ -11,13 +11,20 @@ _DLPACK_NAMES = {2: "CUDA", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: 
                  12: "ExtDev", 13: "CUDA managed", 14: "oneAPI", 15: "WebGPU", 16: "Hexagon",
                  17: "MAIA"}
 
-NO_CUDA = "this build of blockrnn has no CUDA backend"
+def no_cuda() -> str:
+    """Why a CUDA argument is refused (a function, not a constant: TorchScript, which compiles
+    blockrnn.torch's modules and so device_message, reads no global strings)."""
+    return "this build of blockrnn has no CUDA backend"
 
 
-def device_message(op, name, device):
-    """"<op>: <name> is on a <device> device; ..." for an argument in device memory."""
+NO_CUDA = no_cuda()
+
+
+def device_message(op: str, name: str, device: str) -> str:
+    """"<op>: <name> is on a <device> device; ..." for an argument in device memory (annotated:
+    blockrnn.torch's scripted modules call it)."""
     if "CUDA" in device:
-        return (f"{op}: {name} is on a {device} device; {NO_CUDA}. Copy it to host memory "
+        return (f"{op}: {name} is on a {device} device; {no_cuda()}. Copy it to host memory "
                 f"first (e.g. .cpu() or .get())")
     return (f"{op}: {name} is on a {device} device; blockrnn computes on the CPU only. Copy it "
             f"to host memory first")
