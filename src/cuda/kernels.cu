@@ -87,10 +87,6 @@ dim3 grid_2d(i64 rows, i64 cols) {
   return dim3(static_cast<unsigned>(x), static_cast<unsigned>(y));
 }
 
-#define BLOCKRNN_GRID_STRIDE(e, n)                                  \
-  for (i64 e = i64(blockIdx.x) * blockDim.x + threadIdx.x; e < (n); \
-       e += i64(gridDim.x) * blockDim.x)
-
 // The parameter types of a kernel, not deduced from the arguments (they convert to them).
 template <typename T>
 struct Param {
@@ -283,8 +279,8 @@ void gemm(const Ctx& ctx, bool ta, bool tb, i64 M, i64 N, i64 K, const T* A, i64
 // Instantiated here for the other kernel files too (src/cuda/persistent_lstm.cu).
 template void gemm<float>(const Ctx&, bool, bool, i64, i64, i64, const float*, i64, const float*,
                           i64, float*, i64, double);
-template void gemm<double>(const Ctx&, bool, bool, i64, i64, i64, const double*, i64,
-                           const double*, i64, double*, i64, double);
+template void gemm<double>(const Ctx&, bool, bool, i64, i64, i64, const double*, i64, const double*,
+                           i64, double*, i64, double);
 
 namespace {
 
@@ -331,7 +327,8 @@ __global__ void chunk_colsum_kernel(i64 rows, i64 cols, i64 ld, i64 chunk_rows, 
 // out[j] = Σ_{c = 0 … chunks−1} partial[c·cols + j], in increasing c (0 when chunks = 0).
 template <typename T>
 __global__ void sum_chunks_kernel(i64 chunks, i64 cols, const T* partial, T* out) {
-  BLOCKRNN_GRID_STRIDE(j, cols) {
+  for (i64 j = i64(blockIdx.x) * blockDim.x + threadIdx.x; j < cols;
+       j += i64(gridDim.x) * blockDim.x) {
     T s = T(0);
     for (i64 c = 0; c < chunks; ++c) s += partial[c * cols + j];
     out[j] = s;
@@ -550,7 +547,8 @@ __global__ void gru_bwd_b_kernel(i64 B, i64 H, const T* d_hr, const T* hp, const
 template <typename T>
 __global__ void gru_bwd_c_kernel(i64 n, const T* g1, const T* d_hr, const T* r, const T* dh,
                                  const T* u, T* d_h_prev) {
-  BLOCKRNN_GRID_STRIDE(e, n) {
+  for (i64 e = i64(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += i64(gridDim.x) * blockDim.x) {
     d_h_prev[e] = (g1[e] + d_hr[e] * r[e]) + dh[e] * u[e];
   }
 }
@@ -609,12 +607,14 @@ __global__ void gra_bwd_kernel(i64 B, i64 H, const T* d_h, const T* r, const T* 
 // ---- float16 ----------------------------------------------------------------------------------
 
 __global__ void h2f_kernel(i64 n, const __half* src, float* dst) {
-  BLOCKRNN_GRID_STRIDE(e, n) {
+  for (i64 e = i64(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += i64(gridDim.x) * blockDim.x) {
     dst[e] = __half2float(src[e]);
   }
 }
 __global__ void f2h_kernel(i64 n, const float* src, __half* dst) {
-  BLOCKRNN_GRID_STRIDE(e, n) {
+  for (i64 e = i64(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += i64(gridDim.x) * blockDim.x) {
     dst[e] = __float2half_rn(src[e]);
   }
 }
@@ -889,18 +889,27 @@ void float_to_half(const Ctx& ctx, const float* src, void* dst, std::int64_t n) 
   launch(ctx, "f2h_kernel", f2h_kernel, grid_for(n), n, src, static_cast<__half*>(dst));
 }
 
-#define BLOCKRNN_INSTANTIATE(T)                                                            \
-  template void lstm_fwd<T>(const Ctx&, const BlockLSTMDims&, const BlockLSTMFwdArgs<T>&); \
-  template void lstm_bwd<T>(const Ctx&, const BlockLSTMDims&, const BlockLSTMBwdArgs<T>&,  \
-                            const LSTMBwdExtra<T>&);                                       \
-  template void gru_fwd<T>(const Ctx&, const BlockGRUDims&, const BlockGRUFwdArgs<T>&);    \
-  template void gru_bwd<T>(const Ctx&, const BlockGRUDims&, const BlockGRUBwdArgs<T>&,     \
-                           const GRUBwdExtra<T>&);                                         \
-  template void gru_reset_after_fwd<T>(const Ctx&, const BlockGRUDims&,                    \
-                                       const BlockGRUResetAfterFwdArgs<T>&);               \
-  template void gru_reset_after_bwd<T>(const Ctx&, const BlockGRUDims&,                    \
-                                       const BlockGRUResetAfterBwdArgs<T>&);
-BLOCKRNN_INSTANTIATE(float)
-BLOCKRNN_INSTANTIATE(double)
+// The ops for float and double, declared in kernels.h.
+template void lstm_fwd<float>(const Ctx&, const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);
+template void lstm_bwd<float>(const Ctx&, const BlockLSTMDims&, const BlockLSTMBwdArgs<float>&,
+                              const LSTMBwdExtra<float>&);
+template void gru_fwd<float>(const Ctx&, const BlockGRUDims&, const BlockGRUFwdArgs<float>&);
+template void gru_bwd<float>(const Ctx&, const BlockGRUDims&, const BlockGRUBwdArgs<float>&,
+                             const GRUBwdExtra<float>&);
+template void gru_reset_after_fwd<float>(const Ctx&, const BlockGRUDims&,
+                                         const BlockGRUResetAfterFwdArgs<float>&);
+template void gru_reset_after_bwd<float>(const Ctx&, const BlockGRUDims&,
+                                         const BlockGRUResetAfterBwdArgs<float>&);
+
+template void lstm_fwd<double>(const Ctx&, const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&);
+template void lstm_bwd<double>(const Ctx&, const BlockLSTMDims&, const BlockLSTMBwdArgs<double>&,
+                               const LSTMBwdExtra<double>&);
+template void gru_fwd<double>(const Ctx&, const BlockGRUDims&, const BlockGRUFwdArgs<double>&);
+template void gru_bwd<double>(const Ctx&, const BlockGRUDims&, const BlockGRUBwdArgs<double>&,
+                              const GRUBwdExtra<double>&);
+template void gru_reset_after_fwd<double>(const Ctx&, const BlockGRUDims&,
+                                          const BlockGRUResetAfterFwdArgs<double>&);
+template void gru_reset_after_bwd<double>(const Ctx&, const BlockGRUDims&,
+                                          const BlockGRUResetAfterBwdArgs<double>&);
 
 }  // namespace blockrnn::cuda::detail

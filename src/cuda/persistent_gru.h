@@ -33,7 +33,7 @@
 namespace blockrnn::cuda::persistent {
 
 // Elements of a GRU CTA's resident weight slice: H rows × 3 columns per owned unit.
-BLOCKRNN_HD inline i64 gru_resident_elems(i64 H, i64 ctas) {
+__host__ __device__ inline i64 gru_resident_elems(i64 H, i64 ctas) {
   return 3 * H * max_units(H, ctas);
 }
 
@@ -50,7 +50,8 @@ struct GRUFwdParams {
 // The forward's time loop, run by every thread of every CTA. `resident` is the CTA's own buffer
 // of gru_resident_elems(H, ctas) elements (shared memory on a GPU).
 template <typename T, typename Sync>
-BLOCKRNN_HD void gru_fwd_cta(const GRUFwdParams<T>& p, const CtaIndex& c, T* resident, Sync& sync) {
+__host__ __device__ void gru_fwd_cta(const GRUFwdParams<T>& p, const CtaIndex& c, T* resident,
+                                     Sync& sync) {
   const i64 B = p.B, I = p.I, H = p.H, BH = B * H;
   const UnitSlice s = unit_slice(H, c.ctas, c.cta);
   const i64 hp = s.count, cw = 3 * hp;  // owned units, owned gate columns
@@ -128,7 +129,8 @@ struct GRUBwdParams {
 // Phases A, B and C visit the same (n, unit) elements with the same thread mapping, so carry and
 // d_hr need no CTA barrier between a phase C and the next step's phase A.
 template <typename T, typename Sync>
-BLOCKRNN_HD void gru_bwd_cta(const GRUBwdParams<T>& p, const CtaIndex& c, T* resident, Sync& sync) {
+__host__ __device__ void gru_bwd_cta(const GRUBwdParams<T>& p, const CtaIndex& c, T* resident,
+                                     Sync& sync) {
   const i64 B = p.B, I = p.I, H = p.H, BH = B * H, H2 = 2 * H, H3 = 3 * H;
   const UnitSlice s = unit_slice(H, c.ctas, c.cta);
   const i64 hp = s.count;

@@ -43,13 +43,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/qualifiers.h"
 #include "kernel/block_lstm.h"
-
-#ifdef __CUDACC__
-#define BLOCKRNN_HD __host__ __device__
-#else
-#define BLOCKRNN_HD
-#endif
 
 namespace blockrnn::cuda::persistent {
 
@@ -65,21 +60,21 @@ struct CtaIndex {
 struct UnitSlice {
   i64 begin, count;
 };
-BLOCKRNN_HD inline UnitSlice unit_slice(i64 H, i64 ctas, i64 cta) {
+__host__ __device__ inline UnitSlice unit_slice(i64 H, i64 ctas, i64 cta) {
   const i64 begin = cta * H / ctas, end = (cta + 1) * H / ctas;
   return {begin, end - begin};
 }
 // The most units any CTA owns: ⌈H / ctas⌉.
-BLOCKRNN_HD inline i64 max_units(i64 H, i64 ctas) {
+__host__ __device__ inline i64 max_units(i64 H, i64 ctas) {
   return (H + ctas - 1) / ctas;
 }
 // Elements of a CTA's resident weight slice, forward and backward alike: H rows × 4 columns per
 // owned unit (the forward's w_h columns), or 4H columns × one row per owned unit (the backward's).
-BLOCKRNN_HD inline i64 resident_elems(i64 H, i64 ctas) {
+__host__ __device__ inline i64 resident_elems(i64 H, i64 ctas) {
   return 4 * H * max_units(H, ctas);
 }
 // Chunks of the backward's split-K over the 4H gate columns.
-BLOCKRNN_HD inline i64 k_chunks(i64 H, i64 k_chunk) {
+__host__ __device__ inline i64 k_chunks(i64 H, i64 k_chunk) {
   return (4 * H + k_chunk - 1) / k_chunk;
 }
 
@@ -89,7 +84,7 @@ BLOCKRNN_HD inline i64 k_chunks(i64 H, i64 k_chunk) {
 // array indexed at run time would be copied to local memory on a GPU.
 struct GateCols {
   i64 i, c, f, o;
-  BLOCKRNN_HD i64 of(i64 q) const { return q == 0 ? i : (q == 1 ? c : (q == 2 ? f : o)); }
+  __host__ __device__ i64 of(i64 q) const { return q == 0 ? i : (q == 1 ? c : (q == 2 ? f : o)); }
 };
 
 inline GateCols gate_cols(LSTMLayout layout) {
@@ -99,25 +94,25 @@ inline GateCols gate_cols(LSTMLayout layout) {
 
 // ---- scalar helpers: the reference's activations (src/core/activations.h) ----
 
-BLOCKRNN_HD inline float act_exp(float z) {
+__host__ __device__ inline float act_exp(float z) {
   return expf(z);
 }
-BLOCKRNN_HD inline double act_exp(double z) {
+__host__ __device__ inline double act_exp(double z) {
   return exp(z);
 }
-BLOCKRNN_HD inline float act_tanh(float z) {
+__host__ __device__ inline float act_tanh(float z) {
   return tanhf(z);
 }
-BLOCKRNN_HD inline double act_tanh(double z) {
+__host__ __device__ inline double act_tanh(double z) {
   return tanh(z);
 }
 template <typename T>
-BLOCKRNN_HD inline T act_sigmoid(T z) {
+__host__ __device__ inline T act_sigmoid(T z) {
   return T(1) / (T(1) + act_exp(-z));
 }
 // std::min(std::max(cs, −clip), clip), NaN behaviour included (a NaN cs stays NaN).
 template <typename T>
-BLOCKRNN_HD inline T clip_cell(T cs, T clip) {
+__host__ __device__ inline T clip_cell(T cs, T clip) {
   const T lo = (cs < -clip) ? -clip : cs;
   return (clip < lo) ? clip : lo;
 }
@@ -141,7 +136,8 @@ struct FwdParams {
 // The forward's time loop, run by every thread of every CTA. `resident` is the CTA's own
 // buffer of resident_elems(H, ctas) elements (shared memory on a GPU).
 template <typename T, typename Sync>
-BLOCKRNN_HD void lstm_fwd_cta(const FwdParams<T>& p, const CtaIndex& c, T* resident, Sync& sync) {
+__host__ __device__ void lstm_fwd_cta(const FwdParams<T>& p, const CtaIndex& c, T* resident,
+                                      Sync& sync) {
   const i64 B = p.B, I = p.I, H = p.H, G = 4 * H, BH = B * H;
   const UnitSlice u = unit_slice(H, c.ctas, c.cta);
   const i64 hp = u.count, cw = 4 * hp;  // owned units, owned gate columns
@@ -216,7 +212,8 @@ struct BwdParams {
 // The backward's time loop and the reductions that follow the steps (db, peephole gradients),
 // run by every thread of every CTA; `resident` as in lstm_fwd_cta.
 template <typename T, typename Sync>
-BLOCKRNN_HD void lstm_bwd_cta(const BwdParams<T>& p, const CtaIndex& c, T* resident, Sync& sync) {
+__host__ __device__ void lstm_bwd_cta(const BwdParams<T>& p, const CtaIndex& c, T* resident,
+                                      Sync& sync) {
   const i64 B = p.B, I = p.I, H = p.H, G = 4 * H, BH = B * H;
   const UnitSlice u = unit_slice(H, c.ctas, c.cta);
   const i64 hp = u.count, cw = 4 * hp;

@@ -1,6 +1,7 @@
 // Internal interface between the GEMM driver (gemm.cc) and the per-ISA kernel files
-// (kernels_avx512.cc, kernels_avx2.cc, kernels_baseline.cc, each compiling kernels_impl.inc
-// with its own instruction-set flags). Nothing here depends on an ISA.
+// (kernels_avx512.cc, kernels_avx2.cc, kernels_baseline.cc, each defining its table as
+// gemm_path_table<Tag>() of kernels_table.h with its own instruction-set flags). Nothing here
+// depends on an ISA.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,42 @@
-// GEMM kernels of the avx2 path (see kernels_impl.inc; CMakeLists.txt sets this file's
+// GEMM kernels of the avx2 path (see kernels_table.h; CMakeLists.txt sets this file's
 // instruction-set flags).
-#define BLOCKRNN_GEMM_PATH avx2
-#define BLOCKRNN_GEMM_TABLE kAvx2Path
-#define BLOCKRNN_GEMM_AVX2
-#include "gemm/kernels_impl.inc"
+#include <immintrin.h>
+
+#include "gemm/kernels.h"
+#include "gemm/kernels_table.h"
+
+namespace blockrnn::gemm::detail {
+namespace {
+// This file's path: the tag of its kernels, compiled with this file's flags (internal linkage),
+// and its vector operations and blocking.
+struct Avx2 {
+  template <typename T>
+  struct Vec;
+};
+template <>
+struct Avx2::Vec<float> {
+  using V = __m256;
+  static constexpr int kLanes = 8, kMR = 6, kNV = 2, kKC = 256, kMTMax = 96, kNTPanels = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+};
+template <>
+struct Avx2::Vec<double> {
+  using V = __m256d;
+  static constexpr int kLanes = 4, kMR = 6, kNV = 2, kKC = 128, kMTMax = 96, kNTPanels = 8;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+};
+}  // namespace
+
+constinit const Path kAvx2Path = gemm_path_table<Avx2>();
+
+}  // namespace blockrnn::gemm::detail

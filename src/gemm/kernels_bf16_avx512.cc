@@ -1,8 +1,8 @@
 // The bfloat16 micro-kernels: C (float32) = init + A·B with A and B packed as bfloat16 pairs
 // (kernels.h, Bf16Problem), on AVX512_BF16's vdpbf16ps. This file alone is compiled with
 // -mavx512bf16 (CMakeLists.txt) and runs only when the CPU has it (gemm_bf16.cc asks
-// core::cpu_has_avx512_bf16()). Like kernels_impl.inc, everything lives in an anonymous
-// namespace and calls no out-of-line template of another file (no weak code symbol:
+// core::cpu_has_avx512_bf16()). As in kernels_table.h, everything has internal linkage (here: an
+// anonymous namespace) and calls no out-of-line template of another file (no weak code symbol:
 // tests/cpp/check_isa_objects.sh).
 //
 // One vdpbf16ps step on lane j: acc[j] += a[2p+1]·b[2p+1, j]; acc[j] += a[2p]·b[2p, j] — two

@@ -11,12 +11,12 @@
 
 #include <cuda_runtime_api.h>
 
-// CUDA's function qualifiers mean nothing on the host. __syncthreads and __shared__ are left
-// undefined on purpose: a kernel that needs a block's threads to run together does not compile
-// here until the emulation runs them together (it runs them one after another, below).
-#define __global__
-#define __device__
-#define __host__
+#include "cuda/qualifiers.h"
+
+// CUDA's function qualifiers mean nothing on the host (cuda/qualifiers.h). __syncthreads and
+// __shared__ are left undefined on purpose: a kernel that needs a block's threads to run together
+// does not compile here until the emulation runs them together (it runs them one after another,
+// below).
 
 // The built-in variables of the kernel thread being run, set by blockrnn::cuda_emu::launch.
 extern thread_local uint3 threadIdx;

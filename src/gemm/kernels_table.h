@@ -1,9 +1,11 @@
-// The GEMM micro-kernels and tile driver, written once and compiled once per ISA path: each of
-// kernels_avx512.cc, kernels_avx2.cc and kernels_baseline.cc defines BLOCKRNN_GEMM_PATH (the
-// namespace and the exported table) and one of BLOCKRNN_GEMM_AVX512 / _AVX2 / _BASELINE, then
-// includes this file. Everything here lives in that per-path namespace and calls no out-of-line
-// template of another file, so no code compiled for one instruction set can be picked by the
-// linker for another (the one-definition-rule trap of per-file ISA flags).
+// The GEMM micro-kernels and tile driver of one ISA path, written once and compiled once per
+// path: kernels_avx512.cc, kernels_avx2.cc and kernels_baseline.cc each define, in an anonymous
+// namespace, a tag type whose member template Vec<T> holds that path's vector operations and
+// blocking for float and double, and their table as gemm_path_table<Tag>(), with their own
+// instruction-set flags (CMakeLists.txt). The tag's internal linkage gives every function here
+// that is instantiated for it internal linkage too, so no code compiled for one instruction set
+// can be picked by the linker for another (the one-definition-rule trap of per-file ISA flags;
+// the objects define no weak code symbols: tests/cpp/check_isa_objects.sh checks).
 //
 // Shape letters: M, N, K of C[M,N] = beta·C + op(A)[M,K]·op(B)[K,N]; MR × NR the accumulator
 // tile (NV vectors of L lanes per row); KC the K block; MT × NT the output tile of one thread.
@@ -18,96 +20,26 @@
 //         C = acc
 // Edges: a strip of fewer than MR rows runs a kernel instantiated for that many rows; a panel
 // narrower than NR computes into a local MR × NR tile and copies the valid columns.
-#include <immintrin.h>
+#pragma once
 
 #include <cstdint>
 #include <utility>
 
 #include "gemm/kernels.h"
 
-namespace blockrnn::gemm::BLOCKRNN_GEMM_PATH {
-namespace {
+namespace blockrnn::gemm::detail {
 
 using std::int64_t;
 
-template <typename T>
-struct Vec;
+// The vector operations and blocking of the path `Isa` (a tag type of the path's file; see the
+// header comment) for T = float, double: the vector type V, its lanes, the tile kMR × kNV·lanes,
+// the K block kKC, the largest output tile's rows kMTMax and its panels kNTPanels, and zero,
+// load, store, bcast, fmadd (a·b + c; the baseline path rounds the product first) and mul.
+template <class Isa, typename T>
+using VecOf = typename Isa::template Vec<T>;
 
-#if defined(BLOCKRNN_GEMM_AVX512)
-template <>
-struct Vec<float> {
-  using V = __m512;
-  static constexpr int kLanes = 16, kMR = 8, kNV = 2, kKC = 256, kMTMax = 96, kNTPanels = 4;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static V bcast(const float* p) { return _mm512_set1_ps(*p); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-};
-template <>
-struct Vec<double> {
-  using V = __m512d;
-  static constexpr int kLanes = 8, kMR = 8, kNV = 2, kKC = 128, kMTMax = 96, kNTPanels = 4;
-  static V zero() { return _mm512_setzero_pd(); }
-  static V load(const double* p) { return _mm512_loadu_pd(p); }
-  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
-  static V bcast(const double* p) { return _mm512_set1_pd(*p); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
-  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
-};
-#elif defined(BLOCKRNN_GEMM_AVX2)
-template <>
-struct Vec<float> {
-  using V = __m256;
-  static constexpr int kLanes = 8, kMR = 6, kNV = 2, kKC = 256, kMTMax = 96, kNTPanels = 8;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-};
-template <>
-struct Vec<double> {
-  using V = __m256d;
-  static constexpr int kLanes = 4, kMR = 6, kNV = 2, kKC = 128, kMTMax = 96, kNTPanels = 8;
-  static V zero() { return _mm256_setzero_pd(); }
-  static V load(const double* p) { return _mm256_loadu_pd(p); }
-  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
-  static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
-};
-#elif defined(BLOCKRNN_GEMM_BASELINE)
-// SSE2 has no fused multiply-add: the product is rounded, then added.
-template <>
-struct Vec<float> {
-  using V = __m128;
-  static constexpr int kLanes = 4, kMR = 4, kNV = 2, kKC = 256, kMTMax = 64, kNTPanels = 8;
-  static V zero() { return _mm_setzero_ps(); }
-  static V load(const float* p) { return _mm_loadu_ps(p); }
-  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
-  static V bcast(const float* p) { return _mm_set1_ps(*p); }
-  static V fmadd(V a, V b, V c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
-  static V mul(V a, V b) { return _mm_mul_ps(a, b); }
-};
-template <>
-struct Vec<double> {
-  using V = __m128d;
-  static constexpr int kLanes = 2, kMR = 4, kNV = 2, kKC = 128, kMTMax = 64, kNTPanels = 8;
-  static V zero() { return _mm_setzero_pd(); }
-  static V load(const double* p) { return _mm_loadu_pd(p); }
-  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
-  static V bcast(const double* p) { return _mm_set1_pd(*p); }
-  static V fmadd(V a, V b, V c) { return _mm_add_pd(_mm_mul_pd(a, b), c); }
-  static V mul(V a, V b) { return _mm_mul_pd(a, b); }
-};
-#else
-#error "define one of BLOCKRNN_GEMM_AVX512, BLOCKRNN_GEMM_AVX2, BLOCKRNN_GEMM_BASELINE"
-#endif
-
-inline int64_t min64(int64_t a, int64_t b) {
+// Internal linkage, as every function below has for a path's tag.
+static inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
@@ -117,10 +49,10 @@ enum class Init { kZero, kLoad, kScale };
 // acc[ROWS][NV] over one K block: C[r, :NR] = init + Σ_k A(r, k)·panel[k, :], k in order.
 // A(r, k) is a[r·lda + k] (A row-major) or a[k·lda + r] (TRANS_A: A stored [K, M]).
 // panel: [kc][NR] contiguous. c: ROWS rows of NR values, row stride ldc.
-template <typename T, int ROWS, bool TRANS_A>
+template <class Isa, typename T, int ROWS, bool TRANS_A>
 void micro_kernel(int64_t kc, const T* a, int64_t lda, const T* panel, T* c, int64_t ldc, Init init,
                   T beta) {
-  using O = Vec<T>;
+  using O = VecOf<Isa, T>;
   using V = typename O::V;
   constexpr int L = O::kLanes, NV = O::kNV, NR = NV * L;
   V acc[ROWS][NV];
@@ -164,28 +96,28 @@ void micro_kernel(int64_t kc, const T* a, int64_t lda, const T* panel, T* c, int
 template <typename T>
 using KernelFn = void (*)(int64_t, const T*, int64_t, const T*, T*, int64_t, Init, T);
 
-// kernel_for<T, TRANS_A>(rows): the micro-kernel for 1..MR rows.
-template <typename T, bool TRANS_A, int... R>
+// kernel_for<Isa, T, TRANS_A>(rows): the micro-kernel for 1..MR rows.
+template <class Isa, typename T, bool TRANS_A, int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
   struct Table {
     KernelFn<T> fn[sizeof...(R)];
   };
-  return Table{{&micro_kernel<T, R + 1, TRANS_A>...}};
+  return Table{{&micro_kernel<Isa, T, R + 1, TRANS_A>...}};
 }
 
-template <typename T, bool TRANS_A>
+template <class Isa, typename T, bool TRANS_A>
 KernelFn<T> kernel_for(int rows) {
   static constexpr auto table =
-      make_table<T, TRANS_A>(std::make_integer_sequence<int, Vec<T>::kMR>{});
+      make_table<Isa, T, TRANS_A>(std::make_integer_sequence<int, VecOf<Isa, T>::kMR>{});
   return table.fn[rows - 1];
 }
 
 // Packs op(B)[k0:k0+kc, j0:j0+nc] into NR-wide panels [kc][NR] at dst (panel q at
 // dst + q·kc·NR), zero-padding the columns past nc.
-template <typename T>
+template <class Isa, typename T>
 void pack_block(bool trans_b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, const T* b,
                 int64_t ldb, T* dst) {
-  constexpr int NR = Vec<T>::kNV * Vec<T>::kLanes;
+  constexpr int NR = VecOf<Isa, T>::kNV * VecOf<Isa, T>::kLanes;
   for (int64_t q = 0; q * NR < nc; ++q) {
     T* panel = dst + q * kc * NR;
     const int64_t jq = j0 + q * NR, w = min64(NR, nc - q * NR);
@@ -209,21 +141,21 @@ void pack_block(bool trans_b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, co
   }
 }
 
-template <typename T>
+template <class Isa, typename T>
 void pack_panels(bool trans_b, int64_t k, int64_t n, const T* b, int64_t ldb, int64_t p0,
                  int64_t p1, T* dst) {
-  constexpr int NR = Vec<T>::kNV * Vec<T>::kLanes;
+  constexpr int NR = VecOf<Isa, T>::kNV * VecOf<Isa, T>::kLanes;
   for (int64_t p = p0; p < p1; ++p) {
-    pack_block(trans_b, 0, k, p * NR, min64(NR, n - p * NR), b, ldb, dst + p * k * NR);
+    pack_block<Isa>(trans_b, 0, k, p * NR, min64(NR, n - p * NR), b, ldb, dst + p * k * NR);
   }
 }
 
 // Packs A[i0:i0+mt, k0:k0+kc] (A stored [K, M], the transposed case) into MR-row strips
 // [kc][MR] at dst (strip q at dst + q·kc·MR): each strip is then read as one contiguous stream
 // instead of one strided cache line per k.
-template <typename T>
+template <class Isa, typename T>
 void pack_a_trans(const T* a, int64_t lda, int64_t i0, int64_t mt, int64_t k0, int64_t kc, T* dst) {
-  constexpr int MR = Vec<T>::kMR;
+  constexpr int MR = VecOf<Isa, T>::kMR;
   for (int64_t q = 0; q * MR < mt; ++q) {
     const int64_t rows = min64(MR, mt - q * MR);
     T* strip = dst + q * kc * MR;
@@ -234,9 +166,9 @@ void pack_a_trans(const T* a, int64_t lda, int64_t i0, int64_t mt, int64_t k0, i
   }
 }
 
-template <typename T, bool TRANS_A>
-void run_tiles_impl(const detail::Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
-  using O = Vec<T>;
+template <class Isa, typename T, bool TRANS_A>
+void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
+  using O = VecOf<Isa, T>;
   constexpr int MR = O::kMR, NR = O::kNV * O::kLanes, KC = O::kKC;
   // Scratch: the packed B block of a tile (unless B is prepacked), then the packed A block
   // (transposed A only).
@@ -256,11 +188,11 @@ void run_tiles_impl(const detail::Problem<T>& p, int64_t t0, int64_t t1, T* scra
         panels = p.packed + (j0 / NR) * p.packed_ld + k0 * NR;
         panel_stride = p.packed_ld;
       } else {
-        pack_block(p.trans_b, k0, kc, j0, nt, p.b, p.ldb, b_block);
+        pack_block<Isa>(p.trans_b, k0, kc, j0, nt, p.b, p.ldb, b_block);
         panels = b_block;
         panel_stride = kc * NR;
       }
-      if (TRANS_A) pack_a_trans(p.a, p.lda, i0, mt, k0, kc, a_block);
+      if (TRANS_A) pack_a_trans<Isa>(p.a, p.lda, i0, mt, k0, kc, a_block);
       const Init init = k0 > 0           ? Init::kLoad
                         : p.beta == T(0) ? Init::kZero
                         : p.beta == T(1) ? Init::kLoad
@@ -275,7 +207,7 @@ void run_tiles_impl(const detail::Problem<T>& p, int64_t t0, int64_t t1, T* scra
           const T* a = TRANS_A ? a_block + (i / MR) * kc * MR : p.a + row * p.lda + k0;
           const int64_t lda = TRANS_A ? MR : p.lda;
           T* c = p.c + row * p.ldc + jq;
-          const KernelFn<T> kernel = kernel_for<T, TRANS_A>(rows);
+          const KernelFn<T> kernel = kernel_for<Isa, T, TRANS_A>(rows);
           if (w == NR) {
             kernel(kc, a, lda, panel, c, p.ldc, init, p.beta);
           } else {
@@ -295,29 +227,28 @@ void run_tiles_impl(const detail::Problem<T>& p, int64_t t0, int64_t t1, T* scra
   }
 }
 
-template <typename T>
-void run_tiles(const detail::Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
+template <class Isa, typename T>
+void run_tiles(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
   if (p.trans_a) {
-    run_tiles_impl<T, true>(p, t0, t1, scratch);
+    run_tiles_impl<Isa, T, true>(p, t0, t1, scratch);
   } else {
-    run_tiles_impl<T, false>(p, t0, t1, scratch);
+    run_tiles_impl<Isa, T, false>(p, t0, t1, scratch);
   }
 }
 
-template <typename T>
-constexpr detail::PathKernels<T> path_kernels() {
-  using O = Vec<T>;
+template <class Isa, typename T>
+constexpr PathKernels<T> path_kernels() {
+  using O = VecOf<Isa, T>;
   constexpr int nr = O::kNV * O::kLanes;
   return {{O::kMR, nr, O::kKC, O::kMTMax, nr * O::kNTPanels, nr * O::kNTPanels * 8},
-          &run_tiles<T>,
-          &pack_panels<T>};
+          &run_tiles<Isa, T>,
+          &pack_panels<Isa, T>};
 }
 
-}  // namespace
-}  // namespace blockrnn::gemm::BLOCKRNN_GEMM_PATH
+// The table of the path `Isa`: what kAvx512Path, kAvx2Path and kBaselinePath are (kernels.h).
+template <class Isa>
+constexpr Path gemm_path_table() {
+  return {path_kernels<Isa, float>(), path_kernels<Isa, double>()};
+}
 
-namespace blockrnn::gemm::detail {
-extern const Path BLOCKRNN_GEMM_TABLE;
-const Path BLOCKRNN_GEMM_TABLE = {BLOCKRNN_GEMM_PATH::path_kernels<float>(),
-                                  BLOCKRNN_GEMM_PATH::path_kernels<double>()};
 }  // namespace blockrnn::gemm::detail
