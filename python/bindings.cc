@@ -133,10 +133,19 @@ struct CancelHook {
 // bytes). `bfloat16[k]` (empty: none): input k is a uint16 view of bfloat16 data. Order of work:
 // validate everything once and check the memory of the whole call (outputs, workspace and the
 // contiguous copies) before allocating or copying anything.
-std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
+// `index`: the op's position in list_ops() (op_defs), which the Python layer keeps with each op
+// function it makes: the op is not looked up by name during a call.
+std::vector<OutArray> run(std::size_t index, std::vector<InArray> inputs,
                           const std::map<std::string, double>& attrs,
                           const std::vector<bool>& swapped, const std::vector<bool>& bfloat16) {
-  const blockrnn::OpDef& def = blockrnn::find_op(op);
+  const std::vector<blockrnn::OpDef>& all = blockrnn::list_ops();
+  if (index >= all.size()) {
+    throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
+                          "no op at index " + std::to_string(index) + " (there are " +
+                              std::to_string(all.size()) + ")");
+  }
+  const blockrnn::OpDef& def = all[index];
+  const std::string& op = def.name;
   // The trailing optional inputs (seq_lengths) may be omitted.
   const std::size_t required = def.inputs.size() - std::size_t(def.num_optional_inputs);
   if (inputs.size() < required || inputs.size() > def.inputs.size() ||
@@ -209,7 +218,7 @@ std::vector<OutArray> run(const std::string& op, std::vector<InArray> inputs,
   {
     nb::gil_scoped_release release;
     const CancelHook hook;
-    blockrnn::run_op(op, views, attr_map, copies, /*allocates_outputs=*/true, setup);
+    blockrnn::run_op(def, views, attr_map, copies, /*allocates_outputs=*/true, setup);
   }
   std::vector<OutArray> outs;
   for (std::size_t k = 0; k < spec.shapes.size(); ++k) {
@@ -285,11 +294,13 @@ NB_MODULE(_core, m) {
     }
   });
 
-  m.def("run", &run, nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("swapped"),
+  m.def("run", &run, nb::arg("op_index"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("swapped"),
         nb::arg("bfloat16") = std::vector<bool>(),
-        "Run an op by name on arrays of any layout; returns the outputs in TF order (bfloat16 "
-        "outputs as uint16 bits).");
-  m.def("op_defs", &op_defs, "(name, inputs, [(attr, kind, has_default, default)], outputs)");
+        "Run the op at op_index of op_defs() on arrays of any layout; returns the outputs in TF "
+        "order (bfloat16 outputs as uint16 bits).");
+  m.def("op_defs", &op_defs,
+        "[(name, inputs, [(attr, kind, has_default, default)], outputs)], in the order run's "
+        "op_index counts");
   m.def("set_num_threads", &blockrnn::set_num_threads, nb::arg("n"));
   m.def("get_num_threads", &blockrnn::get_num_threads);
   m.def("max_threads", &blockrnn::max_threads);

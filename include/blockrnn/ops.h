@@ -8,6 +8,7 @@
 // (except that it keeps TensorFlow's required inputs where the typed API has defaults).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <span>
@@ -38,6 +39,10 @@ struct OpDef {
   // sequence ops' seq_lengths). A caller may omit them (pass fewer inputs) or pass an absent
   // view (see is_absent_input); either means "not given".
   int num_optional_inputs = 0;
+  // Its position in list_ops(). The overloads below that take an OpDef (find_op's or an entry
+  // of list_ops()) run the op it names without looking its name up again: a binding looks an op
+  // up once and calls it many times.
+  std::size_t index = 0;
 };
 
 // An optional input that is given but absent: no data and rank 0 (a default TensorView).
@@ -96,5 +101,20 @@ using CallSetup = std::function<std::vector<MutableTensorView>(const OutputSpec&
 BLOCKRNN_API void run_op(std::string_view op, std::span<const TensorView> inputs,
                          const AttrMap& attrs, std::span<const ExtraBytes> extra,
                          bool allocates_outputs, const CallSetup& setup);
+
+// The same five calls on an op already found (find_op, list_ops): no name lookup. An OpDef that
+// is not one of the table's (its index and name do not match an op) is an InvalidArgument error.
+BLOCKRNN_API OutputSpec infer_outputs(const OpDef& op, std::span<const TensorView> inputs,
+                                      const AttrMap& attrs = {});
+BLOCKRNN_API OutputSpec prepare_call(const OpDef& op, std::span<const TensorView> inputs,
+                                     const AttrMap& attrs, std::span<const ExtraBytes> extra = {},
+                                     bool allocates_outputs = true);
+BLOCKRNN_API void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+                         std::span<const MutableTensorView> outputs);
+BLOCKRNN_API std::vector<Tensor> run_op(const OpDef& op, std::span<const TensorView> inputs,
+                                        const AttrMap& attrs = {});
+BLOCKRNN_API void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+                         std::span<const ExtraBytes> extra, bool allocates_outputs,
+                         const CallSetup& setup);
 
 }  // namespace blockrnn

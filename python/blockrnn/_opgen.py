@@ -158,9 +158,10 @@ def _convert_inputs(op, names, values):
     return arrays, swapped, bfloat16
 
 
-def _run(op, arrays, attrs, swapped, bfloat16):
-    """The core's outputs; bfloat16 ones (uint16 bits from the core) viewed as bfloat16."""
-    outs = _core.run(op, arrays, attrs, swapped, bfloat16)
+def _run(op_index, arrays, attrs, swapped, bfloat16):
+    """The core's outputs; bfloat16 ones (uint16 bits from the core) viewed as bfloat16.
+    `op_index`: the op's position in _core.op_defs(), so the core does not look its name up."""
+    outs = _core.run(op_index, arrays, attrs, swapped, bfloat16)
     if any(bfloat16):
         outs = [o.view(_bfloat16()) if o.dtype == np.uint16 else o for o in outs]
     return outs
@@ -181,7 +182,7 @@ def _convert_attr(op, attr, kind, value):
                          f"3.4028235e+38), got {shown}") from None
 
 
-def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
+def make_op(op_index, op_name, inputs, attrs, outputs, public_name=None, doc=None):
     public_name = public_name or op_name
     result_type = collections.namedtuple(public_name.replace(".", "_"), outputs)
     required = (set(inputs) - _OPTIONAL_INPUTS) | \
@@ -204,7 +205,7 @@ def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
         arrays, swapped, bfloat16 = _convert_inputs(op_name, given, [kwargs[n] for n in given])
         attr_values = {a: _convert_attr(op_name, a, attr_kinds[a], kwargs[a])
                        for a in attr_kinds if a in kwargs}
-        return result_type(*_run(op_name, arrays, attr_values, swapped, bfloat16))
+        return result_type(*_run(op_index, arrays, attr_values, swapped, bfloat16))
 
     params = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY,
                                 default=None if n in _OPTIONAL_INPUTS else inspect.Parameter.empty)
@@ -226,7 +227,7 @@ def make_op(op_name, inputs, attrs, outputs, public_name=None, doc=None):
 def build(prefix):
     """Functions for every op whose name starts with `prefix` (prefix stripped)."""
     out = {}
-    for name, inputs, attrs, outputs in _core.op_defs():
+    for index, (name, inputs, attrs, outputs) in enumerate(_core.op_defs()):
         if prefix:
             if not name.startswith(prefix):
                 continue
@@ -235,5 +236,5 @@ def build(prefix):
             if "." in name:
                 continue
             short = name
-        out[short] = make_op(name, inputs, attrs, outputs, public_name=name)
+        out[short] = make_op(index, name, inputs, attrs, outputs, public_name=name)
     return out

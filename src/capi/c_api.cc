@@ -467,7 +467,7 @@ blockrnn_status blockrnn_infer_outputs(const char* op, const blockrnn_tensor* in
     const OpDef& def = def_for_shapes(op, shapes, num_outputs);
     std::deque<Tensor> small;
     const std::vector<TensorView> views = input_views(op, def, inputs, num_inputs, nullptr, &small);
-    write_spec(infer_outputs(op, views, attr_map(op, def, attrs, num_attrs)), dtype, shapes,
+    write_spec(infer_outputs(def, views, attr_map(op, def, attrs, num_attrs)), dtype, shapes,
                num_outputs);
   });
 }
@@ -487,7 +487,7 @@ blockrnn_status blockrnn_prepare_call(const char* op, const blockrnn_tensor* inp
         input_views(op, def, inputs, num_inputs, &strided, &small);
     std::vector<ExtraBytes> extra = dense_copies(def, views, strided);
     if (extra_bytes > 0) extra.push_back({"the caller's own buffers (extra_bytes)", extra_bytes});
-    write_spec(prepare_call(op, views, attr_map(op, def, attrs, num_attrs), extra,
+    write_spec(prepare_call(def, views, attr_map(op, def, attrs, num_attrs), extra,
                             /*allocates_outputs=*/true),
                dtype, shapes, num_outputs);
   });
@@ -519,7 +519,7 @@ blockrnn_status blockrnn_run_op(const char* op, const blockrnn_tensor* inputs, s
     // of strided inputs; the outputs are the caller's) before copying anything.
     const std::vector<ExtraBytes> extra = dense_copies(def, views, strided);
     std::vector<Tensor> copies;
-    run_op(op, views, attr_values, extra, /*allocates_outputs=*/false,
+    run_op(def, views, attr_values, extra, /*allocates_outputs=*/false,
            [&](const OutputSpec&, std::span<TensorView> all) {
              gather_strided(op, def, inputs, strided, all, copies);
              return outs;

@@ -133,22 +133,21 @@ Shape Shape::from_dims(const std::int64_t* dims, int rank) {
 }
 
 std::int64_t Shape::num_elements() const {
-  std::int64_t n = 1;
+  bool zero = false;
   for (int i = 0; i < rank_; ++i) {
     if (dims_[i] < 0) {
       throw Error(ErrorCode::kInvalidArgument,
                   "Shape " + to_string() + " has a negative dimension");
     }
+    zero = zero || dims_[i] == 0;
   }
+  if (zero) return 0;
+  std::int64_t n = 1;
   for (int i = 0; i < rank_; ++i) {
-    if (dims_[i] == 0) return 0;
-  }
-  for (int i = 0; i < rank_; ++i) {
-    if (n > std::numeric_limits<std::int64_t>::max() / dims_[i]) {
+    if (__builtin_mul_overflow(n, dims_[i], &n)) {
       throw Error(ErrorCode::kResourceExhausted,
                   "Shape " + to_string() + " has more elements than can be addressed");
     }
-    n *= dims_[i];
   }
   return n;
 }

@@ -105,7 +105,7 @@ void run(const Op& op, const typename Op::Inputs& in, const typename Op::Outputs
   using In = typename Op::Inputs;
   using Out = typename Op::Outputs;
   op.check_storage(in);
-  const core::Plan p = op.plan(in, attrs);
+  const core::CallShape p = op.call_shape(in, attrs);
   const char* out_names[core::kMaxOutputs];
   const std::span<const char* const> outputs = op.output_names(out_names);
   MutableTensorView outs[core::kMaxOutputs];

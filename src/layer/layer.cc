@@ -129,7 +129,7 @@ void grow(Tensor& t, DType dtype, std::int64_t elems) {
 
 void check_allocation(const Check& check, std::span<const ExtraBytes> extra) {
   std::string buffer;
-  core::check_memory(check.op_name(buffer), {}, {}, core::Plan(), false, extra);
+  core::check_memory(check.op_name(buffer), {}, {}, core::CallShape(), false, extra);
 }
 
 void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, CallArgs& args,
@@ -154,20 +154,20 @@ void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, C
   args.check_no_alias(check);
   // The one-shot op's bound for the call's shapes (what its kernels allocate), plus what the
   // layer's own workspace grows by.
-  core::Plan plan;
-  plan.dtype = shape.dtype;
-  plan.sizes(c.S, c.B, shape.input_size, shape.hidden_size);
-  plan.lengths = c.has_lengths;
+  core::CallShape call;
+  call.dtype = shape.dtype;
+  call.sizes(c.S, c.B, shape.input_size, shape.hidden_size);
+  call.lengths = c.has_lengths;
   const bool grows = given.data == nullptr && own.num_bytes() < bytes;
   std::string buffer;
   const char* op = check.op_name(buffer);
   if (grows) {
     const ExtraBytes growth{"the layer's workspace, grown to this call",
                             static_cast<long long>(bytes)};
-    core::check_memory(op, args.input_views(), {}, plan, false, {&growth, 1});
+    core::check_memory(op, args.input_views(), {}, call, false, {&growth, 1});
     grow(own, shape.dtype, static_cast<std::int64_t>(bytes / elem));
   } else {
-    core::check_memory(op, args.input_views(), {}, plan, false, {});
+    core::check_memory(op, args.input_views(), {}, call, false, {});
   }
   c.workspace = given.data != nullptr ? given.data : own.data();
 }

@@ -346,10 +346,10 @@ void RNN::Impl::prepare(const Check& check, std::int64_t T_, std::int64_t B, boo
   }
   // One layer call's bound (the layers run one at a time, on the shared workspace counted
   // above), for the widest layer.
-  core::Plan plan;
-  plan.dtype = dt;
-  plan.sizes(T_, B, F, H);
-  plan.lengths = has_lengths;
+  core::CallShape call;
+  call.dtype = dt;
+  call.sizes(T_, B, F, H);
+  call.lengths = has_lengths;
   std::string buffer;
   const char* op = check.op_name(buffer);
   if (grown > 0.0) {
@@ -357,9 +357,9 @@ void RNN::Impl::prepare(const Check& check, std::int64_t T_, std::int64_t B, boo
         "the stack's buffers (reserve, workspace, gradient scratch) grown to "
         "this call",
         layer::clamp_bytes(grown)};
-    core::check_memory(op, args.input_views(), {}, plan, false, {&buffers, 1});
+    core::check_memory(op, args.input_views(), {}, call, false, {&buffers, 1});
   } else {
-    core::check_memory(op, args.input_views(), {}, plan, false, {});
+    core::check_memory(op, args.input_views(), {}, call, false, {});
   }
   for (const Need& n : needs) {
     if (n.elems > 0) layer::grow(*n.buffer, dt, n.elems);

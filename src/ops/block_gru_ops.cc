@@ -44,17 +44,17 @@ constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
     {"b_ru_grad", &GradOut::b_ru_grad, &GradRes::b_ru_grad},
     {"b_c_grad", &GradOut::b_c_grad, &GradRes::b_c_grad}};
 
-Plan validate_fwd(const In& in, const NoAttrs&) {
-  return ops::sequence_plan(
+CallShape validate_fwd(const In& in, const NoAttrs&) {
+  return ops::sequence_shape(
       ops::check_sequence(Checker("BlockGRU"), kInputs, in, ops::GRUState::of(in)), in.seq_lengths,
       std::size(kOutputs));
 }
 
 // Each gradient has the shape of its input.
-Plan validate_grad(const GradIn& in, const NoAttrs&) {
-  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in,
-                                             ops::GRUState::of(in), kGradSteps);
-  return ops::sequence_plan(
+CallShape validate_grad(const GradIn& in, const NoAttrs&) {
+  const ops::SeqSizes d = ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in,
+                                              ops::GRUState::of(in), kGradSteps);
+  return ops::sequence_shape(
       d, in.seq_lengths,
       {in.x.shape, in.h_prev.shape, in.w_ru.shape, in.w_c.shape, in.b_ru.shape, in.b_c.shape});
 }
@@ -80,9 +80,9 @@ void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dt
 }  // namespace
 
 namespace ops {
-constexpr Op<In, Out, Res, NoAttrs> kBlockGRU{"BlockGRU", kInputs,      kOutputs,
-                                              {},         validate_fwd, compute_fwd};
-constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUGrad{
+constexpr core::TypedOp<In, Out, Res, NoAttrs> kBlockGRU{"BlockGRU", kInputs,      kOutputs,
+                                                         {},         validate_fwd, compute_fwd};
+constexpr core::TypedOp<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUGrad{
     "BlockGRUGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
 }  // namespace ops
 

@@ -75,17 +75,17 @@ struct State {
   }
 };
 
-Plan validate_fwd(const In& in, const NoAttrs&) {
-  return ops::sequence_plan(
+CallShape validate_fwd(const In& in, const NoAttrs&) {
+  return ops::sequence_shape(
       ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in)),
       in.seq_lengths, std::size(kOutputs));
 }
 
 // Each gradient has the shape of its input.
-Plan validate_grad(const GradIn& in, const NoAttrs&) {
-  const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
-                                             State::of(in), kGradSteps);
-  return ops::sequence_plan(
+CallShape validate_grad(const GradIn& in, const NoAttrs&) {
+  const ops::SeqSizes d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
+                                              State::of(in), kGradSteps);
+  return ops::sequence_shape(
       d, in.seq_lengths,
       {in.x.shape, in.h_prev.shape, in.w_i.shape, in.w_h.shape, in.b_i.shape, in.b_h.shape});
 }
@@ -106,9 +106,9 @@ void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dt
 }  // namespace
 
 namespace ops {
-constexpr Op<In, Out, Res, NoAttrs> kBlockGRUResetAfter{
+constexpr core::TypedOp<In, Out, Res, NoAttrs> kBlockGRUResetAfter{
     "BlockGRUResetAfter", kInputs, kOutputs, {}, validate_fwd, compute_fwd};
-constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUResetAfterGrad{
+constexpr core::TypedOp<GradIn, GradOut, GradRes, NoAttrs> kBlockGRUResetAfterGrad{
     "BlockGRUResetAfterGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
 }  // namespace ops
 

@@ -70,20 +70,20 @@ ops::LSTMState state_of(const Fields& in, bool grad) {
 }
 
 template <LSTMLayout L, class A>
-Plan validate_fwd(const In& in, const A&) {
-  return ops::sequence_plan(
+CallShape validate_fwd(const In& in, const A&) {
+  return ops::sequence_shape(
       ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false)),
       in.seq_lengths, std::size(kOutputs));
 }
 
 // Each gradient has the shape of its input.
 template <LSTMLayout L>
-Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
-  const ops::SeqDims d = ops::check_sequence(Checker(block_lstm_op_name(L, true)), kGradInputs, in,
-                                             state_of(in, true), kGradSteps);
-  return ops::sequence_plan(d, in.seq_lengths,
-                            {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape,
-                             in.wci.shape, in.wcf.shape, in.wco.shape, in.b.shape});
+CallShape validate_grad(const GradIn& in, const PeepholeAttr&) {
+  const ops::SeqSizes d = ops::check_sequence(Checker(block_lstm_op_name(L, true)), kGradInputs, in,
+                                              state_of(in, true), kGradSteps);
+  return ops::sequence_shape(d, in.seq_lengths,
+                             {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape,
+                              in.wci.shape, in.wcf.shape, in.wco.shape, in.b.shape});
 }
 
 // BlockLSTMV2's kernel uses forget_bias 0.
@@ -113,24 +113,25 @@ void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attr
 // BlockLSTM and BlockLSTMV2 (kICFO, kIFCO), and their grads: the same fields, validation and
 // compute but for the gate layout L.
 template <LSTMLayout L, class A, std::size_t N>
-constexpr ops::Op<In, Out, Res, A> fwd_op(const char* name, const core::AttrField<A> (&attrs)[N]) {
+constexpr core::TypedOp<In, Out, Res, A> fwd_op(const char* name,
+                                                const core::AttrField<A> (&attrs)[N]) {
   return {name, kInputs, kOutputs, attrs, validate_fwd<L, A>, compute_fwd<L, A>};
 }
 template <LSTMLayout L>
-constexpr ops::Op<GradIn, GradOut, GradRes, PeepholeAttr> grad_op(const char* name) {
+constexpr core::TypedOp<GradIn, GradOut, GradRes, PeepholeAttr> grad_op(const char* name) {
   return {name, kGradInputs, kGradOutputs, kGradAttrs, validate_grad<L>, compute_grad<L>};
 }
 
 }  // namespace
 
 namespace ops {
-constexpr Op<In, Out, Res, BlockLSTMAttrs> kBlockLSTM =
+constexpr core::TypedOp<In, Out, Res, BlockLSTMAttrs> kBlockLSTM =
     fwd_op<LSTMLayout::kICFO>("BlockLSTM", kAttrs);
-constexpr Op<In, Out, Res, BlockLSTMV2Attrs> kBlockLSTMV2 =
+constexpr core::TypedOp<In, Out, Res, BlockLSTMV2Attrs> kBlockLSTMV2 =
     fwd_op<LSTMLayout::kIFCO>("BlockLSTMV2", kV2Attrs);
-constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGrad =
+constexpr core::TypedOp<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGrad =
     grad_op<LSTMLayout::kICFO>("BlockLSTMGrad");
-constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGradV2 =
+constexpr core::TypedOp<GradIn, GradOut, GradRes, PeepholeAttr> kBlockLSTMGradV2 =
     grad_op<LSTMLayout::kIFCO>("BlockLSTMGradV2");
 }  // namespace ops
 

@@ -45,12 +45,20 @@ inline void check_ranks(const Checker& check, int rank, std::initializer_list<Na
 struct FusedWeightDims {
   std::int64_t rows, columns;
 };
-inline FusedWeightDims fused_weight_dims(const Checker& check, const std::string& w, int gates,
+inline FusedWeightDims fused_weight_dims(const Checker& check, const char* w, int gates,
                                          std::int64_t I, std::int64_t H) {
-  const std::string rows = "input_size + cell_size (rows of " + w + ")";
-  const std::string columns = std::to_string(gates) + " * cell_size (columns of " + w + ")";
-  return {core::checked_add(check.op(), rows.c_str(), I, H),
-          core::checked_mul(check.op(), columns.c_str(), gates, H)};
+  FusedWeightDims d{};
+  // The messages are built only on overflow: a valid call builds no string.
+  if (__builtin_add_overflow(I, H, &d.rows)) {
+    const std::string rows = "input_size + cell_size (rows of " + std::string(w) + ")";
+    core::checked_add(check.op(), rows.c_str(), I, H);  // throws
+  }
+  if (__builtin_mul_overflow(std::int64_t(gates), H, &d.columns)) {
+    const std::string columns =
+        std::to_string(gates) + " * cell_size (columns of " + std::string(w) + ")";
+    core::checked_mul(check.op(), columns.c_str(), gates, H);  // throws
+  }
+  return d;
 }
 
 // The state and weights of the GRU ops (GRUBlockCell, BlockGRU): h_prev [B, H], w_ru [I+H, 2H],
@@ -131,13 +139,13 @@ using Steps = std::type_identity_t<std::span<const core::InputField<In>>>;
 // The validation of the cell ops: the ranks of x [B, I] and the state, the ranks of the per-step
 // inputs `steps` (a grad's; checked first), then dimensions, each step [B, H], then the one float
 // dtype. Returns B, I, H and the dtype.
-struct CellDims {
+struct CellSizes {
   std::int64_t B, I, H;
   DType dtype;
 };
 template <class Fields, class In, class State>
-CellDims check_cell(const Checker& check, const Fields& fields, const In& in, const State& state,
-                    Steps<In> steps = {}) {
+CellSizes check_cell(const Checker& check, const Fields& fields, const In& in, const State& state,
+                     Steps<In> steps = {}) {
   for (const auto& s : steps) check.rank(s.name, in.*s.view, 2);
   check.rank("x", in.x, 2);
   state.ranks(check);
@@ -147,17 +155,17 @@ CellDims check_cell(const Checker& check, const Fields& fields, const In& in, co
   return {B, I, H, same_float_dtype(check, fields, in)};
 }
 
-// A cell op's plan: its outputs' shapes (a forward op's `num_outputs`, each [B, H]) and the sizes
-// of its work.
-inline core::Plan cell_plan(const CellDims& d, std::initializer_list<Shape> outputs) {
-  return core::Plan(d.dtype, outputs).sizes(1, d.B, d.I, d.H);
+// A cell op's CallShape: its outputs' shapes (a forward op's `num_outputs`, each [B, H]) and the
+// sizes of its work.
+inline core::CallShape cell_shape(const CellSizes& d, std::initializer_list<Shape> outputs) {
+  return core::CallShape(d.dtype, outputs).sizes(1, d.B, d.I, d.H);
 }
-inline core::Plan cell_plan(const CellDims& d, std::size_t num_outputs) {
-  return core::Plan(d.dtype, num_outputs, Shape{d.B, d.H}).sizes(1, d.B, d.I, d.H);
+inline core::CallShape cell_shape(const CellSizes& d, std::size_t num_outputs) {
+  return core::CallShape(d.dtype, num_outputs, Shape{d.B, d.H}).sizes(1, d.B, d.I, d.H);
 }
 
 // The sizes a sequence op's validation found.
-struct SeqDims {
+struct SeqSizes {
   std::int64_t T, B, I, H, S;
   DType dtype;
 };
@@ -169,8 +177,8 @@ struct SeqDims {
 // B, H], seq_lengths [B]; then dtypes (seq_len_max and seq_lengths int64, every floating input one
 // dtype); then values (0 ≤ seq_len_max ≤ T, every seq_lengths in [0, T]).
 template <class Fields, class In, class State>
-SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in, const State& state,
-                       Steps<In> steps = {}) {
+SeqSizes check_sequence(const Checker& check, const Fields& fields, const In& in,
+                        const State& state, Steps<In> steps = {}) {
   const TensorView &seq_len_max = in.seq_len_max_tensor, &x = in.x;
   const core::SeqLengthsCheck lengths{check, in.seq_lengths};
   check.scalar("seq_len_max", seq_len_max);
@@ -197,19 +205,21 @@ SeqDims check_sequence(const Checker& check, const Fields& fields, const In& in,
   return {T, B, I, H, S, dtype};
 }
 
-// A sequence op's plan: its outputs' shapes (a forward op's `num_outputs`, each [T, B, H]), the
-// sizes of its work and whether seq_lengths is given.
-inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths, core::Plan plan) {
-  plan.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(seq_lengths);
-  return plan;
+// A sequence op's CallShape: its outputs' shapes (a forward op's `num_outputs`, each [T, B, H]),
+// the sizes of its work and whether seq_lengths is given.
+inline core::CallShape sequence_shape(const SeqSizes& d, const TensorView& seq_lengths,
+                                      core::CallShape call) {
+  call.sizes(d.T, d.B, d.I, d.H).lengths = !is_absent_input(seq_lengths);
+  return call;
 }
-inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths,
-                                std::initializer_list<Shape> outputs) {
-  return sequence_plan(d, seq_lengths, core::Plan(d.dtype, outputs));
+inline core::CallShape sequence_shape(const SeqSizes& d, const TensorView& seq_lengths,
+                                      std::initializer_list<Shape> outputs) {
+  return sequence_shape(d, seq_lengths, core::CallShape(d.dtype, outputs));
 }
-inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths,
-                                std::size_t num_outputs) {
-  return sequence_plan(d, seq_lengths, core::Plan(d.dtype, num_outputs, Shape{d.T, d.B, d.H}));
+inline core::CallShape sequence_shape(const SeqSizes& d, const TensorView& seq_lengths,
+                                      std::size_t num_outputs) {
+  return sequence_shape(d, seq_lengths,
+                        core::CallShape(d.dtype, num_outputs, Shape{d.T, d.B, d.H}));
 }
 
 // A sequence kernel's dims (BlockLSTMDims, BlockGRUDims) of validated inputs: the lengths are

@@ -47,25 +47,25 @@ constexpr OutputField<BackOut, BackRes> kBackwardOutputs[] = {
     {"w_ru", &BackOut::w_ru, &BackRes::w_ru}, {"w_c", &BackOut::w_c, &BackRes::w_c},
     {"b_ru", &BackOut::b_ru, &BackRes::b_ru}, {"b_c", &BackOut::b_c, &BackRes::b_c}};
 
-Plan validate_fwd(const In& in, const NoAttrs&) {
-  return ops::cell_plan(
+CallShape validate_fwd(const In& in, const NoAttrs&) {
+  return ops::cell_shape(
       ops::check_cell(Checker("GRUBlockCell"), kInputs, in, ops::GRUState::of(in)),
       std::size(kOutputs));
 }
 
-ops::CellDims check_grad(const char* op, const GradIn& in) {
+ops::CellSizes check_grad(const char* op, const GradIn& in) {
   return ops::check_cell(Checker(op), kGradInputs, in, ops::GRUState::of(in), kGradSteps);
 }
 
-Plan validate_grad(const GradIn& in, const NoAttrs&) {
-  const ops::CellDims d = check_grad("GRUBlockCellGrad", in);
-  return ops::cell_plan(d,
-                        {Shape{d.B, d.I}, Shape{d.B, d.H}, Shape{d.B, d.H}, Shape{d.B, 2 * d.H}});
+CallShape validate_grad(const GradIn& in, const NoAttrs&) {
+  const ops::CellSizes d = check_grad("GRUBlockCellGrad", in);
+  return ops::cell_shape(d,
+                         {Shape{d.B, d.I}, Shape{d.B, d.H}, Shape{d.B, d.H}, Shape{d.B, 2 * d.H}});
 }
 
 // Each gradient has the shape of its input.
-Plan validate_backward(const GradIn& in, const NoAttrs&) {
-  return ops::cell_plan(
+CallShape validate_backward(const GradIn& in, const NoAttrs&) {
+  return ops::cell_shape(
       check_grad("gradients.GRUBlockCell", in),
       {in.x.shape, in.h_prev.shape, in.w_ru.shape, in.w_c.shape, in.b_ru.shape, in.b_c.shape});
 }
@@ -103,11 +103,11 @@ void compute_backward(const GradIn& in, const BackOut& out, const NoAttrs&, DTyp
 }  // namespace
 
 namespace ops {
-constexpr Op<In, Out, Res, NoAttrs> kGRUBlockCell{"GRUBlockCell", kInputs,    kOutputs, {},
-                                                  validate_fwd,   compute_fwd};
-constexpr Op<GradIn, GradOut, GradRes, NoAttrs> kGRUBlockCellGrad{
+constexpr core::TypedOp<In, Out, Res, NoAttrs> kGRUBlockCell{
+    "GRUBlockCell", kInputs, kOutputs, {}, validate_fwd, compute_fwd};
+constexpr core::TypedOp<GradIn, GradOut, GradRes, NoAttrs> kGRUBlockCellGrad{
     "GRUBlockCellGrad", kGradInputs, kGradOutputs, {}, validate_grad, compute_grad};
-constexpr Op<GradIn, BackOut, BackRes, NoAttrs> kGRUBlockCellBackward{
+constexpr core::TypedOp<GradIn, BackOut, BackRes, NoAttrs> kGRUBlockCellBackward{
     "gradients.GRUBlockCell", kGradInputs,     kBackwardOutputs, {},
     validate_backward,        compute_backward};
 }  // namespace ops

@@ -80,26 +80,26 @@ ops::LSTMState state_of(const Fields& in) {
   return ops::LSTMState::of(in, false, true);
 }
 
-Plan validate_fwd(const In& in, const Attrs&) {
-  return ops::cell_plan(ops::check_cell(Checker("LSTMBlockCell"), kInputs, in, state_of(in)),
-                        std::size(kOutputs));
+CallShape validate_fwd(const In& in, const Attrs&) {
+  return ops::cell_shape(ops::check_cell(Checker("LSTMBlockCell"), kInputs, in, state_of(in)),
+                         std::size(kOutputs));
 }
 
-ops::CellDims check_grad(const char* op, const GradIn& in) {
+ops::CellSizes check_grad(const char* op, const GradIn& in) {
   return ops::check_cell(Checker(op), kGradInputs, in, state_of(in), kGradSteps);
 }
 
-Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
-  const ops::CellDims d = check_grad("LSTMBlockCellGrad", in);
-  return ops::cell_plan(d,
-                        {Shape{d.B, d.H}, Shape{d.B, 4 * d.H}, Shape{d.H}, Shape{d.H}, Shape{d.H}});
+CallShape validate_grad(const GradIn& in, const PeepholeAttr&) {
+  const ops::CellSizes d = check_grad("LSTMBlockCellGrad", in);
+  return ops::cell_shape(
+      d, {Shape{d.B, d.H}, Shape{d.B, 4 * d.H}, Shape{d.H}, Shape{d.H}, Shape{d.H}});
 }
 
 // Each gradient has the shape of its input.
-Plan validate_backward(const GradIn& in, const Attrs&) {
-  return ops::cell_plan(check_grad("gradients.LSTMBlockCell", in),
-                        {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
-                         in.wcf.shape, in.wco.shape, in.b.shape});
+CallShape validate_backward(const GradIn& in, const Attrs&) {
+  return ops::cell_shape(check_grad("gradients.LSTMBlockCell", in),
+                         {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
+                          in.wcf.shape, in.wco.shape, in.b.shape});
 }
 
 template <class Fields>
@@ -136,13 +136,13 @@ void compute_backward(const GradIn& in, const BackOut& out, const Attrs& attrs, 
 }  // namespace
 
 namespace ops {
-constexpr Op<In, Out, Res, Attrs> kLSTMBlockCell{"LSTMBlockCell", kInputs,      kOutputs,
-                                                 kAttrs,          validate_fwd, compute_fwd};
-constexpr Op<GradIn, GradOut, GradRes, PeepholeAttr> kLSTMBlockCellGrad{
+constexpr core::TypedOp<In, Out, Res, Attrs> kLSTMBlockCell{
+    "LSTMBlockCell", kInputs, kOutputs, kAttrs, validate_fwd, compute_fwd};
+constexpr core::TypedOp<GradIn, GradOut, GradRes, PeepholeAttr> kLSTMBlockCellGrad{
     "LSTMBlockCellGrad", kGradInputs, kGradOutputs, kGradAttrs, validate_grad, compute_grad};
 // The forward op's attrs, with its defaults (docs/ops.md), so that the keywords of a forward call
 // can be passed through unchanged; forget_bias and cell_clip do not affect the gradients.
-constexpr Op<GradIn, BackOut, BackRes, Attrs> kLSTMBlockCellBackward{
+constexpr core::TypedOp<GradIn, BackOut, BackRes, Attrs> kLSTMBlockCellBackward{
     "gradients.LSTMBlockCell", kGradInputs,     kBackwardOutputs, kAttrs,
     validate_backward,         compute_backward};
 }  // namespace ops

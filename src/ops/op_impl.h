@@ -94,22 +94,22 @@ constexpr AttrField<typename MemberOf<Member>::Class> attr(const char* name,
 
 // What validation of a call found: the outputs' dtype and shapes, and the sizes of its work
 // (T = 1 for the cell ops; `lengths`: seq_lengths is given) for the memory bound.
-struct Plan {
+struct CallShape {
   DType dtype = DType::kFloat32;
   int num_outputs = 0;
   std::array<Shape, kMaxOutputs> shapes;
   std::int64_t T = 1, B = 0, I = 0, H = 0;
   bool lengths = false;
 
-  Plan() = default;
-  Plan(DType d, std::initializer_list<Shape> outputs) : dtype(d) {
+  CallShape() = default;
+  CallShape(DType d, std::initializer_list<Shape> outputs) : dtype(d) {
     for (const Shape& s : outputs) shapes[num_outputs++] = s;
   }
   // `n` outputs of one shape (a forward op's).
-  Plan(DType d, std::size_t n, const Shape& each) : dtype(d) {
+  CallShape(DType d, std::size_t n, const Shape& each) : dtype(d) {
     while (std::size_t(num_outputs) < n) shapes[num_outputs++] = each;
   }
-  Plan& sizes(std::int64_t t, std::int64_t b, std::int64_t i, std::int64_t h) {
+  CallShape& sizes(std::int64_t t, std::int64_t b, std::int64_t i, std::int64_t h) {
     T = t, B = b, I = i, H = h;
     return *this;
   }
@@ -122,7 +122,7 @@ struct Plan {
 
 // The checks every op shares, on its views in its order (registry.cc).
 void check_output_sizes(const char* op, std::span<const char* const> output_names,
-                        const Plan& plan);
+                        const CallShape& call);
 // Outputs must not overlap inputs or each other: two views overlap when their byte ranges
 // [data, data + bytes) intersect. An empty view occupies no bytes, whatever its pointer, so it
 // overlaps nothing (nothing is read or written through it); an absent optional input neither.
@@ -131,12 +131,12 @@ void check_no_alias(const char* op, std::span<const char* const> input_names,
                     std::span<const MutableTensorView> outputs);
 // The call's memory against get_memory_limit(), before anything is allocated.
 void check_memory(const char* op, std::span<const TensorView> inputs,
-                  std::span<const char* const> output_names, const Plan& plan,
+                  std::span<const char* const> output_names, const CallShape& call,
                   bool allocates_outputs, std::span<const ExtraBytes> extra);
-// Before computing: empty work (Plan::empty) only zero-fills the outputs and returns false.
+// Before computing: empty work (CallShape::empty) only zero-fills the outputs and returns false.
 // (Thread teams need no check here: every parallel region takes its team from the thread
 // budget, core/parallel.h.)
-bool begin_compute(const Plan& plan, std::span<const MutableTensorView> outputs);
+bool begin_compute(const CallShape& call, std::span<const MutableTensorView> outputs);
 
 template <class T>
 const T* data(const TensorView& t) {
@@ -201,14 +201,14 @@ struct TypedOp {
   std::span<const OutputField<Out, Result>> outputs;
   std::span<const AttrField<A>> attrs;
   // Ranks, then dimensions, then dtypes, then values (docs/design.md), of the named fields.
-  Plan (*validate)(const In&, const A&);
-  // Computes validated inputs into outputs of the plan's shapes; `dtype` is the call's.
+  CallShape (*validate)(const In&, const A&);
+  // Computes validated inputs into outputs of the CallShape's shapes; `dtype` is the call's.
   void (*compute)(const In&, const Out&, const A&, DType dtype);
 
   // Caller-owned outputs.
   void run(const In& in, const Out& out, const A& a) const {
     check_storage(in);
-    const Plan p = plan(in, a);
+    const CallShape p = call_shape(in, a);
     MutableTensorView outs[kMaxOutputs];
     for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
     finish(p, in, std::span(outs, outputs.size()), a, /*memory=*/true, /*fresh=*/false);
@@ -216,7 +216,7 @@ struct TypedOp {
   // Allocated outputs.
   Result run(const In& in, const A& a) const {
     check_storage(in);
-    return finish(plan(in, a), in, a);
+    return finish(call_shape(in, a), in, a);
   }
 
   // The steps of run, for Adapter. First every input's storage (a null pointer with elements, a
@@ -229,14 +229,14 @@ struct TypedOp {
     }
   }
   // Then the op's validation and the outputs' sizes.
-  Plan plan(const In& in, const A& a) const {
-    const Plan p = validate(in, a);
+  CallShape call_shape(const In& in, const A& a) const {
+    const CallShape p = validate(in, a);
     const char* names[kMaxOutputs];
     check_output_sizes(name, output_names(names), p);
     return p;
   }
   // Then, allocating the outputs: the memory limit, and the compute.
-  Result finish(const Plan& p, const In& in, const A& a) const {
+  Result finish(const CallShape& p, const In& in, const A& a) const {
     TensorView views[kMaxInputs];
     const char* names[kMaxOutputs];
     check_memory(name, gather(in, views), output_names(names), p, true, {});
@@ -256,7 +256,7 @@ struct TypedOp {
   // zero an input underneath. `fresh` outputs were allocated for this call by a binding after
   // the memory check (the Python one), so they cannot overlap anything; that binding passes the
   // strided inputs of empty work uncopied, whose dense extent says nothing about their memory.
-  void finish(const Plan& p, const In& in, std::span<const MutableTensorView> outs, const A& a,
+  void finish(const CallShape& p, const In& in, std::span<const MutableTensorView> outs, const A& a,
               bool memory, bool fresh) const {
     const char* out_names[kMaxOutputs];
     check_outputs(name, output_names(out_names), p.dtype, p.output_shapes(), outs);
@@ -272,7 +272,7 @@ struct TypedOp {
     for (std::size_t k = 0; k < outputs.size(); ++k) out.*outputs[k].view = outs[k];
     execute(p, in, out, a);
   }
-  void execute(const Plan& p, const In& in, const Out& out, const A& a) const {
+  void execute(const CallShape& p, const In& in, const Out& out, const A& a) const {
     MutableTensorView outs[kMaxOutputs];
     for (std::size_t k = 0; k < outputs.size(); ++k) outs[k] = out.*outputs[k].view;
     if (begin_compute(p, std::span(outs, outputs.size()))) compute(in, out, a, p.dtype);
@@ -296,6 +296,7 @@ class OpAdapter {
   explicit OpAdapter(OpDef def) : def_(std::move(def)) {}
   virtual ~OpAdapter() = default;
   const OpDef& def() const { return def_; }
+  void set_index(std::size_t index) { def_.index = index; }
 
   // infer_outputs (memory == nullptr) and prepare_call.
   struct Memory {
@@ -340,7 +341,7 @@ class Adapter final : public OpAdapter {
                      const Memory* memory) const override {
     In in;
     const A a = map(inputs, attrs, &in);
-    const Plan p = op_.plan(in, a);
+    const CallShape p = op_.call_shape(in, a);
     if (memory != nullptr) {
       TensorView views[kMaxInputs];
       const char* names[kMaxOutputs];
@@ -353,12 +354,12 @@ class Adapter final : public OpAdapter {
            std::span<const MutableTensorView> outputs) const override {
     In in;
     const A a = map(inputs, attrs, &in);
-    op_.finish(op_.plan(in, a), in, outputs, a, /*memory=*/true, /*fresh=*/false);
+    op_.finish(op_.call_shape(in, a), in, outputs, a, /*memory=*/true, /*fresh=*/false);
   }
   std::vector<Tensor> run(std::span<const TensorView> inputs, const AttrMap& attrs) const override {
     In in;
     const A a = map(inputs, attrs, &in);
-    typename Op::Results r = op_.finish(op_.plan(in, a), in, a);
+    typename Op::Results r = op_.finish(op_.call_shape(in, a), in, a);
     std::vector<Tensor> out;
     for (const auto& f : op_.outputs) out.push_back(std::move(r.*f.tensor));
     return out;
@@ -367,7 +368,7 @@ class Adapter final : public OpAdapter {
            const CallSetup& setup) const override {
     In in;
     const A a = map(inputs, attrs, &in);
-    const Plan p = op_.plan(in, a);
+    const CallShape p = op_.call_shape(in, a);
     TensorView views[kMaxInputs];
     const char* names[kMaxOutputs];
     check_memory(op_.name, op_.gather(in, views), op_.output_names(names), p,

@@ -44,6 +44,17 @@ const OpAdapter& find_impl(std::string_view name) {
   throw Error(ErrorCode::kInvalidArgument, "unknown op '" + std::string(name) + "'");
 }
 
+// The op an OpDef of the table names, by its index (no search).
+const OpAdapter& impl_of(const OpDef& def) {
+  const auto& all = ops();
+  if (def.index >= all.size() || all[def.index]->def().name != def.name) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "OpDef '" + def.name + "' (index " + std::to_string(def.index) +
+                    ") is not an op of list_ops(); pass find_op's or list_ops()'s");
+  }
+  return *all[def.index];
+}
+
 std::string format_number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.17g", v);
@@ -150,10 +161,54 @@ bool intersect(const ByteRange& a, const ByteRange& b) {
 
 // The kernels read inputs after writing outputs (and empty work zero-fills the outputs), so an
 // output on top of an input would silently change the input or the results.
+namespace {
+
+// Whether any output overlaps an input or another output (inputs may overlap each other): the
+// non-empty byte ranges sorted by their start, then one sweep. A range overlaps an earlier one
+// exactly when it starts before the furthest end seen so far, so an output overlaps something
+// when it starts before the end of any earlier range, and an input overlaps an output when it
+// starts before the end of an earlier output. `false` for lists longer than the op tables'
+// (then the caller runs the pairwise search, which finds the same overlaps).
+bool any_overlap(std::span<const TensorView> inputs, std::span<const MutableTensorView> outputs,
+                 bool* decided) {
+  struct Tagged {
+    ByteRange range;
+    bool output;
+  };
+  Tagged all[kMaxInputs + kMaxOutputs];
+  *decided = inputs.size() <= kMaxInputs && outputs.size() <= kMaxOutputs;
+  if (!*decided) return false;
+  std::size_t n = 0;
+  for (const TensorView& t : inputs) {
+    const ByteRange r = byte_range(t);
+    if (r.begin < r.end) all[n++] = {r, false};
+  }
+  for (const MutableTensorView& t : outputs) {
+    const ByteRange r = byte_range(t);
+    if (r.begin < r.end) all[n++] = {r, true};
+  }
+  std::sort(all, all + n,
+            [](const Tagged& a, const Tagged& b) { return a.range.begin < b.range.begin; });
+  std::uintptr_t end_any = 0, end_output = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const Tagged& t = all[k];
+    if (t.range.begin < (t.output ? end_any : end_output)) return true;
+    end_any = std::max(end_any, t.range.end);
+    if (t.output) end_output = std::max(end_output, t.range.end);
+  }
+  return false;
+}
+
+}  // namespace
+
 void check_no_alias(const char* op, std::span<const char* const> input_names,
                     std::span<const TensorView> inputs, std::span<const char* const> output_names,
                     std::span<const MutableTensorView> outputs) {
-  // The message is built only when it is thrown: a plan's call allocates nothing.
+  // The sweep first; only a call with an overlap (or more views than an op has) searches the
+  // pairs, in the order that names the first output involved. The message is built only when it
+  // is thrown: a layer object's call allocates nothing.
+  bool decided = false;
+  if (!any_overlap(inputs, outputs, &decided) && decided) return;
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const ByteRange o = byte_range(outputs[k]);
     for (std::size_t j = 0; j < inputs.size(); ++j) {
@@ -177,9 +232,9 @@ void check_no_alias(const char* op, std::span<const char* const> input_names,
 // Every output must be addressable in bytes before anything is allocated (size
 // arithmetic never overflows; a shape too large for the machine is a clear error).
 void check_output_sizes(const char* op, std::span<const char* const> output_names,
-                        const Plan& plan) {
-  for (int k = 0; k < plan.num_outputs; ++k) {
-    const Shape& shape = plan.shapes[k];
+                        const CallShape& call) {
+  for (int k = 0; k < call.num_outputs; ++k) {
+    const Shape& shape = call.shapes[k];
     std::int64_t n = 0;
     try {
       n = shape.num_elements();  // throws on int64 overflow
@@ -190,7 +245,7 @@ void check_output_sizes(const char* op, std::span<const char* const> output_name
     }
     if (static_cast<std::uint64_t>(n) >
         static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max()) /
-            dtype_size(plan.dtype)) {
+            dtype_size(call.dtype)) {
       throw Error(ErrorCode::kResourceExhausted, std::string(op) + ": output " + output_names[k] +
                                                      " of shape " + shape.to_string() +
                                                      " needs more bytes than can be addressed");
@@ -205,7 +260,7 @@ namespace {
 // and their packed copy), packed weights, the reference's [B, I + H] concatenations and
 // per-step buffers, each GEMM thread's packing scratch, and float16's and bfloat16's float32
 // staging of every input and output. Computed in double: these sizes may overflow any integer.
-double workspace_bytes(std::span<const TensorView> inputs, const Plan& p) {
+double workspace_bytes(std::span<const TensorView> inputs, const CallShape& p) {
   const double T = double(p.T), B = double(p.B), I = double(p.I), H = double(p.H), K = I + H;
   const double compute_size = p.dtype == DType::kFloat64 ? 8.0 : 4.0;
   double elems =
@@ -227,13 +282,13 @@ double workspace_bytes(std::span<const TensorView> inputs, const Plan& p) {
 }  // namespace
 
 void check_memory(const char* op, std::span<const TensorView> inputs,
-                  std::span<const char* const> output_names, const Plan& plan,
+                  std::span<const char* const> output_names, const CallShape& call,
                   bool allocates_outputs, std::span<const ExtraBytes> extra) {
   double outputs = 0.0, largest = -1.0;
   std::size_t largest_k = 0;
   if (allocates_outputs) {
-    for (int k = 0; k < plan.num_outputs; ++k) {
-      const double b = double(plan.shapes[k].num_elements()) * double(dtype_size(plan.dtype));
+    for (int k = 0; k < call.num_outputs; ++k) {
+      const double b = double(call.shapes[k].num_elements()) * double(dtype_size(call.dtype));
       outputs += b;
       if (b > largest) largest = b, largest_k = std::size_t(k);
     }
@@ -244,14 +299,14 @@ void check_memory(const char* op, std::span<const TensorView> inputs,
     extra_total += double(e.bytes);
     if (double(e.bytes) > extra_largest) extra_largest = double(e.bytes), extra_max = &e;
   }
-  const double work = plan.empty() ? 0.0 : workspace_bytes(inputs, plan);
+  const double work = call.empty() ? 0.0 : workspace_bytes(inputs, call);
   const double total = outputs + extra_total + work;
   const double limit = double(get_memory_limit());
   if (total <= limit) return;
   std::string parts;
   if (allocates_outputs) {
     parts += "outputs " + format_bytes(outputs) + ", the largest " + output_names[largest_k] +
-             " of shape " + plan.shapes[largest_k].to_string() + " " + dtype_name(plan.dtype);
+             " of shape " + call.shapes[largest_k].to_string() + " " + dtype_name(call.dtype);
   }
   if (extra_max != nullptr) {
     parts += std::string(parts.empty() ? "" : "; ") + extra_max->what + " " +
@@ -266,8 +321,8 @@ void check_memory(const char* op, std::span<const TensorView> inputs,
                   " (what this machine can hold; see set_memory_limit)");
 }
 
-bool begin_compute(const Plan& plan, std::span<const MutableTensorView> outputs) {
-  if (plan.empty()) {
+bool begin_compute(const CallShape& call, std::span<const MutableTensorView> outputs) {
+  if (call.empty()) {
     for (const MutableTensorView& o : outputs) {
       const std::size_t bytes =
           static_cast<std::size_t>(o.shape.num_elements()) * dtype_size(o.dtype);
@@ -279,6 +334,7 @@ bool begin_compute(const Plan& plan, std::span<const MutableTensorView> outputs)
 }
 
 void register_op(std::unique_ptr<OpAdapter> op) {
+  op->set_index(table().size());
   table().push_back(std::move(op));
 }
 
@@ -297,31 +353,57 @@ const OpDef& find_op(std::string_view name) {
   return core::find_impl(name).def();
 }
 
+OutputSpec infer_outputs(const OpDef& op, std::span<const TensorView> inputs,
+                         const AttrMap& attrs) {
+  return core::impl_of(op).prepare(inputs, attrs, nullptr);
+}
+
+OutputSpec prepare_call(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+                        std::span<const ExtraBytes> extra, bool allocates_outputs) {
+  const core::OpAdapter::Memory memory{extra, allocates_outputs};
+  return core::impl_of(op).prepare(inputs, attrs, &memory);
+}
+
+void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+            std::span<const MutableTensorView> outputs) {
+  core::impl_of(op).run(inputs, attrs, outputs);
+}
+
+std::vector<Tensor> run_op(const OpDef& op, std::span<const TensorView> inputs,
+                           const AttrMap& attrs) {
+  return core::impl_of(op).run(inputs, attrs);
+}
+
+void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+            std::span<const ExtraBytes> extra, bool allocates_outputs, const CallSetup& setup) {
+  core::impl_of(op).run(inputs, attrs, {extra, allocates_outputs}, setup);
+}
+
+// By name: one lookup, then the calls above.
 OutputSpec infer_outputs(std::string_view op, std::span<const TensorView> inputs,
                          const AttrMap& attrs) {
-  return core::find_impl(op).prepare(inputs, attrs, nullptr);
+  return infer_outputs(find_op(op), inputs, attrs);
 }
 
 OutputSpec prepare_call(std::string_view op, std::span<const TensorView> inputs,
                         const AttrMap& attrs, std::span<const ExtraBytes> extra,
                         bool allocates_outputs) {
-  const core::OpAdapter::Memory memory{extra, allocates_outputs};
-  return core::find_impl(op).prepare(inputs, attrs, &memory);
+  return prepare_call(find_op(op), inputs, attrs, extra, allocates_outputs);
 }
 
 void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
             std::span<const MutableTensorView> outputs) {
-  core::find_impl(op).run(inputs, attrs, outputs);
+  run_op(find_op(op), inputs, attrs, outputs);
 }
 
 std::vector<Tensor> run_op(std::string_view op, std::span<const TensorView> inputs,
                            const AttrMap& attrs) {
-  return core::find_impl(op).run(inputs, attrs);
+  return run_op(find_op(op), inputs, attrs);
 }
 
 void run_op(std::string_view op, std::span<const TensorView> inputs, const AttrMap& attrs,
             std::span<const ExtraBytes> extra, bool allocates_outputs, const CallSetup& setup) {
-  core::find_impl(op).run(inputs, attrs, {extra, allocates_outputs}, setup);
+  run_op(find_op(op), inputs, attrs, extra, allocates_outputs, setup);
 }
 
 }  // namespace blockrnn

@@ -1,8 +1,11 @@
 // The typed C++ API's defaults (see typed_defaults.h).
 #include "ops/typed_defaults.h"
 
+#include <cstddef>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "blockrnn/error.h"
 
@@ -28,6 +31,20 @@ bool w_has_expected_shape(std::int64_t I, std::int64_t H, const TensorView& w) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   if (I < 0 || H < 0 || H > kMax / 4 || I > kMax - H) return false;
   return w.shape.rank() == 2 && w.shape[0] == I + H && w.shape[1] == 4 * H;
+}
+
+// `bytes` of zeros, never written, kept for the calling thread and reused by its later calls (a
+// one-shot LSTM call without peepholes allocates nothing for them). A larger request takes a new
+// buffer; the smaller ones stay until the thread ends, since a call that is still running on this
+// thread (one whose cancel check re-entered blockrnn) may be reading them.
+const void* thread_zeros(std::size_t bytes) {
+  thread_local std::vector<std::unique_ptr<std::byte[]>> buffers;
+  thread_local std::size_t size = 0;
+  if (buffers.empty() || bytes > size) {
+    buffers.push_back(std::make_unique<std::byte[]>(bytes == 0 ? 1 : bytes));  // zeroed
+    size = bytes;
+  }
+  return buffers.back().get();
 }
 
 }  // namespace
@@ -56,10 +73,8 @@ PeepholeDefaults::PeepholeDefaults(const char* op, bool use_peephole, std::int64
       v = TensorView(nullptr, dtype, Shape{0});
       continue;
     }
-    if (zeros_.shape() != Shape{cell_size} || zeros_.dtype() != dtype) {
-      zeros_ = Tensor(dtype, Shape{cell_size});
-    }
-    v = zeros_.view();
+    v = TensorView(thread_zeros(static_cast<std::size_t>(cell_size) * dtype_size(dtype)), dtype,
+                   Shape{cell_size});
   }
 }
 

@@ -36,9 +36,10 @@ inline std::int64_t cell_size_of_w(const TensorView& w) {
 //     the op's H), or -1 where an input of the wrong rank makes them unknown.
 //   w: the op's weight [input_size + cell_size, 4 * cell_size].
 // A view with a negative dimension is left to validation. With use_peephole false, each omitted
-// view becomes zeros [cell_size] in x's dtype (`dtype`), one shared buffer held here (so this
-// object must outlive the call). The buffer is allocated only when w has its expected shape: w
-// holds at least 4·H² elements then, so H zeros never cost more than the caller's own weights.
+// view becomes zeros [cell_size] in x's dtype (`dtype`), read from a buffer of zeros the calling
+// thread keeps for its calls (grown to the largest, never written). The zeros are used only when
+// w has its expected shape: w holds at least 4·H² elements then, so H zeros never cost more than
+// the caller's own weights.
 // Otherwise the omitted view becomes an empty [0] that validation never reaches, since it
 // reports w (or an input of the wrong rank) first. With use_peephole true, a view without data
 // that claims elements (a default TensorView included) throws Error(kInvalidArgument):
@@ -50,14 +51,12 @@ class PeepholeDefaults {
                    TensorView* wcf, TensorView* wco);
   PeepholeDefaults(const PeepholeDefaults&) = delete;
   PeepholeDefaults& operator=(const PeepholeDefaults&) = delete;
-
- private:
-  Tensor zeros_;  // [H] when an omitted view needed it
 };
 
-// An LSTM op's typed inputs with the peephole defaults applied; holds the zeros, so it must
-// outlive the call. x_rank: 2 for the cell ops, 3 for the sequence ops (I is x's last
-// dimension); H is cs_prev's, or w's with h_from_w (the sequence grads, which take H from w).
+// An LSTM op's typed inputs with the peephole defaults applied (an omitted vector reads the
+// calling thread's zeros); it must outlive the call. x_rank: 2 for the cell ops, 3 for the sequence
+// ops (I is x's last dimension); H is cs_prev's, or w's with h_from_w (the sequence grads, which
+// take H from w).
 template <class Fields>
 struct WithPeepholes {
   Fields in;

@@ -25,12 +25,12 @@ struct NoAttrs {};
 
 // The names every op file (src/ops/*_ops.cc) uses: `using namespace ops::op_names;`.
 namespace op_names {
+using core::CallShape;
 using core::Checker;
 using core::data;
 using core::InputField;
 using core::InputKind;
 using core::OutputField;
-using core::Plan;
 using ops::NoAttrs;
 using ops::PeepholeAttr;
 using ops::SeqInputs;
@@ -69,45 +69,49 @@ SeqCall<Typed> seq_inputs(const Typed& in) {
   return SeqCall<Typed>(in);
 }
 
-template <class In, class Out, class Res, class A>
-using Op = core::TypedOp<In, Out, Res, A>;
-
-extern const Op<GRUBlockCellInputs, GRUBlockCellOutputs, GRUBlockCellResult, NoAttrs> kGRUBlockCell;
-extern const Op<GRUBlockCellGradInputs, GRUBlockCellGradOutputs, GRUBlockCellGradResult, NoAttrs>
+extern const core::TypedOp<GRUBlockCellInputs, GRUBlockCellOutputs, GRUBlockCellResult, NoAttrs>
+    kGRUBlockCell;
+extern const core::TypedOp<GRUBlockCellGradInputs, GRUBlockCellGradOutputs, GRUBlockCellGradResult,
+                           NoAttrs>
     kGRUBlockCellGrad;
-extern const Op<GRUBlockCellGradInputs, GRUBlockCellBackwardOutputs, GRUBlockCellBackwardResult,
-                NoAttrs>
+extern const core::TypedOp<GRUBlockCellGradInputs, GRUBlockCellBackwardOutputs,
+                           GRUBlockCellBackwardResult, NoAttrs>
     kGRUBlockCellBackward;
 
-extern const Op<LSTMBlockCellInputs, LSTMBlockCellOutputs, LSTMBlockCellResult, LSTMBlockCellAttrs>
+extern const core::TypedOp<LSTMBlockCellInputs, LSTMBlockCellOutputs, LSTMBlockCellResult,
+                           LSTMBlockCellAttrs>
     kLSTMBlockCell;
-extern const Op<LSTMBlockCellGradInputs, LSTMBlockCellGradOutputs, LSTMBlockCellGradResult,
-                PeepholeAttr>
+extern const core::TypedOp<LSTMBlockCellGradInputs, LSTMBlockCellGradOutputs,
+                           LSTMBlockCellGradResult, PeepholeAttr>
     kLSTMBlockCellGrad;
-extern const Op<LSTMBlockCellGradInputs, LSTMBlockCellBackwardOutputs, LSTMBlockCellBackwardResult,
-                LSTMBlockCellAttrs>
+extern const core::TypedOp<LSTMBlockCellGradInputs, LSTMBlockCellBackwardOutputs,
+                           LSTMBlockCellBackwardResult, LSTMBlockCellAttrs>
     kLSTMBlockCellBackward;
 
-extern const Op<SeqInputs<BlockLSTMInputs>, BlockLSTMOutputs, BlockLSTMResult, BlockLSTMAttrs>
+extern const core::TypedOp<SeqInputs<BlockLSTMInputs>, BlockLSTMOutputs, BlockLSTMResult,
+                           BlockLSTMAttrs>
     kBlockLSTM;
-extern const Op<SeqInputs<BlockLSTMInputs>, BlockLSTMOutputs, BlockLSTMResult, BlockLSTMV2Attrs>
+extern const core::TypedOp<SeqInputs<BlockLSTMInputs>, BlockLSTMOutputs, BlockLSTMResult,
+                           BlockLSTMV2Attrs>
     kBlockLSTMV2;
-extern const Op<SeqInputs<BlockLSTMGradInputs>, BlockLSTMGradOutputs, BlockLSTMGradResult,
-                PeepholeAttr>
+extern const core::TypedOp<SeqInputs<BlockLSTMGradInputs>, BlockLSTMGradOutputs,
+                           BlockLSTMGradResult, PeepholeAttr>
     kBlockLSTMGrad;
-extern const Op<SeqInputs<BlockLSTMGradInputs>, BlockLSTMGradOutputs, BlockLSTMGradResult,
-                PeepholeAttr>
+extern const core::TypedOp<SeqInputs<BlockLSTMGradInputs>, BlockLSTMGradOutputs,
+                           BlockLSTMGradResult, PeepholeAttr>
     kBlockLSTMGradV2;
 
-extern const Op<SeqInputs<BlockGRUInputs>, BlockGRUOutputs, BlockGRUResult, NoAttrs> kBlockGRU;
-extern const Op<SeqInputs<BlockGRUGradInputs>, BlockGRUGradOutputs, BlockGRUGradResult, NoAttrs>
+extern const core::TypedOp<SeqInputs<BlockGRUInputs>, BlockGRUOutputs, BlockGRUResult, NoAttrs>
+    kBlockGRU;
+extern const core::TypedOp<SeqInputs<BlockGRUGradInputs>, BlockGRUGradOutputs, BlockGRUGradResult,
+                           NoAttrs>
     kBlockGRUGrad;
 
-extern const Op<SeqInputs<BlockGRUResetAfterInputs>, BlockGRUResetAfterOutputs,
-                BlockGRUResetAfterResult, NoAttrs>
+extern const core::TypedOp<SeqInputs<BlockGRUResetAfterInputs>, BlockGRUResetAfterOutputs,
+                           BlockGRUResetAfterResult, NoAttrs>
     kBlockGRUResetAfter;
-extern const Op<SeqInputs<BlockGRUResetAfterGradInputs>, BlockGRUResetAfterGradOutputs,
-                BlockGRUResetAfterGradResult, NoAttrs>
+extern const core::TypedOp<SeqInputs<BlockGRUResetAfterGradInputs>, BlockGRUResetAfterGradOutputs,
+                           BlockGRUResetAfterGradResult, NoAttrs>
     kBlockGRUResetAfterGrad;
 
 }  // namespace blockrnn::ops

@@ -643,5 +643,39 @@ TEST(OpTable, CoversEveryRegisteredOp) {
   EXPECT_EQ(registered, table);
 }
 
+// The OpDef overloads run the op they were given without a name lookup, bit for bit as by name;
+// an OpDef that is not the table's is refused.
+TEST(OpTable, RunsAnOpFoundOnce) {
+  std::size_t ran = 0;
+  for (const OpTest& t : testing::op_tests()) {
+    ++ran;
+    const OpDef& def = find_op(t.op);
+    EXPECT_EQ(list_ops()[def.index].name, t.op);
+    std::mt19937_64 rng(7);
+    Dims d{3, 2, 3, 4, 3};
+    if (!testing::is_sequence_op(t.op)) d.T = d.S = 1;
+    const Call c = make_call(t, d, DType::kFloat32, rng, /*fd_attrs=*/false);
+    const std::vector<Tensor> by_name = run_op(t.op, c.views(), c.attrs);
+    const std::vector<Tensor> by_def = run_op(list_ops()[def.index], c.views(), c.attrs);
+    ASSERT_EQ(by_name.size(), by_def.size()) << t.op;
+    for (std::size_t k = 0; k < by_name.size(); ++k) {
+      EXPECT_TRUE(bitwise_equal(by_name[k], by_def[k])) << t.op << " output " << def.outputs[k];
+    }
+    EXPECT_EQ(infer_outputs(def, c.views(), c.attrs).shapes,
+              infer_outputs(t.op, c.views(), c.attrs).shapes);
+  }
+  EXPECT_EQ(ran, list_ops().size());
+  OpDef forged = find_op("BlockLSTM");
+  forged.index = list_ops().size();
+  EXPECT_THROW((void)infer_outputs(forged, {}), Error);
+  forged.index = find_op("GRUBlockCell").index;
+  try {
+    (void)run_op(forged, {});
+    ADD_FAILURE() << "a forged OpDef ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not an op of list_ops()"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace blockrnn
