@@ -286,12 +286,13 @@ struct WithWeights : In, Weights {};
 template <std::size_t N>
 using Named = std::array<Check::Arg, N>;
 
-// An op's plan (Plan<T>, packing its first kPacked weights) and workspace bound (elements of T).
+// A family's plan (Plan<T>, packing its first kPacked weights) and workspace bound (elements of
+// T).
 // kPackedColumns·H columns of weights are packed (LSTM: w's 4H; GRU: w_ru's and w_c's 3H; GRU
 // reset-after: w_i's and w_h's 3H).
 template <template <typename> class P, std::size_t kPackedWeights, int kPackedColumns,
           auto kWorkspaceElems>
-struct PlannedOp {
+struct PlannedFamily {
   template <typename T>
   using Plan = P<T>;
   static constexpr std::size_t kPacked = kPackedWeights;
@@ -299,14 +300,15 @@ struct PlannedOp {
   static constexpr auto workspace_elems = kWorkspaceElems;
 };
 
-// What differs between the layers, by the op's outputs: the plan and workspace (PlannedOp), the
-// weights (set_weights' order), the per-call views, and the kernels' arguments. The plan packs w
-// (LSTM), w_ru and w_c (GRU), w_i and w_h (GRU reset-after).
+// A layer family, one per sequence op (named by the op's outputs): what differs between the
+// layers: the plan and workspace (PlannedFamily), the weights (set_weights' order), the per-call
+// views, and the kernels' arguments. The plan packs w (LSTM), w_ru and w_c (GRU), w_i and w_h
+// (GRU reset-after).
 template <typename Outputs>
-struct Op;
+struct Family;
 
 template <>
-struct Op<BlockLSTMOutputs> : PlannedOp<LSTMPlan, 1, 4, cpu::block_lstm_workspace_elems> {
+struct Family<BlockLSTMOutputs> : PlannedFamily<LSTMPlan, 1, 4, cpu::block_lstm_workspace_elems> {
   // The attrs, resolved at creation.
   struct Config {
     double forget_bias = 0, cell_clip = 0;
@@ -361,7 +363,7 @@ struct Op<BlockLSTMOutputs> : PlannedOp<LSTMPlan, 1, 4, cpu::block_lstm_workspac
 };
 
 // The GRU layers' common part: no attrs, the initial state h_prev.
-struct GRUOp {
+struct GRUFamily {
   struct Config {};
   template <typename In>
   static Named<1> states(const In& in) {
@@ -374,7 +376,8 @@ struct GRUOp {
 };
 
 template <>
-struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<GRUPlan, 2, 3, cpu::block_gru_workspace_elems> {
+struct Family<BlockGRUOutputs> : GRUFamily,
+                                 PlannedFamily<GRUPlan, 2, 3, cpu::block_gru_workspace_elems> {
   struct Weights {
     TensorView w_ru, w_c, b_ru, b_c;
   };
@@ -407,8 +410,9 @@ struct Op<BlockGRUOutputs> : GRUOp, PlannedOp<GRUPlan, 2, 3, cpu::block_gru_work
 };
 
 template <>
-struct Op<BlockGRUResetAfterOutputs>
-    : GRUOp, PlannedOp<GRUResetAfterPlan, 2, 3, cpu::block_gru_reset_after_workspace_elems> {
+struct Family<BlockGRUResetAfterOutputs>
+    : GRUFamily,
+      PlannedFamily<GRUResetAfterPlan, 2, 3, cpu::block_gru_reset_after_workspace_elems> {
   struct Weights {
     TensorView w_i, w_h, b_i, b_h;
   };
@@ -447,7 +451,7 @@ struct Op<BlockGRUResetAfterOutputs>
 // matrix padded to whole panels of at most 64 columns.
 template <class Outputs>
 double held_bytes(std::int64_t I, std::int64_t H, DType dtype) {
-  using O = Op<Outputs>;
+  using O = Family<Outputs>;
   const double i = double(I), h = double(H);
   double elems = 0.0;
   for (const WeightSpec& w : O::kWeights) {
@@ -483,21 +487,21 @@ void run(Args& a, const CallDims& c, Impl& impl, const LayerShape& shape) {
 
 template <class In, class Out, class GradIn, class GradOut>
 struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
-  using Op = layer::Op<Out>;
-  std::array<Tensor, std::size(Op::kWeights)> own;
-  typename Op::Weights weights;  // views of `own`
-  layer::Plans<Op::template Plan> plans;
-  typename Op::Config config;
+  using Family = layer::Family<Out>;
+  std::array<Tensor, std::size(Family::kWeights)> own;
+  typename Family::Weights weights;  // views of `own`
+  layer::Plans<Family::template Plan> plans;
+  typename Family::Config config;
   layer::CallArgs args;  // the views of the current call (kept: no allocation per call)
   std::string forward_name, backward_name;  // "LSTMLayer.forward", "LSTMLayer.backward"
   std::atomic<bool> busy{false};            // a call is running (layer::OneCall)
 
   template <typename T>
-  void pack(typename Op::template Plan<T>& p, const LayerShape& s) {
-    pack(p, s, std::make_index_sequence<Op::kPacked>());
+  void pack(typename Family::template Plan<T>& p, const LayerShape& s) {
+    pack(p, s, std::make_index_sequence<Family::kPacked>());
   }
   template <typename T, std::size_t... K>
-  void pack(typename Op::template Plan<T>& p, const LayerShape& s, std::index_sequence<K...>) {
+  void pack(typename Family::template Plan<T>& p, const LayerShape& s, std::index_sequence<K...>) {
     p.pack(s.input_size, s.hidden_size, own[K].template data_as<T>()...);
   }
   template <std::size_t... K>
@@ -512,20 +516,20 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
                         layer::CallArgs& args) const {
     args.clear();
     const layer::CallDims c = layer::begin_call(check, l, in);
-    const auto states = Op::states(in);
+    const auto states = Family::states(in);
     check.tensors(states, Shape{c.B, l.shape().hidden_size}, "batch, hidden_size", l.shape().dtype);
     args.input("x", in.x);
     args.inputs(states);
     args.input("seq_lengths", in.seq_lengths);
     return c;
   }
-  // Runs the kernel of a call (Op::kernel_args: the forward's or the backward's, by out's
+  // Runs the kernel of a call (Family::kernel_args: the forward's or the backward's, by out's
   // type) on its inputs and the weights.
   template <typename CallIn, typename CallOut>
   void run(const CallIn& in, const CallOut& out, const layer::CallDims& c, const LayerShape& s) {
     layer::with_dtype(s.dtype, [&]<typename T>() {
-      auto a = Op::template kernel_args<T>(
-          layer::WithWeights<CallIn, typename Op::Weights>{in, weights}, out, config, s.dtype);
+      auto a = Family::template kernel_args<T>(
+          layer::WithWeights<CallIn, typename Family::Weights>{in, weights}, out, config, s.dtype);
       layer::run<T>(a, c, *this, s);
     });
   }
@@ -533,7 +537,7 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
 
 template <class In, class Out, class GradIn, class GradOut>
 BlockLayer<In, Out, GradIn, GradOut>::BlockLayer(const char* name, const LayerShape& shape)
-    : SequenceLayer(name, shape, Impl::Op::workspace_elems) {
+    : SequenceLayer(name, shape, Impl::Family::workspace_elems) {
   static_assert(sizeof(Impl) + sizeof(LSTMLayer) <= layer::kObjectBytes);
   check_weights_memory("create");
   impl_ = std::make_unique<Impl>();
@@ -562,12 +566,12 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
   const layer::OneCall one(check, m.busy);
   check_weights_memory("set_weights");
   for (std::size_t k = 0; k < m.own.size(); ++k) {
-    const layer::WeightSpec& w = Impl::Op::kWeights[k];
+    const layer::WeightSpec& w = Impl::Family::kWeights[k];
     m.own[k] = k < weights.size() ? layer::copy_weight(check, w.name, weights[k], w.shape(I, H),
                                                        w.dims, shape_.dtype)
                                   : Tensor(shape_.dtype, w.shape(I, H));
   }
-  m.view_weights(std::make_index_sequence<std::size(Impl::Op::kWeights)>());
+  m.view_weights(std::make_index_sequence<std::size(Impl::Family::kWeights)>());
   layer::pack_plan(m, shape_);
   has_weights_ = true;
 }
@@ -579,7 +583,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
   const layer::OneCall one(check, impl_->busy);
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
-  const auto outputs = Impl::Op::outputs(out);
+  const auto outputs = Impl::Family::outputs(out);
   check.tensors(outputs, Shape{c.T, c.B, shape_.hidden_size}, "time, batch, hidden", shape_.dtype);
   args.outputs(outputs);
   layer::prepare_call(check, *this, c, args, workspace, own_workspace_);
@@ -589,24 +593,24 @@ void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
 template <class In, class Out, class GradIn, class GradOut>
 void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const GradOut& out,
                                                     LayerWorkspace workspace) {
-  using Op = typename Impl::Op;
+  using Family = typename Impl::Family;
   const Check check{name_, "backward", impl_->backward_name.c_str()};
   const layer::OneCall one(check, impl_->busy);
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
-  const auto steps = Op::steps(in);
+  const auto steps = Family::steps(in);
   check.tensors(steps, Shape{c.T, c.B, H}, "time, batch, hidden", dt);
   args.inputs(steps);
   check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
   args.output("x_grad", out.x_grad);
-  const auto state_grads = Op::state_grads(out);
+  const auto state_grads = Family::state_grads(out);
   check.tensors(state_grads, Shape{c.B, H}, "batch, hidden_size", dt);
   args.outputs(state_grads);
-  const auto grads = Op::weight_grads(out);
+  const auto grads = Family::weight_grads(out);
   for (std::size_t k = 0; k < grads.size(); ++k) {
-    const layer::WeightSpec& w = Op::kWeights[k];
+    const layer::WeightSpec& w = Family::kWeights[k];
     check.tensor(w.grad, grads[k], w.shape(I, H), w.grad_dims ? w.grad_dims : w.dims, dt);
     args.output(w.grad, grads[k]);
   }
@@ -635,7 +639,7 @@ LSTMLayer::LSTMLayer(const LayerShape& shape, const LSTMLayerAttrs& attrs)
     check.fail("forget_bias must be unset or 0 for BlockLSTMV2 (it has no forget bias), got " +
                std::to_string(*attrs.forget_bias));
   }
-  Impl::Op::Config& c = impl_->config;
+  Impl::Family::Config& c = impl_->config;
   c.forget_bias = attrs.v2 ? 0.0 : attrs.forget_bias.value_or(1.0);
   c.cell_clip = attrs.cell_clip.value_or(attrs.v2 ? 0.0 : 3.0);
   c.use_peephole = attrs.use_peephole;
