@@ -269,6 +269,8 @@ static void run_handle(struct state* s, blockrnn_layer* layer, struct buf* got, 
     poison(&ggot[j], s->dt);
     gout[j] = view(&ggot[j], s->dt);
   }
+  /* The workspace holds nothing between calls: the backward's is poisoned first. */
+  if (ws != NULL) memset(ws, 0xff, ws_bytes);
   CHECK(blockrnn_layer_backward(layer, &in, &g, gout, (size_t)s->ng, ws, ws_bytes) == BLOCKRNN_OK,
         "blockrnn_layer_backward");
 }
@@ -401,6 +403,7 @@ static void check_case(const struct kind* k, int32_t dt, int peephole) {
     CHECK(blockrnn_layer_workspace_bytes(mine, has_slm ? slm : T, B, &ws_bytes) == BLOCKRNN_OK,
           "workspace_bytes");
     ws = malloc(ws_bytes + 8);
+    memset(ws, 0xff, ws_bytes);
     run_handle(&s, mine, s.got2, s.ggot2, has_slm, slm, with_lengths, strided, ws, ws_bytes);
     free(ws);
     for (int j = 0; j < s.nf; ++j) {
