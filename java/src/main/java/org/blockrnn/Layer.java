@@ -146,7 +146,7 @@ public final class Layer implements AutoCloseable {
 
   private long handle; // the native blockrnn_layer*, 0 once closed
   private final Kind kind;
-  private final long hidden;
+  private final long hidden, maxTime, maxBatch;
   private final long[][] paramShapes; // set_weights' order
   private final int numOutputs, numGrads;
 
@@ -161,6 +161,8 @@ public final class Layer implements AutoCloseable {
     }
     kind = options.kind;
     hidden = options.hiddenSize;
+    maxTime = Math.max(options.maxTime, 0);
+    maxBatch = Math.max(options.maxBatch, 0);
     numOutputs = RawOps.outputNames(kind.op).length;
     numGrads = RawOps.outputNames(kind.gradOp).length;
     handle = createNative(kind.ordinal(), options.doublePrecision, options.inputSize,
@@ -365,10 +367,15 @@ public final class Layer implements AutoCloseable {
     }
   }
 
-  // [T, B, H] from x's first two dimensions (0 where x has none: the library then names x).
+  // [T, B, H] from x's first two dimensions (0 where x has none), T and B capped at the sizes the
+  // handle was created for: the outputs are allocated before the call, and an x past them is
+  // refused by the library (which checks x before the outputs) whatever the outputs' shape, so a
+  // hostile x never makes the binding allocate more than the largest valid call.
   private long[] stepShape(Tensor x) {
     long[] s = x != null ? x.shape() : new long[0];
-    return new long[] {s.length > 0 ? s[0] : 0, s.length > 1 ? s[1] : 0, hidden};
+    return new long[] {
+        Math.min(s.length > 0 ? s[0] : 0, maxTime), Math.min(s.length > 1 ? s[1] : 0, maxBatch),
+        hidden};
   }
 
   private static Object[] arrays(Tensor[] tensors) {

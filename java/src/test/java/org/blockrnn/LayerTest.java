@@ -185,6 +185,11 @@ class LayerTest {
             FloatTensor.zeros(s[2]), FloatTensor.zeros(s[3])));
     expectMessage(IllegalArgumentException.class, "GRULayer.forward: x has 6 time steps",
         () -> layer.forward(FloatTensor.zeros(T + 1, B, I), null, h, null, null));
+    // An x far past the handle's sizes is refused by the library, naming x: the binding sizes
+    // the outputs it allocates before the call by the handle's sizes, not by x (by x, they would
+    // be past what a Java array holds, and refused for that).
+    expectMessage(IllegalArgumentException.class, "GRULayer.forward: x has 1073741823 time steps",
+        () -> layer.forward(FloatTensor.zeros(Integer.MAX_VALUE / 2, B, 0), null, h, null, null));
     expectMessage(IllegalArgumentException.class, "GRULayer.forward: x must have rank 3",
         () -> layer.forward(FloatTensor.zeros(T, B), null, h, null, null));
     expectMessage(IllegalArgumentException.class, "GRULayer.forward: h_prev must have shape",
