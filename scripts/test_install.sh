@@ -67,10 +67,13 @@ check_java() {  # check_java PREFIX KIND VERSION
   mkdir -p "$dir"
   cat >"$dir/InstallCheck.java" <<'EOF'
 import org.blockrnn.FloatTensor;
+import org.blockrnn.Layer;
 import org.blockrnn.RawOps;
+import org.blockrnn.Tensor;
 import org.blockrnn.op.nn.GRUBlockCell;
 
-/** Runs GRUBlockCell from the installed jar: zero weights give h = h_prev / 2. */
+/** Runs GRUBlockCell and a BlockGRU layer handle from the installed jar: zero weights give
+ * h = h_prev / 2. */
 public class InstallCheck {
   public static void main(String[] args) {
     if (!RawOps.version().equals(args[0])) {
@@ -82,6 +85,14 @@ public class InstallCheck {
         FloatTensor.zeros(4, 2), FloatTensor.zeros(4), FloatTensor.zeros(2));
     if (cell.h().getFloat(0, 0) != 0.5f || cell.h().getFloat(0, 1) != -0.5f) {
       throw new AssertionError("h = " + java.util.Arrays.toString(cell.h().data()));
+    }
+    try (Layer gru = new Layer(new Layer.Options(Layer.Kind.GRU, 2, 2))) {
+      gru.setWeights(FloatTensor.zeros(4, 4), FloatTensor.zeros(4, 2), FloatTensor.zeros(4),
+          FloatTensor.zeros(2));
+      Tensor[] acts = gru.forward(FloatTensor.zeros(1, 1, 2), null, hPrev, null, null);
+      if (!java.util.Arrays.equals(((FloatTensor) acts[3]).data(), new float[] {0.5f, -0.5f})) {
+        throw new AssertionError("Layer: h = " + acts[3]);
+      }
     }
     System.out.println("InstallCheck: blockrnn " + RawOps.version() + " ok");
   }
@@ -134,6 +145,7 @@ for kind in static shared; do
   cmake --install "$build" --prefix "$prefix" >/dev/null
   test -f "$prefix/lib/cmake/blockrnn/blockrnnConfig.cmake"
   test -f "$prefix/include/blockrnn/c_api.h" && test -f "$prefix/include/blockrnn/version.h"
+  test -f "$prefix/include/blockrnn/rnn_c_api.h" && test -f "$prefix/include/blockrnn/layer_c_api.h"
   version="$(sed -n 's/^#define BLOCKRNN_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/blockrnn/version.h")"
   [[ -n $version ]] || fail "no BLOCKRNN_VERSION_STRING in the installed version.h"
   if [[ $kind == shared ]]; then

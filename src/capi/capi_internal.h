@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <new>
 #include <string>
@@ -67,5 +68,26 @@ void check_strides(const blockrnn_tensor& t, const Shape& shape, DType dtype,
 bool is_dense(const blockrnn_tensor& t, const Shape& shape);
 // Copies a strided tensor into a dense row-major one, element by element.
 void gather(const blockrnn_tensor& t, const Shape& shape, Tensor& dense);
+
+// ---- The handles' descriptors (rnn_c_api.cc, layer_c_api.cc; defined in capi_views.cc) ------
+
+// Refuses a NULL pointer argument by name: "<fn>: <name> is NULL".
+template <typename P>
+void require(const P* p, const char* fn, const char* name) {
+  if (p == nullptr) invalid(std::string(fn) + ": " + name + " is NULL");
+}
+
+// An optional tensor is absent when its data is NULL and its rank 0 (a zeroed descriptor).
+inline bool is_absent(const blockrnn_tensor& t) {
+  return t.data == nullptr && t.rank == 0;
+}
+
+// An input as a view; absent stays absent; a strided one is gathered into `copies` (at most the
+// memory limit's worth: a broadcast with stride 0 can describe far more elements than memory).
+// Messages start "<fn>: <name>: ".
+TensorView input_view(const blockrnn_tensor& t, const char* fn, const std::string& name,
+                      std::deque<Tensor>& copies);
+// An output as a view of the caller's memory, which must be dense; absent stays absent.
+MutableTensorView output_view(const blockrnn_tensor& t, const char* fn, const std::string& name);
 
 }  // namespace blockrnn::capi

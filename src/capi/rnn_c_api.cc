@@ -30,11 +30,6 @@ struct blockrnn_rnn {
 namespace blockrnn::capi {
 namespace {
 
-template <typename P>
-void require(const P* p, const char* fn, const char* name) {
-  if (p == nullptr) invalid(std::string(fn) + ": " + name + " is NULL");
-}
-
 // Holds the handle for one call that changes it: one call at a time per handle.
 class InUse {
  public:
@@ -53,10 +48,6 @@ class InUse {
  private:
   blockrnn_rnn* rnn_;
 };
-
-bool is_absent(const blockrnn_tensor& t) {
-  return t.data == nullptr && t.rank == 0;
-}
 
 RNNMode checked_mode(int32_t mode) {
   switch (mode) {
@@ -87,47 +78,6 @@ void require_absent_unless_lstm(const RNN& rnn, const blockrnn_tensor& t, const 
     invalid(std::string(fn) + ": " + name +
             " must be absent (data NULL, rank 0) in the GRU modes, which have no cell state");
   }
-}
-
-// An input as a view; absent stays absent; a strided one is gathered into `copies` (at most the
-// memory limit's worth: a broadcast with stride 0 can describe far more elements than memory).
-TensorView input_view(const blockrnn_tensor& t, const char* fn, const std::string& name,
-                      std::deque<Tensor>& copies) {
-  if (is_absent(t)) return {};
-  const std::string where = std::string(fn) + ": " + name;
-  const DType dtype = checked_dtype(t.dtype, where);
-  const Shape shape = checked_shape(t, where);
-  check_strides(t, shape, dtype, where);
-  if (is_dense(t, shape)) return TensorView(t.data, dtype, shape);
-  const long long bytes =
-      static_cast<long long>(shape.num_elements()) * static_cast<long long>(dtype_size(dtype));
-  if (bytes > get_memory_limit()) {
-    throw Error(ErrorCode::kResourceExhausted,
-                where + ": a dense copy of the strided tensor " + shape.to_string() + " takes " +
-                    std::to_string(bytes) + " bytes, over the memory limit of " +
-                    std::to_string(get_memory_limit()) + " bytes");
-  }
-  Tensor& dense = copies.emplace_back(dtype, shape);
-  try {
-    gather(t, shape, dense);
-  } catch (const Error& e) {
-    throw Error(e.code(), where + ": " + e.what());
-  }
-  return dense.view();
-}
-
-// An output (or the reserve) as a view of the caller's memory, which must be dense.
-MutableTensorView output_view(const blockrnn_tensor& t, const char* fn, const std::string& name) {
-  if (is_absent(t)) return {};
-  const std::string where = std::string(fn) + ": " + name;
-  const DType dtype = checked_dtype(t.dtype, where);
-  const Shape shape = checked_shape(t, where);
-  check_strides(t, shape, dtype, where);
-  if (!is_dense(t, shape)) {
-    invalid(where +
-            ": must be dense row-major (strides NULL or C-order); got strides that are not");
-  }
-  return MutableTensorView(t.data, dtype, shape);
 }
 
 // The reserve argument: NULL or absent means the handle's own.

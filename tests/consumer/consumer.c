@@ -1,5 +1,7 @@
-/* Uses an installed blockrnn through its C API (C11): lists the ops and runs GRUBlockCell. */
+/* Uses an installed blockrnn through its C API (C11): lists the ops, runs GRUBlockCell, and runs
+ * BlockGRU through a layer handle (blockrnn/layer_c_api.h). */
 #include <blockrnn/c_api.h>
+#include <blockrnn/layer_c_api.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +36,41 @@ int main(void) {
   s = blockrnn_run_op("GRUBlockCell", in, 5, NULL, 0, outs, 4);
   printf("5 inputs: %s: %s\n", blockrnn_status_name(s), blockrnn_last_error());
   if (s != BLOCKRNN_INVALID_ARGUMENT) return 1;
+  /* A layer handle: BlockGRU with zero weights over one step gives the same h = h_prev / 2. */
+  {
+    blockrnn_layer_options o = blockrnn_layer_default_options();
+    blockrnn_layer* layer = NULL;
+    const int64_t s_x[] = {1, B, I}, s_tbh[] = {1, B, H};
+    float acts[4][B * H];
+    blockrnn_layer_inputs li;
+    blockrnn_tensor louts[4];
+    o.kind = BLOCKRNN_LAYER_GRU;
+    o.input_size = I;
+    o.hidden_size = H;
+    if (blockrnn_layer_create(&o, &layer) != BLOCKRNN_OK ||
+        blockrnn_layer_set_weights(layer, in + 2, 4) != BLOCKRNN_OK) {
+      fprintf(stderr, "%s\n", blockrnn_last_error());
+      return 1;
+    }
+    memset(&li, 0, sizeof li);
+    li.x = in[0];
+    li.x.rank = 3;
+    li.x.shape = s_x;
+    li.h_prev = in[1];
+    for (int k = 0; k < 4; ++k) {
+      blockrnn_tensor t = {BLOCKRNN_FLOAT32, 3, s_tbh, NULL, acts[k]};
+      louts[k] = t;
+    }
+    s = blockrnn_layer_forward(layer, &li, louts, 4, NULL, 0);
+    blockrnn_layer_free(layer);
+    if (s != BLOCKRNN_OK) {
+      fprintf(stderr, "%s\n", blockrnn_last_error());
+      return 1;
+    }
+    for (int k = 0; k < B * H; ++k) {
+      if (acts[3][k] != out[3][k]) return 1;
+    }
+  }
   printf("consumer_c: blockrnn %s ok\n", blockrnn_version());
   return 0;
 }
