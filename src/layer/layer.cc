@@ -565,6 +565,15 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
   Impl& m = *impl_;
   const layer::OneCall one(check, m.busy);
   check_weights_memory("set_weights");
+  // Every given weight is checked before any is replaced: a refused call leaves the layer's
+  // weights (and plan) as they were. Past the checks only an allocation can fail; from the first
+  // replaced copy until the plan is packed the layer has no weights, so a failure there leaves it
+  // refusing calls ("set_weights has not been called"), never running on a freed or half-set copy.
+  for (std::size_t k = 0; k < m.own.size() && k < weights.size(); ++k) {
+    const layer::WeightSpec& w = Impl::Family::kWeights[k];
+    check.tensor(w.name, weights[k], w.shape(I, H), w.dims, shape_.dtype);
+  }
+  has_weights_ = false;
   for (std::size_t k = 0; k < m.own.size(); ++k) {
     const layer::WeightSpec& w = Impl::Family::kWeights[k];
     m.own[k] = k < weights.size() ? layer::copy_weight(check, w.name, weights[k], w.shape(I, H),

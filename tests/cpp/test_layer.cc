@@ -1048,5 +1048,60 @@ TEST(LayerHostile, ASecondCallWhileOneRunsIsRefused) {
   EXPECT_NO_THROW(layer.forward({.x = x, .h_prev = h0}, out));
 }
 
+// A refused set_weights changes nothing: the layer keeps the weights it had (the old code
+// replaced the first copy before checking the second, and its views pointed at the freed copy:
+// a read after free that ASan reports). Through the RNN too.
+class RefusedSetWeights : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RefusedSetWeights, KeepsTheWeightsTheLayerHad) {
+  const ReferenceMode mode(GetParam());  // the reference kernels read the weight copies
+  const std::int64_t T = 3, B = 2, I = 3, H = 4;
+  std::mt19937_64 rng(11);
+  auto weights = [&] {
+    std::vector<Tensor> w;
+    w.push_back(random_tensor(DType::kFloat32, {I + H, 2 * H}, rng));
+    w.push_back(random_tensor(DType::kFloat32, {I + H, H}, rng));
+    w.push_back(random_tensor(DType::kFloat32, {2 * H}, rng));
+    w.push_back(random_tensor(DType::kFloat32, {H}, rng));
+    return w;
+  };
+  const std::vector<Tensor> w = weights(), other = weights();
+  const Tensor x = random_tensor(DType::kFloat32, {T, B, I}, rng);
+  const Tensor h0 = random_tensor(DType::kFloat32, {B, H}, rng);
+  const Tensor wrong = random_tensor(DType::kFloat32, {I + H, H + 1}, rng);
+  auto run = [&](GRULayer& layer) {
+    std::vector<Tensor> o;
+    for (int k = 0; k < 4; ++k) o.emplace_back(DType::kFloat32, Shape{T, B, H});
+    layer.forward({.x = x, .h_prev = h0}, {o[0].mutable_view(), o[1].mutable_view(),
+                                           o[2].mutable_view(), o[3].mutable_view()});
+    return o;
+  };
+  GRULayer layer({.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B});
+  layer.set_weights(w[0], w[1], w[2], w[3]);
+  const std::vector<Tensor> want = run(layer);
+  // The first weight is a valid, different one; the second has the wrong shape.
+  expect_invalid([&] { layer.set_weights(other[0], wrong, other[2], other[3]); },
+                 "GRULayer.set_weights: w_c must have shape");
+  EXPECT_TRUE(layer.has_weights());
+  const std::vector<Tensor> got = run(layer);
+  for (std::size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(bitwise_equal(got[k], want[k])) << k;
+
+  RNN rnn({.mode = RNNMode::kGRU,
+           .input_size = I,
+           .hidden_size = H,
+           .num_layers = 1,
+           .max_time = T,
+           .max_batch = B});
+  const std::vector<TensorView> good{w[0], w[1], w[2], w[3]};
+  const std::vector<TensorView> bad{other[0], wrong, other[2], other[3]};
+  rnn.set_weights(0, 0, good);
+  EXPECT_THROW(rnn.set_weights(0, 0, bad), Error);
+  Tensor y(DType::kFloat32, Shape{T, B, H}), h_n(DType::kFloat32, Shape{1, B, H});
+  rnn.forward({.x = x, .h0 = TensorView(h0.data(), DType::kFloat32, Shape{1, B, H})},
+              {.y = y.mutable_view(), .h_n = h_n.mutable_view()});
+  EXPECT_TRUE(bitwise_equal(y, want[3])) << "the RNN's layer lost its weights";
+}
+INSTANTIATE_TEST_SUITE_P(LayerHostile, RefusedSetWeights, ::testing::Bool());
+
 }  // namespace
 }  // namespace blockrnn::testing
