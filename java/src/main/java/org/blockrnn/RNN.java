@@ -181,6 +181,7 @@ public final class RNN implements AutoCloseable {
   private long handle; // the native blockrnn_rnn*, 0 once closed
   private final boolean lstm;
   private final long states, hidden, directions, inputSize; // L*D, H, D, I
+  private final long maxTime, maxBatch; // the handle's bounds of a call's T and B
   private final int numParams; // L * D * paramsPerLayer
 
   /**
@@ -202,11 +203,16 @@ public final class RNN implements AutoCloseable {
     states = options.numLayers * directions;
     hidden = options.hiddenSize;
     inputSize = options.inputSize;
+    maxTime = Math.max(options.maxTime, 0);
+    maxBatch = Math.max(options.maxBatch, 0);
     numParams = (int) states * paramsPerLayerNative(handle);
   }
 
-  // T and B of a call, from x (the library checks the rest).
-  private static long[] timeBatch(Tensor x, String fn) {
+  // T and B of a call, from x, capped at the handle's max time and batch: the outputs are
+  // allocated here before the library validates the call, so a hostile x (a T or B past the
+  // bounds) must not size them; the library then refuses it, naming x. (The library checks the
+  // rest.)
+  private long[] timeBatch(Tensor x, String fn) {
     if (x == null) {
       throw new IllegalArgumentException("RNN." + fn + ": x is null");
     }
@@ -216,7 +222,7 @@ public final class RNN implements AutoCloseable {
           + ": x must have rank 3 [time, batch, input_size], got shape "
           + java.util.Arrays.toString(shape));
     }
-    return shape;
+    return new long[] {Math.min(shape[0], maxTime), Math.min(shape[1], maxBatch)};
   }
 
   private long live() {

@@ -151,6 +151,15 @@ class RNNTest {
     e = assertThrows(IllegalArgumentException.class,
         () -> rnn.forward(FloatTensor.zeros(T + 1, B, I), null, null, null, null));
     assertTrue(e.getMessage().contains("x"), e.getMessage());
+    // An x far past the handle's sizes is refused by the library, naming x: the binding sizes
+    // the outputs it allocates before the call by the handle's sizes, not by x's.
+    e = assertThrows(IllegalArgumentException.class,
+        () -> rnn.forward(FloatTensor.zeros(Integer.MAX_VALUE / 2, B, 0), null, null, null, null));
+    assertTrue(e.getMessage().contains("x"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class,
+        () -> rnn.backward(FloatTensor.zeros(T, Integer.MAX_VALUE / 2, 0), null, null, null, null,
+            FloatTensor.zeros(T, B, H), null, null));
+    assertTrue(e.getMessage().contains("x"), e.getMessage());
     e = assertThrows(
         IllegalArgumentException.class, () -> rnn.forward(null, null, null, null, null));
     assertTrue(e.getMessage().contains("RNN.forward: x is null"), e.getMessage());
