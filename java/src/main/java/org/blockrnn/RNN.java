@@ -94,7 +94,8 @@ public final class RNN implements AutoCloseable {
     }
 
     /**
-     * The largest time and batch of a call; the workspace is sized for them.
+     * The largest time and batch of a call (each call is checked against them; nothing is
+     * allocated for them).
      *
      * @param time the largest T
      * @param batch the largest B
