@@ -14,14 +14,23 @@
 // row 2 is what the one-shot path costs over that floor; row 3 is the price of setting the
 // weights on every call (copying and packing all of them, the backward's too: more packing than
 // the one-shot forward does).
+// Then the cell ops at B = 64, I = H = 512, float32, 1 thread (the product-bound shape of
+// docs/performance.md's lstm_cell_b64_512 row), forward only:
+//   4. one-shot lstm_block_cell / gru_block_cell (the weights packed inside the GEMM per call,
+//      the scratch allocated per call)
+//   5. LSTMCellLayer::forward / GRUCellLayer::forward (weights packed once, workspace reused)
+//   6. blockrnn::matmul of one product of the forward's size, [B, I+H]·[I+H, 4H] (LSTM) or
+//      [B, I+H]·[I+H, 3H] (GRU), for scale: the public GEMM, which packs its b per call
+// with GFLOP/s counting the forward's products (2·B·(I+H)·G·H, G = 4 LSTM, 3 GRU).
 // Prints the median over 7 repetitions of the mean CPU time per call (ns, the calling thread's),
 // and the heap allocations (operator new calls, counted by this binary's replacement) of 1000
-// calls of each. Usage:
-//   blockrnn_layer_overhead [calls per repetition, default 200000]
+// calls of each (100 for the cells). Usage:
+//   blockrnn_layer_overhead [calls per repetition, default 200000] [cell calls, default 200]
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
@@ -30,9 +39,9 @@
 namespace {
 
 template <typename F>
-long allocations(F&& f) {
+long allocations(F&& f, int calls = 1000) {
   const long before = blockrnn::alloc_counter::count();
-  for (int k = 0; k < 1000; ++k) f();
+  for (int k = 0; k < calls; ++k) f();
   return blockrnn::alloc_counter::count() - before;
 }
 
@@ -55,6 +64,74 @@ double ns_per_call(long calls, F&& f) {
   }
   std::sort(reps.begin(), reps.end());
   return reps[reps.size() / 2];
+}
+
+// The cell section (rows 4–6 above).
+void cell_section(long calls) {
+  using namespace blockrnn;
+  constexpr std::int64_t B = 64, I = 512, H = 512;
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  auto filled = [&](std::int64_t n) {
+    std::vector<float> v(n);
+    for (float& e : v) e = u(rng);
+    return v;
+  };
+  const std::vector<float> x = filled(B * I), cs0 = filled(B * H), h0 = filled(B * H);
+  const std::vector<float> w = filled((I + H) * 4 * H), b = filled(4 * H);
+  const std::vector<float> w_ru = filled((I + H) * 2 * H), w_c = filled((I + H) * H),
+                           b_ru = filled(2 * H), b_c = filled(H);
+  std::vector<std::vector<float>> out(7, std::vector<float>(B * H));
+  const Shape bh{B, H};
+  const TensorView xv{x.data(), {B, I}}, csv{cs0.data(), bh}, hv{h0.data(), bh};
+  auto mv = [&](int k) { return MutableTensorView{out[k].data(), bh}; };
+  const LSTMBlockCellOutputs lo{mv(0), mv(1), mv(2), mv(3), mv(4), mv(5), mv(6)};
+  const GRUBlockCellOutputs go{mv(0), mv(1), mv(2), mv(3)};
+  const LSTMBlockCellInputs lin{.x = xv,
+                                .cs_prev = csv,
+                                .h_prev = hv,
+                                .w = {w.data(), {I + H, 4 * H}},
+                                .b = {b.data(), {4 * H}}};
+  const GRUBlockCellInputs gin{xv,
+                               hv,
+                               {w_ru.data(), {I + H, 2 * H}},
+                               {w_c.data(), {I + H, H}},
+                               {b_ru.data(), {2 * H}},
+                               {b_c.data(), {H}}};
+  LSTMCellLayer lstm({.input_size = I, .hidden_size = H, .max_batch = B});
+  lstm.set_weights(lin.w, lin.b);
+  GRUCellLayer gru({.input_size = I, .hidden_size = H, .max_batch = B});
+  gru.set_weights(gin.w_ru, gin.w_c, gin.b_ru, gin.b_c);
+  std::vector<float> xh = filled(B * (I + H)), c(B * 4 * H);
+
+  std::printf(
+      "\nCell ops B=%lld I=%lld H=%lld float32, 1 thread, isa %s, %ld calls x 7 (forward)\n",
+      (long long)B, (long long)I, (long long)H, get_isa(), calls);
+  for (const int G : {4, 3}) {
+    const bool is_lstm = G == 4;
+    const double flops = 2.0 * double(B) * double(I + H) * double(G * H);
+    const auto one_shot = [&] { is_lstm ? lstm_block_cell(lin, lo) : gru_block_cell(gin, go); };
+    const auto plan = [&] {
+      is_lstm ? lstm.forward({xv, csv, hv}, lo) : gru.forward({xv, hv}, go);
+    };
+    const TensorView wv = is_lstm ? lin.w : TensorView{w.data(), {I + H, G * H}};
+    const auto product = [&] { matmul({xh.data(), {B, I + H}}, wv, {c.data(), {B, G * H}}); };
+    const double t_one = ns_per_call(calls, one_shot), t_plan = ns_per_call(calls, plan),
+                 t_mm = ns_per_call(calls, product);
+    const std::string op =
+        std::string("one-shot ") + (is_lstm ? "lstm_block_cell" : "gru_block_cell");
+    const char* layer = is_lstm ? "LSTMCellLayer::forward" : "GRUCellLayer::forward";
+    const std::string mm = "matmul [" + std::to_string(B) + "," + std::to_string(I + H) + "]x[" +
+                           std::to_string(I + H) + "," + std::to_string(G * H) + "]";
+    const auto row = [&](const char* label, double ns) {
+      std::printf("  %-34s %10.0f ns/call  %6.1f GFLOP/s\n", label, ns, flops / ns);
+    };
+    row(op.c_str(), t_one);
+    row(layer, t_plan);
+    row(mm.c_str(), t_mm);
+    std::printf("  one-shot / plan: %.3f; heap allocations in 100 calls: one-shot %ld, plan %ld\n",
+                t_one / t_plan, allocations(one_shot, 100), allocations(plan, 100));
+  }
 }
 
 }  // namespace
@@ -107,5 +184,6 @@ int main(int argc, char** argv) {
       "heap allocations in 1000 calls: one-shot %ld, LSTMLayer::forward %ld, "
       "set_weights + forward %ld\n",
       alloc_one_shot, alloc_layer, alloc_reset);
+  cell_section(argc > 2 ? std::atol(argv[2]) : 200);
   return 0;
 }
