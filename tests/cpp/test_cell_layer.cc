@@ -289,6 +289,32 @@ TEST(CellLayerErrors, NameTheLayerAndTheArgument) {
                "GRUCellLayer.workspace_bytes: B must be in [0, 2]");
 }
 
+TEST(CellLayerErrors, MemoryIsCheckedBeforeAllocating) {
+  // The weights' copies and packed panels at creation.
+  expect_error([] { GRUCellLayer({.input_size = 1 << 20, .hidden_size = 1 << 20}); },
+               ErrorCode::kResourceExhausted, "GRUCellLayer.create");
+  // The workspace a call grows by.
+  const DType f = DType::kFloat32;
+  const std::int64_t B = 1 << 12, I = 4, H = 8;
+  GRUCellLayer gru({.input_size = I, .hidden_size = H, .dtype = f, .max_batch = B});
+  gru.set_weights(Tensor(f, {I + H, 2 * H}), Tensor(f, {I + H, H}), Tensor(f, {2 * H}),
+                  Tensor(f, {H}));
+  const Tensor x(f, {B, I}), h(f, {B, H});
+  std::vector<Tensor> o;
+  for (int k = 0; k < 4; ++k) o.emplace_back(f, Shape{B, H});
+  const GRUBlockCellOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                                o[3].mutable_view()};
+  const long long saved = get_memory_limit();
+  set_memory_limit(static_cast<long long>(gru.workspace_bytes(B)) - 1);
+  expect_error(
+      [&] {
+        gru.forward({x, h}, out);
+      },
+      ErrorCode::kResourceExhausted, "GRUCellLayer.forward");
+  set_memory_limit(saved);
+  gru.forward({x, h}, out);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CellLayerTest,
                          ::testing::Values(DType::kFloat32, DType::kFloat64));
 
