@@ -48,125 +48,137 @@ void on_thread_counts(F&& f) {
   set_num_threads(saved);
 }
 
+// The LSTM cell layer against the one-shot ops at one shape (both paths, 1–3 threads).
+void check_lstm(DType dt, const CellCase& c, bool peephole, std::uint64_t seed) {
+  SCOPED_TRACE("B " + std::to_string(c.B) + " I " + std::to_string(c.I) + " H " +
+               std::to_string(c.H) + " peephole " + std::to_string(peephole) + " seed " +
+               std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::int64_t B = c.B, I = c.I, H = c.H;
+  const LSTMBlockCellAttrs attrs{.forget_bias = 0.7, .cell_clip = 0.9, .use_peephole = peephole};
+  LSTMCellLayer layer({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B + 2}, attrs);
+  const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
+  const Tensor wci = random_tensor(dt, {H}, rng), wcf = random_tensor(dt, {H}, rng),
+               wco = random_tensor(dt, {H}, rng);
+  if (peephole) {
+    layer.set_weights(w, b, wci, wcf, wco);
+  } else {
+    layer.set_weights(w, b);
+  }
+  const Tensor x = random_tensor(dt, {B, I}, rng), cs0 = random_tensor(dt, {B, H}, rng),
+               h0 = random_tensor(dt, {B, H}, rng);
+  const Tensor csg = random_tensor(dt, {B, H}, rng), hg = random_tensor(dt, {B, H}, rng);
+  on_both_paths([&] {
+    const LSTMBlockCellInputs op_in{x, cs0, h0, w, wci, wcf, wco, b};
+    const LSTMBlockCellResult want = lstm_block_cell(op_in, attrs);
+    const LSTMBlockCellGradInputs op_grad{x,       cs0,     h0,     w,       wci,    wcf,
+                                          wco,     b,       want.i, want.cs, want.f, want.o,
+                                          want.ci, want.co, csg,    hg};
+    const LSTMBlockCellBackwardResult gwant = lstm_block_cell_backward(op_grad, attrs);
+    const LSTMBlockCellGradResult dwant = lstm_block_cell_grad(op_grad, peephole);
+    on_thread_counts([&] {
+      for (int rep = 0; rep < 2; ++rep) {  // the same object, called again
+        std::vector<Tensor> o;
+        for (int k = 0; k < 7; ++k) o.push_back(poisoned(dt, {B, H}));
+        layer.forward({x, cs0, h0}, {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                                     o[3].mutable_view(), o[4].mutable_view(), o[5].mutable_view(),
+                                     o[6].mutable_view()});
+        const Tensor* ref[] = {&want.i, &want.cs, &want.f, &want.o, &want.ci, &want.co, &want.h};
+        for (int k = 0; k < 7; ++k) EXPECT_TRUE(bitwise(o[k], *ref[k])) << "output " << k;
+        std::vector<Tensor> g;
+        for (const Tensor* t : {&x, &cs0, &h0, &w, &wci, &wcf, &wco, &b}) {
+          g.push_back(poisoned(dt, t->shape()));
+        }
+        Tensor dicfo = poisoned(dt, {B, 4 * H});
+        layer.backward(
+            {x, cs0, h0, o[0], o[1], o[2], o[3], o[4], o[5], csg, hg},
+            {g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(), g[3].mutable_view(),
+             g[4].mutable_view(), g[5].mutable_view(), g[6].mutable_view(), g[7].mutable_view(),
+             rep == 0 ? dicfo.mutable_view() : MutableTensorView()});
+        const Tensor* gref[] = {&gwant.x,   &gwant.cs_prev, &gwant.h_prev, &gwant.w,
+                                &gwant.wci, &gwant.wcf,     &gwant.wco,    &gwant.b};
+        for (int k = 0; k < 8; ++k) EXPECT_TRUE(bitwise(g[k], *gref[k])) << "gradient " << k;
+        if (rep == 0) EXPECT_TRUE(bitwise(dicfo, dwant.dicfo)) << "dicfo";
+      }
+    });
+  });
+}
+
 TEST_P(CellLayerTest, LSTMEqualsOneShotOpsBitwise) {
-  const DType dt = GetParam();
   for (const CellCase& c : kCellCases) {
     for (const bool peephole : {false, true}) {
-      const std::uint64_t seed = 1000 * c.B + 10 * c.H + c.I + (peephole ? 7 : 0);
-      SCOPED_TRACE("B " + std::to_string(c.B) + " I " + std::to_string(c.I) + " H " +
-                   std::to_string(c.H) + " peephole " + std::to_string(peephole) + " seed " +
-                   std::to_string(seed));
-      std::mt19937_64 rng(seed);
-      const std::int64_t B = c.B, I = c.I, H = c.H;
-      const LSTMBlockCellAttrs attrs{
-          .forget_bias = 0.7, .cell_clip = 0.9, .use_peephole = peephole};
-      LSTMCellLayer layer({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B + 2},
-                          attrs);
-      const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
-      const Tensor wci = random_tensor(dt, {H}, rng), wcf = random_tensor(dt, {H}, rng),
-                   wco = random_tensor(dt, {H}, rng);
-      if (peephole) {
-        layer.set_weights(w, b, wci, wcf, wco);
-      } else {
-        layer.set_weights(w, b);
-      }
-      const Tensor x = random_tensor(dt, {B, I}, rng), cs0 = random_tensor(dt, {B, H}, rng),
-                   h0 = random_tensor(dt, {B, H}, rng);
-      const Tensor csg = random_tensor(dt, {B, H}, rng), hg = random_tensor(dt, {B, H}, rng);
-      on_both_paths([&] {
-        const LSTMBlockCellInputs op_in{x, cs0, h0, w, wci, wcf, wco, b};
-        const LSTMBlockCellResult want = lstm_block_cell(op_in, attrs);
-        const LSTMBlockCellGradInputs op_grad{x,       cs0,     h0,     w,       wci,    wcf,
-                                              wco,     b,       want.i, want.cs, want.f, want.o,
-                                              want.ci, want.co, csg,    hg};
-        const LSTMBlockCellBackwardResult gwant = lstm_block_cell_backward(op_grad, attrs);
-        const LSTMBlockCellGradResult dwant = lstm_block_cell_grad(op_grad, peephole);
-        on_thread_counts([&] {
-          for (int rep = 0; rep < 2; ++rep) {  // the same object, called again
-            std::vector<Tensor> o;
-            for (int k = 0; k < 7; ++k) o.push_back(poisoned(dt, {B, H}));
-            layer.forward(
-                {x, cs0, h0},
-                {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(), o[3].mutable_view(),
-                 o[4].mutable_view(), o[5].mutable_view(), o[6].mutable_view()});
-            const Tensor* ref[] = {&want.i,  &want.cs, &want.f, &want.o,
-                                   &want.ci, &want.co, &want.h};
-            for (int k = 0; k < 7; ++k) EXPECT_TRUE(bitwise(o[k], *ref[k])) << "output " << k;
-            std::vector<Tensor> g;
-            for (const Tensor* t : {&x, &cs0, &h0, &w, &wci, &wcf, &wco, &b}) {
-              g.push_back(poisoned(dt, t->shape()));
-            }
-            Tensor dicfo = poisoned(dt, {B, 4 * H});
-            layer.backward(
-                {x, cs0, h0, o[0], o[1], o[2], o[3], o[4], o[5], csg, hg},
-                {g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(), g[3].mutable_view(),
-                 g[4].mutable_view(), g[5].mutable_view(), g[6].mutable_view(), g[7].mutable_view(),
-                 rep == 0 ? dicfo.mutable_view() : MutableTensorView()});
-            const Tensor* gref[] = {&gwant.x,   &gwant.cs_prev, &gwant.h_prev, &gwant.w,
-                                    &gwant.wci, &gwant.wcf,     &gwant.wco,    &gwant.b};
-            for (int k = 0; k < 8; ++k) EXPECT_TRUE(bitwise(g[k], *gref[k])) << "gradient " << k;
-            if (rep == 0) EXPECT_TRUE(bitwise(dicfo, dwant.dicfo)) << "dicfo";
-          }
-        });
-      });
+      check_lstm(GetParam(), c, peephole, 1000 * c.B + 10 * c.H + c.I + (peephole ? 7 : 0));
     }
   }
 }
 
+// The GRU cell layer against the one-shot ops at one shape (both paths, 1–3 threads).
+void check_gru(DType dt, const CellCase& c, std::uint64_t seed) {
+  SCOPED_TRACE("B " + std::to_string(c.B) + " I " + std::to_string(c.I) + " H " +
+               std::to_string(c.H) + " seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::int64_t B = c.B, I = c.I, H = c.H;
+  GRUCellLayer layer({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B + 3});
+  for (int round = 0; round < 2; ++round) {  // new weights between rounds
+    const Tensor w_ru = random_tensor(dt, {I + H, 2 * H}, rng),
+                 w_c = random_tensor(dt, {I + H, H}, rng), b_ru = random_tensor(dt, {2 * H}, rng),
+                 b_c = random_tensor(dt, {H}, rng);
+    layer.set_weights(w_ru, w_c, b_ru, b_c);
+    const Tensor x = random_tensor(dt, {B, I}, rng), h0 = random_tensor(dt, {B, H}, rng);
+    const Tensor hg = random_tensor(dt, {B, H}, rng);
+    on_both_paths([&] {
+      const GRUBlockCellResult want = gru_block_cell({x, h0, w_ru, w_c, b_ru, b_c});
+      const GRUBlockCellGradInputs op_grad{x, h0, w_ru, w_c, b_ru, b_c, want.r, want.u, want.c, hg};
+      const GRUBlockCellBackwardResult gwant = gru_block_cell_backward(op_grad);
+      const GRUBlockCellGradResult dwant = gru_block_cell_grad(op_grad);
+      on_thread_counts([&] {
+        for (int rep = 0; rep < 2; ++rep) {
+          std::vector<Tensor> o;
+          for (int k = 0; k < 4; ++k) o.push_back(poisoned(dt, {B, H}));
+          layer.forward({x, h0}, {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                                  o[3].mutable_view()});
+          const Tensor* ref[] = {&want.r, &want.u, &want.c, &want.h};
+          for (int k = 0; k < 4; ++k) EXPECT_TRUE(bitwise(o[k], *ref[k])) << "output " << k;
+          std::vector<Tensor> g;
+          for (const Tensor* t : {&x, &h0, &w_ru, &w_c, &b_ru, &b_c}) {
+            g.push_back(poisoned(dt, t->shape()));
+          }
+          Tensor d_c = poisoned(dt, {B, H}), d_ru = poisoned(dt, {B, 2 * H});
+          const bool gates = rep == 0;
+          layer.backward({x, h0, o[0], o[1], o[2], hg},
+                         {g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(),
+                          g[3].mutable_view(), g[4].mutable_view(), g[5].mutable_view(),
+                          gates ? d_c.mutable_view() : MutableTensorView(),
+                          gates ? d_ru.mutable_view() : MutableTensorView()});
+          const Tensor* gref[] = {&gwant.x,   &gwant.h_prev, &gwant.w_ru,
+                                  &gwant.w_c, &gwant.b_ru,   &gwant.b_c};
+          for (int k = 0; k < 6; ++k) EXPECT_TRUE(bitwise(g[k], *gref[k])) << "gradient " << k;
+          if (gates) {
+            EXPECT_TRUE(bitwise(d_c, dwant.d_c_bar)) << "d_c_bar";
+            EXPECT_TRUE(bitwise(d_ru, dwant.d_r_bar_u_bar)) << "d_r_bar_u_bar";
+          }
+        }
+      });
+    });
+  }
+}
+
 TEST_P(CellLayerTest, GRUEqualsOneShotOpsBitwise) {
-  const DType dt = GetParam();
   std::vector<CellCase> cases(std::begin(kCellCases), std::end(kCellCases));
   cases.push_back({0, 4, 6});  // GRUBlockCell takes an empty batch
-  for (const CellCase& c : cases) {
-    const std::uint64_t seed = 1000 * c.B + 10 * c.H + c.I + 3;
-    SCOPED_TRACE("B " + std::to_string(c.B) + " I " + std::to_string(c.I) + " H " +
-                 std::to_string(c.H) + " seed " + std::to_string(seed));
-    std::mt19937_64 rng(seed);
-    const std::int64_t B = c.B, I = c.I, H = c.H;
-    GRUCellLayer layer({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B + 3});
-    for (int round = 0; round < 2; ++round) {  // new weights between rounds
-      const Tensor w_ru = random_tensor(dt, {I + H, 2 * H}, rng),
-                   w_c = random_tensor(dt, {I + H, H}, rng), b_ru = random_tensor(dt, {2 * H}, rng),
-                   b_c = random_tensor(dt, {H}, rng);
-      layer.set_weights(w_ru, w_c, b_ru, b_c);
-      const Tensor x = random_tensor(dt, {B, I}, rng), h0 = random_tensor(dt, {B, H}, rng);
-      const Tensor hg = random_tensor(dt, {B, H}, rng);
-      on_both_paths([&] {
-        const GRUBlockCellResult want = gru_block_cell({x, h0, w_ru, w_c, b_ru, b_c});
-        const GRUBlockCellGradInputs op_grad{x,   h0,     w_ru,   w_c,    b_ru,
-                                             b_c, want.r, want.u, want.c, hg};
-        const GRUBlockCellBackwardResult gwant = gru_block_cell_backward(op_grad);
-        const GRUBlockCellGradResult dwant = gru_block_cell_grad(op_grad);
-        on_thread_counts([&] {
-          for (int rep = 0; rep < 2; ++rep) {
-            std::vector<Tensor> o;
-            for (int k = 0; k < 4; ++k) o.push_back(poisoned(dt, {B, H}));
-            layer.forward({x, h0}, {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
-                                    o[3].mutable_view()});
-            const Tensor* ref[] = {&want.r, &want.u, &want.c, &want.h};
-            for (int k = 0; k < 4; ++k) EXPECT_TRUE(bitwise(o[k], *ref[k])) << "output " << k;
-            std::vector<Tensor> g;
-            for (const Tensor* t : {&x, &h0, &w_ru, &w_c, &b_ru, &b_c}) {
-              g.push_back(poisoned(dt, t->shape()));
-            }
-            Tensor d_c = poisoned(dt, {B, H}), d_ru = poisoned(dt, {B, 2 * H});
-            const bool gates = rep == 0;
-            layer.backward({x, h0, o[0], o[1], o[2], hg},
-                           {g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(),
-                            g[3].mutable_view(), g[4].mutable_view(), g[5].mutable_view(),
-                            gates ? d_c.mutable_view() : MutableTensorView(),
-                            gates ? d_ru.mutable_view() : MutableTensorView()});
-            const Tensor* gref[] = {&gwant.x,   &gwant.h_prev, &gwant.w_ru,
-                                    &gwant.w_c, &gwant.b_ru,   &gwant.b_c};
-            for (int k = 0; k < 6; ++k) EXPECT_TRUE(bitwise(g[k], *gref[k])) << "gradient " << k;
-            if (gates) {
-              EXPECT_TRUE(bitwise(d_c, dwant.d_c_bar)) << "d_c_bar";
-              EXPECT_TRUE(bitwise(d_ru, dwant.d_r_bar_u_bar)) << "d_r_bar_u_bar";
-            }
-          }
-        });
-      });
-    }
+  for (const CellCase& c : cases) check_gru(GetParam(), c, 1000 * c.B + 10 * c.H + c.I + 3);
+}
+
+// Random shapes (the seed of each in the trace, to replay it with check_lstm / check_gru).
+TEST_P(CellLayerTest, RandomShapesEqualOneShotOpsBitwise) {
+  std::mt19937_64 pick(20261128);
+  for (int k = 0; k < 12; ++k) {
+    const CellCase c{std::uniform_int_distribution<std::int64_t>(1, 120)(pick),
+                     std::uniform_int_distribution<std::int64_t>(0, 110)(pick),
+                     std::uniform_int_distribution<std::int64_t>(1, 40)(pick)};
+    const std::uint64_t seed = pick();
+    check_lstm(GetParam(), c, k % 2 == 0, seed);
+    check_gru(GetParam(), c, seed);
   }
 }
 
