@@ -10,6 +10,7 @@
 // ctest runs this binary in reference mode and on each ISA path too.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -325,6 +326,59 @@ TEST(CellLayerErrors, MemoryIsCheckedBeforeAllocating) {
       ErrorCode::kResourceExhausted, "GRUCellLayer.forward");
   set_memory_limit(saved);
   gru.forward({x, h}, out);
+}
+
+// Weights packed on one ISA path, calls on another: the plan is repacked for the active path
+// (the baseline path rounds products apart from sums, so panels of another path would not give
+// the one-shot op's bits there).
+TEST(CellLayerIsa, RepacksWhenThePathChanges) {
+  const char* env = std::getenv("BLOCKRNN_ISA");
+  const DType dt = DType::kFloat32;
+  const std::int64_t B = 9, I = 13, H = 10;
+  std::mt19937_64 rng(77);
+  const LSTMBlockCellAttrs attrs{.use_peephole = true};
+  LSTMCellLayer lstm({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B}, attrs);
+  GRUCellLayer gru({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B});
+  const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
+  const Tensor p = random_tensor(dt, {H}, rng);
+  const Tensor w_ru = random_tensor(dt, {I + H, 2 * H}, rng),
+               w_c = random_tensor(dt, {I + H, H}, rng), b_ru = random_tensor(dt, {2 * H}, rng),
+               b_c = random_tensor(dt, {H}, rng);
+  lstm.set_weights(w, b, p, p, p);
+  gru.set_weights(w_ru, w_c, b_ru, b_c);
+  const Tensor x = random_tensor(dt, {B, I}, rng), s = random_tensor(dt, {B, H}, rng);
+  for (const char* isa : {"baseline", "avx2", "avx512", "baseline"}) {
+    try {
+      set_isa(isa);
+    } catch (const Error&) {
+      continue;  // not on this CPU
+    }
+    SCOPED_TRACE(isa);
+    const LSTMBlockCellResult want = lstm_block_cell({x, s, s, w, p, p, p, b}, attrs);
+    std::vector<Tensor> o;
+    for (int k = 0; k < 7; ++k) o.push_back(poisoned(dt, {B, H}));
+    lstm.forward({x, s, s}, {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                             o[3].mutable_view(), o[4].mutable_view(), o[5].mutable_view(),
+                             o[6].mutable_view()});
+    EXPECT_TRUE(bitwise(o[6], want.h)) << "LSTM h";
+    const LSTMBlockCellBackwardResult gwant = lstm_block_cell_backward(
+        {x, s, s, w, p, p, p, b, want.i, want.cs, want.f, want.o, want.ci, want.co, s, s}, attrs);
+    std::vector<Tensor> g;
+    for (const Tensor* t : {&x, &s, &s, &w, &p, &p, &p, &b}) g.push_back(poisoned(dt, t->shape()));
+    lstm.backward(
+        {x, s, s, o[0], o[1], o[2], o[3], o[4], o[5], s, s},
+        {g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(), g[3].mutable_view(),
+         g[4].mutable_view(), g[5].mutable_view(), g[6].mutable_view(), g[7].mutable_view()});
+    EXPECT_TRUE(bitwise(g[0], gwant.x)) << "LSTM x_grad";
+    EXPECT_TRUE(bitwise(g[3], gwant.w)) << "LSTM w_grad";
+    const GRUBlockCellResult gru_want = gru_block_cell({x, s, w_ru, w_c, b_ru, b_c});
+    std::vector<Tensor> r;
+    for (int k = 0; k < 4; ++k) r.push_back(poisoned(dt, {B, H}));
+    gru.forward({x, s}, {r[0].mutable_view(), r[1].mutable_view(), r[2].mutable_view(),
+                         r[3].mutable_view()});
+    EXPECT_TRUE(bitwise(r[3], gru_want.h)) << "GRU h";
+  }
+  set_isa(env ? env : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CellLayerTest,
