@@ -21,7 +21,10 @@
 //   5. LSTMCellLayer::forward / GRUCellLayer::forward (weights packed once, workspace reused)
 //   6. blockrnn::matmul of one product of the forward's size, [B, I+H]·[I+H, 4H] (LSTM) or
 //      [B, I+H]·[I+H, 3H] (GRU), for scale: the public GEMM, which packs its b per call
-// with GFLOP/s counting the forward's products (2·B·(I+H)·G·H, G = 4 LSTM, 3 GRU).
+// with GFLOP/s counting the forward's products (2·B·(I+H)·G·H, G = 4 LSTM, 3 GRU); then the
+// backward (gradients.LSTMBlockCell / gradients.GRUBlockCell) one-shot against the plan's, whose
+// products are twice the forward's. The peephole vectors are passed (zeros), so that the
+// one-shot calls do not build them per call.
 // Prints the median over 7 repetitions of the mean CPU time per call (ns, the calling thread's),
 // and the heap allocations (operator new calls, counted by this binary's replacement) of 1000
 // calls of each (100 for the cells). Usage:
@@ -87,10 +90,15 @@ void cell_section(long calls) {
   auto mv = [&](int k) { return MutableTensorView{out[k].data(), bh}; };
   const LSTMBlockCellOutputs lo{mv(0), mv(1), mv(2), mv(3), mv(4), mv(5), mv(6)};
   const GRUBlockCellOutputs go{mv(0), mv(1), mv(2), mv(3)};
+  const std::vector<float> zeros(H, 0.0f);  // the peepholes, given: no per-call default
+  const TensorView zv{zeros.data(), {H}};
   const LSTMBlockCellInputs lin{.x = xv,
                                 .cs_prev = csv,
                                 .h_prev = hv,
                                 .w = {w.data(), {I + H, 4 * H}},
+                                .wci = zv,
+                                .wcf = zv,
+                                .wco = zv,
                                 .b = {b.data(), {4 * H}}};
   const GRUBlockCellInputs gin{xv,
                                hv,
@@ -103,10 +111,27 @@ void cell_section(long calls) {
   GRUCellLayer gru({.input_size = I, .hidden_size = H, .max_batch = B});
   gru.set_weights(gin.w_ru, gin.w_c, gin.b_ru, gin.b_c);
   std::vector<float> xh = filled(B * (I + H)), c(B * 4 * H);
+  // The backward: upstream gradients, and the gradients' buffers (the largest of each shape).
+  const std::vector<float> dcs = filled(B * H), dh = filled(B * H);
+  std::vector<float> gx(B * I), gs(B * H), gh(B * H), gw((I + H) * 4 * H), gw2((I + H) * H),
+      gb(4 * H), gb2(H), gp(3 * H);
+  const TensorView dcsv{dcs.data(), bh}, dhv{dh.data(), bh};
+  const auto in_view = [&](int k) { return TensorView{out[k].data(), bh}; };
+  const LSTMBlockCellBackwardInputs lgi{
+      xv,         csv,        hv,         lin.w,      zv,         zv,         zv,   lin.b,
+      in_view(0), in_view(1), in_view(2), in_view(3), in_view(4), in_view(5), dcsv, dhv};
+  const LSTMBlockCellBackwardOutputs lgo{{gx.data(), {B, I}},      {gs.data(), bh},
+                                         {gh.data(), bh},          {gw.data(), {I + H, 4 * H}},
+                                         {gp.data(), {H}},         {gp.data() + H, {H}},
+                                         {gp.data() + 2 * H, {H}}, {gb.data(), {4 * H}}};
+  const GRUBlockCellBackwardInputs ggi{xv,      hv,         gin.w_ru,   gin.w_c,    gin.b_ru,
+                                       gin.b_c, in_view(0), in_view(1), in_view(2), dhv};
+  const GRUBlockCellBackwardOutputs ggo{{gx.data(), {B, I}},         {gh.data(), bh},
+                                        {gw.data(), {I + H, 2 * H}}, {gw2.data(), {I + H, H}},
+                                        {gb.data(), {2 * H}},        {gb2.data(), {H}}};
 
-  std::printf(
-      "\nCell ops B=%lld I=%lld H=%lld float32, 1 thread, isa %s, %ld calls x 7 (forward)\n",
-      (long long)B, (long long)I, (long long)H, get_isa(), calls);
+  std::printf("\nCell ops B=%lld I=%lld H=%lld float32, 1 thread, isa %s, %ld calls x 7\n",
+              (long long)B, (long long)I, (long long)H, get_isa(), calls);
   for (const int G : {4, 3}) {
     const bool is_lstm = G == 4;
     const double flops = 2.0 * double(B) * double(I + H) * double(G * H);
@@ -131,6 +156,31 @@ void cell_section(long calls) {
     row(mm.c_str(), t_mm);
     std::printf("  one-shot / plan: %.3f; heap allocations in 100 calls: one-shot %ld, plan %ld\n",
                 t_one / t_plan, allocations(one_shot, 100), allocations(plan, 100));
+    // The backward (gradients.*BlockCell) through the forward call just made (its outputs are
+    // in `out`): twice the forward's products (input and state gradients, weight gradients).
+    plan();
+    const auto one_shot_bwd = [&] {
+      is_lstm ? lstm_block_cell_backward(lgi, lgo) : gru_block_cell_backward(ggi, ggo);
+    };
+    const auto plan_bwd = [&] {
+      if (is_lstm) {
+        lstm.backward({xv, csv, hv, lgi.i, lgi.cs, lgi.f, lgi.o, lgi.ci, lgi.co, dcsv, dhv},
+                      {lgo.x, lgo.cs_prev, lgo.h_prev, lgo.w, lgo.wci, lgo.wcf, lgo.wco, lgo.b});
+      } else {
+        gru.backward({xv, hv, ggi.r, ggi.u, ggi.c, dhv},
+                     {ggo.x, ggo.h_prev, ggo.w_ru, ggo.w_c, ggo.b_ru, ggo.b_c});
+      }
+    };
+    const double t_one_bwd = ns_per_call(calls, one_shot_bwd),
+                 t_plan_bwd = ns_per_call(calls, plan_bwd);
+    const auto bwd_row = [&](const std::string& label, double ns) {
+      std::printf("  %-34s %10.0f ns/call  %6.1f GFLOP/s\n", label.c_str(), ns, 2 * flops / ns);
+    };
+    bwd_row(std::string("one-shot ") + (is_lstm ? "lstm" : "gru") + "_block_cell_backward",
+            t_one_bwd);
+    bwd_row(std::string(is_lstm ? "LSTM" : "GRU") + "CellLayer::backward", t_plan_bwd);
+    std::printf("  one-shot / plan: %.3f; heap allocations in 100 calls: one-shot %ld, plan %ld\n",
+                t_one_bwd / t_plan_bwd, allocations(one_shot_bwd, 100), allocations(plan_bwd, 100));
   }
 }
 
