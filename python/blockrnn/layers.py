@@ -30,6 +30,11 @@ sized to the largest call, never to the largest T times the largest B); the para
 numpy arrays the caller may change at any time, so each forward and backward sets them (copied and packed) first. Results
 are bit for bit those of the raw ops. float16 and bfloat16 (`ml_dtypes.bfloat16`, or the name
 "bfloat16") run on the raw ops (which stage both through float32).
+
+LSTMCell and GRUCell are one step of LSTMBlockCell / GRUBlockCell set up once (the library's cell
+layer objects): the caller sets the weights when they change, and each forward / backward runs
+on the weights packed then, bit for bit raw_ops.LSTMBlockCell / GRUBlockCell and
+gradients.LSTMBlockCell / GRUBlockCell (float32 and float64).
 """
 import collections
 import functools
