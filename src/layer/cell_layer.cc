@@ -9,6 +9,7 @@
 //   GRU:  [the kernel's: gru_cell_workspace_elems(B, I, H)] [d_c_bar B·H] [d_r_bar_u_bar B·2H]
 // The gate gradients live there unless the caller asks for them (dicfo; d_c_bar, d_r_bar_u_bar).
 #include <array>
+#include <cstdio>
 #include <string>
 
 #include "blockrnn/context.h"
@@ -136,6 +137,21 @@ CellLayer::CellLayer(const char* name, const CellLayerShape& shape, std::int64_t
     throw Error(ErrorCode::kUnimplemented,
                 std::string(name) + ".create: dtype must be float32 or float64, got " +
                     dtype_name(shape.dtype) + " (float16 and bfloat16: use the one-shot ops)");
+  }
+  // A call of max_batch examples: its workspace (under B·(I + 12H + 256) elements) and its
+  // views must be addressable, so that no size a call computes overflows. A bound, not an
+  // allocation. Then the weights' (layer::check_sizes, whose call bound this one implies).
+  const double call = double(shape.max_batch) *
+                      (double(shape.input_size) + 12.0 * double(shape.hidden_size) + 256.0);
+  if (8.0 * call > 0x1p60) {
+    char bytes[48];
+    std::snprintf(bytes, sizeof(bytes), "%.3g bytes", 8.0 * call);
+    throw Error(ErrorCode::kResourceExhausted,
+                check.op() + ": max_batch " + std::to_string(shape.max_batch) +
+                    " is too large: a call of that size would need " + bytes +
+                    " of workspace and views, more than can be addressed (input_size " +
+                    std::to_string(shape.input_size) + ", hidden_size " +
+                    std::to_string(shape.hidden_size) + ")");
   }
   layer::check_sizes(check, shape.input_size, shape.hidden_size, 1, shape.max_batch);
 }

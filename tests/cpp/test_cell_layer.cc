@@ -306,6 +306,10 @@ TEST(CellLayerErrors, MemoryIsCheckedBeforeAllocating) {
   // The weights' copies and packed panels at creation.
   expect_error([] { GRUCellLayer({.input_size = 1 << 20, .hidden_size = 1 << 20}); },
                ErrorCode::kResourceExhausted, "GRUCellLayer.create");
+  expect_error(
+      [] { GRUCellLayer({.input_size = 4, .hidden_size = 4, .max_batch = std::int64_t{1} << 62}); },
+      ErrorCode::kResourceExhausted,
+      "GRUCellLayer.create: max_batch 4611686018427387904 is too large");
   // The workspace a call grows by.
   const DType f = DType::kFloat32;
   const std::int64_t B = 1 << 12, I = 4, H = 8;
