@@ -582,7 +582,10 @@ class _Cell:
         ok = x.ndim == 2 and x.shape[0] <= self.max_batch
         return x, (x.shape[0] if ok else 0)
 
-    def _empty(self, *shapes):
+    def _empty(self, where, *shapes):
+        """Arrays of `shapes` for a call's outputs, checked against the memory limit first."""
+        _check_memory(where, _nbytes(self.dtype, *shapes),
+                      f"{len(shapes)} outputs of {self.dtype.name}")
         return [np.empty(s, self.dtype) for s in shapes]
 
 
@@ -624,7 +627,7 @@ class LSTMCell(_Cell):
     def forward(self, x, cs_prev, h_prev):
         """LSTMBlockCell: the namedtuple (i, cs, f, o, ci, co, h), each [B, H]."""
         x, B = self._batch(x)
-        out = self._empty(*[(B, self.hidden_size)] * 7)
+        out = self._empty("LSTMCell.forward", *[(B, self.hidden_size)] * 7)
         self._obj.forward(x, np.ascontiguousarray(cs_prev), np.ascontiguousarray(h_prev), out)
         return _LSTMActs(*out)
 
@@ -637,8 +640,9 @@ class LSTMCell(_Cell):
         x, B = self._batch(x)
         I, H = self.input_size, self.hidden_size
         c = np.ascontiguousarray
-        out = self._empty((B, I), (B, H), (B, H), (I + H, 4 * H), (H,), (H,), (H,), (4 * H,))
-        d = np.empty((B, 4 * H), self.dtype) if dicfo else None
+        shapes = [(B, I), (B, H), (B, H), (I + H, 4 * H), (H,), (H,), (H,), (4 * H,)]
+        out = self._empty("LSTMCell.backward", *shapes, *([(B, 4 * H)] if dicfo else []))
+        d = out.pop() if dicfo else None
         self._obj.backward(x, c(cs_prev), c(h_prev), [c(a) for a in acts], c(cs_grad), c(h_grad),
                            out, d)
         return (_LSTMCellGrads(*out), d) if dicfo else _LSTMCellGrads(*out)
@@ -674,7 +678,7 @@ class GRUCell(_Cell):
     def forward(self, x, h_prev):
         """GRUBlockCell: the namedtuple (r, u, c, h), each [B, H]."""
         x, B = self._batch(x)
-        out = self._empty(*[(B, self.hidden_size)] * 4)
+        out = self._empty("GRUCell.forward", *[(B, self.hidden_size)] * 4)
         self._obj.forward(x, np.ascontiguousarray(h_prev), out)
         return _GRUActs(*out)
 
@@ -686,8 +690,10 @@ class GRUCell(_Cell):
         x, B = self._batch(x)
         I, H = self.input_size, self.hidden_size
         c = np.ascontiguousarray
-        out = self._empty((B, I), (B, H), (I + H, 2 * H), (I + H, H), (2 * H,), (H,))
-        d_c, d_ru = self._empty((B, H), (B, 2 * H)) if gate_grads else (None, None)
+        shapes = [(B, I), (B, H), (I + H, 2 * H), (I + H, H), (2 * H,), (H,)]
+        out = self._empty("GRUCell.backward", *shapes,
+                          *([(B, H), (B, 2 * H)] if gate_grads else []))
+        d_c, d_ru = (out.pop(-2), out.pop()) if gate_grads else (None, None)
         self._obj.backward(x, c(h_prev), [c(a) for a in acts], c(h_grad), out, d_c, d_ru)
         g = _GRUCellGrads(*out)
         return (g, d_c, d_ru) if gate_grads else g
