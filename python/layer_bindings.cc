@@ -1,5 +1,6 @@
 // blockrnn._core's layer objects and RNN stack (blockrnn/layer.h): LSTMLayer, GRULayer,
-// GRUResetAfterLayer and RNN, set up once and called many times.
+// GRUResetAfterLayer, the cell layers LSTMCellLayer and GRUCellLayer, and RNN, set up once and
+// called many times.
 //
 // Every array crosses without a copy: inputs and outputs must be C-contiguous CPU arrays of the
 // layer's dtype (numpy arrays, or torch tensors through .numpy()); the Python wrappers
@@ -183,9 +184,122 @@ void def_gru_layer(nb::module_& m, const char* name, std::array<const char*, 4> 
                             grads_out);
 }
 
+blockrnn::MutableTensorView mview(const std::optional<Out>& a) {
+  return a ? mview(*a) : blockrnn::MutableTensorView();
+}
+
+// The cell layers (LSTMCellLayer, GRUCellLayer). Python:
+//   forward(x, *states, out)                                out: the op's outputs
+//   backward(x, *states, acts, *grads, out, *gate_grads)    acts: the forward's outputs (its
+//       last, h, is not read), out: the gradients of x, the states and the weights, gate_grads:
+//       the grad op's gate gradients, optional
+void register_cell_layers(nb::module_& m) {
+  using blockrnn::CellLayerShape;
+  using blockrnn::GRUCellLayer;
+  using blockrnn::LSTMCellLayer;
+  auto shape = [](int64_t I, int64_t H, const std::string& dtype, int64_t max_batch) {
+    return CellLayerShape{
+        .input_size = I, .hidden_size = H, .dtype = parse_dtype(dtype), .max_batch = max_batch};
+  };
+  nb::class_<LSTMCellLayer>(m, "LSTMCellLayer")
+      .def(
+          "__init__",
+          [shape](LSTMCellLayer* self, int64_t I, int64_t H, const std::string& dtype,
+                  int64_t max_batch, double forget_bias, double cell_clip, bool use_peephole) {
+            new (self) LSTMCellLayer(
+                shape(I, H, dtype, max_batch),
+                {.forget_bias = forget_bias, .cell_clip = cell_clip, .use_peephole = use_peephole});
+          },
+          nb::arg("input_size"), nb::arg("hidden_size"), nb::arg("dtype"), nb::arg("max_batch"),
+          nb::arg("forget_bias") = 1.0, nb::arg("cell_clip") = 3.0, nb::arg("use_peephole") = false)
+      .def("workspace_bytes", &LSTMCellLayer::workspace_bytes, nb::arg("B"))
+      .def(
+          "set_weights",
+          [](LSTMCellLayer& l, In w, In b, OptIn wci, OptIn wcf, OptIn wco) {
+            l.set_weights(view(w), view(b), view(wci), view(wcf), view(wco));
+          },
+          nb::arg("w"), nb::arg("b"), nb::arg("wci") = nb::none(), nb::arg("wcf") = nb::none(),
+          nb::arg("wco") = nb::none())
+      .def(
+          "forward",
+          [](LSTMCellLayer& l, In x, In cs_prev, In h_prev, std::vector<Out> out) {
+            check_count(out, 7, "out", "i, cs, f, o, ci, co, h");
+            const blockrnn::LSTMCellLayerInputs in{view(x), view(cs_prev), view(h_prev)};
+            const auto o =
+                mviews<blockrnn::LSTMBlockCellOutputs>(out, std::make_index_sequence<7>());
+            compute([&] { l.forward(in, o); });
+          },
+          nb::arg("x"), nb::arg("cs_prev"), nb::arg("h_prev"), nb::arg("out"),
+          "Fills out = [i, cs, f, o, ci, co, h] (each [B, H]).")
+      .def(
+          "backward",
+          [](LSTMCellLayer& l, In x, In cs_prev, In h_prev, std::vector<In> acts, In cs_grad,
+             In h_grad, std::vector<Out> out, std::optional<Out> dicfo) {
+            check_count(acts, 7, "acts", "i, cs, f, o, ci, co, h");
+            check_count(out, 8, "out",
+                        "x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad, "
+                        "wco_grad, b_grad");
+            const blockrnn::LSTMCellLayerGradInputs in{view(x),       view(cs_prev), view(h_prev),
+                                                       view(acts[0]), view(acts[1]), view(acts[2]),
+                                                       view(acts[3]), view(acts[4]), view(acts[5]),
+                                                       view(cs_grad), view(h_grad)};
+            const blockrnn::LSTMCellLayerGradOutputs o{mview(out[0]), mview(out[1]), mview(out[2]),
+                                                       mview(out[3]), mview(out[4]), mview(out[5]),
+                                                       mview(out[6]), mview(out[7]), mview(dicfo)};
+            compute([&] { l.backward(in, o); });
+          },
+          nb::arg("x"), nb::arg("cs_prev"), nb::arg("h_prev"), nb::arg("acts"), nb::arg("cs_grad"),
+          nb::arg("h_grad"), nb::arg("out"), nb::arg("dicfo").none() = nb::none(),
+          "Fills out = [x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad, "
+          "wco_grad, b_grad] and, when given, dicfo [B, 4H].");
+  nb::class_<GRUCellLayer>(m, "GRUCellLayer")
+      .def(
+          "__init__",
+          [shape](GRUCellLayer* self, int64_t I, int64_t H, const std::string& dtype,
+                  int64_t max_batch) { new (self) GRUCellLayer(shape(I, H, dtype, max_batch)); },
+          nb::arg("input_size"), nb::arg("hidden_size"), nb::arg("dtype"), nb::arg("max_batch"))
+      .def("workspace_bytes", &GRUCellLayer::workspace_bytes, nb::arg("B"))
+      .def(
+          "set_weights",
+          [](GRUCellLayer& l, In w_ru, In w_c, In b_ru, In b_c) {
+            l.set_weights(view(w_ru), view(w_c), view(b_ru), view(b_c));
+          },
+          nb::arg("w_ru"), nb::arg("w_c"), nb::arg("b_ru"), nb::arg("b_c"))
+      .def(
+          "forward",
+          [](GRUCellLayer& l, In x, In h_prev, std::vector<Out> out) {
+            check_count(out, 4, "out", "r, u, c, h");
+            const blockrnn::GRUCellLayerInputs in{view(x), view(h_prev)};
+            const auto o =
+                mviews<blockrnn::GRUBlockCellOutputs>(out, std::make_index_sequence<4>());
+            compute([&] { l.forward(in, o); });
+          },
+          nb::arg("x"), nb::arg("h_prev"), nb::arg("out"),
+          "Fills out = [r, u, c, h] (each [B, H]).")
+      .def(
+          "backward",
+          [](GRUCellLayer& l, In x, In h_prev, std::vector<In> acts, In h_grad,
+             std::vector<Out> out, std::optional<Out> d_c_bar, std::optional<Out> d_r_bar_u_bar) {
+            check_count(acts, 4, "acts", "r, u, c, h");
+            check_count(out, 6, "out",
+                        "x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad");
+            const blockrnn::GRUCellLayerGradInputs in{view(x),       view(h_prev),  view(acts[0]),
+                                                      view(acts[1]), view(acts[2]), view(h_grad)};
+            const blockrnn::GRUCellLayerGradOutputs o{
+                mview(out[0]), mview(out[1]), mview(out[2]),  mview(out[3]),
+                mview(out[4]), mview(out[5]), mview(d_c_bar), mview(d_r_bar_u_bar)};
+            compute([&] { l.backward(in, o); });
+          },
+          nb::arg("x"), nb::arg("h_prev"), nb::arg("acts"), nb::arg("h_grad"), nb::arg("out"),
+          nb::arg("d_c_bar").none() = nb::none(), nb::arg("d_r_bar_u_bar").none() = nb::none(),
+          "Fills out = [x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad] and, when "
+          "given, d_c_bar [B, H] and d_r_bar_u_bar [B, 2H].");
+}
+
 }  // namespace
 
 void register_layers(nb::module_& m) {
+  register_cell_layers(m);
   using blockrnn::GRULayer;
   using blockrnn::GRUResetAfterLayer;
   using blockrnn::LSTMLayer;

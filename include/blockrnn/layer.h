@@ -1,4 +1,5 @@
-// blockrnn/layer.h — plan once, run many: layer objects for the sequence ops, and a stack of them.
+// blockrnn/layer.h — plan once, run many: layer objects for the sequence ops and the cell ops, and
+// a stack of them.
 //
 // A layer object is the sequence op of blockrnn/sequence.h set up once for many calls:
 //   - created from sizes (input_size I, hidden_size H), a dtype and the op's attrs, all validated
@@ -44,6 +45,8 @@
 #include <span>
 
 #include "blockrnn/export.h"
+#include "blockrnn/gru.h"
+#include "blockrnn/lstm.h"
 #include "blockrnn/sequence.h"
 #include "blockrnn/tensor.h"
 
@@ -208,6 +211,138 @@ class BLOCKRNN_API GRUResetAfterLayer
   explicit GRUResetAfterLayer(const LayerShape& shape);
   // w_i [I, 3H], w_h [H, 3H], b_i [3H], b_h [3H] (gate blocks [r | z | n]).
   void set_weights(TensorView w_i, TensorView w_h, TensorView b_i, TensorView b_h);
+};
+
+// ---- Cell layer objects: LSTMBlockCell and GRUBlockCell set up once ------------------------
+//
+// The cell ops of blockrnn/lstm.h and blockrnn/gru.h (one step on [B, ·] tensors), set up once for
+// many calls in the same way as the sequence layers above: sizes, dtype (float32 or float64) and
+// attrs validated at creation; set_weights copies the weights and packs every matrix a call
+// multiplies by (w and its row blocks transposed), which the one-shot op packs again at each call;
+// forward and backward check only the call's views (B ≤ max_batch, shapes, dtypes, no output
+// overlapping an input or another output, the memory of a workspace that grows) and run the
+// op's kernel on the packed weights and the workspace. Once the workspace holds the call (the
+// layer's own, grown to exactly workspace_bytes(B) of the largest B so far, or the caller's with
+// caller_workspace), a call allocates nothing on the heap, forward and backward alike (the
+// backward packs its per-call operand of the weight gradients into the workspace). The
+// reference mode (set_force_reference) runs the reference kernels, as the ops do.
+// Results are bit for bit those of lstm_block_cell / lstm_block_cell_backward (and the
+// LSTMBlockCellGrad gate gradient dicfo) and gru_block_cell / gru_block_cell_backward (and
+// GRUBlockCellGrad's d_c_bar, d_r_bar_u_bar), in every ISA path, for every thread count.
+// One call at a time per object, as the sequence layers.
+struct CellLayerShape {
+  std::int64_t input_size = 0;   // I ≥ 0
+  std::int64_t hidden_size = 0;  // H ≥ 1
+  DType dtype = DType::kFloat32;
+  // The largest B a call may have (≥ 1 for the LSTM cell, which refuses an empty batch as
+  // LSTMBlockCell does; ≥ 0 for the GRU cell). Nothing is allocated for it.
+  std::int64_t max_batch = 1;
+  // As LayerShape::caller_workspace: every call passes a workspace of workspace_bytes(B).
+  bool caller_workspace = false;
+};
+
+// What both cell layers share: sizes, the workspace and the weights' state.
+class BLOCKRNN_API CellLayer {
+ public:
+  virtual ~CellLayer();
+  CellLayer(const CellLayer&) = delete;
+  CellLayer& operator=(const CellLayer&) = delete;
+
+  const CellLayerShape& shape() const noexcept { return shape_; }
+  // Bytes of workspace one call (forward or backward) of B examples needs; B in [0, max_batch].
+  std::size_t workspace_bytes(std::int64_t B) const;
+  bool has_weights() const noexcept { return has_weights_; }
+
+ protected:
+  CellLayer(const char* name, const CellLayerShape& shape, std::int64_t min_batch,
+            std::int64_t (*elems)(std::int64_t, std::int64_t, std::int64_t));
+  const char* name_;
+  CellLayerShape shape_;
+  bool has_weights_ = false;
+  std::int64_t (*elems_)(std::int64_t, std::int64_t, std::int64_t);
+  Tensor own_workspace_;
+};
+
+struct LSTMCellLayerInputs {
+  TensorView x;        // [B, I]
+  TensorView cs_prev;  // [B, H]
+  TensorView h_prev;   // [B, H]
+};
+// The forward fills LSTMBlockCellOutputs (i, cs, f, o, ci, co, h, each [B, H]).
+struct LSTMCellLayerGradInputs {
+  TensorView x, cs_prev, h_prev;   // as the forward
+  TensorView i, cs, f, o, ci, co;  // [B, H], the forward's outputs
+  TensorView cs_grad, h_grad;      // [B, H], total ∂L/∂cs and ∂L/∂h
+};
+// gradients.LSTMBlockCell's gradients, named <input>_grad.
+struct LSTMCellLayerGradOutputs {
+  MutableTensorView x_grad;                        // [B, I]
+  MutableTensorView cs_prev_grad, h_prev_grad;     // [B, H]
+  MutableTensorView w_grad;                        // [I+H, 4H]
+  MutableTensorView wci_grad, wcf_grad, wco_grad;  // [H] (zeros without use_peephole)
+  MutableTensorView b_grad;                        // [4H]
+  // Optional (absent: kept in the workspace): LSTMBlockCellGrad's gate gradient [B, 4H], ICFO.
+  MutableTensorView dicfo;
+};
+
+// LSTMBlockCell (gate layout ICFO) with its attrs (forget_bias, cell_clip, use_peephole).
+class BLOCKRNN_API LSTMCellLayer : public CellLayer {
+ public:
+  struct Impl;
+  LSTMCellLayer(const CellLayerShape& shape, const LSTMBlockCellAttrs& attrs = {});
+  ~LSTMCellLayer() override;
+  // w [I+H, 4H], b [4H]; wci, wcf, wco [H] with use_peephole (else omitted: zeros).
+  void set_weights(TensorView w, TensorView b, TensorView wci = {}, TensorView wcf = {},
+                   TensorView wco = {});
+  void forward(const LSTMCellLayerInputs& in, const LSTMBlockCellOutputs& out,
+               LayerWorkspace workspace = {});
+  void backward(const LSTMCellLayerGradInputs& in, const LSTMCellLayerGradOutputs& out,
+                LayerWorkspace workspace = {});
+  const LSTMBlockCellAttrs& attrs() const noexcept { return attrs_; }
+
+ private:
+  LSTMBlockCellAttrs attrs_;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct GRUCellLayerInputs {
+  TensorView x;       // [B, I]
+  TensorView h_prev;  // [B, H]
+};
+// The forward fills GRUBlockCellOutputs (r, u, c, h, each [B, H]).
+struct GRUCellLayerGradInputs {
+  TensorView x, h_prev;  // as the forward
+  TensorView r, u, c;    // [B, H], the forward's outputs
+  TensorView h_grad;     // [B, H], ∂L/∂h (GRUBlockCellGrad's d_h)
+};
+// gradients.GRUBlockCell's gradients, named <input>_grad.
+struct GRUCellLayerGradOutputs {
+  MutableTensorView x_grad;       // [B, I]
+  MutableTensorView h_prev_grad;  // [B, H]
+  MutableTensorView w_ru_grad;    // [I+H, 2H]
+  MutableTensorView w_c_grad;     // [I+H, H]
+  MutableTensorView b_ru_grad;    // [2H]
+  MutableTensorView b_c_grad;     // [H]
+  // Optional (absent: kept in the workspace): GRUBlockCellGrad's gate gradients.
+  MutableTensorView d_c_bar;        // [B, H]
+  MutableTensorView d_r_bar_u_bar;  // [B, 2H]
+};
+
+// GRUBlockCell.
+class BLOCKRNN_API GRUCellLayer : public CellLayer {
+ public:
+  struct Impl;
+  explicit GRUCellLayer(const CellLayerShape& shape);
+  ~GRUCellLayer() override;
+  // w_ru [I+H, 2H], w_c [I+H, H], b_ru [2H], b_c [H].
+  void set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru, TensorView b_c);
+  void forward(const GRUCellLayerInputs& in, const GRUBlockCellOutputs& out,
+               LayerWorkspace workspace = {});
+  void backward(const GRUCellLayerGradInputs& in, const GRUCellLayerGradOutputs& out,
+                LayerWorkspace workspace = {});
+
+ private:
+  std::unique_ptr<Impl> impl_;
 };
 
 // ---- RNN: a stack of layer objects ----------------------------------------------------------

@@ -30,6 +30,11 @@ sized to the largest call, never to the largest T times the largest B); the para
 numpy arrays the caller may change at any time, so each forward and backward sets them (copied and packed) first. Results
 are bit for bit those of the raw ops. float16 and bfloat16 (`ml_dtypes.bfloat16`, or the name
 "bfloat16") run on the raw ops (which stage both through float32).
+
+LSTMCell and GRUCell are one step of LSTMBlockCell / GRUBlockCell set up once (the library's cell
+layer objects): the caller sets the weights when they change, and each forward / backward runs
+on the weights packed then, bit for bit raw_ops.LSTMBlockCell / GRUBlockCell and
+gradients.LSTMBlockCell / GRUBlockCell (float32 and float64).
 """
 import collections
 import functools
@@ -41,7 +46,7 @@ import numpy as np
 
 from . import _core, _opgen, raw_ops
 
-__all__ = ["LSTM", "GRU"]
+__all__ = ["LSTM", "GRU", "LSTMCell", "GRUCell"]
 
 _DTYPES = (np.float16, np.float32, np.float64)
 
@@ -548,3 +553,147 @@ class GRU(_Recurrent):
         w = np.concatenate([self.w_ru[:, u], self.w_ru[:, r], self.w_c], axis=1)
         bias = np.concatenate([self.b_ru[u], self.b_ru[r], self.b_c])
         return [np.ascontiguousarray(w[:I]), np.ascontiguousarray(w[I:]), bias]
+
+
+# ---- Cell plans: one step, set up once ------------------------------------------------------
+
+_LSTMCellGrads = collections.namedtuple(
+    "_LSTMCellGrads", "x_grad cs_prev_grad h_prev_grad w_grad wci_grad wcf_grad wco_grad b_grad")
+_GRUCellGrads = collections.namedtuple(
+    "_GRUCellGrads", "x_grad h_prev_grad w_ru_grad w_c_grad b_ru_grad b_c_grad")
+
+
+class _Cell:
+    """Shared parts of the cell plans: the library's cell layer object, one call at a time,
+    outputs allocated here (everything else is checked by the library, which names the layer
+    and the argument)."""
+
+    def __getstate__(self):
+        raise TypeError(f"{type(self).__name__} holds a library object and cannot be copied")
+
+    def workspace_bytes(self, batch):
+        """Bytes of the workspace the object keeps for a call of `batch` examples."""
+        return self._obj.workspace_bytes(batch)
+
+    def _batch(self, x):
+        """The call's B for the outputs it allocates: x's first dimension when x is [B, I] with
+        B <= max_batch; else 0, and the library refuses x by name."""
+        x = np.ascontiguousarray(x)
+        ok = x.ndim == 2 and x.shape[0] <= self.max_batch
+        return x, (x.shape[0] if ok else 0)
+
+    def _empty(self, where, *shapes):
+        """Arrays of `shapes` for a call's outputs, checked against the memory limit first."""
+        _check_memory(where, _nbytes(self.dtype, *shapes),
+                      f"{len(shapes)} outputs of {self.dtype.name}")
+        return [np.empty(s, self.dtype) for s in shapes]
+
+
+class LSTMCell(_Cell):
+    """LSTMBlockCell set up once for many calls (the library's LSTMCellLayer): the sizes, dtype
+    (float32 or float64) and attrs are checked at creation, set_weights copies and packs the
+    weights once, and each forward / backward runs on them without repacking or allocating
+    scratch. Results are bit for bit those of raw_ops.LSTMBlockCell and
+    gradients.LSTMBlockCell (and LSTMBlockCellGrad's dicfo).
+
+        cell = blockrnn.layers.LSTMCell(I, H, max_batch=64, use_peephole=True)
+        cell.set_weights(w, b, wci, wcf, wco)          # w [I+H, 4H] ICFO, b [4H], peepholes [H]
+        out = cell.forward(x, cs_prev, h_prev)         # i, cs, f, o, ci, co, h: [B, H] each
+        g = cell.backward(x, cs_prev, h_prev, out, cs_grad, h_grad)   # g.x_grad, g.w_grad, ...
+    """
+
+    def __init__(self, input_size, hidden_size, max_batch, *, forget_bias=1.0, cell_clip=3.0,
+                 use_peephole=False, dtype=np.float32):
+        self.input_size = _size(input_size, "LSTMCell", "input_size")
+        self.hidden_size = _size(hidden_size, "LSTMCell", "hidden_size")
+        self.max_batch = _size(max_batch, "LSTMCell", "max_batch")
+        self.dtype = np.dtype(dtype)
+        self.use_peephole = bool(use_peephole)
+        self._obj = _core.LSTMCellLayer(self.input_size, self.hidden_size, self.dtype.name,
+                                        self.max_batch,
+                                        forget_bias=_real(forget_bias, "LSTMCell", "forget_bias"),
+                                        cell_clip=_real(cell_clip, "LSTMCell", "cell_clip"),
+                                        use_peephole=self.use_peephole)
+        self._lock = threading.Lock()
+
+    @_one_call_at_a_time
+    def set_weights(self, w, b, wci=None, wcf=None, wco=None):
+        """Copies and packs w [I+H, 4H] and b [4H] (ICFO), and with use_peephole wci, wcf, wco
+        [H]; call again after the arrays change."""
+        c = np.ascontiguousarray
+        self._obj.set_weights(c(w), c(b), *(None if a is None else c(a) for a in (wci, wcf, wco)))
+
+    @_one_call_at_a_time
+    def forward(self, x, cs_prev, h_prev):
+        """LSTMBlockCell: the namedtuple (i, cs, f, o, ci, co, h), each [B, H]."""
+        x, B = self._batch(x)
+        out = self._empty("LSTMCell.forward", *[(B, self.hidden_size)] * 7)
+        self._obj.forward(x, np.ascontiguousarray(cs_prev), np.ascontiguousarray(h_prev), out)
+        return _LSTMActs(*out)
+
+    @_one_call_at_a_time
+    def backward(self, x, cs_prev, h_prev, acts, cs_grad, h_grad, dicfo=False):
+        """gradients.LSTMBlockCell through a forward call (`acts`: its outputs): the namedtuple
+        of x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad, wco_grad, b_grad (the
+        peephole gradients are zeros without use_peephole); with dicfo=True, (that, dicfo
+        [B, 4H]) where dicfo is LSTMBlockCellGrad's gate gradient."""
+        x, B = self._batch(x)
+        I, H = self.input_size, self.hidden_size
+        c = np.ascontiguousarray
+        shapes = [(B, I), (B, H), (B, H), (I + H, 4 * H), (H,), (H,), (H,), (4 * H,)]
+        out = self._empty("LSTMCell.backward", *shapes, *([(B, 4 * H)] if dicfo else []))
+        d = out.pop() if dicfo else None
+        self._obj.backward(x, c(cs_prev), c(h_prev), [c(a) for a in acts], c(cs_grad), c(h_grad),
+                           out, d)
+        return (_LSTMCellGrads(*out), d) if dicfo else _LSTMCellGrads(*out)
+
+
+class GRUCell(_Cell):
+    """GRUBlockCell set up once for many calls (the library's GRUCellLayer), as LSTMCell.
+    Results are bit for bit those of raw_ops.GRUBlockCell and gradients.GRUBlockCell (and
+    GRUBlockCellGrad's d_c_bar, d_r_bar_u_bar).
+
+        cell = blockrnn.layers.GRUCell(I, H, max_batch=64)
+        cell.set_weights(w_ru, w_c, b_ru, b_c)   # [I+H, 2H], [I+H, H], [2H], [H]
+        out = cell.forward(x, h_prev)            # r, u, c, h: [B, H] each
+        g = cell.backward(x, h_prev, out, h_grad)
+    """
+
+    def __init__(self, input_size, hidden_size, max_batch, *, dtype=np.float32):
+        self.input_size = _size(input_size, "GRUCell", "input_size")
+        self.hidden_size = _size(hidden_size, "GRUCell", "hidden_size")
+        self.max_batch = _size(max_batch, "GRUCell", "max_batch")
+        self.dtype = np.dtype(dtype)
+        self._obj = _core.GRUCellLayer(self.input_size, self.hidden_size, self.dtype.name,
+                                       self.max_batch)
+        self._lock = threading.Lock()
+
+    @_one_call_at_a_time
+    def set_weights(self, w_ru, w_c, b_ru, b_c):
+        """Copies and packs the weights; call again after the arrays change."""
+        c = np.ascontiguousarray
+        self._obj.set_weights(c(w_ru), c(w_c), c(b_ru), c(b_c))
+
+    @_one_call_at_a_time
+    def forward(self, x, h_prev):
+        """GRUBlockCell: the namedtuple (r, u, c, h), each [B, H]."""
+        x, B = self._batch(x)
+        out = self._empty("GRUCell.forward", *[(B, self.hidden_size)] * 4)
+        self._obj.forward(x, np.ascontiguousarray(h_prev), out)
+        return _GRUActs(*out)
+
+    @_one_call_at_a_time
+    def backward(self, x, h_prev, acts, h_grad, gate_grads=False):
+        """gradients.GRUBlockCell through a forward call (`acts`: its outputs): the namedtuple
+        of x_grad, h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad; with gate_grads=True,
+        (that, d_c_bar [B, H], d_r_bar_u_bar [B, 2H]) as GRUBlockCellGrad returns them."""
+        x, B = self._batch(x)
+        I, H = self.input_size, self.hidden_size
+        c = np.ascontiguousarray
+        shapes = [(B, I), (B, H), (I + H, 2 * H), (I + H, H), (2 * H,), (H,)]
+        out = self._empty("GRUCell.backward", *shapes,
+                          *([(B, H), (B, 2 * H)] if gate_grads else []))
+        d_c, d_ru = (out.pop(-2), out.pop()) if gate_grads else (None, None)
+        self._obj.backward(x, c(h_prev), [c(a) for a in acts], c(h_grad), out, d_c, d_ru)
+        g = _GRUCellGrads(*out)
+        return (g, d_c, d_ru) if gate_grads else g

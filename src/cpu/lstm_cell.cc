@@ -2,8 +2,12 @@
 // and the fused element-wise passes of src/cpu/lstm_pointwise.h. Same math and signature as
 // src/ref/lstm_cell.cc; see there and lstm_pointwise.h for the equations.
 // Shape letters: B batch, I input size, H cell size; w_x = w[0:I, :], w_h = w[I:I+H, :].
+// With a plan (src/cpu/cell_plan.h: the cell layer objects) every product multiplies by the
+// plan's packed weights and the scratch lives in the call's workspace: the same products, the
+// same bits, nothing packed from w and nothing allocated.
 #include <vector>
 
+#include "cpu/cell_plan.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "gemm/gemm.h"
@@ -20,12 +24,19 @@ void lstm_cell_fwd(const LSTMDims& d, const LSTMCellFwdArgs<T>& a) {
   if (B == 0 || H == 0) return;
   const T* w_x = a.w;          // [I, 4H]
   const T* w_h = a.w + I * G;  // [H, 4H]
-  std::vector<T> gates(B * G);
+  std::vector<T> own;          // the gates without a workspace
+  if (a.workspace == nullptr) own.resize(B * G);
+  T* const gates = a.workspace != nullptr ? a.workspace : own.data();  // [B, 4H]
   // gates = x·w_x + h_prev·w_h      [B,4H] = [B,I]·[I,4H] + [B,H]·[H,4H]   (bias: pointwise)
-  gemm<T>(Trans::kNo, Trans::kNo, B, G, I, a.x, I, w_x, G, T(0), gates.data(), G);
-  gemm<T>(Trans::kNo, Trans::kNo, B, G, H, a.h_prev, H, w_h, G, T(1), gates.data(), G);
+  if (a.plan != nullptr) {
+    gemm<T>(Trans::kNo, B, a.x, I, a.plan->w, 0, I, T(0), gates, G);
+    gemm<T>(Trans::kNo, B, a.h_prev, H, a.plan->w, I, I + H, T(1), gates, G);
+  } else {
+    gemm<T>(Trans::kNo, Trans::kNo, B, G, I, a.x, I, w_x, G, T(0), gates, G);
+    gemm<T>(Trans::kNo, Trans::kNo, B, G, H, a.h_prev, H, w_h, G, T(1), gates, G);
+  }
   const LSTMFwdParams<T> p = lstm_fwd_params(H, a);
-  const LSTMFwdStep<T> s{gates.data(), a.cs_prev, a.i, a.cs, a.f, a.o, a.ci, a.co, a.h};
+  const LSTMFwdStep<T> s{gates, a.cs_prev, a.i, a.cs, a.f, a.o, a.ci, a.co, a.h};
   lstm_fwd_pointwise(p, s, B);
 }
 
@@ -45,15 +56,30 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
   if (!a.full) return;
   const T* w_x = a.w;          // [I, 4H]
   const T* w_h = a.w + I * G;  // [H, 4H]
-  // d_x = d_gates·w_xᵀ      [B,I] = [B,4H]·[I,4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, B, I, G, a.d_gates, G, w_x, G, T(0), a.d_x, I);
-  // d_h_prev = d_gates·w_hᵀ      [B,H] = [B,4H]·[H,4H]ᵀ
-  gemm<T>(Trans::kNo, Trans::kYes, B, H, G, a.d_gates, G, w_h, G, T(0), a.d_h_prev, H);
-  // d_w = [x, h_prev]ᵀ·d_gates      [I+H,4H] = [B,I+H]ᵀ·[B,4H], as two row blocks:
-  //   d_w[0:I]   = xᵀ·d_gates        [I,4H] = [B,I]ᵀ·[B,4H]
-  //   d_w[I:I+H] = h_prevᵀ·d_gates   [H,4H] = [B,H]ᵀ·[B,4H]
-  gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.d_gates, G, T(0), a.d_w, G);
-  gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.d_gates, G, T(0), a.d_w + I * G, G);
+  if (a.plan != nullptr) {
+    // The same products on the plan's panels; d_gates packed once into the workspace for both
+    // weight-gradient products.
+    gemm<T>(Trans::kNo, B, a.d_gates, G, a.plan->w_x_t, T(0), a.d_x, I);       // d_gates·w_xᵀ
+    gemm<T>(Trans::kNo, B, a.d_gates, G, a.plan->w_h_t, T(0), a.d_h_prev, H);  // d_gates·w_hᵀ
+    const std::int64_t packed_elems = gemm::packed_elems_bound(B, G);
+    std::vector<T> own;  // without a workspace
+    if (a.workspace == nullptr) own.resize(packed_elems);
+    gemm::PackedB<T> d_gates_packed;  // [B, 4H]
+    d_gates_packed.pack_into(Trans::kNo, B, G, a.d_gates, G, a.plan->isa,
+                             a.workspace != nullptr ? a.workspace : own.data(), packed_elems);
+    gemm<T>(Trans::kYes, I, a.x, I, d_gates_packed, T(0), a.d_w, G);               // xᵀ·d_gates
+    gemm<T>(Trans::kYes, H, a.h_prev, H, d_gates_packed, T(0), a.d_w + I * G, G);  // h_prevᵀ·…
+  } else {
+    // d_x = d_gates·w_xᵀ      [B,I] = [B,4H]·[I,4H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, B, I, G, a.d_gates, G, w_x, G, T(0), a.d_x, I);
+    // d_h_prev = d_gates·w_hᵀ      [B,H] = [B,4H]·[H,4H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, B, H, G, a.d_gates, G, w_h, G, T(0), a.d_h_prev, H);
+    // d_w = [x, h_prev]ᵀ·d_gates      [I+H,4H] = [B,I+H]ᵀ·[B,4H], as two row blocks:
+    //   d_w[0:I]   = xᵀ·d_gates        [I,4H] = [B,I]ᵀ·[B,4H]
+    //   d_w[I:I+H] = h_prevᵀ·d_gates   [H,4H] = [B,H]ᵀ·[B,4H]
+    gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.d_gates, G, T(0), a.d_w, G);
+    gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.d_gates, G, T(0), a.d_w + I * G, G);
+  }
   // d_b = Σ_b d_gates      [4H]
   column_sums<T, T>(B, G, a.d_gates, G, a.d_b);
 }

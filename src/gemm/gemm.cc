@@ -144,7 +144,13 @@ void run(const detail::PathKernels<T>& kern, const detail::Problem<T>& p) {
 
 template <typename T>
 void PackedB<T>::Free::operator()(T* p) const {
-  ::operator delete[](p, std::align_val_t(64));
+  if (owned) ::operator delete[](p, std::align_val_t(64));
+}
+
+template <typename T>
+std::int64_t PackedB<T>::elems(std::int64_t k, std::int64_t n, Isa isa) {
+  const std::int64_t nr = kernels_for<T>(isa).blocking.nr;
+  return ceil_div(n, nr) * k * nr;
 }
 
 template <typename T>
@@ -156,8 +162,7 @@ template <typename T>
 void PackedB<T>::pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb,
                       Isa isa) {
   check_dims("packed dimension", {k, n, ldb});
-  const detail::PathKernels<T>& kern = kernels_for<T>(isa);
-  const std::int64_t nr = kern.blocking.nr, panels = ceil_div(n, nr);
+  const std::int64_t nr = kernels_for<T>(isa).blocking.nr, panels = ceil_div(n, nr);
   if (k > 0 &&
       panels > std::numeric_limits<std::int64_t>::max() / 4 / k / nr / std::int64_t(sizeof(T))) {
     throw Error(ErrorCode::kResourceExhausted, "gemm: packed matrix too large");
@@ -171,6 +176,30 @@ void PackedB<T>::pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std:
     throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate a packed matrix");
   }
   data_.reset(mem);
+  data_.get_deleter().owned = true;
+  fill(tb, k, n, b, ldb, isa);
+}
+
+template <typename T>
+void PackedB<T>::pack_into(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb,
+                           Isa isa, T* storage, std::int64_t capacity) {
+  check_dims("packed dimension", {k, n, ldb});
+  if (elems(k, n, isa) > capacity) {
+    throw Error(ErrorCode::kInternal, "gemm: pack_into storage of " + std::to_string(capacity) +
+                                          " elements, " + std::to_string(elems(k, n, isa)) +
+                                          " needed");
+  }
+  data_.reset(storage);
+  data_.get_deleter().owned = false;
+  fill(tb, k, n, b, ldb, isa);
+}
+
+template <typename T>
+void PackedB<T>::fill(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb,
+                      Isa isa) {
+  const detail::PathKernels<T>& kern = kernels_for<T>(isa);
+  const std::int64_t nr = kern.blocking.nr, panels = ceil_div(n, nr);
+  T* const mem = data_.get();
   k_ = k;
   n_ = n;
   isa_ = isa;

@@ -40,6 +40,13 @@ class PackedB {
   void pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb);
   // The same for a given path (it must be one this CPU supports).
   void pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, Isa isa);
+  // The same into `storage`, `capacity` elements the caller owns and keeps alive while this
+  // PackedB is used (at least elems(k, n, isa); packed_elems_bound(k, n) always is): allocates
+  // nothing, so that a plan object's call can pack a per-call operand into its workspace.
+  void pack_into(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, Isa isa,
+                 T* storage, std::int64_t capacity);
+  // Elements of the panels of op(B) [k, n] on path isa.
+  static std::int64_t elems(std::int64_t k, std::int64_t n, Isa isa);
   std::int64_t k() const { return k_; }
   std::int64_t n() const { return n_; }
   Isa isa() const { return isa_; }
@@ -49,13 +56,22 @@ class PackedB {
   const T* data() const { return data_.get(); }
 
  private:
+  // Packs op(B) into data_ (sized for it) for path isa.
+  void fill(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, Isa isa);
   struct Free {
+    bool owned = true;  // false: the caller's storage (pack_into)
     void operator()(T* p) const;
   };
   std::unique_ptr<T, Free> data_;
   std::int64_t k_ = 0, n_ = 0;
   Isa isa_ = Isa::kBaseline;
 };
+
+// An upper bound of PackedB<T>::elems(k, n, isa) on every path (panels of at most 64 columns,
+// each a divisor of 64), for sizing a workspace before the path is known.
+inline std::int64_t packed_elems_bound(std::int64_t k, std::int64_t n) {
+  return k * ((n + 63) / 64 * 64);
+}
 
 // C = beta·C + op(A)·op(B), threaded over output tiles (get_num_threads()).
 template <typename T>

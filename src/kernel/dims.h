@@ -4,13 +4,15 @@
 // the reference (namespace ref, src/ref) and the fast path (namespace cpu, src/cpu); each kernel
 // header declares both, so that tests and the reference switch can swap them.
 //
-// Plan once, run many (src/layer, blockrnn/layer.h): the argument structs of the sequence kernels
-// end with
+// Plan once, run many (src/layer, blockrnn/layer.h): the argument structs of the sequence and
+// cell kernels end with
 //   const XPlan<T>* plan = nullptr;  // the weights packed beforehand, whose matrices are
 //                                    // used instead of packing the weight pointers' rows
 //   T* workspace = nullptr;  // a caller's workspace of x_workspace_elems(S, B, I, H) elements
+//                            // (cells: x_workspace_elems(B, I, H))
 // The kernel header declares the plan type and leaves it opaque: the fast engine defines it, with
-// the workspace size function, in src/cpu/sequence_plan.h, so the interface depends on no engine.
+// the workspace size function, in src/cpu/sequence_plan.h (cells: src/cpu/cell_plan.h), so the
+// interface depends on no engine.
 // nullptr: the call packs and allocates its own. The fast path only: the reference ignores both.
 #pragma once
 

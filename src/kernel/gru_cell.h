@@ -9,6 +9,11 @@ namespace blockrnn {
 
 using GRUDims = CellDims;
 
+// The weights packed once for many calls (kernel/dims.h): opaque here and to the reference,
+// defined by the fast engine (src/cpu/cell_plan.h), the only engine that reads it.
+template <typename T>
+struct GRUCellPlan;
+
 template <typename T>
 struct GRUCellFwdArgs {
   const T* x;           // [B, I]
@@ -16,6 +21,11 @@ struct GRUCellFwdArgs {
   const T *w_ru, *w_c;  // [I+H, 2H], [I+H, H]
   const T *b_ru, *b_c;  // [2H], [H]
   T *r, *u, *c, *h;     // [B, H] each
+  // Plan once, run many (kernel/dims.h): the packed w_ru, w_c (GRUCellPlan) and a workspace of
+  // gru_cell_workspace_elems(B, I, H) elements (src/cpu/cell_plan.h); nullptr: the call packs
+  // and allocates its own, as the one-shot op does. The fast path only.
+  const GRUCellPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 template <typename T>
@@ -36,6 +46,9 @@ struct GRUCellBwdArgs {
   T* d_w_c = nullptr;   // [I+H, H]
   T* d_b_ru = nullptr;  // [2H]
   T* d_b_c = nullptr;   // [H]
+  // Plan once, run many, as in GRUCellFwdArgs.
+  const GRUCellPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 // The kernels, in both engines (the same signatures, so that the two cannot drift apart):

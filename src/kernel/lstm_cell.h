@@ -38,6 +38,11 @@ constexpr LSTMGateBlocks lstm_gate_blocks(LSTMLayout layout) {
 
 using LSTMDims = CellDims;
 
+// The weights packed once for many calls (kernel/dims.h): opaque here and to the reference,
+// defined by the fast engine (src/cpu/cell_plan.h), the only engine that reads it.
+template <typename T>
+struct LSTMCellPlan;
+
 template <typename T>
 struct LSTMCellFwdArgs {
   const T* x;                       // [B, I]
@@ -50,6 +55,11 @@ struct LSTMCellFwdArgs {
   T cell_clip = T(3);  // cs is clipped to [−cell_clip, cell_clip] only when cell_clip > 0
   bool use_peephole = false;
   LSTMLayout layout = LSTMLayout::kICFO;
+  // Plan once, run many (kernel/dims.h): the packed w (LSTMCellPlan) and a workspace of
+  // lstm_cell_workspace_elems(B, I, H) elements (src/cpu/cell_plan.h); nullptr: the call packs
+  // and allocates its own, as the one-shot op does. The fast path only.
+  const LSTMCellPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 template <typename T>
@@ -75,6 +85,10 @@ struct LSTMCellBwdArgs {
   T* d_h_prev = nullptr;  // [B, H]
   T* d_w = nullptr;       // [I+H, 4H]
   T* d_b = nullptr;       // [4H]
+  // Plan once, run many, as in LSTMCellFwdArgs (the workspace holds the packed d_gates of the
+  // weight gradients' products).
+  const LSTMCellPlan<T>* plan = nullptr;
+  T* workspace = nullptr;
 };
 
 // The kernels, in both engines (the same signatures, so that the two cannot drift apart):

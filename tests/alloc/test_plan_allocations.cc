@@ -1,5 +1,7 @@
 // The plan objects' promise that a call after the first does no heap allocation: the layer
-// objects' forward (every family, float32 and float64) counted through this binary's
+// objects' forward (every family, float32 and float64) and the cell layers' forward and
+// backward (at an input size past one GEMM tile, where the one-shot op packs whole operands),
+// counted through this binary's
 // replacement of operator new (counting_new.h). A separate binary, so the replacement counts
 // nothing else.
 #include <gtest/gtest.h>
@@ -78,6 +80,64 @@ TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
   const BlockGRUResetAfterOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
                                       o[3].mutable_view(), o[4].mutable_view()};
   EXPECT_EQ(allocations_after_first([&] { layer.forward({.x = x, .h_prev = h}, out); }), 0);
+}
+
+// Input size past one 96-row GEMM tile: the weight gradient xᵀ·d_gates has M = I rows, which
+// the one-shot op multiplies by a B operand it packs (and allocates) at every call.
+constexpr std::int64_t kCellB = 5, kCellI = 100, kCellH = 9;
+
+TEST_P(PlanAllocations, LSTMCellLayerForwardAndBackward) {
+  const DType dt = GetParam();
+  const std::int64_t B = kCellB, I = kCellI, H = kCellH;
+  LSTMCellLayer layer({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B},
+                      {.use_peephole = true});
+  layer.set_weights(filled(dt, {I + H, 4 * H}, 0.01), filled(dt, {4 * H}, 0.1),
+                    filled(dt, {H}, 0.1), filled(dt, {H}, 0.2), filled(dt, {H}, 0.3));
+  const Tensor x = filled(dt, {B, I}, 0.1), s = filled(dt, {B, H}, 0.1);
+  std::vector<Tensor> o;
+  for (int k = 0; k < 7; ++k) o.emplace_back(dt, Shape{B, H});
+  const LSTMBlockCellOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                                 o[3].mutable_view(), o[4].mutable_view(), o[5].mutable_view(),
+                                 o[6].mutable_view()};
+  EXPECT_EQ(allocations_after_first([&] { layer.forward({x, s, s}, out); }), 0);
+  std::vector<Tensor> g;
+  for (const Shape& shape : {Shape{B, I}, Shape{B, H}, Shape{B, H}, Shape{I + H, 4 * H}, Shape{H},
+                             Shape{H}, Shape{H}, Shape{4 * H}}) {
+    g.emplace_back(dt, shape);
+  }
+  const LSTMCellLayerGradOutputs grads{
+      g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(), g[3].mutable_view(),
+      g[4].mutable_view(), g[5].mutable_view(), g[6].mutable_view(), g[7].mutable_view()};
+  EXPECT_EQ(allocations_after_first([&] {
+              layer.backward({x, s, s, o[0], o[1], o[2], o[3], o[4], o[5], s, s}, grads);
+            }),
+            0);
+}
+
+TEST_P(PlanAllocations, GRUCellLayerForwardAndBackward) {
+  const DType dt = GetParam();
+  const std::int64_t B = kCellB, I = kCellI, H = kCellH;
+  GRUCellLayer layer({.input_size = I, .hidden_size = H, .dtype = dt, .max_batch = B});
+  layer.set_weights(filled(dt, {I + H, 2 * H}, 0.01), filled(dt, {I + H, H}, 0.01),
+                    filled(dt, {2 * H}, 0.1), filled(dt, {H}, 0.1));
+  const Tensor x = filled(dt, {B, I}, 0.1), h = filled(dt, {B, H}, 0.1);
+  std::vector<Tensor> o;
+  for (int k = 0; k < 4; ++k) o.emplace_back(dt, Shape{B, H});
+  const GRUBlockCellOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                                o[3].mutable_view()};
+  EXPECT_EQ(allocations_after_first([&] { layer.forward({x, h}, out); }), 0);
+  std::vector<Tensor> g;
+  for (const Shape& shape :
+       {Shape{B, I}, Shape{B, H}, Shape{I + H, 2 * H}, Shape{I + H, H}, Shape{2 * H}, Shape{H}}) {
+    g.emplace_back(dt, shape);
+  }
+  const GRUCellLayerGradOutputs grads{g[0].mutable_view(), g[1].mutable_view(),
+                                      g[2].mutable_view(), g[3].mutable_view(),
+                                      g[4].mutable_view(), g[5].mutable_view()};
+  EXPECT_EQ(allocations_after_first([&] {
+              layer.backward({x, h, o[0], o[1], o[2], h}, grads);
+            }),
+            0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, PlanAllocations,

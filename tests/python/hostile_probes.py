@@ -337,6 +337,25 @@ def layer_probes():
         "o = [np.empty((3, 2, 4), np.float32) for _ in range(7)]\n"
         "l.forward(np.zeros((3, 2, 4), np.float32), z, z, o)\n"
         "assert np.isfinite(o[6]).all()", "ok")
+    add("LSTMCellLayer weights beyond the machine",
+        "blockrnn._core.LSTMCellLayer(2**40, 2**40, 'float32', 1)",
+        "ResourceExhaustedError", "LSTMCellLayer.create", "input_size")
+    add("GRUCellLayer max_batch beyond the machine",
+        "blockrnn._core.GRUCellLayer(4, 4, 'float32', 2**62)",
+        "ResourceExhaustedError", "GRUCellLayer.create", "max_batch")
+    add("layers.LSTMCell.forward over set_memory_limit",
+        "c = blockrnn.layers.LSTMCell(64, 64, max_batch=4096)\n"
+        "c.set_weights(np.zeros((128, 256), np.float32), np.zeros(256, np.float32))\n"
+        "z = np.zeros((4096, 64), np.float32)\n" + limit_1m + "c.forward(z, z, z)",
+        "ResourceExhaustedError", "LSTMCell.forward", "memory limit")
+    add("GRUCellLayer.forward workspace over set_memory_limit",
+        "c = blockrnn._core.GRUCellLayer(64, 64, 'float32', 4096)\n"
+        "c.set_weights(np.zeros((128, 128), np.float32), np.zeros((128, 64), np.float32),\n"
+        "              np.zeros(128, np.float32), np.zeros(64, np.float32))\n"
+        "x, h = np.zeros((4096, 64), np.float32), np.zeros((4096, 64), np.float32)\n"
+        "o = [np.empty((4096, 64), np.float32) for _ in range(4)]\n"
+        + limit_1m + "c.forward(x, h, o)",
+        "ResourceExhaustedError", "GRUCellLayer.forward", "memory limit")
     add("RNN num_layers 10**9",
         "blockrnn._core.RNN('lstm', 8, 8, 10**9, False, 'float32', 1, 1)",
         "ResourceExhaustedError", "RNN.create", "layer objects")

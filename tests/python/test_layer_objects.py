@@ -115,6 +115,89 @@ def test_layer_errors_name_the_layer_and_argument():
         _core.RNN("gru", 3, 2, 0, False, "float32", 4, 2)
 
 
+
+# ---- The cell plans (blockrnn.layers.LSTMCell / GRUCell on _core.LSTMCellLayer / GRUCellLayer)
+
+_CELL_SHAPES = [(1, 5, 7), (3, 0, 4), (13, 33, 16), (100, 7, 5), (5, 98, 3)]  # B, I, H
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("peephole", [False, True])
+@pytest.mark.parametrize("B,I,H", _CELL_SHAPES)
+def test_lstm_cell_plan_equals_raw_ops_bitwise(dtype, peephole, B, I, H):
+    rng = np.random.default_rng(B * 100 + I * 10 + H)
+    cell = blockrnn.layers.LSTMCell(I, H, max_batch=B + 2, forget_bias=0.7, cell_clip=0.9,
+                                    use_peephole=peephole, dtype=dtype)
+    w, b = _rand(rng, (I + H, 4 * H), dtype), _rand(rng, (4 * H,), dtype)
+    peep = [_rand(rng, (H,), dtype) for _ in range(3)]
+    cell.set_weights(w, b, *(peep if peephole else []))
+    zeros = [np.zeros(H, dtype)] * 3
+    for _ in range(2):  # the same object, called again
+        x = _rand(rng, (B, I), dtype)
+        cs0, h0 = _rand(rng, (B, H), dtype), _rand(rng, (B, H), dtype)
+        kw = dict(x=x, cs_prev=cs0, h_prev=h0, w=w, b=b, forget_bias=0.7, cell_clip=0.9,
+                  use_peephole=peephole)
+        kw.update(zip(("wci", "wcf", "wco"), peep if peephole else zeros))
+        want = raw_ops.LSTMBlockCell(**kw)
+        got = cell.forward(x, cs0, h0)
+        assert got._fields == want._fields
+        for g, r in zip(got, want):
+            np.testing.assert_array_equal(g, r)
+        csg, hg = _rand(rng, (B, H), dtype), _rand(rng, (B, H), dtype)
+        acts = dict(i=want.i, cs=want.cs, f=want.f, o=want.o, ci=want.ci, co=want.co,
+                    cs_grad=csg, h_grad=hg)
+        gwant = blockrnn.gradients.LSTMBlockCell(**kw, **acts)
+        grads, dicfo = cell.backward(x, cs0, h0, got, csg, hg, dicfo=True)
+        for g, r in zip(grads, gwant):
+            np.testing.assert_array_equal(g, r)
+        kw.pop("forget_bias"), kw.pop("cell_clip")
+        np.testing.assert_array_equal(dicfo, raw_ops.LSTMBlockCellGrad(**kw, **acts).dicfo)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("B,I,H", _CELL_SHAPES + [(0, 4, 6)])
+def test_gru_cell_plan_equals_raw_ops_bitwise(dtype, B, I, H):
+    rng = np.random.default_rng(B * 100 + I * 10 + H + 1)
+    cell = blockrnn.layers.GRUCell(I, H, max_batch=B + 1, dtype=dtype)
+    for _ in range(2):  # new weights, the same object
+        ws = [_rand(rng, s, dtype) for s in ((I + H, 2 * H), (I + H, H), (2 * H,), (H,))]
+        cell.set_weights(*ws)
+        x, h0 = _rand(rng, (B, I), dtype), _rand(rng, (B, H), dtype)
+        kw = dict(x=x, h_prev=h0, w_ru=ws[0], w_c=ws[1], b_ru=ws[2], b_c=ws[3])
+        want = raw_ops.GRUBlockCell(**kw)
+        got = cell.forward(x, h0)
+        for g, r in zip(got, want):
+            np.testing.assert_array_equal(g, r)
+        hg = _rand(rng, (B, H), dtype)
+        acts = dict(r=want.r, u=want.u, c=want.c, d_h=hg)
+        gwant = blockrnn.gradients.GRUBlockCell(**kw, **acts)
+        grads, d_c, d_ru = cell.backward(x, h0, got, hg, gate_grads=True)
+        for g, r in zip(grads, gwant):
+            np.testing.assert_array_equal(g, r)
+        dwant = raw_ops.GRUBlockCellGrad(**kw, **acts)
+        np.testing.assert_array_equal(d_c, dwant.d_c_bar)
+        np.testing.assert_array_equal(d_ru, dwant.d_r_bar_u_bar)
+
+
+def test_cell_plan_errors_name_the_layer_and_argument():
+    with pytest.raises(blockrnn.InvalidArgumentError, match=r"GRUCellLayer.create: hidden_size"):
+        blockrnn.layers.GRUCell(3, 0, max_batch=2)
+    with pytest.raises(blockrnn.InvalidArgumentError, match=r"LSTMCellLayer.create: max_batch"):
+        blockrnn.layers.LSTMCell(3, 2, max_batch=0)
+    cell = blockrnn.layers.LSTMCell(3, 2, max_batch=2)
+    x, s = np.zeros((2, 3), np.float32), np.zeros((2, 2), np.float32)
+    with pytest.raises(blockrnn.InvalidArgumentError,
+                       match="LSTMCellLayer.forward: set_weights has not been called"):
+        cell.forward(x, s, s)
+    with pytest.raises(blockrnn.InvalidArgumentError, match=r"w must have shape \[5, 8\]"):
+        cell.set_weights(np.zeros((5, 4), np.float32), np.zeros(8, np.float32))
+    cell.set_weights(np.zeros((5, 8), np.float32), np.zeros(8, np.float32))
+    with pytest.raises(blockrnn.InvalidArgumentError, match="x has batch 3"):
+        cell.forward(np.zeros((3, 3), np.float32), s, s)
+    with pytest.raises(blockrnn.InvalidArgumentError, match="h_prev must have dtype float32"):
+        cell.forward(x, s, s.astype(np.float64))
+
+
 _OPCHECK = r"""
 import torch
 import blockrnn.torch as brt
