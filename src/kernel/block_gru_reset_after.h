@@ -37,6 +37,10 @@ struct BlockGRUResetAfterFwdArgs {
   // block_gru_reset_after_workspace_elems.
   const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
+  // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
+  // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
+  // float32; `plan` is then not read. The reference ignores it.
+  bool bf16_products = false;
 };
 
 template <typename T>
@@ -53,6 +57,10 @@ struct BlockGRUResetAfterBwdArgs {
   // block_gru_reset_after_workspace_elems.
   const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
+  // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
+  // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
+  // float32; `plan` is then not read. The reference ignores it.
+  bool bf16_products = false;
 };
 
 // The kernels, in both engines (the same signatures, so that the two cannot drift apart):

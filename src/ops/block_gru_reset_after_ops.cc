@@ -91,15 +91,20 @@ Plan validate_grad(const GradIn& in, const NoAttrs&) {
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  ops::compute(
-      ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
-      []<typename T>(const In& i, const Out& o) { return ops::gru_reset_after_fwd_args<T>(i, o); });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
+               [&]<typename T>(const In& i, const Out& o) {
+                 auto args = ops::gru_reset_after_fwd_args<T>(i, o);
+                 args.bf16_products = dtype == DType::kBFloat16;
+                 return args;
+               });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
   ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
-               []<typename T>(const GradIn& i, const GradOut& o) {
-                 return ops::gru_reset_after_bwd_args<T>(i, o);
+               [&]<typename T>(const GradIn& i, const GradOut& o) {
+                 auto args = ops::gru_reset_after_bwd_args<T>(i, o);
+                 args.bf16_products = dtype == DType::kBFloat16;
+                 return args;
                });
 }
 
