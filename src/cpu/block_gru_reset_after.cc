@@ -356,6 +356,13 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   reset_after_input_grads(d, a, act, d_gc, R, xc, bf16);
 }
 
+// Forward: hb (Bf16Lhs [B, H]); backward: dgb ([B, 3H]) and previous_h_bf16.
+double block_gru_reset_after_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H,
+                                                bool grad) {
+  if (!grad) return Bf16Lhs::max_bytes(B, H);
+  return Bf16Lhs::max_bytes(B, 3 * H) + previous_h_bf16_bytes(S, B, H);
+}
+
 template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,
                                                const BlockGRUResetAfterFwdArgs<float>&);
 template void block_gru_reset_after_fwd<double>(const BlockGRUDims&,

@@ -65,4 +65,15 @@ std::int64_t block_gru_workspace_elems(std::int64_t S, std::int64_t B, std::int6
 std::int64_t block_gru_reset_after_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                                    std::int64_t H);
 
+// What the fast path of a bfloat16 call (bf16_products set) allocates per call for its bfloat16
+// products besides the float32 workspace, at most, in bytes, for S steps, B examples and cell
+// size H: the left operands of the recurrent products (Bf16Lhs) and, for the grads (`grad`), the
+// bfloat16 copy of [h_prev; h[0:S−1]] for the weight gradient. The ops' memory check counts it
+// before anything is allocated (ops/checks.h, with_bf16_operands); each is defined next to the
+// allocations it counts (src/cpu/block_*.cc).
+double block_lstm_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad);
+double block_gru_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad);
+double block_gru_reset_after_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H,
+                                                bool grad);
+
 }  // namespace blockrnn::cpu

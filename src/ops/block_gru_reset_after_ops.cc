@@ -9,6 +9,7 @@
 
 #include <array>
 
+#include "cpu/sequence_plan.h"
 #include "kernel/block_gru_reset_after.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
@@ -76,18 +77,22 @@ struct State {
 };
 
 Plan validate_fwd(const In& in, const NoAttrs&) {
-  return ops::sequence_plan(
-      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in)),
-      in.seq_lengths, std::size(kOutputs));
+  const ops::SeqDims d =
+      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in));
+  return ops::with_bf16_operands(
+      ops::sequence_plan(d, in.seq_lengths, std::size(kOutputs)),
+      cpu::block_gru_reset_after_bf16_operand_bytes(d.S, d.B, d.H, false));
 }
 
 // Each gradient has the shape of its input.
 Plan validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::SeqDims d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
                                              State::of(in), kGradSteps);
-  return ops::sequence_plan(
-      d, in.seq_lengths,
-      {in.x.shape, in.h_prev.shape, in.w_i.shape, in.w_h.shape, in.b_i.shape, in.b_h.shape});
+  return ops::with_bf16_operands(
+      ops::sequence_plan(
+          d, in.seq_lengths,
+          {in.x.shape, in.h_prev.shape, in.w_i.shape, in.w_h.shape, in.b_i.shape, in.b_h.shape}),
+      cpu::block_gru_reset_after_bf16_operand_bytes(d.S, d.B, d.H, true));
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {

@@ -14,6 +14,7 @@
 #include <array>
 #include <type_traits>
 
+#include "cpu/sequence_plan.h"
 #include "kernel/block_lstm.h"
 #include "ops/checks.h"
 #include "ops/fields.h"
@@ -71,9 +72,10 @@ ops::LSTMState state_of(const Fields& in, bool grad) {
 
 template <LSTMLayout L, class A>
 Plan validate_fwd(const In& in, const A&) {
-  return ops::sequence_plan(
-      ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false)),
-      in.seq_lengths, std::size(kOutputs));
+  const ops::SeqDims d =
+      ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false));
+  return ops::with_bf16_operands(ops::sequence_plan(d, in.seq_lengths, std::size(kOutputs)),
+                                 cpu::block_lstm_bf16_operand_bytes(d.S, d.B, d.H, false));
 }
 
 // Each gradient has the shape of its input.
@@ -81,9 +83,11 @@ template <LSTMLayout L>
 Plan validate_grad(const GradIn& in, const PeepholeAttr&) {
   const ops::SeqDims d = ops::check_sequence(Checker(block_lstm_op_name(L, true)), kGradInputs, in,
                                              state_of(in, true), kGradSteps);
-  return ops::sequence_plan(d, in.seq_lengths,
-                            {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape,
-                             in.wci.shape, in.wcf.shape, in.wco.shape, in.b.shape});
+  return ops::with_bf16_operands(
+      ops::sequence_plan(d, in.seq_lengths,
+                         {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
+                          in.wcf.shape, in.wco.shape, in.b.shape}),
+      cpu::block_lstm_bf16_operand_bytes(d.S, d.B, d.H, true));
 }
 
 // BlockLSTMV2's kernel uses forget_bias 0.

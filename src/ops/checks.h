@@ -212,6 +212,14 @@ inline core::Plan sequence_plan(const SeqDims& d, const TensorView& seq_lengths,
   return sequence_plan(d, seq_lengths, core::Plan(d.dtype, num_outputs, Shape{d.T, d.B, d.H}));
 }
 
+// A bfloat16 call's plan with the fast path's bfloat16 product operands (`bytes`: the kernel's
+// block_*_bf16_operand_bytes, cpu/sequence_plan.h) for the memory check to count; any other
+// dtype's plan as it is.
+inline core::Plan with_bf16_operands(core::Plan plan, double bytes) {
+  if (plan.dtype == DType::kBFloat16) plan.bf16_operand_bytes = bytes;
+  return plan;
+}
+
 // A sequence kernel's dims (BlockLSTMDims, BlockGRUDims) of validated inputs: the lengths are
 // those the kernel sees (core::effective_lengths).
 template <class Dims, class Fields>
