@@ -1,13 +1,14 @@
 // The 16-bit floating storage dtypes, float16 and bfloat16: both are stored in 16 bits and
 // computed in float32. These are the conversions the ops use for them: a whole array widened to
 // float32 (exact) or rounded from float32 (to nearest, ties to even; NaN stays NaN), and one
-// value rounded to the dtype's precision (the attrs an op converts to its dtype).
+// value rounded to the dtype's precision (the attrs an op converts to its dtype). bfloat16's
+// rounding is core/bfloat16.h's, inline so that the array loops below vectorize.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 
 #include "blockrnn/tensor.h"
+#include "core/bfloat16.h"
 
 namespace blockrnn::core {
 
@@ -16,22 +17,11 @@ inline bool is_16bit_float(DType dtype) {
   return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
 }
 
-// bfloat16 ↔ float32 bit for bit as bfloat16_to_float and float_to_bfloat16 (src/core/tensor.cc)
-// but inline, so that the array loops below vectorize (those two are out of line).
-inline float bf16_bits_to_float(std::uint16_t h) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-}
-inline std::uint16_t float_to_bf16_bits(float x) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
-  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 // n elements of `src` (float16 or bfloat16, as `dtype`) widened to float32 into `dst`.
 inline void widen_to_float(DType dtype, const void* src, float* dst, std::int64_t n) {
   if (dtype == DType::kBFloat16) {
     const BFloat16* s = static_cast<const BFloat16*>(src);
-    for (std::int64_t e = 0; e < n; ++e) dst[e] = bf16_bits_to_float(s[e].bits);
+    for (std::int64_t e = 0; e < n; ++e) dst[e] = bf16_to_float(s[e].bits);
   } else {
     const Half* s = static_cast<const Half*>(src);
     for (std::int64_t e = 0; e < n; ++e) dst[e] = half_to_float(s[e]);
@@ -42,7 +32,7 @@ inline void widen_to_float(DType dtype, const void* src, float* dst, std::int64_
 inline void narrow_from_float(DType dtype, const float* src, void* dst, std::int64_t n) {
   if (dtype == DType::kBFloat16) {
     BFloat16* d = static_cast<BFloat16*>(dst);
-    for (std::int64_t e = 0; e < n; ++e) d[e].bits = float_to_bf16_bits(src[e]);
+    for (std::int64_t e = 0; e < n; ++e) d[e].bits = bf16_from_float(src[e]);
   } else {
     Half* d = static_cast<Half*>(dst);
     for (std::int64_t e = 0; e < n; ++e) d[e] = float_to_half(src[e]);
@@ -52,7 +42,7 @@ inline void narrow_from_float(DType dtype, const float* src, void* dst, std::int
 // v rounded to `dtype`'s precision and widened back (float16 or bfloat16; v itself otherwise).
 inline float round_to_dtype(DType dtype, float v) {
   if (dtype == DType::kFloat16) return half_to_float(float_to_half(v));
-  if (dtype == DType::kBFloat16) return bfloat16_to_float(float_to_bfloat16(v));
+  if (dtype == DType::kBFloat16) return bf16_round(v);
   return v;
 }
 

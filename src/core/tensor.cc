@@ -8,6 +8,7 @@
 #include <new>
 
 #include "blockrnn/error.h"
+#include "core/bfloat16.h"
 #include "core/enum_table.h"
 
 namespace blockrnn {
@@ -88,27 +89,13 @@ Half float_to_half(float f) noexcept {
   return Half{static_cast<std::uint16_t>(sign | value)};
 }
 
+// The library's one bfloat16 rounding (core/bfloat16.h), out of line for the public API.
 float bfloat16_to_float(BFloat16 b) noexcept {
-  const std::uint32_t bits = std::uint32_t{b.bits} << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return core::bf16_to_float(b.bits);
 }
 
 BFloat16 float_to_bfloat16(float f) noexcept {
-  std::uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) {
-    // NaN: keep the sign and the upper payload bits, and set the quiet bit so that a payload
-    // held only in the dropped bits cannot turn into infinity.
-    return BFloat16{static_cast<std::uint16_t>((x >> 16) | 0x0040u)};
-  }
-  // Round the 16 dropped bits to nearest, ties to even: adding 0x7fff plus the lowest kept bit
-  // carries into the kept bits exactly when the dropped part is above half, or half with an odd
-  // kept part. A carry out of the significand is the correct result (the next binade, or
-  // infinity past the largest finite value); subnormals round the same way.
-  const std::uint32_t odd = (x >> 16) & 1u;
-  return BFloat16{static_cast<std::uint16_t>((x + 0x7fffu + odd) >> 16)};
+  return BFloat16{core::bf16_from_float(f)};
 }
 
 Shape::Shape(std::initializer_list<std::int64_t> dims) {

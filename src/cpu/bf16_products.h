@@ -50,6 +50,13 @@ class Bf16Lhs {
     }
   }
 
+  // The most bytes a Bf16Lhs of [rows, k] holds, whichever the kernel: two buffers of rows·k
+  // float32 for kWidened; kDpbf16 holds 2 bytes an element, k padded to even, never more. What
+  // the memory check counts for it (block_*_bf16_operand_bytes, sequence_plan.h).
+  static double max_bytes(std::int64_t rows, std::int64_t k) {
+    return 2.0 * double(rows) * double(k) * double(sizeof(float));
+  }
+
   // Rows [r0, r1), columns [c0, c1) of src (row stride lds) rounded into buffer `slot` (0, 1).
   void round(int slot, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
              const float* src, std::int64_t lds) {
@@ -101,6 +108,11 @@ inline void input_projection_bf16(const ActiveRows& act, const gemm::PackedBBf16
     gemm::gemm_bf16(gemm::Trans::kNo, act.count[t], x + t * act.B * I, I, w, 0.0f,
                     out + t * act.B * ld, ld);
   }
+}
+
+// The bytes of previous_h_bf16's result.
+inline double previous_h_bf16_bytes(std::int64_t S, std::int64_t B, std::int64_t H) {
+  return double(S) * double(B) * double(H) * double(sizeof(std::uint16_t));
 }
 
 // The [S·B, H] matrix [h_prev; h[0:S−1]] (h[t−1] of every row t·B + b) in bfloat16: the left

@@ -436,6 +436,13 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   gru_param_grads(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc);
 }
 
+// Forward: hb and hrb (Bf16Lhs [B, H] each); backward: dcb ([B, H]), drb ([B, 2H]) and
+// previous_h_bf16.
+double block_gru_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad) {
+  if (!grad) return 2 * Bf16Lhs::max_bytes(B, H);
+  return Bf16Lhs::max_bytes(B, H) + Bf16Lhs::max_bytes(B, 2 * H) + previous_h_bf16_bytes(S, B, H);
+}
+
 template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);
 template void block_gru_fwd<double>(const BlockGRUDims&, const BlockGRUFwdArgs<double>&);
 template void block_gru_bwd<float>(const BlockGRUDims&, const BlockGRUBwdArgs<float>&);

@@ -24,9 +24,21 @@
 //   d_x = d_gi·w_iᵀ;  d_w_i = xᵀ·d_gi;  d_b_i = Σ_rows d_gi.
 // The reference groups d_h_prev as d_gh·w_hᵀ + d_h⊙u; here the product's chain starts from d_h⊙u
 // (beta = 1), a rounding-level difference (docs/tolerances.md).
+//
+// bfloat16 calls (bf16_products in the arguments, set by the op from the call's dtype): every
+// product above takes bfloat16 operands with float32 sums (src/cpu/bf16_products.h): x, the
+// weights and the forward's outputs are bfloat16 values already (exact); h[t−1] is rounded for
+// the forward's recurrent product, d_gh[t] for the backward's carry product, d_gh and d_gi for
+// the after-loop products (the carried state, the element-wise math and the bias sums stay
+// float32). The reference path computes a bfloat16 call in float32, so the two differ by these
+// roundings (docs/tolerances.md, "bf16_products").
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
+#include "cpu/bf16_products.h"
 #include "cpu/gru_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "cpu/sequence_plan.h"
@@ -37,6 +49,81 @@ namespace blockrnn::cpu {
 
 using gemm::gemm;
 using gemm::Trans;
+
+namespace {
+
+// The forward's time loop on the input projection already in gi (row stride R): per step
+// product(t, m, h[t−1], own, hn[t]) puts h[t−1]·w_h on the own columns of the r and z blocks
+// of gh_rz (row stride R2) and of hn[t] over the first m rows, the pass, and rounded(t, own)
+// (the bfloat16 products round the own columns of h[t] there), then the step's barrier.
+template <typename T, class Product, class Rounded>
+void gru_reset_after_fwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a,
+                              const ActiveRows& act, const T* gi, std::int64_t R, T* gh_rz,
+                              std::int64_t R2, std::int64_t panels, std::int64_t nr,
+                              Product&& product, Rounded&& rounded) {
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, BH = B * H;
+  const TimeLoop loop{"BlockGRUResetAfter", S, panels, nr, H, 3.0 * double(B) * H * H};
+  loop.run([&](const UnitSplit& own, const auto& end_step) {
+    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
+    for (std::int64_t t = 0; t < S; ++t) {
+      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
+      const T* gi_t = gi + t * B * R;
+      T* const r_t = a.r + t * BH;
+      T* const u_t = a.u + t * BH;
+      T* const n_t = a.n + t * BH;
+      T* const hn_t = a.hn + t * BH;
+      T* const h_t = a.h + t * BH;
+      product(t, act.gemm_rows(t), hp, own, hn_t);
+      act.for_rows(
+          t,
+          [&](std::int64_t n0, std::int64_t n1) {
+            for (std::int64_t n = n0; n < n1; ++n) {
+              const std::int64_t o = n * H + j0;
+              gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
+                                      a.b_h + j0, hp + o, r_t + o, u_t + o, n_t + o, hn_t + o,
+                                      h_t + o);
+            }
+          },
+          [&](std::int64_t n) {
+            for (T* p : {r_t, u_t, n_t, hn_t, h_t}) zero(p + n * H + j0, w);
+          });
+      rounded(t, own);
+      if (end_step(t)) break;
+    }
+  });
+}
+
+// The forward with bfloat16 products (bf16_products.h): gi = x·w_i on w_i packed in bfloat16,
+// and each step's h[t−1]·w_h with h[t−1] rounded to bfloat16 (h_prev before the loop, h[t] by
+// the owners of its columns at the end of step t, into buffer (t+1) mod 2: one barrier a step,
+// so a thread that runs ahead writes the other buffer while the team may still read this one).
+void block_gru_reset_after_fwd_bf16(const BlockGRUDims& d,
+                                    const BlockGRUResetAfterFwdArgs<float>& a,
+                                    const ActiveRows& act, float* gi, std::int64_t R, float* gh_rz,
+                                    std::int64_t R2) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, H3 = 3 * H;
+  gemm::PackedBBf16 w_i, w_h_r, w_h_z, w_h_n;
+  w_i.pack(Trans::kNo, I, H3, a.w_i, H3);
+  w_h_r.pack(Trans::kNo, H, H, a.w_h, H3);
+  w_h_z.pack(Trans::kNo, H, H, a.w_h + H, H3);
+  w_h_n.pack(Trans::kNo, H, H, a.w_h + 2 * H, H3);
+  input_projection_bf16(act, w_i, a.x, I, gi, R);
+  Bf16Lhs hb("BlockGRUResetAfter", B, H, w_h_n.kernel());
+  hb.round(0, 0, B, 0, H, a.h_prev, H);
+  gru_reset_after_fwd_loop(
+      d, a, act, gi, R, gh_rz, R2, w_h_n.panels(), w_h_n.panel_width(),
+      [&](std::int64_t t, std::int64_t m, const float*, const UnitSplit& own, float* hn_t) {
+        const int slot = int(t % 2);
+        hb.product(slot, m, w_h_r, own.p0, own.p1, 0.0f, gh_rz, R2);
+        hb.product(slot, m, w_h_z, own.p0, own.p1, 0.0f, gh_rz + H, R2);
+        hb.product(slot, m, w_h_n, own.p0, own.p1, 0.0f, hn_t, H);
+      },
+      [&](std::int64_t t, const UnitSplit& own) {
+        hb.round(int((t + 1) % 2), 0, B, own.j0, own.j1, a.h + t * BH, H);
+      });
+}
+
+}  // namespace
 
 // The forward, with or without seq_lengths (sequence_common.h, ActiveRows; without lengths every
 // row is active): each step's product over its active prefix (or all rows) and its pass on the
@@ -51,74 +138,41 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
   Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2}, a.workspace);
   T* const gi = ws.slice(0);
   T* const gh_rz = ws.slice(1);
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.bf16_products) return block_gru_reset_after_fwd_bf16(d, a, act, gi, R, gh_rz, R2);
+  }
   const Packed<T> w_h_r(a.plan ? &a.plan->w_h_r : nullptr, Trans::kNo, H, H, a.w_h, H3);
   const Packed<T> w_h_z(a.plan ? &a.plan->w_h_z : nullptr, Trans::kNo, H, H, a.w_h + H, H3);
   const Packed<T> w_h_n(a.plan ? &a.plan->w_h_n : nullptr, Trans::kNo, H, H, a.w_h + 2 * H, H3);
-  const std::int64_t panels = w_h_n->panels(), nr = w_h_n->panel_width();
   // gi = x·w_i; with prefix lengths only each step's active rows.
   input_projection(act, a.plan ? &a.plan->w_i : nullptr, a.x, I, a.w_i, H3, H3, gi, R);
-  const TimeLoop loop{"BlockGRUResetAfter", S, panels, nr, H, 3.0 * double(B) * H * H};
-  loop.run([&](const UnitSplit& own, const auto& end_step) {
-    const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
-    for (std::int64_t t = 0; t < S; ++t) {
-      const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
-      const T* gi_t = gi + t * B * R;
-      T* const r_t = a.r + t * BH;
-      T* const u_t = a.u + t * BH;
-      T* const n_t = a.n + t * BH;
-      T* const hn_t = a.hn + t * BH;
-      T* const h_t = a.h + t * BH;
-      const std::int64_t m = act.gemm_rows(t);
-      gemm::gemm_panels(m, hp, H, *w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
-      gemm::gemm_panels(m, hp, H, *w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
-      gemm::gemm_panels(m, hp, H, *w_h_n, own.p0, own.p1, T(0), hn_t, H);
-      act.for_rows(
-          t,
-          [&](std::int64_t n0, std::int64_t n1) {
-            for (std::int64_t n = n0; n < n1; ++n) {
-              const std::int64_t o = n * H + j0;
-              gru_reset_after_fwd_row(w, H, gi_t + n * R + j0, a.b_i + j0, gh_rz + n * R2 + j0,
-                                      a.b_h + j0, hp + o, r_t + o, u_t + o, n_t + o, hn_t + o,
-                                      h_t + o);
-            }
-          },
-          [&](std::int64_t n) {
-            for (T* p : {r_t, u_t, n_t, hn_t, h_t}) zero(p + n * H + j0, w);
-          });
-      if (end_step(t)) break;
-    }
-  });
+  gru_reset_after_fwd_loop(
+      d, a, act, gi, R, gh_rz, R2, w_h_n->panels(), w_h_n->panel_width(),
+      [&](std::int64_t, std::int64_t m, const T* hp, const UnitSplit& own, T* hn_t) {
+        gemm::gemm_panels(m, hp, H, *w_h_r, own.p0, own.p1, T(0), gh_rz, R2);
+        gemm::gemm_panels(m, hp, H, *w_h_z, own.p0, own.p1, T(0), gh_rz + H, R2);
+        gemm::gemm_panels(m, hp, H, *w_h_n, own.p0, own.p1, T(0), hn_t, H);
+      },
+      [](std::int64_t, const UnitSplit&) {});
 }
 
-// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
-// the pass on the active rows (inactive rows of d_gh, d_n_bar and the carry are zero) and the
-// product over the step's prefix (or all rows); the parameter gradients and d_x as products
-// over all S·B rows in place, or, with lengths, over the N active rows compacted.
-template <typename T>
-void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  zero(a.d_x, d.T * B * I);
-  zero(a.d_h_prev, BH);
-  zero(a.d_w_i, I * H3);
-  zero(a.d_w_h, H * H3);
-  zero(a.d_b_i, H3);
-  zero(a.d_b_h, H3);
-  const ActiveRows act(d.lengths, S, B);
-  const std::int64_t N = act.total(), Nc = act.compacted();
-  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
-  const std::int64_t R = padded_ld(H3);
-  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, Nc * R, Nc * H, Nc * I},
-                  a.workspace);
-  T* const d_g = ws.slice(0);
-  T* const d_n = ws.slice(1);
+namespace {
+
+// The backward's time loop: per step the pass into d_gh[t] (row stride R), d_n_bar[t] and the
+// carry, rounded(t, own) (the bfloat16 products round the own columns of d_gh[t] there), the
+// step's barrier, then carry_product(t, m, own): carry += d_gh[t]·w_hᵀ on the own columns over
+// the first m rows.
+template <typename T, class CarryProduct, class Rounded>
+void gru_reset_after_bwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
+                              const ActiveRows& act, T* d_g, std::int64_t R, T* d_n,
+                              std::int64_t panels, std::int64_t nr, CarryProduct&& carry_product,
+                              Rounded&& rounded) {
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, BH = B * H;
   T* const carry = a.d_h_prev;
-  const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
-  const std::int64_t panels = w_h_t->panels(), nr = w_h_t->panel_width();
   const TimeLoop loop{"BlockGRUResetAfterGrad", S, panels, nr, H, 3.0 * double(B) * H * H};
   loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
     for (std::int64_t t = S - 1; t >= 0; --t) {
-      const std::int64_t k = S - 1 - t;
       const T* hp = t == 0 ? a.h_prev : a.h + (t - 1) * BH;
       const std::int64_t s = t * BH;
       T* const d_g_t = d_g + t * B * R;
@@ -138,22 +192,142 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
             zero(d_n + s + n * H + j0, w);
             zero(carry + n * H + j0, w);
           });
-      if (end_step(k)) break;
-      gemm::gemm_panels(act.gemm_rows(t), d_g_t, R, *w_h_t, own.p0, own.p1, T(1), carry, H);
+      rounded(t, own);
+      if (end_step(S - 1 - t)) break;
+      carry_product(t, act.gemm_rows(t), own);
     }
   });
+}
+
+// d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh over all S·B rows (d_gh = d_g in place), or hcᵀ·d_gc over the
+// N active rows compacted (d_gh = d_gc); on bfloat16 operands with `bf16` (d_gh rounded when
+// packed, [h_prev; h[0:S−1]] one bfloat16 copy).
+template <typename T>
+void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
+                       const ActiveRows& act, const T* d_gh, std::int64_t R, const T* hc,
+                       bool bf16) {
+  const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, H3 = 3 * H;
+  const std::int64_t rows = act.all ? S * B : act.total();
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16) {
+      gemm::PackedBBf16 d_gh_packed;
+      d_gh_packed.pack(Trans::kNo, rows, H3, d_gh, R);
+      if (!act.all) {
+        gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gh_packed, 0.0f, a.d_w_h, H3);
+        return;
+      }
+      const std::vector<std::uint16_t> h_before =
+          previous_h_bf16("BlockGRUResetAfterGrad", S, B, H, a.h_prev, a.h);
+      gemm::gemm_bf16(Trans::kYes, H, h_before.data(), H, d_gh_packed, 0.0f, a.d_w_h, H3);
+      return;
+    }
+  }
+  gemm::PackedB<T> d_gh_packed;  // packed once for its two K ranges
+  d_gh_packed.pack(Trans::kNo, rows, H3, d_gh, R);
+  if (!act.all) {
+    gemm<T>(Trans::kYes, H, hc, H, d_gh_packed, T(0), a.d_w_h, H3);
+    return;
+  }
+  // Over two K ranges of the packed d_gh, so the previous-h sequence is never copied:
+  //   [H, 3H] = [B, H]ᵀ·d_gh[0:B] + [(S−1)·B, H]ᵀ·d_gh[B:]
+  gemm<T>(Trans::kYes, H, a.h_prev, H, d_gh_packed, 0, B, T(0), a.d_w_h, H3);
+  gemm<T>(Trans::kYes, H, a.h, H, d_gh_packed, B, rows, T(1), a.d_w_h, H3);
+}
+
+// d_w_i = xᵀ·d_gi and d_x = d_gi·w_iᵀ over all S·B rows (d_gi = d_g in place), or over the N
+// active rows compacted (d_gi = d_gc; xc holds their x rows, then their d_x rows, scattered);
+// on bfloat16 operands with `bf16` (d_gi rounded when packed).
+//   d_w_i [I, 3H] = [rows, I]ᵀ·[rows, 3H];  d_x [rows, I] = [rows, 3H]·[I, 3H]ᵀ
+template <typename T>
+void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
+                             const ActiveRows& act, const T* d_gi, std::int64_t R, T* xc,
+                             bool bf16) {
+  const std::int64_t B = d.B, I = d.I, H3 = 3 * d.H, S = d.seq_len_max;
+  const std::int64_t rows = act.all ? S * B : act.total();
+  const T* const x = act.all ? a.x : xc;
+  T* const d_x = act.all ? a.d_x : xc;  // written after d_w_i has read xc
+  bool done = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16) {
+      {
+        gemm::PackedBBf16 d_gi_packed;
+        d_gi_packed.pack(Trans::kNo, rows, H3, d_gi, R);
+        gemm::gemm_bf16(Trans::kYes, I, x, I, d_gi_packed, 0.0f, a.d_w_i, H3);
+      }
+      gemm::gemm_bf16(Trans::kNo, Trans::kYes, rows, I, H3, d_gi, R, a.w_i, H3, 0.0f, d_x, I);
+      done = true;
+    }
+  }
+  if (!done) {
+    {
+      gemm::PackedB<T> d_gi_packed;
+      d_gi_packed.pack(Trans::kNo, rows, H3, d_gi, R);
+      gemm<T>(Trans::kYes, I, x, I, d_gi_packed, T(0), a.d_w_i, H3);
+    }
+    gemm<T>(Trans::kNo, Trans::kYes, rows, I, H3, d_gi, R, a.w_i, H3, T(0), d_x, I);
+  }
+  if (!act.all) scatter_rows(act.rows, xc, I, a.d_x);
+}
+
+}  // namespace
+
+// The backward, with or without seq_lengths (ActiveRows; without lengths every row is active):
+// the pass on the active rows (inactive rows of d_gh, d_n_bar and the carry are zero) and the
+// product over the step's prefix (or all rows); the parameter gradients and d_x as products
+// over all S·B rows in place, or, with lengths, over the N active rows compacted. With
+// bf16_products, every product on bfloat16 operands: the carry from d_gh[t] rounded by the
+// owners of its columns into buffer t mod 2 before the step's barrier (one barrier a step, as
+// the forward).
+template <typename T>
+void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
+  zero(a.d_x, d.T * B * I);
+  zero(a.d_h_prev, BH);
+  zero(a.d_w_i, I * H3);
+  zero(a.d_w_h, H * H3);
+  zero(a.d_b_i, H3);
+  zero(a.d_b_h, H3);
+  const ActiveRows act(d.lengths, S, B);
+  const std::int64_t N = act.total(), Nc = act.compacted();
+  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
+  const std::int64_t R = padded_ld(H3);
+  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, Nc * R, Nc * H, Nc * I},
+                  a.workspace);
+  T* const d_g = ws.slice(0);
+  T* const d_n = ws.slice(1);
+  T* const carry = a.d_h_prev;
+  bool bf16 = false;
+  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
+  if (bf16) {
+    if constexpr (std::is_same_v<T, float>) {
+      gemm::PackedBBf16 w_h_t;
+      w_h_t.pack(Trans::kYes, H3, H, a.w_h, H3);
+      Bf16Lhs dgb("BlockGRUResetAfterGrad", B, H3, w_h_t.kernel());
+      gru_reset_after_bwd_loop(
+          d, a, act, d_g, R, d_n, w_h_t.panels(), w_h_t.panel_width(),
+          [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {
+            dgb.product(int(t % 2), m, w_h_t, own.p0, own.p1, 1.0f, carry, H);
+          },
+          [&](std::int64_t t, const UnitSplit& own) {
+            for (std::int64_t q = 0; q < 3; ++q) {
+              dgb.round(int(t % 2), 0, B, q * H + own.j0, q * H + own.j1, d_g + t * B * R, R);
+            }
+          });
+    }
+  } else {
+    const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
+    gru_reset_after_bwd_loop(
+        d, a, act, d_g, R, d_n, w_h_t->panels(), w_h_t->panel_width(),
+        [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {
+          gemm::gemm_panels(m, d_g + t * B * R, R, *w_h_t, own.p0, own.p1, T(1), carry, H);
+        },
+        [](std::int64_t, const UnitSplit&) {});
+  }
 
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
-    {
-      gemm::PackedB<T> d_gh_packed;  // d_gh, packed once for its two K ranges
-      d_gh_packed.pack(Trans::kNo, SB, H3, d_g, R);
-      // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh over two K ranges of the packed d_gh, so the
-      // previous-h sequence is never copied:
-      //   [H, 3H] = [B, H]ᵀ·d_gh[0:B] + [(S−1)·B, H]ᵀ·d_gh[B:]
-      gemm<T>(Trans::kYes, H, a.h_prev, H, d_gh_packed, 0, B, T(0), a.d_w_h, H3);
-      gemm<T>(Trans::kYes, H, a.h, H, d_gh_packed, B, SB, T(1), a.d_w_h, H3);
-    }
+    // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh      [H, 3H] = [S·B, H]ᵀ·[S·B, 3H]
+    reset_after_d_w_h(d, a, act, d_g, R, static_cast<const T*>(nullptr), bf16);
     // d_b_h = Σ_rows d_gh  [3H]
     column_sums(SB, H3, d_g, R, a.d_b_h);
     // d_gi = d_gh with its n block d_hn replaced by d_n_bar.
@@ -162,16 +336,10 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
         std::copy(d_n + e * H, d_n + (e + 1) * H, d_g + e * R + 2 * H);
       }
     });
-    // d_x[0:S] = d_gi·w_iᵀ      [S·B, I] = [S·B, 3H]·[I, 3H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H3, d_g, R, a.w_i, H3, T(0), a.d_x, I);
-    {
-      gemm::PackedB<T> d_gi_packed;
-      d_gi_packed.pack(Trans::kNo, SB, H3, d_g, R);
-      // d_w_i = xᵀ·d_gi      [I, 3H] = [S·B, I]ᵀ·[S·B, 3H]
-      gemm<T>(Trans::kYes, I, a.x, I, d_gi_packed, T(0), a.d_w_i, H3);
-    }
     // d_b_i = Σ_rows d_gi  [3H]
     column_sums(SB, H3, d_g, R, a.d_b_i);
+    // d_w_i = xᵀ·d_gi;  d_x[0:S] = d_gi·w_iᵀ
+    reset_after_input_grads(d, a, act, d_g, R, static_cast<T*>(nullptr), bf16);
     return;
   }
 
@@ -180,22 +348,19 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   T* const xc = ws.slice(4);    // [N, I]  their x, then their d_x
   gather_rows(act.rows, d_g, R, H3, d_gc, R);
   gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
-  {
-    gemm::PackedB<T> d_gh_packed;
-    d_gh_packed.pack(Trans::kNo, N, H3, d_gc, R);
-    gemm<T>(Trans::kYes, H, hc, H, d_gh_packed, T(0), a.d_w_h, H3);
-  }
+  reset_after_d_w_h(d, a, act, d_gc, R, hc, bf16);
   column_sums(N, H3, d_gc, R, a.d_b_h);
   // d_gi = d_gh with its n block replaced by d_n_bar.
   gather_rows(act.rows, d_n, H, H, d_gc + 2 * H, R);
-  {
-    gemm::PackedB<T> d_gi_packed;
-    d_gi_packed.pack(Trans::kNo, N, H3, d_gc, R);
-    gemm<T>(Trans::kYes, I, xc, I, d_gi_packed, T(0), a.d_w_i, H3);
-  }
   column_sums(N, H3, d_gc, R, a.d_b_i);
-  gemm<T>(Trans::kNo, Trans::kYes, N, I, H3, d_gc, R, a.w_i, H3, T(0), xc, I);
-  scatter_rows(act.rows, xc, I, a.d_x);
+  reset_after_input_grads(d, a, act, d_gc, R, xc, bf16);
+}
+
+// Forward: hb (Bf16Lhs [B, H]); backward: dgb ([B, 3H]) and previous_h_bf16.
+double block_gru_reset_after_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H,
+                                                bool grad) {
+  if (!grad) return Bf16Lhs::max_bytes(B, H);
+  return Bf16Lhs::max_bytes(B, 3 * H) + previous_h_bf16_bytes(S, B, H);
 }
 
 template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,

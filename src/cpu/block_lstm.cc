@@ -384,6 +384,12 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   lstm_weight_grads(d, a, act, d_gates, Gp, dgc, xc, hc);
 }
 
+// Forward: hb (Bf16Lhs [B, H]); backward: dg ([B, 4H]) and previous_h_bf16.
+double block_lstm_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad) {
+  if (!grad) return Bf16Lhs::max_bytes(B, H);
+  return Bf16Lhs::max_bytes(B, 4 * H) + previous_h_bf16_bytes(S, B, H);
+}
+
 template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);
 template void block_lstm_fwd<double>(const BlockLSTMDims&, const BlockLSTMFwdArgs<double>&);
 template void block_lstm_bwd<float>(const BlockLSTMDims&, const BlockLSTMBwdArgs<float>&);

@@ -37,6 +37,10 @@ struct BlockGRUResetAfterFwdArgs {
   // block_gru_reset_after_workspace_elems.
   const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
+  // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
+  // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
+  // float32; `plan` is then not read. The reference ignores it.
+  bool bf16_products = false;
 };
 
 template <typename T>
@@ -53,6 +57,10 @@ struct BlockGRUResetAfterBwdArgs {
   // block_gru_reset_after_workspace_elems.
   const GRUResetAfterPlan<T>* plan = nullptr;
   T* workspace = nullptr;
+  // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
+  // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
+  // float32; `plan` is then not read. The reference ignores it.
+  bool bf16_products = false;
 };
 
 // The kernels, in both engines (the same signatures, so that the two cannot drift apart):
@@ -65,6 +73,14 @@ template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
 }  // namespace ref
 namespace cpu {
+// What the fast path of a bfloat16 call (bf16_products set) allocates per call for its bfloat16
+// products besides the float32 workspace, at most, in bytes, for S steps, B examples and cell
+// size H: the left operands of the recurrent products (Bf16Lhs) and, for the grads (`grad`), the
+// bfloat16 copy of [h_prev; h[0:S−1]] for the weight gradient. The ops' memory check counts it
+// before anything is allocated (ops/checks.h, with_bf16_operands); it is defined next to the
+// allocations it counts (src/cpu).
+double block_gru_reset_after_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H,
+                                                bool grad);
 template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
 template <typename T>

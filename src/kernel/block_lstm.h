@@ -99,6 +99,13 @@ template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a);
 }  // namespace ref
 namespace cpu {
+// What the fast path of a bfloat16 call (bf16_products set) allocates per call for its bfloat16
+// products besides the float32 workspace, at most, in bytes, for S steps, B examples and cell
+// size H: the left operands of the recurrent products (Bf16Lhs) and, for the grads (`grad`), the
+// bfloat16 copy of [h_prev; h[0:S−1]] for the weight gradient. The ops' memory check counts it
+// before anything is allocated (ops/checks.h, with_bf16_operands); it is defined next to the
+// allocations it counts (src/cpu).
+double block_lstm_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad);
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);
 template <typename T>

@@ -45,18 +45,20 @@ constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
     {"b_c_grad", &GradOut::b_c_grad, &GradRes::b_c_grad}};
 
 CallShape validate_fwd(const In& in, const NoAttrs&) {
-  return ops::sequence_shape(
-      ops::check_sequence(Checker("BlockGRU"), kInputs, in, ops::GRUState::of(in)), in.seq_lengths,
-      std::size(kOutputs));
+  const ops::SeqSizes d =
+      ops::check_sequence(Checker("BlockGRU"), kInputs, in, ops::GRUState::of(in));
+  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)),
+                                 cpu::block_gru_bf16_operand_bytes(d.S, d.B, d.H, false));
 }
 
 // Each gradient has the shape of its input.
 CallShape validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::SeqSizes d = ops::check_sequence(Checker("BlockGRUGrad"), kGradInputs, in,
                                               ops::GRUState::of(in), kGradSteps);
-  return ops::sequence_shape(
-      d, in.seq_lengths,
-      {in.x.shape, in.h_prev.shape, in.w_ru.shape, in.w_c.shape, in.b_ru.shape, in.b_c.shape});
+  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths,
+                                                     {in.x.shape, in.h_prev.shape, in.w_ru.shape,
+                                                      in.w_c.shape, in.b_ru.shape, in.b_c.shape}),
+                                 cpu::block_gru_bf16_operand_bytes(d.S, d.B, d.H, true));
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {

@@ -76,30 +76,39 @@ struct State {
 };
 
 CallShape validate_fwd(const In& in, const NoAttrs&) {
-  return ops::sequence_shape(
-      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in)),
-      in.seq_lengths, std::size(kOutputs));
+  const ops::SeqSizes d =
+      ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in));
+  return ops::with_bf16_operands(
+      ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)),
+      cpu::block_gru_reset_after_bf16_operand_bytes(d.S, d.B, d.H, false));
 }
 
 // Each gradient has the shape of its input.
 CallShape validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::SeqSizes d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
                                               State::of(in), kGradSteps);
-  return ops::sequence_shape(
-      d, in.seq_lengths,
-      {in.x.shape, in.h_prev.shape, in.w_i.shape, in.w_h.shape, in.b_i.shape, in.b_h.shape});
+  return ops::with_bf16_operands(
+      ops::sequence_shape(
+          d, in.seq_lengths,
+          {in.x.shape, in.h_prev.shape, in.w_i.shape, in.w_h.shape, in.b_i.shape, in.b_h.shape}),
+      cpu::block_gru_reset_after_bf16_operand_bytes(d.S, d.B, d.H, true));
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
-  ops::compute(
-      ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
-      []<typename T>(const In& i, const Out& o) { return ops::gru_reset_after_fwd_args<T>(i, o); });
+  ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
+               [&]<typename T>(const In& i, const Out& o) {
+                 auto args = ops::gru_reset_after_fwd_args<T>(i, o);
+                 args.bf16_products = dtype == DType::kBFloat16;
+                 return args;
+               });
 }
 
 void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dtype) {
   ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
-               []<typename T>(const GradIn& i, const GradOut& o) {
-                 return ops::gru_reset_after_bwd_args<T>(i, o);
+               [&]<typename T>(const GradIn& i, const GradOut& o) {
+                 auto args = ops::gru_reset_after_bwd_args<T>(i, o);
+                 args.bf16_products = dtype == DType::kBFloat16;
+                 return args;
                });
 }
 

@@ -71,9 +71,10 @@ ops::LSTMState state_of(const Fields& in, bool grad) {
 
 template <LSTMLayout L, class A>
 CallShape validate_fwd(const In& in, const A&) {
-  return ops::sequence_shape(
-      ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false)),
-      in.seq_lengths, std::size(kOutputs));
+  const ops::SeqSizes d =
+      ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false));
+  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)),
+                                 cpu::block_lstm_bf16_operand_bytes(d.S, d.B, d.H, false));
 }
 
 // Each gradient has the shape of its input.
@@ -81,9 +82,11 @@ template <LSTMLayout L>
 CallShape validate_grad(const GradIn& in, const PeepholeAttr&) {
   const ops::SeqSizes d = ops::check_sequence(Checker(block_lstm_op_name(L, true)), kGradInputs, in,
                                               state_of(in, true), kGradSteps);
-  return ops::sequence_shape(d, in.seq_lengths,
-                             {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape,
-                              in.wci.shape, in.wcf.shape, in.wco.shape, in.b.shape});
+  return ops::with_bf16_operands(
+      ops::sequence_shape(d, in.seq_lengths,
+                          {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
+                           in.wcf.shape, in.wco.shape, in.b.shape}),
+      cpu::block_lstm_bf16_operand_bytes(d.S, d.B, d.H, true));
 }
 
 // BlockLSTMV2's kernel uses forget_bias 0.

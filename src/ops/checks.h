@@ -222,6 +222,14 @@ inline core::CallShape sequence_shape(const SeqSizes& d, const TensorView& seq_l
                         core::CallShape(d.dtype, num_outputs, Shape{d.T, d.B, d.H}));
 }
 
+// A bfloat16 call's CallShape with the fast path's bfloat16 product operands (`bytes`: the kernel's
+// block_*_bf16_operand_bytes, kernel/block_*.h) for the memory check to count; any other
+// dtype's CallShape as it is.
+inline core::CallShape with_bf16_operands(core::CallShape call, double bytes) {
+  if (call.dtype == DType::kBFloat16) call.bf16_operand_bytes = bytes;
+  return call;
+}
+
 // A sequence kernel's dims (BlockLSTMDims, BlockGRUDims) of validated inputs: the lengths are
 // those the kernel sees (core::effective_lengths).
 template <class Dims, class Fields>

@@ -100,6 +100,11 @@ struct CallShape {
   std::array<Shape, kMaxOutputs> shapes;
   std::int64_t T = 1, B = 0, I = 0, H = 0;
   bool lengths = false;
+  // A bfloat16 call of an op whose fast path takes bfloat16 products (BlockLSTM(V2), BlockGRU,
+  // BlockGRUResetAfter and their grads): the bytes of its bfloat16 product operands, at most
+  // (kernel/block_*.h, block_*_bf16_operand_bytes; ops::with_bf16_operands sets it). The
+  // memory check counts them unless the reference path runs; 0 for every other call.
+  double bf16_operand_bytes = 0.0;
 
   CallShape() = default;
   CallShape(DType d, std::initializer_list<Shape> outputs) : dtype(d) {

@@ -300,7 +300,10 @@ void check_memory(const char* op, std::span<const TensorView> inputs,
     if (double(e.bytes) > extra_largest) extra_largest = double(e.bytes), extra_max = &e;
   }
   const double work = call.empty() ? 0.0 : workspace_bytes(inputs, call);
-  const double total = outputs + extra_total + work;
+  // The fast path's bfloat16 product operands (CallShape::bf16_operand_bytes): allocated per call
+  // besides the workspace; the reference path computes a bfloat16 call in float32 without them.
+  const double bf16_operands = call.empty() || force_reference() ? 0.0 : call.bf16_operand_bytes;
+  const double total = outputs + extra_total + work + bf16_operands;
   const double limit = double(get_memory_limit());
   if (total <= limit) return;
   std::string parts;
@@ -313,6 +316,9 @@ void check_memory(const char* op, std::span<const TensorView> inputs,
              format_bytes(extra_max->bytes);
   }
   parts += std::string(parts.empty() ? "" : "; ") + "workspace up to " + format_bytes(work);
+  if (bf16_operands > 0) {
+    parts += "; bfloat16 product operands up to " + format_bytes(bf16_operands);
+  }
   char exact[64];
   std::snprintf(exact, sizeof(exact), "%.0f", total);
   throw Error(ErrorCode::kResourceExhausted,

@@ -5,7 +5,8 @@
 // overwritten; empty shapes (T, B, I, H or seq_len_max zero); validation of every input's rank,
 // shape and dtype naming the op and the argument; bitwise determinism across thread counts;
 // the results of 8 concurrent callers equal to serial ones; inputs never modified; an output on
-// an input refused even when the call has no work.
+// an input refused even when the call has no work; the memory limit counting a bfloat16 call's
+// product operands.
 // Op-specific semantics (TF quirks, attr meanings, equations) stay in the per-op files.
 #include <cmath>
 #include <cstdlib>
@@ -590,6 +591,78 @@ void output_on_input_refused(const OpTest& t) {
   }
 }
 
+// What the fast path of a bfloat16 call allocates for its bfloat16 products (src/cpu/
+// bf16_products.h), at most, in bytes: two [B, k] float32 buffers (8·B·k bytes) for the left
+// operand of each recurrent product (k = H forward: LSTM h, GRU h and hr, reset-after GRU h;
+// backward: LSTM d_gates 4H, GRU d_c_bar H and d_ru 2H, reset-after GRU d_gh 3H) and, for the
+// grads, the bfloat16 copy of [h_prev; h[0:S−1]] (2·S·B·H bytes). 0 for the other ops.
+double bf16_operand_bytes(const std::string& op, std::int64_t S, std::int64_t B, std::int64_t H) {
+  const double BH = double(B) * double(H), prev_h = 2.0 * double(S) * BH;
+  if (op == "BlockLSTM" || op == "BlockLSTMV2" || op == "BlockGRUResetAfter") return 8 * BH;
+  if (op == "BlockGRU") return 2 * 8 * BH;
+  if (op == "BlockLSTMGrad" || op == "BlockLSTMGradV2") return 8 * 4 * BH + prev_h;
+  if (op == "BlockGRUGrad") return 8 * BH + 8 * 2 * BH + prev_h;
+  if (op == "BlockGRUResetAfterGrad") return 8 * 3 * BH + prev_h;
+  return 0.0;
+}
+
+// The memory check (get_memory_limit) counts a bfloat16 call's product operands before anything
+// is allocated: on the fast path a bfloat16 call needs exactly the bytes of the same float16 call
+// (the same float32 staging) plus bf16_operand_bytes, named in the message; on the reference
+// path, which has none, exactly the float16 call's. A limit one byte below what a bfloat16 call
+// needs refuses it, naming the op; a limit of exactly that runs it.
+void memory_limit(const OpTest& t) {
+  const Dims d = testing::is_sequence_op(t.op) ? Dims{4, 16, 24, 32, 3} : Dims{1, 16, 24, 32, 1};
+  const double want_operands = bf16_operand_bytes(t.op, d.S, d.B, d.H);
+  EXPECT_EQ(want_operands > 0, t.bf16_products > 0) << t.op << ": op_table.json's bf16_products";
+  const long long saved = get_memory_limit();
+  // The bytes a call needs, from the refusal's message at a limit of 1 byte.
+  auto needed = [&](const Call& c, std::string* message) -> long long {
+    set_memory_limit(1);
+    try {
+      (void)run(c);
+      ADD_FAILURE() << t.op << ": ran at a memory limit of 1 byte";
+      return -1;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted) << e.what();
+      *message = e.what();
+      const std::size_t at = message->find(" (");
+      return at == std::string::npos ? -1 : std::atoll(message->c_str() + at + 2);
+    }
+  };
+  for (bool reference : {false, true}) {
+    testing::ReferenceMode mode(reference);
+    const char* path = reference ? " reference path" : " fast path";
+    set_memory_limit(saved);  // a grad op's call runs its forward op
+    std::mt19937_64 rng(31);
+    const Call bf16 = make_call(t, d, DType::kBFloat16, rng);
+    const Call f16 = converted(bf16, DType::kFloat16);
+    std::string message, f16_message;
+    const long long need = needed(bf16, &message), need_f16 = needed(f16, &f16_message);
+    const bool counted = !reference && want_operands > 0;
+    EXPECT_EQ(double(need - need_f16), counted ? want_operands : 0.0) << t.op << path;
+    EXPECT_EQ(message.rfind(t.op + ": this call needs ", 0), 0u) << message;
+    EXPECT_EQ(message.find("bfloat16 product operands up to") != std::string::npos, counted)
+        << path << ": " << message;
+    EXPECT_EQ(f16_message.find("bfloat16 product operands"), std::string::npos) << f16_message;
+    set_memory_limit(need - 1);
+    try {
+      (void)run(bf16);
+      ADD_FAILURE() << t.op << path << ": ran one byte below what it needs";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(t.op + ": this call needs ", 0), 0u) << e.what();
+    }
+    set_memory_limit(need);
+    try {
+      (void)run(bf16);
+    } catch (const Error& e) {
+      ADD_FAILURE() << t.op << path << ": refused at exactly what it needs: " << e.what();
+    }
+  }
+  set_memory_limit(saved);
+}
+
 // The properties, by name (the test name's suffix).
 struct Property {
   const char* name;
@@ -606,7 +679,8 @@ constexpr Property kProperties[] = {
     {"Determinism", determinism},
     {"ConcurrentCallsGiveSerialResults", concurrent_calls},
     {"InputsAreNeverModified", inputs_unchanged},
-    {"OutputOnAnInputIsRefusedEvenWithEmptyWork", output_on_input_refused}};
+    {"OutputOnAnInputIsRefusedEvenWithEmptyWork", output_on_input_refused},
+    {"MemoryLimitCountsBfloat16ProductOperands", memory_limit}};
 
 // (op, index into kProperties) for every pair that applies: finite differences only for the
 // full gradients.

@@ -2,7 +2,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include "core/bfloat16.h"
+#include "core/lowp.h"
+#include "gemm/bf16.h"
 #include "test_util.h"
 
 namespace blockrnn {
@@ -113,6 +117,45 @@ TEST(BFloat16, SpecialValues) {
     const float r = round(float_of_bits(nan));
     EXPECT_TRUE(std::isnan(r)) << std::hex << nan;
     EXPECT_EQ(std::signbit(r), (nan >> 31) != 0) << std::hex << nan;
+  }
+}
+
+// The library has one bfloat16 rounding (core/bfloat16.h): the public float_to_bfloat16, the
+// ops' array conversions (core/lowp.h: narrow_from_float, widen_to_float, round_to_dtype) and
+// the GEMM's operand rounding (gemm::bf16_from_float) give the same bits on every tie, both
+// neighbours of every tie, NaNs (payload only in the dropped bits too), infinities, the largest
+// finite values, subnormals and zeros, and the rounding is the comparison in double above.
+TEST(BFloat16, EveryConversionIsTheOneRounding) {
+  std::vector<float> in;
+  for (std::uint32_t upper = 0; upper < 0x10000u; ++upper) {
+    for (std::uint32_t lower : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      in.push_back(float_of_bits((upper << 16) | lower));
+    }
+  }
+  std::vector<BFloat16> narrowed(in.size());
+  core::narrow_from_float(DType::kBFloat16, in.data(), narrowed.data(),
+                          static_cast<std::int64_t>(in.size()));
+  std::vector<float> widened(in.size());
+  core::widen_to_float(DType::kBFloat16, narrowed.data(), widened.data(),
+                       static_cast<std::int64_t>(in.size()));
+  for (std::size_t e = 0; e < in.size(); ++e) {
+    std::uint32_t x;
+    std::memcpy(&x, &in[e], sizeof x);
+    const std::uint16_t want = float_to_bfloat16(in[e]).bits;
+    ASSERT_EQ(core::bf16_from_float(in[e]), want) << std::hex << x;
+    ASSERT_EQ(gemm::bf16_from_float(in[e]), want) << std::hex << x;
+    ASSERT_EQ(narrowed[e].bits, want) << std::hex << x;
+    if ((x & 0x7fffffffu) <= 0x7f800000u) {
+      ASSERT_EQ(want, bfloat16_bits_by_comparison(x)) << std::hex << x;
+    } else {  // NaN: quiet, same sign, upper payload kept
+      ASSERT_EQ(want, static_cast<std::uint16_t>((x >> 16) | 0x0040u)) << std::hex << x;
+    }
+    const float back = bfloat16_to_float(BFloat16{want});
+    ASSERT_EQ(std::memcmp(&widened[e], &back, sizeof back), 0) << std::hex << x;
+    const float r = core::round_to_dtype(DType::kBFloat16, in[e]);
+    ASSERT_EQ(std::memcmp(&r, &back, sizeof r), 0) << std::hex << x;
+    const float g = gemm::bf16_round(in[e]);
+    ASSERT_EQ(std::memcmp(&g, &back, sizeof g), 0) << std::hex << x;
   }
 }
 

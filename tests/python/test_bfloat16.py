@@ -250,21 +250,28 @@ def test_without_ml_dtypes_the_error_names_the_package():
     subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
 
 
-def test_memory_check_counts_the_float32_staging_as_for_float16():
+def test_memory_check_counts_the_float32_staging_as_for_float16(path):
     """The memory check adds the float32 copies of a 16-bit call's inputs and outputs: a
-    bfloat16 call needs exactly the bytes of the same float16 call (without the staging it
-    would need 4 bytes per input and output element less)."""
+    bfloat16 call needs the bytes of the same float16 call (without the staging it would need 4
+    bytes per input and output element less), and on the fast path also its bfloat16 product
+    operands, named in the message: for BlockLSTM two [B, H] float32 buffers for h[t-1]
+    (tests/cpp/test_ops.cc, bf16_operand_bytes); the reference path has none."""
     import re
-    needed = {}
+    T, B, I, H, S = 5, 64, 96, 128, 5
+    needed, messages = {}, {}
     saved = blockrnn.get_memory_limit()
     try:
         blockrnn.set_memory_limit(1000)
         for dt in (np.float16, BF16):
-            kw, attrs, _ = make_call(ROWS["BlockLSTM"], (5, 64, 96, 128, 5), dt,
+            kw, attrs, _ = make_call(ROWS["BlockLSTM"], (T, B, I, H, S), dt,
                                      np.random.default_rng(0))
             with pytest.raises(blockrnn.ResourceExhaustedError) as e:
                 op_function("BlockLSTM")(**kw, **attrs)
-            needed[np.dtype(dt).name] = int(re.search(r"\((\d+) bytes", str(e.value)).group(1))
+            name = np.dtype(dt).name
+            messages[name] = str(e.value)
+            needed[name] = int(re.search(r"\((\d+) bytes", messages[name]).group(1))
     finally:
         blockrnn.set_memory_limit(saved)
-    assert needed["bfloat16"] == needed["float16"], needed
+    operands = 0 if path else 2 * B * H * 4
+    assert needed["bfloat16"] == needed["float16"] + operands, needed
+    assert ("bfloat16 product operands up to" in messages["bfloat16"]) == (not path), messages
