@@ -1,5 +1,6 @@
 // The plan objects' promise that a call after the first does no heap allocation: the layer
-// objects' forward (every family, float32 and float64) counted through this binary's
+// objects' forward (every family, float32, float64, float16 and bfloat16: the 16-bit layers'
+// float32 copies live in the workspace) counted through this binary's
 // replacement of operator new (counting_new.h). A separate binary, so the replacement counts
 // nothing else.
 #include <gtest/gtest.h>
@@ -16,8 +17,13 @@ Tensor filled(DType dt, Shape shape, double value) {
   Tensor t(dt, shape);
   const std::int64_t n = t.shape().num_elements();
   for (std::int64_t e = 0; e < n; ++e) {
+    const float v = static_cast<float>(value * ((e % 7) - 3));
     if (dt == DType::kFloat32) {
-      static_cast<float*>(t.data())[e] = static_cast<float>(value * ((e % 7) - 3));
+      static_cast<float*>(t.data())[e] = v;
+    } else if (dt == DType::kFloat16) {
+      static_cast<Half*>(t.data())[e] = float_to_half(v);
+    } else if (dt == DType::kBFloat16) {
+      static_cast<BFloat16*>(t.data())[e] = float_to_bfloat16(v);
     } else {
       static_cast<double*>(t.data())[e] = value * ((e % 7) - 3);
     }
@@ -37,8 +43,15 @@ long allocations_after_first(F&& call) {
 
 class PlanAllocations : public ::testing::TestWithParam<DType> {};
 
+// A bfloat16 call of BlockLSTM(V2) or BlockGRU multiplies bfloat16 operands, which the kernel
+// packs at every call, as the one-shot op does (docs/design.md, the layer objects in 16 bits).
+bool packs_per_call(DType dt) {
+  return dt == DType::kBFloat16 && !force_reference();
+}
+
 TEST_P(PlanAllocations, LSTMLayerForward) {
   const DType dt = GetParam();
+  if (packs_per_call(dt)) GTEST_SKIP() << "bfloat16 products pack their operands per call";
   LSTMLayer layer(
       {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
   layer.set_weights(filled(dt, {kI + kH, 4 * kH}, 0.01), filled(dt, {4 * kH}, 0.1));
@@ -54,6 +67,7 @@ TEST_P(PlanAllocations, LSTMLayerForward) {
 
 TEST_P(PlanAllocations, GRULayerForward) {
   const DType dt = GetParam();
+  if (packs_per_call(dt)) GTEST_SKIP() << "bfloat16 products pack their operands per call";
   GRULayer layer(
       {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
   layer.set_weights(filled(dt, {kI + kH, 2 * kH}, 0.01), filled(dt, {kI + kH, kH}, 0.01),
@@ -81,7 +95,8 @@ TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, PlanAllocations,
-                         ::testing::Values(DType::kFloat32, DType::kFloat64));
+                         ::testing::Values(DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                           DType::kBFloat16));
 
 }  // namespace
 }  // namespace blockrnn
