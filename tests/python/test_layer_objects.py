@@ -215,7 +215,7 @@ def run(m, per_op, x, lengths, hx):
 
 torch.manual_seed(0)
 T, B, I, H = 6, 3, 4, 5
-for dtype in (torch.float32, torch.float64):
+for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
     for make in (lambda: brt.LSTM(I, H, num_layers=2, bidirectional=True),
                  lambda: brt.LSTM(I, H, num_layers=2, use_peephole=True, cell_clip=0.8,
                                   forget_bias=0.5),
@@ -238,7 +238,9 @@ print("ok")
 def test_torch_stack_is_bitwise_the_per_op_path():
     # blockrnn::rnn (the library's stack) against the same module run one op per (layer,
     # direction) with the glue in torch, as before the stack: outputs, final states and every
-    # gradient equal bit for bit, float32 and float64, with and without lengths.
+    # gradient equal bit for bit, in float32, float64, float16 and bfloat16 (the stack's own
+    # sums and products are torch's on the 16-bit values: one float32 operation rounded once),
+    # with and without lengths.
     pytest.importorskip("torch")
     res = subprocess.run([sys.executable, "-c", _STACK_VS_PER_OP], capture_output=True,
                          text=True, timeout=600)
