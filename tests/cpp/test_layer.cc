@@ -1056,6 +1056,25 @@ TEST(LayerHostile, TheMemoryLimitHoldsForLayersAndRNN) {
       {"RNN.forward: this call needs", "memory limit of 4.0 MiB"});
 }
 
+// A 16-bit layer's workspace holds the float32 copies of its call's views after the kernel's
+// part: workspace_bytes (what the memory check counts and the workspace grows to) is the float32
+// layer's plus the copies of the largest call, the backward's: x and x_grad [T, B, I], h_prev and
+// h_prev_grad [B, H], r, u, c, h and h_grad [T, B, H], and the weight gradients.
+TEST(LayerHostile, SixteenBitWorkspaceCountsTheFloat32Copies) {
+  const std::int64_t T = 6, B = 4, I = 5, H = 7;
+  const LayerShape f32{.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B};
+  const GRULayer l32(f32);
+  for (const DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    LayerShape s = f32;
+    s.dtype = dt;
+    const GRULayer l16(s);
+    const std::int64_t copies =
+        2 * T * B * I + 2 * B * H + 5 * T * B * H + (I + H) * 3 * H + 3 * H;  // float32 elements
+    EXPECT_EQ(l16.workspace_bytes(T, B), l32.workspace_bytes(T, B) + 4 * std::size_t(copies))
+        << dtype_name(dt);
+  }
+}
+
 TEST(LayerHostile, HugeSizesAreRefusedByNameBeforeAnythingIsAllocated) {
   // max_time 2^20, max_batch = hidden_size = 2^10: creation allocates nothing for the product;
   // a call of that size is refused by the memory check before it allocates (its views are
