@@ -30,7 +30,11 @@ using OptIn = std::optional<In>;
 
 blockrnn::DType dtype_of(nb::dlpack::dtype t, const char* what) {
   using nb::dlpack::dtype_code;
-  if (t.lanes == 1 && t.code == static_cast<uint8_t>(dtype_code::Bfloat) && t.bits == 16) {
+  // bfloat16: a DLPack bfloat16 array, or a uint16 view of the bits of an ml_dtypes.bfloat16
+  // array (numpy cannot export those; blockrnn.layers passes the view, as the raw ops do).
+  if (t.lanes == 1 && t.bits == 16 &&
+      (t.code == static_cast<uint8_t>(dtype_code::Bfloat) ||
+       t.code == static_cast<uint8_t>(dtype_code::UInt))) {
     return blockrnn::DType::kBFloat16;
   }
   if (t.lanes == 1 && t.code == static_cast<uint8_t>(dtype_code::Float)) {
@@ -68,8 +72,9 @@ blockrnn::DType parse_dtype(const std::string& s) {
   if (s == "float64") return blockrnn::DType::kFloat64;
   if (s == "float16") return blockrnn::DType::kFloat16;
   if (s == "bfloat16") return blockrnn::DType::kBFloat16;
-  throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
-                        "dtype must be 'float32' or 'float64', got '" + s + "'");
+  throw blockrnn::Error(
+      blockrnn::ErrorCode::kInvalidArgument,
+      "dtype must be 'float16', 'bfloat16', 'float32' or 'float64', got '" + s + "'");
 }
 
 bool signal_pending(void*) {

@@ -27,8 +27,15 @@
 // Every entry point throws only blockrnn::Error.
 // Results are bit for bit those of the one-shot ops for the same inputs (the forward returns
 // the op's outputs, which are what the backward reads), in every ISA path and the reference
-// mode (set_force_reference). dtypes: float32 and float64 (float16 and bfloat16: use the one-shot
-// ops).
+// mode (set_force_reference). dtypes: float32, float64, float16 and bfloat16. The 16-bit layers
+// compute as their one-shot ops do (docs/design.md): the weights are widened to float32 once, at
+// set_weights (and packed as float32 weights); each call widens its 16-bit views into float32
+// copies inside the workspace, runs the float32 kernel and rounds each output once into the
+// caller's view. Their workspace_bytes(T, B) therefore counts those copies too, for x's T (not
+// seq_len_max: every step of x and of the outputs is staged), and a caller's workspace must be
+// aligned to 4 bytes. A bfloat16 layer whose op multiplies bfloat16 operands ("bfloat16
+// products": BlockLSTM(V2), BlockGRU on the fast path) does not pack its weights once: the kernel
+// packs its bfloat16 operands at every call, as the op does.
 // One call at a time per layer object (it owns one workspace): set_weights, forward or backward
 // started while another call on the same object runs (another thread) throws
 // Error(kInvalidArgument) "<Layer>.<fn>: another call on this object is running …"; RNN alike.
@@ -63,7 +70,7 @@ struct LayerShape {
   std::int64_t max_batch = 1;
   // false: the layer owns its workspace (grown to the largest call). true: it allocates none
   // and every call passes one of at least workspace_bytes(S, B) bytes, aligned to the dtype's
-  // size, overlapping none of the call's views.
+  // size (float16, bfloat16: 4, they stage through float32), overlapping none of the call's views.
   bool caller_workspace = false;
 };
 

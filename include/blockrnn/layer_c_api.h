@@ -12,15 +12,16 @@
  *
  * Workspace: by default the handle owns one, grown to the largest call it has run. Created with
  * caller_workspace, it owns none and every forward and backward passes one of at least
- * blockrnn_layer_workspace_bytes(T', B) bytes (T' the call's seq_len_max, else T), aligned to the
- * dtype's size and overlapping none of the call's tensors; without caller_workspace a call may
+ * blockrnn_layer_workspace_bytes(T', B) bytes (T' the call's seq_len_max, else T; float16 and
+ * bfloat16: T), aligned to the dtype's size (float16, bfloat16: 4) and overlapping none of the
+ * call's tensors; without caller_workspace a call may
  * still pass one (the handle's own is then left alone).
  *
  * Conventions: those of blockrnn/c_api.h (status codes, blockrnn_last_error, blockrnn_tensor with
  * element strides; strided inputs are gathered into dense copies, outputs must be dense; an
  * output overlaps no input and no other output). An optional tensor is "absent" when its data is
- * NULL and its rank 0 (a zero-initialised blockrnn_tensor is absent). dtypes: float32 and
- * float64.
+ * NULL and its rank 0 (a zero-initialised blockrnn_tensor is absent). dtypes: float32, float64,
+ * float16 and bfloat16 (computed in float32 as the one-shot ops do: blockrnn/layer.h).
  *
  * Thread safety: a handle holds one workspace and one set of packed weights: one call at a time
  * per handle. A set_weights, forward or backward that starts while another of these runs on the
@@ -48,7 +49,7 @@ typedef enum blockrnn_layer_kind {
 /* What a handle is created for. Start from blockrnn_layer_default_options(). */
 typedef struct blockrnn_layer_options {
   int32_t kind;        /* a blockrnn_layer_kind */
-  int32_t dtype;       /* BLOCKRNN_FLOAT32 or BLOCKRNN_FLOAT64 */
+  int32_t dtype;       /* BLOCKRNN_FLOAT32, _FLOAT64, _FLOAT16 or _BFLOAT16 */
   int64_t input_size;  /* I >= 0 */
   int64_t hidden_size; /* H >= 1 */
   /* The largest T and B of a call (>= 0): each call is checked against them; nothing is

@@ -12,7 +12,8 @@
  * Conventions: those of blockrnn/c_api.h (status codes, blockrnn_last_error, blockrnn_tensor with
  * element strides; strided inputs are gathered into dense copies, outputs must be dense). An
  * optional tensor is "absent" when its data is NULL and its rank 0 (a zero-initialised
- * blockrnn_tensor is absent). dtypes: float32 and float64.
+ * blockrnn_tensor is absent). dtypes: float32, float64, float16 and bfloat16 (each layer in the
+ * dtype: blockrnn/layer.h).
  *
  * Thread safety: a handle holds one workspace (and, unless caller_reserve, one reserve): one call
  * at a time per handle. A set_weights, forward or backward that starts while another of these
@@ -40,7 +41,7 @@ typedef enum blockrnn_rnn_mode {
 /* What a handle is created for. Start from blockrnn_rnn_default_options(). */
 typedef struct blockrnn_rnn_options {
   int32_t mode;          /* a blockrnn_rnn_mode */
-  int32_t dtype;         /* BLOCKRNN_FLOAT32 or BLOCKRNN_FLOAT64 */
+  int32_t dtype;         /* BLOCKRNN_FLOAT32, _FLOAT64, _FLOAT16 or _BFLOAT16 */
   int64_t input_size;    /* I >= 0 */
   int64_t hidden_size;   /* H >= 1 */
   int64_t num_layers;    /* L >= 1 */

@@ -24,12 +24,13 @@ orders the gate columns LSTM i, f, c, o (the op: i, c, f, o) and GRU z, r, h (th
 unit_forget_bias only initialises the bias), so a converted LSTM has forget_bias = 0; both
 directions move numbers without arithmetic, so a round trip is bit-exact.
 
-The float32 and float64 layers run on the library's layer objects (blockrnn/layer.h, "plan
-once, run many": the ops' work without the per-call lookup and re-validation, the workspace
-sized to the largest call, never to the largest T times the largest B); the parameters are
-numpy arrays the caller may change at any time, so each forward and backward sets them (copied and packed) first. Results
-are bit for bit those of the raw ops. float16 and bfloat16 (`ml_dtypes.bfloat16`, or the name
-"bfloat16") run on the raw ops (which stage both through float32).
+The layers run on the library's layer objects (blockrnn/layer.h, "plan once, run many": the
+ops' work without the per-call lookup and re-validation, the workspace sized to the largest
+call, never to the largest T times the largest B) in every dtype: float32, float64, float16 and
+bfloat16 (`ml_dtypes.bfloat16`, or the name "bfloat16"; the 16-bit layers compute in float32
+as the raw ops do). The parameters are numpy arrays the caller may change at any time, so each
+forward and backward sets them (copied and packed) first. Results are bit for bit those of the
+raw ops.
 
 LSTMCell and GRUCell are one step of LSTMBlockCell / GRUBlockCell set up once (the library's cell
 layer objects): the caller sets the weights when they change, and each forward / backward runs
@@ -44,7 +45,7 @@ import threading
 
 import numpy as np
 
-from . import _core, _opgen, raw_ops
+from . import _core, _opgen
 
 __all__ = ["LSTM", "GRU", "LSTMCell", "GRUCell"]
 
@@ -58,6 +59,12 @@ _LSTMGrads = collections.namedtuple(
 _GRUActs = collections.namedtuple("_GRUActs", "r u c h")
 _GRUGrads = collections.namedtuple(
     "_GRUGrads", "x_grad h_prev_grad w_ru_grad w_c_grad b_ru_grad b_c_grad")
+
+
+def _bits(a):
+    """`a` as the layer objects take it: a bfloat16 array as a uint16 view of its bits (numpy
+    cannot hand ml_dtypes' bfloat16 to the library), any other array itself."""
+    return a.view(np.uint16) if _opgen._is_bfloat16(a.dtype) else a
 
 
 def _uniform(rng, shape, scale, dtype):
@@ -263,9 +270,7 @@ class _Recurrent:
 
     def _layer_object(self, T, B):
         """The _core layer object for a call of T steps and B examples, with the current
-        parameters set; None for float16 and bfloat16 (which run on the raw ops)."""
-        if self.dtype.itemsize == 2:
-            return None
+        parameters set."""
         key = self._layer_key()
         held = self.__dict__.get("_layer")
         if held is None or held[0] != key or held[1] < T or held[2] < B:
@@ -274,7 +279,7 @@ class _Recurrent:
             held = (key, T, B, self._make_layer(T, B))
             self._layer = held
         layer = held[3]
-        layer.set_weights(*(np.ascontiguousarray(getattr(self, n), dtype=self.dtype)
+        layer.set_weights(*(_bits(np.ascontiguousarray(getattr(self, n), dtype=self.dtype))
                             for n in self._SET_WEIGHTS))
         return layer
 
@@ -346,9 +351,6 @@ class LSTM(_Recurrent):
         z = np.zeros((batch, self.hidden_size), self.dtype)
         return z, z.copy()
 
-    def _op_args(self):
-        return dict(w=self.w, wci=self.wci, wcf=self.wcf, wco=self.wco, b=self.b)
-
     @_one_call_at_a_time
     def forward(self, x, state=None):
         """x [T, B, I], state (cs, h) each [B, H] or None (zeros).
@@ -360,15 +362,9 @@ class LSTM(_Recurrent):
         h0 = self._state_array(h0, B, "state[1] (h)")
         self._check_call_memory("LSTM.forward", [x], 7 * [(T, B, self.hidden_size)])
         layer = self._layer_object(T, B)
-        if layer is None:
-            out = raw_ops.BlockLSTM(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
-                                    **self._op_args(), forget_bias=self.forget_bias,
-                                    cell_clip=self.cell_clip if self.cell_clip else -1.0,
-                                    use_peephole=self.use_peephole)
-        else:
-            x, cs0, h0 = (np.ascontiguousarray(a) for a in (x, cs0, h0))
-            out = _LSTMActs(*self._acts(T, B, 7))
-            layer.forward(x, cs0, h0, list(out))
+        x, cs0, h0 = (np.ascontiguousarray(a) for a in (x, cs0, h0))
+        out = _LSTMActs(*self._acts(T, B, 7))
+        layer.forward(_bits(x), _bits(cs0), _bits(h0), [_bits(a) for a in out])
         self._cache = (x, cs0, h0, out)
         final = (out.cs[-1].copy(), out.h[-1].copy()) if T else (cs0.copy(), h0.copy())
         return out.h, final
@@ -395,15 +391,10 @@ class LSTM(_Recurrent):
             cs_grad[-1] += dcs_T
             h_grad[-1] += dh_T
         layer = self._layer_object(T, B)
-        if layer is None:
-            g = raw_ops.BlockLSTMGrad(seq_len_max=np.int64(T), x=x, cs_prev=cs0, h_prev=h0,
-                                      **self._op_args(), i=out.i, cs=out.cs, f=out.f, o=out.o,
-                                      ci=out.ci, co=out.co, h=out.h, cs_grad=cs_grad,
-                                      h_grad=h_grad, use_peephole=self.use_peephole)
-        else:
-            g = _LSTMGrads(*(np.empty_like(a) for a in (x, cs0, h0, self.w, self.wci, self.wcf,
-                                                          self.wco, self.b)))
-            layer.backward(x, cs0, h0, list(out), cs_grad, h_grad, list(g))
+        g = _LSTMGrads(*(np.empty(a.shape, self.dtype) for a in (x, cs0, h0, self.w, self.wci,
+                                                                  self.wcf, self.wco, self.b)))
+        layer.backward(_bits(x), _bits(cs0), _bits(h0), [_bits(a) for a in out], _bits(cs_grad),
+                       _bits(h_grad), [_bits(a) for a in g])
         self.grads = {"w": g.w_grad, "b": g.b_grad}
         if self.use_peephole:
             self.grads.update(wci=g.wci_grad, wcf=g.wcf_grad, wco=g.wco_grad)
@@ -490,12 +481,9 @@ class GRU(_Recurrent):
         h0 = self._state_array(self.zero_state(B) if state is None else state, B, "state")
         self._check_call_memory("GRU.forward", [x], 4 * [(T, B, self.hidden_size)])
         layer = self._layer_object(T, B)
-        if layer is None:
-            out = raw_ops.BlockGRU(seq_len_max=np.int64(T), x=x, h_prev=h0, **self.parameters())
-        else:
-            x, h0 = np.ascontiguousarray(x), np.ascontiguousarray(h0)
-            out = _GRUActs(*self._acts(T, B, 4))
-            layer.forward(x, h0, list(out))
+        x, h0 = np.ascontiguousarray(x), np.ascontiguousarray(h0)
+        out = _GRUActs(*self._acts(T, B, 4))
+        layer.forward(_bits(x), _bits(h0), [_bits(a) for a in out])
         self._cache = (x, h0, out)
         return out.h, (out.h[-1].copy() if T else h0.copy())
 
@@ -516,14 +504,10 @@ class GRU(_Recurrent):
                 return np.zeros_like(x), dh_T.copy()
             h_grad[-1] += dh_T
         layer = self._layer_object(T, B)
-        if layer is None:
-            g = raw_ops.BlockGRUGrad(seq_len_max=np.int64(T), x=x, h_prev=h0,
-                                     **self.parameters(), r=out.r, u=out.u, c=out.c, h=out.h,
-                                     h_grad=h_grad)
-        else:
-            g = _GRUGrads(*(np.empty_like(a) for a in (x, h0, self.w_ru, self.w_c, self.b_ru,
-                                                         self.b_c)))
-            layer.backward(x, h0, list(out), h_grad, list(g))
+        g = _GRUGrads(*(np.empty(a.shape, self.dtype) for a in (x, h0, self.w_ru, self.w_c,
+                                                                 self.b_ru, self.b_c)))
+        layer.backward(_bits(x), _bits(h0), [_bits(a) for a in out], _bits(h_grad),
+                       [_bits(a) for a in g])
         self.grads = {"w_ru": g.w_ru_grad, "w_c": g.w_c_grad, "b_ru": g.b_ru_grad,
                       "b_c": g.b_c_grad}
         return g.x_grad, g.h_prev_grad

@@ -135,8 +135,11 @@ void check_allocation(const Check& check, std::span<const ExtraBytes> extra) {
 void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, CallArgs& args,
                   LayerWorkspace given, Tensor& own) {
   const LayerShape& shape = layer.shape();
-  const std::size_t bytes = layer.workspace_bytes(c.S, c.B);
-  const std::size_t elem = dtype_size(shape.dtype);
+  // float16 and bfloat16 stage x and every output through the workspace: it covers all T steps.
+  const std::size_t bytes =
+      layer.workspace_bytes(core::is_16bit_float(shape.dtype) ? c.T : c.S, c.B);
+  const DType ws_dtype = compute_dtype(shape.dtype);
+  const std::size_t elem = dtype_size(ws_dtype);
   if (given.data != nullptr) {
     if (given.bytes < bytes) {
       check.fail("the workspace has " + std::to_string(given.bytes) + " bytes, this call needs " +
@@ -145,8 +148,8 @@ void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, C
     if (reinterpret_cast<std::uintptr_t>(given.data) % elem != 0) {
       check.fail("the workspace must be aligned to " + std::to_string(elem) + " bytes");
     }
-    args.output("workspace", TensorView(given.data, shape.dtype,
-                                        Shape{static_cast<std::int64_t>(bytes / elem)}));
+    args.output("workspace",
+                TensorView(given.data, ws_dtype, Shape{static_cast<std::int64_t>(bytes / elem)}));
   } else if (shape.caller_workspace && bytes > 0) {  // a call that needs none may pass none
     check.fail("the layer was created with caller_workspace: pass a workspace of " +
                std::to_string(bytes) + " bytes");
@@ -165,7 +168,7 @@ void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, C
     const ExtraBytes growth{"the layer's workspace, grown to this call",
                             static_cast<long long>(bytes)};
     core::check_memory(op, args.input_views(), {}, call, false, {&growth, 1});
-    grow(own, shape.dtype, static_cast<std::int64_t>(bytes / elem));
+    grow(own, ws_dtype, static_cast<std::int64_t>(bytes / elem));
   } else {
     core::check_memory(op, args.input_views(), {}, call, false, {});
   }
@@ -175,10 +178,13 @@ void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, C
 Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
                    const char* dims, DType dtype) {
   check.tensor(arg, t, want, dims, dtype);
-  Tensor copy(dtype, want);
-  if (copy.num_bytes() > 0)
+  Tensor copy(compute_dtype(dtype), want);
+  if (core::is_16bit_float(dtype)) {
+    core::widen_to_float(dtype, t.data, copy.data_as<float>(), copy.num_elements());
+  } else if (copy.num_bytes() > 0) {
     std::copy_n(static_cast<const char*>(t.data), copy.num_bytes(),
                 static_cast<char*>(copy.data()));
+  }
   return copy;
 }
 
@@ -239,10 +245,10 @@ SequenceLayer::SequenceLayer(const char* name, const LayerShape& shape,
     check.fail("max_time and max_batch must be >= 0, got " + std::to_string(shape.max_time) +
                " and " + std::to_string(shape.max_batch));
   }
-  if (shape.dtype != DType::kFloat32 && shape.dtype != DType::kFloat64) {
-    throw Error(ErrorCode::kUnimplemented,
-                std::string(name) + ".create: dtype must be float32 or float64, got " +
-                    dtype_name(shape.dtype) + " (float16 and bfloat16: use the one-shot ops)");
+  if (shape.dtype != DType::kFloat32 && shape.dtype != DType::kFloat64 &&
+      !core::is_16bit_float(shape.dtype)) {
+    check.fail(std::string("dtype must be float16, bfloat16, float32 or float64, got ") +
+               dtype_name(shape.dtype));
   }
   layer::check_sizes(check, shape.input_size, shape.hidden_size, shape.max_time, shape.max_batch);
 }
@@ -257,7 +263,7 @@ std::size_t SequenceLayer::workspace_bytes(std::int64_t T, std::int64_t B) const
         " and " + std::to_string(B));
   }
   return static_cast<std::size_t>(elems_(T, B, shape_.input_size, shape_.hidden_size)) *
-         dtype_size(shape_.dtype);
+         dtype_size(layer::compute_dtype(shape_.dtype));
 }
 
 // ---- Each op's part --------------------------------------------------------------------------
@@ -350,7 +356,32 @@ struct Family<BlockLSTMOutputs> : PlannedFamily<LSTMPlan, 1, 4, cpu::block_lstm_
   static std::array<TensorView, 5> weight_grads(const BlockLSTMGradOutputs& o) {
     return {o.w_grad, o.b_grad, o.wci_grad, o.wcf_grad, o.wco_grad};
   }
+  // f on each floating view of a call's struct (a float16 or bfloat16 call stages them).
+  template <typename F>
+  static void float_views(LSTMLayerInputs& in, F&& f) {
+    for (TensorView* v : {&in.x, &in.cs_prev, &in.h_prev}) f(*v);
+  }
+  template <typename F>
+  static void float_views(LSTMLayerGradInputs& in, F&& f) {
+    for (TensorView* v : {&in.x, &in.cs_prev, &in.h_prev, &in.i, &in.cs, &in.f, &in.o, &in.ci,
+                          &in.co, &in.h, &in.cs_grad, &in.h_grad}) {
+      f(*v);
+    }
+  }
+  template <typename F>
+  static void float_views(BlockLSTMOutputs& o, F&& f) {
+    for (MutableTensorView* v : {&o.i, &o.cs, &o.f, &o.o, &o.ci, &o.co, &o.h}) f(*v);
+  }
+  template <typename F>
+  static void float_views(BlockLSTMGradOutputs& o, F&& f) {
+    for (MutableTensorView* v : {&o.x_grad, &o.cs_prev_grad, &o.h_prev_grad, &o.w_grad, &o.wci_grad,
+                                 &o.wcf_grad, &o.wco_grad, &o.b_grad}) {
+      f(*v);
+    }
+  }
 
+  template <typename T>
+  using FwdArgs = BlockLSTMFwdArgs<T>;
   template <typename T>
   static auto kernel_args(const auto& in, const BlockLSTMOutputs& out, const Config& c, DType dt) {
     return ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(in, out, c.forget_bias, c.cell_clip,
@@ -372,6 +403,10 @@ struct GRUFamily {
   template <typename GradOut>
   static Named<1> state_grads(const GradOut& o) {
     return {{{"h_prev_grad", o.h_prev_grad}}};
+  }
+  template <typename F>
+  static void float_views(GRULayerInputs& in, F&& f) {
+    for (TensorView* v : {&in.x, &in.h_prev}) f(*v);
   }
 };
 
@@ -398,7 +433,25 @@ struct Family<BlockGRUOutputs> : GRUFamily,
   static std::array<TensorView, 4> weight_grads(const BlockGRUGradOutputs& o) {
     return {o.w_ru_grad, o.w_c_grad, o.b_ru_grad, o.b_c_grad};
   }
+  using GRUFamily::float_views;
+  template <typename F>
+  static void float_views(GRULayerGradInputs& in, F&& f) {
+    for (TensorView* v : {&in.x, &in.h_prev, &in.r, &in.u, &in.c, &in.h, &in.h_grad}) f(*v);
+  }
+  template <typename F>
+  static void float_views(BlockGRUOutputs& o, F&& f) {
+    for (MutableTensorView* v : {&o.r, &o.u, &o.c, &o.h}) f(*v);
+  }
+  template <typename F>
+  static void float_views(BlockGRUGradOutputs& o, F&& f) {
+    for (MutableTensorView* v :
+         {&o.x_grad, &o.h_prev_grad, &o.w_ru_grad, &o.w_c_grad, &o.b_ru_grad, &o.b_c_grad}) {
+      f(*v);
+    }
+  }
 
+  template <typename T>
+  using FwdArgs = BlockGRUFwdArgs<T>;
   template <typename T>
   static auto kernel_args(const auto& in, const BlockGRUOutputs& out, const Config&, DType) {
     return ops::gru_fwd_args<BlockGRUFwdArgs, T>(in, out);
@@ -432,7 +485,27 @@ struct Family<BlockGRUResetAfterOutputs>
   static std::array<TensorView, 4> weight_grads(const BlockGRUResetAfterGradOutputs& o) {
     return {o.w_i_grad, o.w_h_grad, o.b_i_grad, o.b_h_grad};
   }
+  using GRUFamily::float_views;
+  template <typename F>
+  static void float_views(GRUResetAfterLayerGradInputs& in, F&& f) {
+    for (TensorView* v : {&in.x, &in.h_prev, &in.r, &in.u, &in.n, &in.hn, &in.h, &in.h_grad}) {
+      f(*v);
+    }
+  }
+  template <typename F>
+  static void float_views(BlockGRUResetAfterOutputs& o, F&& f) {
+    for (MutableTensorView* v : {&o.r, &o.u, &o.n, &o.hn, &o.h}) f(*v);
+  }
+  template <typename F>
+  static void float_views(BlockGRUResetAfterGradOutputs& o, F&& f) {
+    for (MutableTensorView* v :
+         {&o.x_grad, &o.h_prev_grad, &o.w_i_grad, &o.w_h_grad, &o.b_i_grad, &o.b_h_grad}) {
+      f(*v);
+    }
+  }
 
+  template <typename T>
+  using FwdArgs = BlockGRUResetAfterFwdArgs<T>;
   template <typename T>
   static auto kernel_args(const auto& in, const BlockGRUResetAfterOutputs& out, const Config&,
                           DType) {
@@ -460,7 +533,7 @@ double held_bytes(std::int64_t I, std::int64_t H, DType dtype) {
   }
   const double packed_cols = O::kPackedCols * h;
   elems += 2.0 * (i + h) * packed_cols + 64.0 * (i + 2.0 * packed_cols);
-  return elems * double(dtype_size(dtype)) + double(kObjectBytes);
+  return elems * double(dtype_size(compute_dtype(dtype))) + double(kObjectBytes);
 }
 template double held_bytes<BlockLSTMOutputs>(std::int64_t, std::int64_t, DType);
 template double held_bytes<BlockGRUOutputs>(std::int64_t, std::int64_t, DType);
@@ -470,12 +543,17 @@ template double held_bytes<BlockGRUResetAfterOutputs>(std::int64_t, std::int64_t
 // reference mode, else the fast kernel). The layer's Impl holds `plans` (Plans) and packs a plan
 // with pack(plan, shape); the fast kernel runs on the plan (repacked when the ISA path changed
 // since it was packed) and the call's workspace, which the reference does not use.
+// A bfloat16 call whose op multiplies bfloat16 operands (ops::uses_bf16_products) runs as the op
+// does: without a plan (the kernel packs its bfloat16 operands per call).
 template <typename T, typename Args, typename Impl>
 void run(Args& a, const CallDims& c, Impl& impl, const LayerShape& shape) {
+  ops::set_bf16_products(a, shape.dtype);
   if (!force_reference()) {
-    auto& plan = impl.plans.template get<T>();
-    if (plan.isa != core::active_isa()) impl.pack(plan, shape);
-    a.plan = &plan;
+    if (!ops::uses_bf16_products<Args>(shape.dtype)) {
+      auto& plan = impl.plans.template get<T>();
+      if (plan.isa != core::active_isa()) impl.pack(plan, shape);
+      a.plan = &plan;
+    }
     a.workspace = static_cast<T*>(c.workspace);
   }
   ops::run_kernel(SequenceDims{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths}, a);
@@ -527,17 +605,74 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
   // type) on its inputs and the weights.
   template <typename CallIn, typename CallOut>
   void run(const CallIn& in, const CallOut& out, const layer::CallDims& c, const LayerShape& s) {
+    if (core::is_16bit_float(s.dtype)) return run_staged(in, out, c, s);
     layer::with_dtype(s.dtype, [&]<typename T>() {
       auto a = Family::template kernel_args<T>(
           layer::WithWeights<CallIn, typename Family::Weights>{in, weights}, out, config, s.dtype);
       layer::run<T>(a, c, *this, s);
     });
   }
+  // A float16 or bfloat16 call, as the one-shot op computes it (core::dispatch_float): every
+  // floating view widened to float32 once, the float32 kernel, each output rounded once. The
+  // float32 copies are slices of the workspace past the kernel's part (staged_elems).
+  template <typename CallIn, typename CallOut>
+  void run_staged(const CallIn& in, const CallOut& out, const layer::CallDims& c,
+                  const LayerShape& s) {
+    float* next = static_cast<float*>(c.workspace) +
+                  Family::workspace_elems(c.S, c.B, s.input_size, s.hidden_size);
+    CallIn in32 = in;
+    Family::float_views(in32, [&](TensorView& t) {
+      const std::int64_t n = t.shape.num_elements();
+      core::widen_to_float(s.dtype, t.data, next, n);
+      t = TensorView(next, DType::kFloat32, t.shape);
+      next += n;
+    });
+    CallOut out32 = out;
+    Family::float_views(out32, [&](MutableTensorView& t) {
+      t = MutableTensorView(next, DType::kFloat32, t.shape);
+      next += t.shape.num_elements();
+    });
+    auto a = Family::template kernel_args<float>(
+        layer::WithWeights<CallIn, typename Family::Weights>{in32, weights}, out32, config,
+        s.dtype);
+    layer::run<float>(a, c, *this, s);
+    std::array<MutableTensorView, layer::kMaxCallOutputs> staged;
+    std::size_t k = 0;
+    Family::float_views(out32, [&](MutableTensorView& t) { staged[k++] = t; });
+    CallOut dst = out;
+    k = 0;
+    Family::float_views(dst, [&](MutableTensorView& t) {
+      const MutableTensorView& from = staged[k++];
+      core::narrow_from_float(s.dtype, static_cast<const float*>(from.data), t.data,
+                              t.shape.num_elements());
+    });
+  }
+  // Elements of float32 workspace of a float16 or bfloat16 call with T steps and B examples: the
+  // kernel's, then the float32 copies of the floating views of its largest call (the backward:
+  // x, the initial states, the forward's outputs and the gradients in; x_grad, the states' and
+  // the weights' gradients out).
+  static std::int64_t staged_elems(std::int64_t T, std::int64_t B, std::int64_t I, std::int64_t H) {
+    const std::int64_t states = std::tuple_size_v<decltype(Family::states(GradIn{}))>;
+    const std::int64_t steps = std::tuple_size_v<decltype(Family::steps(GradIn{}))>;
+    std::int64_t weights_elems = 0;
+    for (const layer::WeightSpec& w : Family::kWeights) {
+      weights_elems += w.shape(I, H).num_elements();
+    }
+    return Family::workspace_elems(T, B, I, H) + 2 * T * B * I + 2 * states * B * H +
+           steps * T * B * H + weights_elems;
+  }
+  // Whether set_weights packs the plan: every dtype but bfloat16 where the op multiplies
+  // bfloat16 operands (the kernel packs those per call).
+  static bool packs_once(DType dtype) {
+    return !ops::uses_bf16_products<typename Family::template FwdArgs<float>>(dtype);
+  }
 };
 
 template <class In, class Out, class GradIn, class GradOut>
 BlockLayer<In, Out, GradIn, GradOut>::BlockLayer(const char* name, const LayerShape& shape)
-    : SequenceLayer(name, shape, Impl::Family::workspace_elems) {
+    : SequenceLayer(
+          name, shape,
+          core::is_16bit_float(shape.dtype) ? Impl::staged_elems : Impl::Family::workspace_elems) {
   static_assert(sizeof(Impl) + sizeof(LSTMLayer) <= layer::kObjectBytes);
   check_weights_memory("create");
   impl_ = std::make_unique<Impl>();
@@ -581,7 +716,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
                                   : Tensor(shape_.dtype, w.shape(I, H));
   }
   m.view_weights(std::make_index_sequence<std::size(Impl::Family::kWeights)>());
-  layer::pack_plan(m, shape_);
+  if (Impl::packs_once(shape_.dtype)) layer::pack_plan(m, shape_);
   has_weights_ = true;
 }
 

@@ -74,6 +74,9 @@ struct Check {
 void check_sizes(const Check& check, std::int64_t I, std::int64_t H, std::int64_t max_time,
                  std::int64_t max_batch);
 
+// The most floating outputs of a layer's call (the LSTM backward's 8).
+inline constexpr std::size_t kMaxCallOutputs = 8;
+
 // More than a layer object takes with its Impl and its plans' bookkeeping (checked where the
 // layer objects are defined).
 inline constexpr std::size_t kObjectBytes = 4096;
@@ -171,11 +174,19 @@ struct Plans {
   }
 };
 
-// The weight views set_weights takes: shape, dtype, data; copied into an owned Tensor.
+// The weight views set_weights takes: shape, dtype, data; copied into an owned Tensor of the
+// compute dtype (a float16 or bfloat16 weight widened to float32, exactly).
 Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
                    const char* dims, DType dtype);
 
-// f.template operator()<T>() with T the layer's dtype (float or double).
+// The dtype a layer computes in: its own for float32 and float64; float32 for float16 and
+// bfloat16 (core/lowp.h), whose weights the layer holds widened and whose per-call views it
+// stages through float32 copies in its workspace, as the one-shot ops do (core::dispatch_float).
+inline DType compute_dtype(DType dtype) {
+  return core::is_16bit_float(dtype) ? DType::kFloat32 : dtype;
+}
+
+// f.template operator()<T>() with T the layer's compute dtype (float or double).
 template <typename F>
 void with_dtype(DType dtype, F&& f) {
   if (dtype == DType::kFloat64) {

@@ -19,14 +19,23 @@
 //             layer(l, d).backward → x grad (reversed back for d = 1, summed over d),
 //             h0_grad, c0_grad (+ h_n_grad, c_n_grad of examples with L_b = 0), weight grads
 //             dy_{l−1} = dx_l ⊙ mask_{l−1}
+//
+// float16 and bfloat16: the activations between layers, the reserve and the gradient scratch are
+// in the 16-bit dtype, and each layer object stages its call through float32 as the one-shot op
+// does, so each layer's outputs are those of its op on the 16-bit inputs. The stack's own
+// arithmetic (the dropout products, the sums of h_n_grad into a step's h_grad and of the two
+// directions' input gradients) is one float32 operation on the 16-bit operands, rounded once to
+// the dtype: what torch computes for the same elementwise ops on 16-bit tensors.
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "blockrnn/layer.h"
+#include "core/lowp.h"
 #include "layer/layer_common.h"
 
 namespace blockrnn {
@@ -47,6 +56,54 @@ const char* mode_name(RNNMode m) {
       return "BlockGRUResetAfter";
   }
   return "?";
+}
+
+// The stack's element type of each dtype: float, double, or the 16-bit storage types, and its
+// arithmetic: a * b and a + b natively, or for the 16-bit types in float32 rounded once.
+float widen(Half v) {
+  return half_to_float(v);
+}
+float widen(BFloat16 v) {
+  return core::bf16_to_float(v.bits);
+}
+template <typename T>
+T narrow(float v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return float_to_half(v);
+  } else {
+    return BFloat16{core::bf16_from_float(v)};
+  }
+}
+template <typename T>
+T mul(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return a * b;
+  } else {
+    return narrow<T>(widen(a) * widen(b));
+  }
+}
+template <typename T>
+void add_to(T& a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    a += b;
+  } else {
+    a = narrow<T>(widen(a) + widen(b));
+  }
+}
+
+// f.template operator()<T>() with T the stack's element type of `dtype`.
+template <typename F>
+void with_element(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat64:
+      return f.template operator()<double>();
+    case DType::kFloat16:
+      return f.template operator()<Half>();
+    case DType::kBFloat16:
+      return f.template operator()<BFloat16>();
+    default:
+      return f.template operator()<float>();
+  }
 }
 
 bool is_lstm(RNNMode m) {
@@ -258,9 +315,10 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
     check.fail("max_time and max_batch must be >= 0, got " + std::to_string(options.max_time) +
                " and " + std::to_string(options.max_batch));
   }
-  if (options.dtype != DType::kFloat32 && options.dtype != DType::kFloat64) {
-    throw Error(ErrorCode::kUnimplemented, "RNN.create: dtype must be float32 or float64, got " +
-                                               std::string(dtype_name(options.dtype)));
+  if (options.dtype != DType::kFloat32 && options.dtype != DType::kFloat64 &&
+      !core::is_16bit_float(options.dtype)) {
+    check.fail(std::string("dtype must be float16, bfloat16, float32 or float64, got ") +
+               dtype_name(options.dtype));
   }
   m.D = options.bidirectional ? 2 : 1;
   m.L = options.num_layers;
@@ -463,7 +521,7 @@ void copy_steps(const T* src, std::int64_t fs, std::int64_t src_col, T* dst, std
         const T* s = src + (ts * B + b) * fs + src_col;
         std::copy(s, s + n, d);
       } else {
-        std::fill(d, d + n, T(0));
+        std::fill(d, d + n, T{});
       }
     }
   }
@@ -478,10 +536,10 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
   const std::int64_t DH = D * H, BH = B * H;
   const Shape tbh{T_, B, H};
   const bool lstm = is_lstm(o.mode);
-  std::fill_n(zeros_bh.data_as<T>(), BH, T(0));
+  std::fill_n(zeros_bh.data_as<T>(), BH, T{});
   // Without dropout the masked inputs are the layer outputs themselves: their part of the
   // reserve is unused, zeroed so that every element of a caller's reserve is defined.
-  if (is_absent_input(x.dropout_mask)) std::fill(res + lay.in, res + lay.total, T(0));
+  if (is_absent_input(x.dropout_mask)) std::fill(res + lay.in, res + lay.total, T{});
   for (std::int64_t l = 0; l < L; ++l) {
     const std::int64_t I_l = in_size(l);
     TensorView in_l = x.x;
@@ -491,7 +549,7 @@ void RNN::Impl::forward_t(const RNNInputs& x, const RNNOutputs& y, std::int64_t 
         const T* yl = res + lay.out + (l - 1) * lay.TB * DH;
         const T* mask = layer::data<T>(x.dropout_mask) + (l - 1) * T_ * B * DH;
         T* dst = res + lay.in + (l - 1) * lay.TB * DH;
-        for (std::int64_t e = 0; e < T_ * B * DH; ++e) dst[e] = yl[e] * mask[e];
+        for (std::int64_t e = 0; e < T_ * B * DH; ++e) dst[e] = mul(yl[e], mask[e]);
         in_l = TensorView(dst, o.dtype, Shape{T_, B, DH});
       } else {
         in_l = TensorView(res + lay.out + (l - 1) * lay.TB * DH, o.dtype, Shape{T_, B, DH});
@@ -554,7 +612,7 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
           d == 1 ? TensorView(res + rev_offset(lay, l), o.dtype, Shape{T_, B, I_l}) : in_l;
       // h_grad and cs_grad of this direction, in its own time order.
       copy_steps(dy_l, DH, d * H, hgp, H, 0, H, T_, B, lens.data(), d == 1);
-      std::fill_n(cgp, T_ * BH, T(0));
+      std::fill_n(cgp, T_ * BH, T{});
       const T* hng = is_absent_input(g.h_n_grad) ? nullptr : layer::data<T>(g.h_n_grad) + ld * BH;
       const T* cng =
           !lstm || is_absent_input(g.c_n_grad) ? nullptr : layer::data<T>(g.c_n_grad) + ld * BH;
@@ -562,7 +620,7 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
         const std::int64_t t = lens[static_cast<std::size_t>(b)] - 1;
         if (t < 0) continue;
         for (std::int64_t j = 0; j < H; ++j) {
-          if (hng) hgp[(t * B + b) * H + j] += hng[b * H + j];
+          if (hng) add_to(hgp[(t * B + b) * H + j], hng[b * H + j]);
           if (cng) cgp[(t * B + b) * H + j] = cng[b * H + j];
         }
       }
@@ -581,8 +639,8 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       for (std::int64_t b = 0; b < B; ++b) {
         if (lens[static_cast<std::size_t>(b)] > 0) continue;
         for (std::int64_t j = 0; j < H; ++j) {
-          if (hng) h0g[b * H + j] += hng[b * H + j];
-          if (cng) c0g[b * H + j] += cng[b * H + j];
+          if (hng) add_to(h0g[b * H + j], hng[b * H + j]);
+          if (cng) add_to(c0g[b * H + j], cng[b * H + j]);
         }
       }
       if (d == 1) {
@@ -591,7 +649,7 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
           for (std::int64_t t = 0; t < Lb; ++t) {
             const T* s = xg + ((Lb - 1 - t) * B + b) * I_l;
             T* dst = dx_l + (t * B + b) * I_l;
-            for (std::int64_t j = 0; j < I_l; ++j) dst[j] += s[j];
+            for (std::int64_t j = 0; j < I_l; ++j) add_to(dst[j], s[j]);
           }
         }
       }
@@ -604,7 +662,7 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
         std::copy(dx_l, dx_l + n, next);
       } else {
         const T* mask = layer::data<T>(x.dropout_mask) + (l - 1) * n;
-        for (std::int64_t e = 0; e < n; ++e) next[e] = dx_l[e] * mask[e];
+        for (std::int64_t e = 0; e < n; ++e) next[e] = mul(dx_l[e], mask[e]);
       }
       dy_l = next;
     }
@@ -717,8 +775,8 @@ void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView 
   }
   void* res = own ? m.reserve.data() : reserve.data;
   if (own) m.forward_done = false;
-  layer::with_dtype(m.o.dtype,
-                    [&]<typename T>() { m.forward_t<T>(in, out, s.T, s.B, static_cast<T*>(res)); });
+  with_element(m.o.dtype,
+               [&]<typename T>() { m.forward_t<T>(in, out, s.T, s.B, static_cast<T*>(res)); });
   if (own) {
     m.forward_done = true;
     m.forward_T = s.T;
@@ -804,7 +862,7 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
                                         : static_cast<const std::int64_t*>(in.seq_lengths.data)[b];
   }
   const void* res = own ? m.reserve.data() : reserve.data;
-  layer::with_dtype(
+  with_element(
       dt, [&]<typename T>() { m.backward_t<T>(in, g, out, s.T, s.B, static_cast<const T*>(res)); });
 }
 

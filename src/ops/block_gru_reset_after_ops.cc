@@ -98,7 +98,7 @@ void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {
   ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kInputs, in, kOutputs, out,
                [&]<typename T>(const In& i, const Out& o) {
                  auto args = ops::gru_reset_after_fwd_args<T>(i, o);
-                 args.bf16_products = dtype == DType::kBFloat16;
+                 ops::set_bf16_products(args, dtype);
                  return args;
                });
 }
@@ -107,7 +107,7 @@ void compute_grad(const GradIn& in, const GradOut& out, const NoAttrs&, DType dt
   ops::compute(ops::seq_dims<BlockGRUDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
                [&]<typename T>(const GradIn& i, const GradOut& o) {
                  auto args = ops::gru_reset_after_bwd_args<T>(i, o);
-                 args.bf16_products = dtype == DType::kBFloat16;
+                 ops::set_bf16_products(args, dtype);
                  return args;
                });
 }

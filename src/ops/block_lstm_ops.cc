@@ -98,7 +98,7 @@ void compute_fwd(const In& in, const Out& out, const A& attrs, DType dtype) {
                [&]<typename T>(const In& i, const Out& o) {
                  auto args = ops::lstm_fwd_args<BlockLSTMFwdArgs, T>(
                      i, o, forget_bias, attrs.cell_clip, attrs.use_peephole, L, dtype);
-                 args.bf16_products = dtype == DType::kBFloat16;
+                 ops::set_bf16_products(args, dtype);
                  return args;
                });
 }
@@ -108,7 +108,7 @@ void compute_grad(const GradIn& in, const GradOut& out, const PeepholeAttr& attr
   ops::compute(ops::seq_dims<BlockLSTMDims>(in), dtype, kGradInputs, in, kGradOutputs, out,
                [&]<typename T>(const GradIn& i, const GradOut& o) {
                  auto args = ops::block_lstm_bwd_args<T>(i, o, attrs.use_peephole, L);
-                 args.bf16_products = dtype == DType::kBFloat16;
+                 ops::set_bf16_products(args, dtype);
                  return args;
                });
 }

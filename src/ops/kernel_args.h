@@ -66,6 +66,22 @@ void run_kernel(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   force_reference() ? ref::block_lstm_bwd(d, a) : cpu::block_lstm_bwd(d, a);
 }
 
+// "bfloat16 products" (docs/design.md): on a bfloat16 call, the fast kernels whose arguments have
+// bf16_products multiply bfloat16 operands (src/cpu/bf16_products.h); every other call, and every
+// kernel without the field, computes float32 products. The one-shot ops and the layer objects
+// (src/layer) both take the choice from here, so that a layer does exactly what its op does.
+template <class Args>
+constexpr bool uses_bf16_products(DType dtype) {
+  return requires(Args a) {
+    a.bf16_products;
+  }
+  &&dtype == DType::kBFloat16;
+}
+template <class Args>
+void set_bf16_products(Args& a, DType dtype) {
+  if constexpr (requires { a.bf16_products; }) a.bf16_products = uses_bf16_products<Args>(dtype);
+}
+
 // An op's compute: the kernel of the arguments `args.template operator()<T>(i, o)` fills, run
 // on `d` for the call's float type T (core::dispatch_float).
 template <class Dims, class InFields, class In, class OutFields, class Out, class MakeArgs>

@@ -1,11 +1,14 @@
 // The layer objects and the RNN stack of blockrnn/layer.h:
-//   - every layer's forward and backward equal the one-shot ops bit for bit (float32, float64;
-//     with and without seq_lengths, seq_len_max < T, calls smaller than the planned maximum,
+//   - every layer's forward and backward equal the one-shot ops bit for bit (float32, float64,
+//     float16 and bfloat16, the 16-bit ones on 1, 2 and 3 threads too; with and without
+//     seq_lengths, seq_len_max < T, calls smaller than the planned maximum,
 //     a caller's workspace, repeated calls, new weights);
 //   - creation, set_weights and per-call validation name the layer and the argument;
 //   - the stack: one layer, one direction is the op; bidirectional, multi-layer with dropout
 //     masks and per-example lengths equals each example run alone through one-shot ops (bit
-//     for bit), and its backward matches central differences in float64.
+//     for bit), and its backward matches central differences in float64; in float16 and
+//     bfloat16 its forward is the 16-bit ops layer by layer (bit for bit) and its backward is
+//     within a derived tolerance of float64's.
 // ctest runs this binary in reference mode and on each ISA path too.
 #include <gtest/gtest.h>
 #include <functional>
@@ -15,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,10 +94,9 @@ LSTMLayerGradInputs layer_grad_inputs(const BlockLSTMGradInputs& g) {
           g.o,           g.ci, g.co,      g.h,      g.cs_grad, g.h_grad, g.seq_lengths};
 }
 
-class LayerTest : public ::testing::TestWithParam<DType> {};
-
-TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
-  const DType dt = GetParam();
+// The LSTM layer (BlockLSTM with peepholes, BlockLSTMV2) equals its one-shot ops, bit for bit,
+// on every case, over two sets of weights, half the backward calls on a caller's workspace.
+void expect_lstm_layer_equals_ops(DType dt) {
   for (const bool v2 : {false, true}) {
     std::mt19937_64 rng(v2 ? 11 : 12);
     LSTMLayerAttrs attrs;
@@ -148,6 +151,12 @@ TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
       }
     }
   }
+}
+
+class LayerTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(LayerTest, LSTMEqualsOneShotOpsBitwise) {
+  expect_lstm_layer_equals_ops(GetParam());
 }
 
 // The two GRU layers, for one test of both: the layer, its one-shot ops (sequence_case.h's
@@ -232,7 +241,26 @@ TEST_P(LayerTest, GRUResetAfterEqualsOneShotOpsBitwise) {
   expect_gru_layer_equals_ops<GRUResetAfter>(GetParam(), 31);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, LayerTest, ::testing::Values(DType::kFloat32, DType::kFloat64));
+INSTANTIATE_TEST_SUITE_P(Dtypes, LayerTest,
+                         ::testing::Values(DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                           DType::kBFloat16));
+
+// float16 and bfloat16 on 1, 2 and 3 threads: the layers stage through float32 as the ops do
+// (and, for bfloat16, multiply bfloat16 operands where the op does), so each thread count gives
+// the op's bits.
+TEST(Layer, SixteenBitEqualsOneShotOpsOnEveryThreadCount) {
+  const int before = get_num_threads();
+  for (const int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (const DType dt : {DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " on " + std::to_string(threads) + " threads");
+      expect_lstm_layer_equals_ops(dt);
+      expect_gru_layer_equals_ops<GRUPlain>(dt, 41 + threads);
+      expect_gru_layer_equals_ops<GRUResetAfter>(dt, 51 + threads);
+    }
+  }
+  set_num_threads(before);
+}
 
 TEST(Layer, ValidationNamesTheLayerAndTheArgument) {
   expect_invalid([] { GRULayer l({.input_size = 3, .hidden_size = 0}); },
@@ -240,25 +268,10 @@ TEST(Layer, ValidationNamesTheLayerAndTheArgument) {
   expect_invalid(
       [] { LSTMLayer l({.input_size = 3, .hidden_size = 2}, {.v2 = true, .forget_bias = 1.0}); },
       "LSTMLayer(V2).create: forget_bias");
-  EXPECT_THROW(GRULayer({.input_size = 3, .hidden_size = 2, .dtype = DType::kFloat16}), Error);
-  // The 16-bit dtypes run on the one-shot ops; the layer objects and RNN refuse them by name.
-  const auto unimplemented = [](auto&& make, const std::string& fragment) {
-    try {
-      make();
-      ADD_FAILURE() << "accepted: " << fragment;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnimplemented) << e.what();
-      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
-  };
-  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
-    const std::string name = dtype_name(dt);
-    unimplemented([&] { GRULayer l({.input_size = 3, .hidden_size = 2, .dtype = dt}); },
-                  "GRULayer.create: dtype must be float32 or float64, got " + name +
-                      " (float16 and bfloat16: use the one-shot ops)");
-    unimplemented([&] { RNN r({.input_size = 3, .hidden_size = 2, .dtype = dt}); },
-                  "RNN.create: dtype must be float32 or float64, got " + name);
-  }
+  expect_invalid([] { GRULayer l({.input_size = 3, .hidden_size = 2, .dtype = DType::kInt64}); },
+                 "GRULayer.create: dtype must be float16, bfloat16, float32 or float64, got int64");
+  expect_invalid([] { RNN r({.input_size = 3, .hidden_size = 2, .dtype = DType::kInt64}); },
+                 "RNN.create: dtype must be float16, bfloat16, float32 or float64, got int64");
   GRULayer layer({.input_size = 3, .hidden_size = 2, .max_time = 4, .max_batch = 2});
   const Tensor x(DType::kFloat32, {5, 2, 3}), h0(DType::kFloat32, {2, 2});
   Tensor o(DType::kFloat32, {5, 2, 2});
@@ -552,6 +565,235 @@ TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, StackTest, ::testing::Range(0, 5));
 
+// ---- RNN in float16 and bfloat16 -------------------------------------------------------------
+
+// t's values in `dtype` (each rounded once).
+Tensor converted(const Tensor& t, DType dtype) {
+  Tensor r(dtype, t.shape());
+  for (std::int64_t e = 0; e < t.num_elements(); ++e) set(r, e, get(t, e));
+  return r;
+}
+
+// Elements [from, from + n) of src copied into dst at `to` (the same dtype).
+void copy_elems(const Tensor& src, std::int64_t from, Tensor& dst, std::int64_t to,
+                std::int64_t n) {
+  const std::size_t es = dtype_size(src.dtype());
+  std::memcpy(static_cast<char*>(dst.data()) + to * es,
+              static_cast<const char*>(src.data()) + from * es, static_cast<std::size_t>(n) * es);
+}
+
+// One example of one layer and direction through the one-shot ops in the tensors' dtype: h
+// [T, 1, H] and the final (h, c), as one_shot above.
+OneShot one_shot_any(RNNMode mode, const std::vector<Tensor>& p, const Tensor& x, const Tensor& h0,
+                     const Tensor& c0) {
+  const DType dt = x.dtype();
+  const std::int64_t T = x.shape()[0], H = h0.shape()[1];
+  OneShot r;
+  r.h_n = Tensor(dt, {1, H});
+  r.c_n = Tensor(dt, {1, H});
+  if (mode == RNNMode::kLSTM || mode == RNNMode::kLSTMV2) {
+    const BlockLSTMInputs in{.x = x, .cs_prev = c0, .h_prev = h0, .w = p[0], .b = p[1]};
+    BlockLSTMResult o = mode == RNNMode::kLSTM ? block_lstm(in) : block_lstm_v2(in);
+    r.h = std::move(o.h);
+    if (T > 0) {
+      copy_elems(o.cs, (T - 1) * H, r.c_n, 0, H);
+    } else {
+      copy_elems(c0, 0, r.c_n, 0, H);
+    }
+  } else if (mode == RNNMode::kGRU) {
+    r.h = block_gru({.x = x, .h_prev = h0, .w_ru = p[0], .w_c = p[1], .b_ru = p[2], .b_c = p[3]}).h;
+  } else {
+    r.h = block_gru_reset_after({.seq_len_max = T,
+                                 .x = x,
+                                 .h_prev = h0,
+                                 .w_i = p[0],
+                                 .w_h = p[1],
+                                 .b_i = p[2],
+                                 .b_h = p[3]})
+              .h;
+  }
+  if (T > 0) {
+    copy_elems(r.h, (T - 1) * H, r.h_n, 0, H);
+  } else {
+    copy_elems(h0, 0, r.h_n, 0, H);
+  }
+  return r;
+}
+
+// ||got − want|| / ||want|| (Frobenius norms, in double).
+double relative_error(const Tensor& got, const Tensor& want) {
+  double num = 0, den = 0;
+  for (std::int64_t e = 0; e < want.num_elements(); ++e) {
+    const double d = get(got, e) - get(want, e);
+    num += d * d;
+    den += get(want, e) * get(want, e);
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+class StackSixteenBitTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
+
+// The stack in float16 and bfloat16 is its layers in that dtype: the forward equals each
+// example run alone through the one-shot ops of the dtype layer by layer, the dropout product
+// rounded once to the dtype (bit for bit); the backward is the float64 stack's on the same
+// values within a norm-wise tolerance (below).
+TEST_P(StackSixteenBitTest, ForwardIsTheOpsLayerByLayerAndBackwardIsNearFloat64) {
+  const StackCase& c = kStackCases[std::get<0>(GetParam())];
+  const DType dt = std::get<1>(GetParam());
+  const std::int64_t T = 4, B = 3, I = 3, H = 4, D = c.bidirectional ? 2 : 1, L = c.layers;
+  const bool lstm = c.mode == RNNMode::kLSTM || c.mode == RNNMode::kLSTMV2;
+  std::mt19937_64 rng(61 + std::get<0>(GetParam()));
+  const RNNOptions options{.mode = c.mode,
+                           .input_size = I,
+                           .hidden_size = H,
+                           .num_layers = L,
+                           .bidirectional = c.bidirectional,
+                           .dtype = dt,
+                           .max_time = T,
+                           .max_batch = B};
+  RNN rnn(options);
+  RNNOptions options64 = options;
+  options64.dtype = DType::kFloat64;
+  RNN rnn64(options64);
+  // Every value is a value of dt: the float64 stack runs on the same numbers.
+  std::vector<std::vector<Tensor>> params, params64;
+  for (std::int64_t l = 0; l < L; ++l) {
+    for (std::int64_t d = 0; d < D; ++d) {
+      std::vector<Tensor>& p = params.emplace_back();
+      std::vector<Tensor>& p64 = params64.emplace_back();
+      for (const Tensor& t : random_params(c.mode, l == 0 ? I : D * H, H, rng)) {
+        p.push_back(converted(t, dt));
+        p64.push_back(converted(p.back(), DType::kFloat64));
+      }
+      std::vector<TensorView> v(p.begin(), p.end()), v64(p64.begin(), p64.end());
+      rnn.set_weights(l, d, v);
+      rnn64.set_weights(l, d, v64);
+    }
+  }
+  const Tensor x = random_tensor(dt, {T, B, I}, rng), h0 = random_tensor(dt, {L * D, B, H}, rng),
+               c0 = random_tensor(dt, {L * D, B, H}, rng);
+  Tensor mask(dt, {std::max<std::int64_t>(L - 1, 0), T, B, D * H});
+  std::bernoulli_distribution keep(0.7);
+  for (std::int64_t e = 0; e < mask.num_elements(); ++e) set(mask, e, keep(rng) ? 1.0 / 0.7 : 0.0);
+  const Tensor x64 = converted(x, DType::kFloat64), h064 = converted(h0, DType::kFloat64),
+               c064 = converted(c0, DType::kFloat64), mask64 = converted(mask, DType::kFloat64);
+  const Tensor lens = lengths_tensor(c.lengths);
+  const bool dropout = c.dropout && L > 1;
+  const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
+  const RNNInputs in{.x = x,
+                     .h0 = h0,
+                     .c0 = lstm ? c0.view() : TensorView(),
+                     .seq_lengths = lv,
+                     .dropout_mask = dropout ? mask.view() : TensorView()};
+  const RNNInputs in64{.x = x64,
+                       .h0 = h064,
+                       .c0 = lstm ? c064.view() : TensorView(),
+                       .seq_lengths = lv,
+                       .dropout_mask = dropout ? mask64.view() : TensorView()};
+  Tensor y = poisoned(dt, {T, B, D * H}), h_n = poisoned(dt, {L * D, B, H}),
+         c_n = poisoned(dt, {L * D, B, H});
+  rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
+
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t Lb = c.lengths.empty() ? T : c.lengths[b];
+    Tensor in_l(dt, {Lb, 1, I});
+    for (std::int64_t t = 0; t < Lb; ++t) copy_elems(x, (t * B + b) * I, in_l, t * I, I);
+    for (std::int64_t l = 0; l < L; ++l) {
+      const std::int64_t F = l == 0 ? I : D * H;
+      Tensor y_l(dt, {Lb, 1, D * H});
+      for (std::int64_t d = 0; d < D; ++d) {
+        const std::int64_t ld = l * D + d;
+        Tensor xs(dt, {Lb, 1, F});
+        for (std::int64_t t = 0; t < Lb; ++t) {
+          copy_elems(in_l, (d == 1 ? Lb - 1 - t : t) * F, xs, t * F, F);
+        }
+        Tensor s0(dt, {1, H}), sc0(dt, {1, H});
+        copy_elems(h0, (ld * B + b) * H, s0, 0, H);
+        copy_elems(c0, (ld * B + b) * H, sc0, 0, H);
+        const OneShot o = one_shot_any(c.mode, params[ld], xs, s0, sc0);
+        for (std::int64_t t = 0; t < Lb; ++t) {
+          copy_elems(o.h, (d == 1 ? Lb - 1 - t : t) * H, y_l, t * D * H + d * H, H);
+        }
+        const std::size_t es = dtype_size(dt);
+        EXPECT_EQ(0,
+                  std::memcmp(o.h_n.data(),
+                              static_cast<const char*>(h_n.data()) + (ld * B + b) * H * es, H * es))
+            << "h_n l=" << l << " d=" << d << " b=" << b;
+        if (lstm) {
+          EXPECT_EQ(
+              0, std::memcmp(o.c_n.data(),
+                             static_cast<const char*>(c_n.data()) + (ld * B + b) * H * es, H * es))
+              << "c_n l=" << l << " d=" << d << " b=" << b;
+        }
+      }
+      if (l + 1 < L) {
+        in_l = Tensor(dt, {Lb, 1, D * H});
+        for (std::int64_t t = 0; t < Lb; ++t) {
+          for (std::int64_t j = 0; j < D * H; ++j) {
+            // One float32 product (exact for two 16-bit values), rounded once to dt.
+            const float m = c.dropout ? float(get(mask, ((l * T + t) * B + b) * D * H + j)) : 1.0f;
+            set(in_l, t * D * H + j, double(float(get(y_l, t * D * H + j)) * m));
+          }
+        }
+      } else {
+        for (std::int64_t t = 0; t < T; ++t) {
+          for (std::int64_t j = 0; j < D * H; ++j) {
+            const double want = t < Lb ? get(y_l, t * D * H + j) : 0.0;
+            const double got = get(y, (t * B + b) * D * H + j);
+            EXPECT_TRUE(got == want && std::signbit(got) == std::signbit(want))
+                << "y t=" << t << " b=" << b << " j=" << j << ": " << got << " vs " << want;
+          }
+        }
+      }
+    }
+  }
+
+  // The backward against float64's on the same values, with docs/tolerances.md's rule for a
+  // 16-bit stack of L layers (test_bfloat16.py's): each layer rounds its outputs once to dt (unit
+  // roundoff u: 2^-11 float16, 2^-8 bfloat16; in bfloat16 also the operands of its products) and
+  // passes the rounding of the layer below on with gain ≤ 1 (weights in ±0.5, activation slopes
+  // ≤ 1): y within 2L·u norm-wise; a layer's backward reads the stored activations and the
+  // rounded upstream gradient and rounds its own outputs, and the layers chain: 4L·u. Measured
+  // ≤ 1.8 u on every case and dtype; a wrong gradient is off by O(1), ≥ 256 u.
+  const double u = dt == DType::kFloat16 ? 0x1p-11 : 0x1p-8;
+  const double tol_y = 2.0 * double(L) * u, tol = 4.0 * double(L) * u;
+  Tensor y64(DType::kFloat64, y.shape()), h_n64(DType::kFloat64, h_n.shape()),
+      c_n64(DType::kFloat64, c_n.shape());
+  rnn64.forward(in64, {y64.mutable_view(), h_n64.mutable_view(), c_n64.mutable_view()});
+  EXPECT_LT(relative_error(y, y64), tol_y);
+  const Tensor gy = random_tensor(dt, y.shape(), rng), ghn = random_tensor(dt, h_n.shape(), rng),
+               gcn = random_tensor(dt, c_n.shape(), rng);
+  const Tensor gy64 = converted(gy, DType::kFloat64), ghn64 = converted(ghn, DType::kFloat64),
+               gcn64 = converted(gcn, DType::kFloat64);
+  auto run_backward = [&](RNN& r, const RNNInputs& i, DType t, const Tensor& a, const Tensor& hb,
+                          const Tensor& cb, const std::vector<std::vector<Tensor>>& ps) {
+    std::vector<Tensor> g;
+    g.push_back(poisoned(t, x.shape()));
+    g.push_back(poisoned(t, h0.shape()));
+    g.push_back(poisoned(t, c0.shape()));
+    for (const auto& pl : ps) {
+      for (const auto& p : pl) g.push_back(poisoned(t, p.shape()));
+    }
+    std::vector<MutableTensorView> gpv;
+    for (std::size_t k = 3; k < g.size(); ++k) gpv.push_back(g[k].mutable_view());
+    r.backward(i, {a, hb, lstm ? cb.view() : TensorView()},
+               {g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(), gpv});
+    return g;
+  };
+  const std::vector<Tensor> g = run_backward(rnn, in, dt, gy, ghn, gcn, params);
+  const std::vector<Tensor> g64 =
+      run_backward(rnn64, in64, DType::kFloat64, gy64, ghn64, gcn64, params64);
+  for (std::size_t k = 0; k < g.size(); ++k) {
+    if (k == 2 && !lstm) continue;  // c0_grad is not written without a cell state
+    if (lstm && k >= 3 && (k - 3) % 5 >= 2) continue;  // the peepholes are off
+    EXPECT_LT(relative_error(g[k], g64[k]), tol) << "gradient " << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StackSixteenBitTest,
+                         ::testing::Combine(::testing::Range(0, 5),
+                                            ::testing::Values(DType::kFloat16, DType::kBFloat16)));
+
 TEST(RNN, OneLayerEqualsTheOpAndValidates) {
   std::mt19937_64 rng(5);
   const DType dt = DType::kFloat32;
@@ -812,6 +1054,25 @@ TEST(LayerHostile, TheMemoryLimitHoldsForLayersAndRNN) {
         rnn.forward({.x = x}, {y.mutable_view(), hn.mutable_view(), cn.mutable_view()});
       },
       {"RNN.forward: this call needs", "memory limit of 4.0 MiB"});
+}
+
+// A 16-bit layer's workspace holds the float32 copies of its call's views after the kernel's
+// part: workspace_bytes (what the memory check counts and the workspace grows to) is the float32
+// layer's plus the copies of the largest call, the backward's: x and x_grad [T, B, I], h_prev and
+// h_prev_grad [B, H], r, u, c, h and h_grad [T, B, H], and the weight gradients.
+TEST(LayerHostile, SixteenBitWorkspaceCountsTheFloat32Copies) {
+  const std::int64_t T = 6, B = 4, I = 5, H = 7;
+  const LayerShape f32{.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B};
+  const GRULayer l32(f32);
+  for (const DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    LayerShape s = f32;
+    s.dtype = dt;
+    const GRULayer l16(s);
+    const std::int64_t copies =
+        2 * T * B * I + 2 * B * H + 5 * T * B * H + (I + H) * 3 * H + 3 * H;  // float32 elements
+    EXPECT_EQ(l16.workspace_bytes(T, B), l32.workspace_bytes(T, B) + 4 * std::size_t(copies))
+        << dtype_name(dt);
+  }
 }
 
 TEST(LayerHostile, HugeSizesAreRefusedByNameBeforeAnythingIsAllocated) {

@@ -11,9 +11,10 @@
 //
 // Input layout (missing bytes read as 0):
 //   u8 mode (mod 4: LSTM, LSTMV2, GRU, GRUResetAfter)
-//   u8 flags: bit0 bidirectional; bit1 caller reserve; bit2 float64 (else float32); bit3 an
-//             unsupported dtype (float16 or int64, bit2 picks); bit4 use_peephole; bit5 sizes
-//             from kSizes (huge ones); bit6 reference mode; bit7 the backward's x has T − 1 steps
+//   u8 flags: bit0 bidirectional; bit1 caller reserve; bit2 float64 (else float32); bit3
+//             float16 (computed in float32) or int64 (refused), bit2 picks; bit4 use_peephole; bit5
+//             sizes from kSizes (huge ones); bit6 reference mode; bit7 the backward's x has T − 1
+//             steps
 //   u8 I, u8 H, u8 num_layers, u8 max_time, u8 max_batch   (each mod 6, or kSizes[v % 8])
 //   u8 T, u8 B (the call's, mod 6)
 //   u8 forget_bias selector, u8 cell_clip selector: 0 unset, else kAttr[(s - 1) % 8]

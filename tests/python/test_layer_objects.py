@@ -20,16 +20,35 @@ def _rand(rng, shape, dtype):
     return rng.uniform(-1, 1, shape).astype(dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def _dtype(name):
+    """numpy's dtype of a layer dtype name (bfloat16: ml_dtypes')."""
+    if name == "bfloat16":
+        return np.dtype(pytest.importorskip("ml_dtypes").bfloat16)
+    return np.dtype(name)
+
+
+def _c(a):
+    """An array as _core's layer objects take it: bfloat16 as a uint16 view of its bits."""
+    return a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+
+
+def _equal(got, want):
+    np.testing.assert_array_equal(_c(got).view(np.uint8), _c(np.asarray(want)).view(np.uint8))
+
+
+_ALL_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+@pytest.mark.parametrize("name", _ALL_DTYPES)
 @pytest.mark.parametrize("lengths", [None, np.array([5, 2, 0, 4])])
-def test_lstm_layer_equals_raw_ops_bitwise(dtype, lengths):
+def test_lstm_layer_equals_raw_ops_bitwise(name, lengths):
     rng = np.random.default_rng(1)
-    name = np.dtype(dtype).name
+    dtype = _dtype(name)
     layer = _core.LSTMLayer(I, H, name, T + 2, B + 1, v2=False, forget_bias=0.5, cell_clip=0.9,
                             use_peephole=True)
     w, b = _rand(rng, (I + H, 4 * H), dtype), _rand(rng, (4 * H,), dtype)
     peep = [_rand(rng, (H,), dtype) for _ in range(3)]
-    layer.set_weights(w, b, *peep)
+    layer.set_weights(_c(w), _c(b), *map(_c, peep))
     for _ in range(2):  # the same object, called again
         x = _rand(rng, (T, B, I), dtype)
         cs0, h0 = _rand(rng, (B, H), dtype), _rand(rng, (B, H), dtype)
@@ -40,60 +59,61 @@ def test_lstm_layer_equals_raw_ops_bitwise(dtype, lengths):
             kw["seq_lengths"] = lengths
         want = raw_ops.BlockLSTM(**kw)
         acts = [np.empty((T, B, H), dtype) for _ in range(7)]
-        layer.forward(x, cs0, h0, acts, seq_lengths=lengths)
+        layer.forward(_c(x), _c(cs0), _c(h0), [_c(a) for a in acts], seq_lengths=lengths)
         for got, ref in zip(acts, want):
-            np.testing.assert_array_equal(got, ref)
+            _equal(got, ref)
         csg, hg = _rand(rng, (T, B, H), dtype), _rand(rng, (T, B, H), dtype)
         kw.pop("forget_bias"), kw.pop("cell_clip")
         gwant = raw_ops.BlockLSTMGrad(**kw, i=acts[0], cs=acts[1], f=acts[2], o=acts[3],
                                       ci=acts[4], co=acts[5], h=acts[6], cs_grad=csg, h_grad=hg)
         grads = [np.empty_like(a) for a in (x, cs0, h0, w, *peep, b)]
-        layer.backward(x, cs0, h0, acts, csg, hg, grads, seq_lengths=lengths)
+        layer.backward(_c(x), _c(cs0), _c(h0), [_c(a) for a in acts], _c(csg), _c(hg),
+                       [_c(g) for g in grads], seq_lengths=lengths)
         for got, ref in zip(grads, gwant):
-            np.testing.assert_array_equal(got, ref)
+            _equal(got, ref)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_gru_layers_equal_raw_ops_bitwise(dtype):
+@pytest.mark.parametrize("name", _ALL_DTYPES)
+def test_gru_layers_equal_raw_ops_bitwise(name):
     rng = np.random.default_rng(2)
-    name = np.dtype(dtype).name
+    dtype = _dtype(name)
     x, h0 = _rand(rng, (T, B, I), dtype), _rand(rng, (B, H), dtype)
     hg = _rand(rng, (T, B, H), dtype)
     # BlockGRU
     ws = [_rand(rng, s, dtype) for s in ((I + H, 2 * H), (I + H, H), (2 * H,), (H,))]
     gru = _core.GRULayer(I, H, name, T, B)
-    gru.set_weights(*ws)
+    gru.set_weights(*map(_c, ws))
     want = raw_ops.BlockGRU(seq_len_max=np.int64(T), x=x, h_prev=h0, w_ru=ws[0], w_c=ws[1],
                             b_ru=ws[2], b_c=ws[3])
     acts = [np.empty((T, B, H), dtype) for _ in range(4)]
-    gru.forward(x, h0, acts)
+    gru.forward(_c(x), _c(h0), [_c(a) for a in acts])
     for got, ref in zip(acts, want):
-        np.testing.assert_array_equal(got, ref)
+        _equal(got, ref)
     gwant = raw_ops.BlockGRUGrad(seq_len_max=np.int64(T), x=x, h_prev=h0, w_ru=ws[0], w_c=ws[1],
                                  b_ru=ws[2], b_c=ws[3], r=acts[0], u=acts[1], c=acts[2],
                                  h=acts[3], h_grad=hg)
     grads = [np.empty_like(a) for a in (x, h0, *ws)]
-    gru.backward(x, h0, acts, hg, grads)
+    gru.backward(_c(x), _c(h0), [_c(a) for a in acts], _c(hg), [_c(g) for g in grads])
     for got, ref in zip(grads, gwant):
-        np.testing.assert_array_equal(got, ref)
+        _equal(got, ref)
     # BlockGRUResetAfter, at a smaller T and B than planned
     ws = [_rand(rng, s, dtype) for s in ((I, 3 * H), (H, 3 * H), (3 * H,), (3 * H,))]
     ra = _core.GRUResetAfterLayer(I, H, name, T + 3, B + 3)
-    ra.set_weights(*ws)
+    ra.set_weights(*map(_c, ws))
     want = raw_ops.BlockGRUResetAfter(seq_len_max=np.int64(T), x=x, h_prev=h0, w_i=ws[0],
                                       w_h=ws[1], b_i=ws[2], b_h=ws[3])
     acts = [np.empty((T, B, H), dtype) for _ in range(5)]
-    ra.forward(x, h0, acts)
+    ra.forward(_c(x), _c(h0), [_c(a) for a in acts])
     for got, ref in zip(acts, want):
-        np.testing.assert_array_equal(got, ref)
+        _equal(got, ref)
     gwant = raw_ops.BlockGRUResetAfterGrad(seq_len_max=np.int64(T), x=x, h_prev=h0, w_i=ws[0],
                                            w_h=ws[1], b_i=ws[2], b_h=ws[3], r=acts[0],
                                            u=acts[1], n=acts[2], hn=acts[3], h=acts[4],
                                            h_grad=hg)
     grads = [np.empty_like(a) for a in (x, h0, *ws)]
-    ra.backward(x, h0, acts, hg, grads)
+    ra.backward(_c(x), _c(h0), [_c(a) for a in acts], _c(hg), [_c(g) for g in grads])
     for got, ref in zip(grads, gwant):
-        np.testing.assert_array_equal(got, ref)
+        _equal(got, ref)
 
 
 def test_layer_errors_name_the_layer_and_argument():
@@ -278,7 +298,7 @@ def run(m, per_op, x, lengths, hx):
 
 torch.manual_seed(0)
 T, B, I, H = 6, 3, 4, 5
-for dtype in (torch.float32, torch.float64):
+for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
     for make in (lambda: brt.LSTM(I, H, num_layers=2, bidirectional=True),
                  lambda: brt.LSTM(I, H, num_layers=2, use_peephole=True, cell_clip=0.8,
                                   forget_bias=0.5),
@@ -301,7 +321,9 @@ print("ok")
 def test_torch_stack_is_bitwise_the_per_op_path():
     # blockrnn::rnn (the library's stack) against the same module run one op per (layer,
     # direction) with the glue in torch, as before the stack: outputs, final states and every
-    # gradient equal bit for bit, float32 and float64, with and without lengths.
+    # gradient equal bit for bit, in float32, float64, float16 and bfloat16 (the stack's own
+    # sums and products are torch's on the 16-bit values: one float32 operation rounded once),
+    # with and without lengths.
     pytest.importorskip("torch")
     res = subprocess.run([sys.executable, "-c", _STACK_VS_PER_OP], capture_output=True,
                          text=True, timeout=600)
@@ -421,3 +443,38 @@ def test_lstm_layer_accepts_the_attrs_the_raw_op_accepts(forget_bias):
                              cell_clip=3.4028235e38)
     for got, ref in zip(acts, want):
         np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_layers_classes_in_16bit_run_the_layer_objects_as_the_raw_ops(name):
+    # blockrnn.layers.LSTM / GRU in float16 and bfloat16 run on the layer objects: the same
+    # bits as the raw ops, forward and backward.
+    dtype = _dtype(name)
+    rng = np.random.default_rng(7)
+    x = _rand(rng, (T, B, I), dtype)
+    hg = _rand(rng, (T, B, H), dtype)
+    lstm = blockrnn.layers.LSTM(I, H, dtype=dtype, seed=3, forget_bias=0.5)
+    h_seq, _ = lstm.forward(x)
+    assert lstm._layer is not None
+    z = np.zeros((B, H), dtype)
+    want = raw_ops.BlockLSTM(seq_len_max=np.int64(T), x=x, cs_prev=z, h_prev=z, w=lstm.w,
+                             wci=lstm.wci, wcf=lstm.wcf, wco=lstm.wco, b=lstm.b, forget_bias=0.5,
+                             cell_clip=-1.0, use_peephole=False)
+    _equal(h_seq, want.h)
+    dx, _ = lstm.backward(hg)
+    gwant = raw_ops.BlockLSTMGrad(seq_len_max=np.int64(T), x=x, cs_prev=z, h_prev=z, w=lstm.w,
+                                  wci=lstm.wci, wcf=lstm.wcf, wco=lstm.wco, b=lstm.b, i=want.i,
+                                  cs=want.cs, f=want.f, o=want.o, ci=want.ci, co=want.co,
+                                  h=want.h, cs_grad=np.zeros_like(hg), h_grad=hg,
+                                  use_peephole=False)
+    _equal(dx, gwant.x_grad)
+    _equal(lstm.grads["w"], gwant.w_grad)
+    gru = blockrnn.layers.GRU(I, H, dtype=dtype, seed=4)
+    h_seq, _ = gru.forward(x)
+    want = raw_ops.BlockGRU(seq_len_max=np.int64(T), x=x, h_prev=z, **gru.parameters())
+    _equal(h_seq, want.h)
+    dx, _ = gru.backward(hg)
+    gwant = raw_ops.BlockGRUGrad(seq_len_max=np.int64(T), x=x, h_prev=z, **gru.parameters(),
+                                 r=want.r, u=want.u, c=want.c, h=want.h, h_grad=hg)
+    _equal(dx, gwant.x_grad)
+    _equal(gru.grads["w_ru"], gwant.w_ru_grad)

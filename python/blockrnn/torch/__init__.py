@@ -10,7 +10,7 @@ The modules run their whole stack (layers, directions, dropout, lengths) through
 one custom op each way, `blockrnn::nn_rnn` and `blockrnn::nn_rnn_grad` (on the modules' own
 parameters; `blockrnn::rnn` and `blockrnn::rnn_grad` take the ops' layout); the per-op custom ops
 `blockrnn::lstm`, `blockrnn::lstm_grad`, `blockrnn::gru_reset_after(_grad)`,
-`blockrnn::gru_reset_before(_grad)` serve float16 and the padded fallback. ONNX export:
+`blockrnn::gru_reset_before(_grad)` serve the padded fallback. ONNX export:
 `blockrnn.torch.onnx_export(model, args, f)` (ONNX LSTM / GRU nodes). See docs/torch.md.
 """
 try:

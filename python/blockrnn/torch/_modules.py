@@ -5,9 +5,9 @@ blockrnn::nn_rnn custom op call for the forward of the whole stack and one block
 for its backward (blockrnn.RNN, blockrnn/layer.h), on the module's parameters themselves (the
 op maps them onto the ops' layout when it packs them). This module checks the call as
 torch.nn does, draws the dropout masks with torch's RNG, and handles PackedSequence,
-batch_first, unbatched input and hx. float16 and bfloat16 (which the layer objects do not run)
-go layer by layer through the one-shot ops, as does the padded fallback (USE_SEQ_LENGTHS =
-False); see docs/torch.md.
+batch_first, unbatched input and hx, in float32, float64, float16 and bfloat16 alike. Only the
+padded fallback (USE_SEQ_LENGTHS = False) goes layer by layer through the one-shot ops; see
+docs/torch.md.
 """
 import contextlib
 import math
@@ -381,25 +381,18 @@ class RNNBase(nn.Module):
     def _run_layers(self, x, lens, init_states):
         """init_states: list over state kinds of [L*D,B,H]; lens: the lengths or None. Returns
         out [T,B,D*H] and the final states (list over kinds of [L*D,B,H])."""
-        if x.dtype == torch.float16 or x.dtype == torch.bfloat16 or \
-                (lens is not None and not USE_SEQ_LENGTHS):
+        if lens is not None and not USE_SEQ_LENGTHS:
             return self._run_layers_per_op(x, lens, init_states)
         return self._run_stack_on(x, None if lens is None else lens.lengths.cpu(), init_states)
 
     def _run_stack(self, x: Tensor, init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
         """The stack on a batch without lengths."""
-        if x.dtype == torch.float16 or x.dtype == torch.bfloat16:
-            return self._run_per_op_without_lengths(x, init_states)
         return self._run_stack_on(x, None, init_states)
-
-    @torch.jit.unused
-    def _run_per_op_without_lengths(self, x: Tensor, init_states: List[Tensor]
-                                    ) -> Tuple[Tensor, List[Tensor]]:
-        return self._run_layers_per_op(x, None, init_states)
 
     def _run_stack_on(self, x: Tensor, seq_lengths: Optional[Tensor],
                       init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
-        """blockrnn::nn_rnn on x [T,B,I] (float32, float64), optional lengths."""
+        """blockrnn::nn_rnn on x [T,B,I] (float16, bfloat16, float32, float64), optional
+        lengths."""
         T, B = x.shape[0], x.shape[1]
         mode, fb, clip, peep = self._stack_mode()
         h0 = init_states[0].contiguous()
@@ -424,8 +417,9 @@ class RNNBase(nn.Module):
         return self._stack_params()
 
     def _run_layers_per_op(self, x, lens, init_states):
-        """The stack in Python, one sequence op per (layer, direction): float16 and the padded
-        fallback."""
+        """The stack in Python, one sequence op per (layer, direction): the padded fallback
+        (USE_SEQ_LENGTHS off: the ops run on the padding and the steps past each length are
+        masked)."""
         dirs = 2 if self.bidirectional else 1
         finals = [[] for _ in init_states]
         sl = None

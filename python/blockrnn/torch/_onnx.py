@@ -143,8 +143,8 @@ def nn_rnn_to_onnx(x, h0, c0, params, seq_lengths=None, dropout_mask=None, mode:
 def _per_op_refused(name: str):
     def refuse(*args, **kwargs):
         raise OnnxExportError(
-            f"blockrnn.torch ONNX export: blockrnn::{name} (the per-op path of float16 modules "
-            f"and of the padded fallback) is not exported; export a float32 or float64 module")
+            f"blockrnn.torch ONNX export: blockrnn::{name} (the per-op path of the padded "
+            f"fallback) is not exported; export a module with USE_SEQ_LENGTHS on")
     refuse.__name__ = f"{name}_to_onnx"
     return refuse
 
@@ -152,7 +152,7 @@ def _per_op_refused(name: str):
 def onnx_translation_table() -> dict:
     """The `custom_translation_table` for torch.onnx.export(..., dynamo=True) of models with
     blockrnn.torch modules: blockrnn::nn_rnn -> ONNX LSTM / GRU; the per-op custom ops (used
-    only for float16 and the padded fallback) raise OnnxExportError."""
+    only for the padded fallback) raise OnnxExportError."""
     ops = torch.ops.blockrnn
     table = {ops.nn_rnn.default: nn_rnn_to_onnx}
     for name in ("lstm", "gru_reset_after", "gru_reset_before"):
@@ -169,6 +169,15 @@ def onnx_export(model: torch.nn.Module, args: tuple, f=None, *,
         raise ValueError("blockrnn.torch.onnx_export: dynamo must be True (blockrnn's ops are "
                          "translated by the torch.export-based exporter only)")
     kwargs["dynamo"] = True
+    from ._modules import RNNBase
+    for m in model.modules():
+        half = [p.dtype for p in m.parameters(recurse=False)
+                if p.dtype in (torch.float16, torch.bfloat16)]
+        if isinstance(m, RNNBase) and half:
+            raise OnnxExportError(
+                f"blockrnn.torch ONNX export: a {half[0]} blockrnn.torch.{type(m).__name__} is not "
+                f"exported (the ONNX LSTM / GRU nodes are exported for float32 and float64 "
+                f"modules); export a float32 or float64 module")
     table = onnx_translation_table()
     table.update(custom_translation_table or {})
     return torch.onnx.export(model, args, f, custom_translation_table=table, **kwargs)

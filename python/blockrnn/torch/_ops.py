@@ -61,6 +61,19 @@ def _np(t: Tensor, op: str, arg: str) -> np.ndarray:
     return t.detach().numpy()
 
 
+def _core_np(t: Tensor, op: str, arg: str) -> np.ndarray:
+    """_np as the library's stack takes it: a bfloat16 tensor as a uint16 view of its bits."""
+    a = _np(t, op, arg)
+    return a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+
+
+def _out_np(t: Tensor) -> np.ndarray:
+    """A new output tensor as a numpy view the library writes (bfloat16: its bits as uint16)."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
 def _t(a: np.ndarray) -> Tensor:
     if a.dtype.name == "bfloat16":
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
@@ -311,16 +324,20 @@ def _unbits(b: bytes) -> float:
     return struct.unpack("<d", b)[0]
 
 
+_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
+                torch.float64: "float64"}
+
+
 def _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias, cell_clip,
             use_peephole, op) -> _Config:
     if mode not in ("lstm", "lstm_v2", "gru", "gru_reset_after"):
         raise ValueError(f"{op}: mode must be 'lstm', 'lstm_v2', 'gru' or 'gru_reset_after', "
                          f"got {mode!r}")
-    if x.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"blockrnn.torch: {op}: dtype {x.dtype}; the stack runs float32 and "
-                        f"float64 (float16 runs layer by layer on the ops)")
+    if x.dtype not in _DTYPE_NAMES:
+        raise TypeError(f"blockrnn.torch: {op}: dtype {x.dtype}; the stack runs float16, "
+                        f"bfloat16, float32 and float64")
     return _Config(layout, mode, int(x.shape[2]), int(h0.shape[2]), int(num_layers),
-                   bool(bidirectional), "float32" if x.dtype == torch.float32 else "float64",
+                   bool(bidirectional), _DTYPE_NAMES[x.dtype],
                    bool(has_bias), _bits(forget_bias), _bits(cell_clip), bool(use_peephole))
 
 
@@ -427,7 +444,8 @@ def _unchanged(stamp, params, by_value: bool = False) -> bool:
         torch.equal(_bit_view(p.detach()), _bit_view(c)) for p, c in zip(params, values))
 
 
-_INT_OF = {torch.float16: torch.int16, torch.float32: torch.int32, torch.float64: torch.int64}
+_INT_OF = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
+           torch.float64: torch.int64}
 
 
 def _bit_view(t: Tensor) -> Tensor:
@@ -539,7 +557,7 @@ def _pack(plan: _Plan, cfg: _Config, params: List[Tensor], op: str,
             if cfg.layout == "nn":
                 group = [t.contiguous() for t in nn_to_ops_layout(cfg.mode, cfg.H,
                                                                   *_nn_group(cfg, group))]
-            plan.rnn.set_weights(k // D, k % D, [_np(t, op, "params") for t in group])
+            plan.rnn.set_weights(k // D, k % D, [_core_np(t, op, "params") for t in group])
     plan.stamp = _stamp(params)
     with _PLANS_LOCK:
         _PACKS[0] += 1
@@ -580,7 +598,7 @@ def _check_stack_memory(op, x: Tensor, elems: int, what: str) -> None:
 
 
 def _opt(t: Optional[Tensor], op, arg):
-    return None if t is None else _np(t, op, arg)
+    return None if t is None else _core_np(t, op, arg)
 
 
 def _stack_forward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, mode, num_layers,
@@ -603,9 +621,9 @@ def _stack_forward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, mod
     plan = _plan(cfg, id(params[0]) if layout == "nn" else None, T, B)
     with plan.lock:
         _pack(plan, cfg, params, op)
-        plan.rnn.forward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"), lens,
-                         _opt(dropout_mask, op, "dropout_mask"), y.numpy(), h_n.numpy(),
-                         c_n.numpy() if lstm_ else None, reserve.numpy())
+        plan.rnn.forward(_core_np(x, op, "x"), _core_np(h0, op, "h0"), _opt(c0, op, "c0"), lens,
+                         _opt(dropout_mask, op, "dropout_mask"), _out_np(y), _out_np(h_n),
+                         _out_np(c_n) if lstm_ else None, _out_np(reserve))
     return y, h_n, c_n, reserve
 
 
@@ -633,11 +651,12 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
                  for shape in _ops_shapes(cfg, _layer_input_size(cfg, k // D))]
     with plan.lock:
         _pack(plan, cfg, params, op, by_value=flat)
-        plan.rnn.backward(_np(x, op, "x"), _np(h0, op, "h0"), _opt(c0, op, "c0"), lens,
-                          _opt(dropout_mask, op, "dropout_mask"), _np(y_grad, op, "y_grad"),
-                          _np(h_n_grad, op, "h_n_grad"), _opt(c_n_grad, op, "c_n_grad"),
-                          x_grad.numpy(), h0_grad.numpy(), c0_grad.numpy() if lstm_ else None,
-                          [g.numpy() for g in grads], _np(reserve, op, "reserve"))
+        plan.rnn.backward(_core_np(x, op, "x"), _core_np(h0, op, "h0"), _opt(c0, op, "c0"),
+                          lens, _opt(dropout_mask, op, "dropout_mask"),
+                          _core_np(y_grad, op, "y_grad"), _core_np(h_n_grad, op, "h_n_grad"),
+                          _opt(c_n_grad, op, "c_n_grad"), _out_np(x_grad), _out_np(h0_grad),
+                          _out_np(c0_grad) if lstm_ else None, [_out_np(g) for g in grads],
+                          _core_np(reserve, op, "reserve"))
     if layout == "nn":
         Q = 5 if lstm_ else 4
         grads = [g for k in range(num_layers * D)
