@@ -240,6 +240,12 @@ void LSTMCellLayer::set_weights(TensorView w, TensorView b, TensorView wci, Tens
   Tensor* own[] = {&m.w, &m.b, &m.wci, &m.wcf, &m.wco};
   // Without use_peephole the peepholes are zeros, as the op uses for omitted ones.
   const std::size_t n = attrs_.use_peephole ? 5 : 2;
+  // Every given weight is checked before any is replaced, so a refused call leaves the layer's
+  // weights and plan as they were; past the checks only an allocation can fail, and the layer
+  // has no weights until its plan is packed (as the sequence layers).
+  for (std::size_t k = 0; k < n; ++k)
+    check.tensor(spec[k].name, given[k], spec[k].shape, spec[k].dims, dt);
+  has_weights_ = false;
   for (std::size_t k = 0; k < 5; ++k) {
     *own[k] =
         k < n ? layer::copy_weight(check, spec[k].name, given[k], spec[k].shape, spec[k].dims, dt)
@@ -407,6 +413,12 @@ void GRUCellLayer::set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru,
   check_held(check, gru_held_bytes(shape_), shape_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
+  // Every weight is checked before any is replaced (see LSTMCellLayer::set_weights).
+  check.tensor("w_ru", w_ru, Shape{I + H, 2 * H}, "input_size + hidden_size, 2 * hidden_size", dt);
+  check.tensor("w_c", w_c, Shape{I + H, H}, "input_size + hidden_size, hidden", dt);
+  check.tensor("b_ru", b_ru, Shape{2 * H}, "2 * hidden_size", dt);
+  check.tensor("b_c", b_c, Shape{H}, "hidden_size", dt);
+  has_weights_ = false;
   m.w_ru = layer::copy_weight(check, "w_ru", w_ru, Shape{I + H, 2 * H},
                               "input_size + hidden_size, 2 * hidden_size", dt);
   m.w_c = layer::copy_weight(check, "w_c", w_c, Shape{I + H, H}, "input_size + hidden_size, hidden",

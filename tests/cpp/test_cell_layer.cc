@@ -302,6 +302,39 @@ TEST(CellLayerErrors, NameTheLayerAndTheArgument) {
                "GRUCellLayer.workspace_bytes: B must be in [0, 2]");
 }
 
+// A refused set_weights changes nothing: the plan and every copy stay those of the weights the
+// layer had (the first version replaced w before checking b, so the reference kernels, which
+// read the copy, ran on the new w and the fast ones on the old plan).
+TEST(CellLayerErrors, ARefusedSetWeightsKeepsTheWeightsTheLayerHad) {
+  const DType f = DType::kFloat32;
+  const std::int64_t B = 2, I = 3, H = 4;
+  std::mt19937_64 rng(5);
+  const Tensor w = random_tensor(f, {I + H, 4 * H}, rng), b = random_tensor(f, {4 * H}, rng);
+  const Tensor other_w = random_tensor(f, {I + H, 4 * H}, rng), bad_b = random_tensor(f, {H}, rng);
+  const Tensor x = random_tensor(f, {B, I}, rng), s = random_tensor(f, {B, H}, rng);
+  for (const bool reference : {false, true}) {
+    const ReferenceMode mode(reference);
+    LSTMCellLayer lstm({.input_size = I, .hidden_size = H, .dtype = f, .max_batch = B});
+    auto run = [&] {
+      std::vector<Tensor> o;
+      for (int k = 0; k < 7; ++k) o.emplace_back(f, Shape{B, H});
+      lstm.forward({x, s, s}, {o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
+                               o[3].mutable_view(), o[4].mutable_view(), o[5].mutable_view(),
+                               o[6].mutable_view()});
+      return o;
+    };
+    lstm.set_weights(w, b);
+    const std::vector<Tensor> want = run();
+    expect_error([&] { lstm.set_weights(other_w, bad_b); }, ErrorCode::kInvalidArgument,
+                 "LSTMCellLayer.set_weights: b must have shape");
+    ASSERT_TRUE(lstm.has_weights());
+    const std::vector<Tensor> got = run();
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      EXPECT_TRUE(bitwise(got[k], want[k])) << "output " << k << " reference=" << reference;
+    }
+  }
+}
+
 TEST(CellLayerErrors, MemoryIsCheckedBeforeAllocating) {
   // The weights' copies and packed panels at creation.
   expect_error([] { GRUCellLayer({.input_size = 1 << 20, .hidden_size = 1 << 20}); },
