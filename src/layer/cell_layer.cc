@@ -82,20 +82,8 @@ void* prepare_workspace(const Check& check, const CellLayer& l, std::int64_t B,
   const CellLayerShape& shape = l.shape();
   const std::size_t bytes = l.workspace_bytes(B);
   const std::size_t elem = dtype_size(shape.dtype);
-  if (given.data != nullptr) {
-    if (given.bytes < bytes) {
-      check.fail("the workspace has " + std::to_string(given.bytes) + " bytes, this call needs " +
-                 std::to_string(bytes) + " (workspace_bytes(B))");
-    }
-    if (reinterpret_cast<std::uintptr_t>(given.data) % elem != 0) {
-      check.fail("the workspace must be aligned to " + std::to_string(elem) + " bytes");
-    }
-    args.output("workspace", TensorView(given.data, shape.dtype,
-                                        Shape{static_cast<std::int64_t>(bytes / elem)}));
-  } else if (shape.caller_workspace && bytes > 0) {
-    check.fail("the layer was created with caller_workspace: pass a workspace of " +
-               std::to_string(bytes) + " bytes");
-  }
+  layer::take_given_workspace(check, given, bytes, shape.dtype, shape.caller_workspace,
+                              "workspace_bytes(B)", args);
   args.check_no_alias(check);
   if (given.data != nullptr) return given.data;
   if (own.num_bytes() < bytes) {

@@ -132,6 +132,25 @@ void check_allocation(const Check& check, std::span<const ExtraBytes> extra) {
   core::check_memory(check.op_name(buffer), {}, {}, core::CallShape(), false, extra);
 }
 
+void take_given_workspace(const Check& check, LayerWorkspace given, std::size_t bytes, DType dtype,
+                          bool caller_workspace, const char* formula, CallArgs& args) {
+  const std::size_t elem = dtype_size(dtype);
+  if (given.data != nullptr) {
+    if (given.bytes < bytes) {
+      check.fail("the workspace has " + std::to_string(given.bytes) + " bytes, this call needs " +
+                 std::to_string(bytes) + " (" + formula + ")");
+    }
+    if (reinterpret_cast<std::uintptr_t>(given.data) % elem != 0) {
+      check.fail("the workspace must be aligned to " + std::to_string(elem) + " bytes");
+    }
+    args.output("workspace",
+                TensorView(given.data, dtype, Shape{static_cast<std::int64_t>(bytes / elem)}));
+  } else if (caller_workspace && bytes > 0) {  // a call that needs none may pass none
+    check.fail("the layer was created with caller_workspace: pass a workspace of " +
+               std::to_string(bytes) + " bytes");
+  }
+}
+
 void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, CallArgs& args,
                   LayerWorkspace given, Tensor& own) {
   const LayerShape& shape = layer.shape();
@@ -140,20 +159,8 @@ void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, C
       layer.workspace_bytes(core::is_16bit_float(shape.dtype) ? c.T : c.S, c.B);
   const DType ws_dtype = compute_dtype(shape.dtype);
   const std::size_t elem = dtype_size(ws_dtype);
-  if (given.data != nullptr) {
-    if (given.bytes < bytes) {
-      check.fail("the workspace has " + std::to_string(given.bytes) + " bytes, this call needs " +
-                 std::to_string(bytes) + " (workspace_bytes(T, B))");
-    }
-    if (reinterpret_cast<std::uintptr_t>(given.data) % elem != 0) {
-      check.fail("the workspace must be aligned to " + std::to_string(elem) + " bytes");
-    }
-    args.output("workspace",
-                TensorView(given.data, ws_dtype, Shape{static_cast<std::int64_t>(bytes / elem)}));
-  } else if (shape.caller_workspace && bytes > 0) {  // a call that needs none may pass none
-    check.fail("the layer was created with caller_workspace: pass a workspace of " +
-               std::to_string(bytes) + " bytes");
-  }
+  take_given_workspace(check, given, bytes, ws_dtype, shape.caller_workspace,
+                       "workspace_bytes(T, B)", args);
   args.check_no_alias(check);
   // The one-shot op's bound for the call's shapes (what its kernels allocate), plus what the
   // layer's own workspace grows by.

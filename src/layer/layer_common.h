@@ -147,6 +147,12 @@ class CallArgs {
 // grown to exactly this call's need when it holds less; in between, the call's memory against
 // get_memory_limit() by the one-shot ops' accounting (core::check_memory: the one-shot op's
 // bound for these shapes, plus the workspace `own` grows by). Sets c.workspace.
+// A caller's workspace for a call that needs `bytes` (elements of `dtype`; `formula` names the
+// workspace_bytes call in the message): at least that size, aligned to `dtype`, and registered
+// among the call's outputs for the overlap check. Without one, a layer created with
+// caller_workspace refuses a call that needs any. The sequence and the cell layers share it.
+void take_given_workspace(const Check& check, LayerWorkspace given, std::size_t bytes, DType dtype,
+                          bool caller_workspace, const char* formula, CallArgs& args);
 void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, CallArgs& args,
                   LayerWorkspace given, Tensor& own);
 
