@@ -170,7 +170,9 @@ void dispatch_float(DType dtype, const InFields& in_fields, const In& in,
   copies.reserve(std::size(in_fields) + std::size(out_fields));
   for (const auto& field : in_fields) {
     TensorView& t = in32.*field.view;
-    if (t.dtype != dtype) continue;
+    // Only the floating inputs: an omitted seq_lengths may carry any dtype (a zeroed C tensor
+    // says float16) and no data.
+    if (field.kind != InputKind::kFloat || t.dtype != dtype) continue;
     const std::int64_t n = t.shape.num_elements();
     std::vector<float>& copy = copies.emplace_back(static_cast<std::size_t>(n));
     widen_to_float(dtype, t.data, copy.data(), n);

@@ -1,5 +1,5 @@
 /* Layer handles through the C API (blockrnn/layer_c_api.h): for every kind (BlockLSTM with
- * peepholes and attrs, BlockLSTMV2, BlockGRU, BlockGRUResetAfter) and both dtypes, a handle's
+ * peepholes and attrs, BlockLSTMV2, BlockGRU, BlockGRUResetAfter) and every float dtype, a handle's
  * forward and backward give bit for bit what blockrnn_run_op of the one-shot op and its grad
  * gives on the same inputs, over many calls on one handle (new inputs every call, new weights
  * every other call, seq_len_max and seq_lengths in some, a strided x in one); a handle created
@@ -91,7 +91,64 @@ struct buf {
 };
 
 static size_t elem_size(int32_t dtype) {
-  return dtype == BLOCKRNN_FLOAT32 ? sizeof(float) : sizeof(double);
+  switch (dtype) {
+    case BLOCKRNN_FLOAT16:
+    case BLOCKRNN_BFLOAT16:
+      return sizeof(uint16_t);
+    case BLOCKRNN_FLOAT32:
+      return sizeof(float);
+    default:
+      return sizeof(double);
+  }
+}
+
+/* A float as float16 bits, truncated (any half value will do as an input); magnitudes below
+ * float16's smallest normal become zero, so every value is an ordinary finite half. */
+static uint16_t to_half(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  const int exponent = (int)((bits >> 23) & 0xffu) - 127 + 15;
+  if (exponent <= 0) return sign;
+  return (uint16_t)(sign | (uint16_t)(exponent << 10) | (uint16_t)((bits >> 13) & 0x3ffu));
+}
+
+/* A float as bfloat16 bits: its upper half (truncated, as above). */
+static uint16_t to_bfloat16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return (uint16_t)(bits >> 16);
+}
+
+/* Whether element k of a buffer of the dtype is a NaN. */
+static int is_nan_at(const void* data, int32_t dtype, int64_t k) {
+  switch (dtype) {
+    case BLOCKRNN_FLOAT16: {
+      const uint16_t h = ((const uint16_t*)data)[k];
+      return (h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0;
+    }
+    case BLOCKRNN_BFLOAT16: {
+      const uint16_t h = ((const uint16_t*)data)[k];
+      return (h & 0x7f80u) == 0x7f80u && (h & 0x007fu) != 0;
+    }
+    case BLOCKRNN_FLOAT32:
+      return isnan(((const float*)data)[k]);
+    default:
+      return isnan(((const double*)data)[k]);
+  }
+}
+
+static const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case BLOCKRNN_FLOAT16:
+      return "float16";
+    case BLOCKRNN_BFLOAT16:
+      return "bfloat16";
+    case BLOCKRNN_FLOAT32:
+      return "float32";
+    default:
+      return "float64";
+  }
 }
 
 static void make(struct buf* b, int32_t dtype, int32_t rank, int64_t d0, int64_t d1, int64_t d2) {
@@ -111,23 +168,30 @@ static blockrnn_tensor view(const struct buf* b, int32_t dtype) {
 static void fill(struct buf* b, int32_t dtype, double phase, double scale) {
   for (int64_t k = 0; k < b->n; ++k) {
     const double v = sin(0.37 * (double)k + phase) * scale;
-    if (dtype == BLOCKRNN_FLOAT32) {
-      ((float*)b->data)[k] = (float)v;
-    } else {
-      ((double*)b->data)[k] = v;
+    switch (dtype) {
+      case BLOCKRNN_FLOAT16:
+        ((uint16_t*)b->data)[k] = to_half((float)v);
+        break;
+      case BLOCKRNN_BFLOAT16:
+        ((uint16_t*)b->data)[k] = to_bfloat16((float)v);
+        break;
+      case BLOCKRNN_FLOAT32:
+        ((float*)b->data)[k] = (float)v;
+        break;
+      default:
+        ((double*)b->data)[k] = v;
     }
   }
 }
 
 static void poison(struct buf* b, int32_t dtype) {
-  memset(b->data, 0xff, (size_t)b->n * elem_size(dtype)); /* NaN in both dtypes */
+  memset(b->data, 0xff, (size_t)b->n * elem_size(dtype)); /* NaN in every float dtype */
 }
 
 /* No NaN: every element was written (the outputs are poisoned with NaN before each call). */
 static int written(const struct buf* b, int32_t dtype) {
   for (int64_t k = 0; k < b->n; ++k) {
-    const double v = dtype == BLOCKRNN_FLOAT32 ? ((float*)b->data)[k] : ((double*)b->data)[k];
-    if (isnan(v)) return 0;
+    if (is_nan_at(b->data, dtype, k)) return 0;
   }
   return 1;
 }
@@ -309,8 +373,7 @@ static void check_case(const struct kind* k, int32_t dt, int peephole) {
     s.o.has_cell_clip = 1;
     s.o.cell_clip = 0.5;
   }
-  snprintf(what, sizeof what, "%s %s%s", k->op, dt == BLOCKRNN_FLOAT32 ? "float32" : "float64",
-           peephole ? " peephole" : "");
+  snprintf(what, sizeof what, "%s %s%s", k->op, dtype_name(dt), peephole ? " peephole" : "");
   CHECK(blockrnn_layer_create(&s.o, &layer) == BLOCKRNN_OK, what);
   s.o.caller_workspace = 1;
   CHECK(blockrnn_layer_create(&s.o, &mine) == BLOCKRNN_OK, "create with caller_workspace");
@@ -400,7 +463,11 @@ static void check_case(const struct kind* k, int32_t dt, int peephole) {
     }
     run_one_shot(&s, has_slm, slm, with_lengths);
     run_handle(&s, layer, s.got, s.ggot, has_slm, slm, with_lengths, strided, NULL, 0);
-    CHECK(blockrnn_layer_workspace_bytes(mine, has_slm ? slm : T, B, &ws_bytes) == BLOCKRNN_OK,
+    /* A call's workspace is that of its seq_len_max; a 16-bit layer's, of x's T (it stages
+     * every step of x and of the outputs through float32). */
+    const int staged = dt == BLOCKRNN_FLOAT16 || dt == BLOCKRNN_BFLOAT16;
+    CHECK(blockrnn_layer_workspace_bytes(mine, has_slm && !staged ? slm : T, B, &ws_bytes) ==
+              BLOCKRNN_OK,
           "workspace_bytes");
     ws = malloc(ws_bytes + 8);
     memset(ws, 0xff, ws_bytes);
@@ -779,6 +846,15 @@ int main(void) {
   check_case(&kKinds[2], BLOCKRNN_FLOAT64, 0);
   check_case(&kKinds[3], BLOCKRNN_FLOAT32, 0); /* BlockGRUResetAfter */
   check_case(&kKinds[3], BLOCKRNN_FLOAT64, 0);
+  /* The 16-bit layers: each kind in float16 and bfloat16, bitwise the 16-bit ops. */
+  check_case(&kKinds[0], BLOCKRNN_FLOAT16, 1);
+  check_case(&kKinds[0], BLOCKRNN_BFLOAT16, 0);
+  check_case(&kKinds[1], BLOCKRNN_BFLOAT16, 1);
+  check_case(&kKinds[1], BLOCKRNN_FLOAT16, 0);
+  check_case(&kKinds[2], BLOCKRNN_FLOAT16, 0);
+  check_case(&kKinds[2], BLOCKRNN_BFLOAT16, 0);
+  check_case(&kKinds[3], BLOCKRNN_FLOAT16, 0);
+  check_case(&kKinds[3], BLOCKRNN_BFLOAT16, 0);
   test_one_call_at_a_time();
   test_create_errors();
   return checks_result("c_api_layer");
