@@ -438,9 +438,8 @@ def _unchanged(stamp, params, by_value: bool = False) -> bool:
     # torch.autograd.gradcheck perturbs its inputs through `.data` ("to get around the version
     # check"), so keying on the counters would run stale packed weights there and after any
     # `p.data -= lr * p.grad` update. The comparison reads the parameters and the copy once per
-    # call (_same_bits: about 0.4 ms for the 8 MB of an I = H = 512 LSTM layer, measured): a
-    # fraction of a percent of a T = 50, B = 64 step, more on one-step calls
-    # (docs/performance.md).
+    # call (_same_bits: about 0.4 ms per 4 MB matrix, cold caches, measured): a fraction of a
+    # percent of a T = 50, B = 64 step, more on one-step calls (docs/performance.md).
     if stamp is None:
         return False
     ids, values = stamp
@@ -466,7 +465,7 @@ def _bit_view(t: Tensor) -> Tensor:
 
 def _same_bits(a: Tensor, b: Tensor) -> bool:
     """a and b (the same shape) hold the same bit patterns. numpy compares the integer views
-    of the two storages (no copies) about twice as fast as torch.equal on the CPU (8 MB, cold
+    of the two storages (no copies) about twice as fast as torch.equal on the CPU (4 MB, cold
     caches: 0.4 against 0.8 ms, measured), which matters on one-step calls, where the
     comparison runs twice per training step; torch.equal where numpy cannot view a tensor."""
     a, b = _bit_view(a), _bit_view(b)
