@@ -111,6 +111,36 @@ def test_writes_the_version_counter_misses_are_seen():
     torch.testing.assert_close(mine(x)[0], ref(x)[0], atol=F64, rtol=0)
 
 
+def test_a_data_write_after_a_repack_is_seen():
+    # a repack writes the new stamp's copy of the values over the previous one's (in place):
+    # a later .data write must still differ from it
+    ref, mine = _pair("GRU")
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    for m in (ref, mine):
+        with torch.no_grad():
+            m.weight_ih_l0.add_(0.25)  # the version counter: a repack, the stamp rewritten
+    torch.testing.assert_close(mine(x)[0], ref(x)[0], atol=F64, rtol=0)
+    for m in (ref, mine):
+        m.weight_ih_l0.data.mul_(-1)  # no version change: only the values show it
+    torch.testing.assert_close(mine(x)[0], ref(x)[0], atol=F64, rtol=0)
+
+
+@pytest.mark.parametrize("mode, kw", VARIANTS)
+@pytest.mark.parametrize("sizes", [(I, H), (1, H), (I, 1), (1, 1)])
+def test_gradients_of_one_call_survive_the_next(mode, kw, sizes):
+    # the library writes the weight gradients into buffers of the plan that the next backward
+    # reuses; what a backward returned must be copies, including where a size-1 dimension
+    # makes a transposed view contiguous (and .contiguous() would return the view itself)
+    torch.manual_seed(7)
+    m = getattr(brt, mode)(*sizes, num_layers=2, bidirectional=True, **kw).double()
+    x = torch.randn(T, B, sizes[0], dtype=torch.float64)
+    first = [g.clone() for g in torch.autograd.grad(_loss(m, x), list(m.parameters()))]
+    kept = torch.autograd.grad(_loss(m, x), list(m.parameters()))
+    torch.autograd.grad(_loss(m, 2 * x + 1), list(m.parameters()))  # other gradients
+    for (name, _), f, k in zip(m.named_parameters(), first, kept):
+        assert torch.equal(f, k), name
+
+
 def test_nan_cell_clip_keeps_one_plan():
     _ops.clear_plans()
     m = brt.LSTM(I, H, cell_clip=float("nan"))

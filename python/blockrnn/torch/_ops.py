@@ -374,6 +374,8 @@ class _Plan:
         self.T, self.B = T, B
         self.lock = threading.Lock()
         self.stamp = None
+        self.grad_key, self.grad_bufs = None, {}  # _ops_layout_grads
+        self.pack_bufs = {}  # _nn_weights_to_pack
 
 
 def _plan_size(old: Optional[_Plan], T: int, B: int) -> Tuple[int, int]:
@@ -409,11 +411,19 @@ def _version(p: Tensor) -> Optional[int]:
         return None
 
 
-def _stamp(params) -> tuple:
+def _stamp(params, old_values=None) -> tuple:
     """What _unchanged compares: per tensor a weak reference, its version counter, storage
-    address, shape and strides, and a copy of its values."""
+    address, shape and strides, and a copy of its values (written into `old_values`, the
+    copies of the previous stamp, where they fit: a training loop stamps every step, and
+    fresh buffers of this size cost page faults that an in-place copy does not)."""
     ids = tuple((weakref.ref(p), _version(p), p.data_ptr(), tuple(p.shape), tuple(p.stride()))
                 for p in params)
+    if old_values is not None and len(old_values) == len(params) and all(
+            c.shape == p.shape and c.dtype == p.dtype and c.stride() == p.stride()
+            for c, p in zip(old_values, params)):
+        for c, p in zip(old_values, params):
+            c.copy_(p.detach())
+        return ids, old_values
     return ids, [p.detach().clone() for p in params]
 
 
@@ -428,20 +438,19 @@ def _unchanged(stamp, params, by_value: bool = False) -> bool:
     # torch.autograd.gradcheck perturbs its inputs through `.data` ("to get around the version
     # check"), so keying on the counters would run stale packed weights there and after any
     # `p.data -= lr * p.grad` update. The comparison reads the parameters and the copy once per
-    # call (about 1.4 ms for the 8 MB of an I = H = 512 LSTM layer, measured): a fraction of a
+    # call (_same_bits: about 0.4 ms per 4 MB matrix, cold caches, measured): a fraction of a
     # percent of a T = 50, B = 64 step, more on one-step calls (docs/performance.md).
     if stamp is None:
         return False
     ids, values = stamp
     if by_value:  # tensors made for the call (the batched-gradient path): the values decide
         return len(values) == len(params) and all(
-            c.shape == p.shape and torch.equal(_bit_view(p.detach()), _bit_view(c))
-            for p, c in zip(params, values))
+            c.shape == p.shape and _same_bits(p.detach(), c) for p, c in zip(params, values))
     return len(ids) == len(params) and all(
         ref() is p and v is not None and v == _version(p) and ptr == p.data_ptr()
         and shape == tuple(p.shape) and strides == tuple(p.stride())
         for (ref, v, ptr, shape, strides), p in zip(ids, params)) and all(
-        torch.equal(_bit_view(p.detach()), _bit_view(c)) for p, c in zip(params, values))
+        _same_bits(p.detach(), c) for p, c in zip(params, values))
 
 
 _INT_OF = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
@@ -452,6 +461,19 @@ def _bit_view(t: Tensor) -> Tensor:
     """t's bit patterns (NaN equals itself, -0.0 differs from 0.0): equality means the same
     packed weights."""
     return t.view(_INT_OF[t.dtype]) if t.dtype in _INT_OF else t
+
+
+def _same_bits(a: Tensor, b: Tensor) -> bool:
+    """a and b (the same shape) hold the same bit patterns. numpy compares the integer views
+    of the two storages (no copies) about twice as fast as torch.equal on the CPU (4 MB, cold
+    caches: 0.4 against 0.8 ms, measured), which matters on one-step calls, where the
+    comparison runs twice per training step; torch.equal where numpy cannot view a tensor."""
+    a, b = _bit_view(a), _bit_view(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.device.type == "cpu" and a.dtype in _INT_OF.values():
+        return bool(np.array_equal(a.numpy(), b.numpy()))
+    return torch.equal(a, b)
 
 
 def _per_direction(cfg: _Config) -> int:
@@ -482,7 +504,9 @@ def nn_to_ops_layout(mode: str, H: int, w_ih: Tensor, w_hh: Tensor, b_ih: Option
         if mode == "lstm":
             perm = _tf_gate_order(H)
             w_ih, w_hh, b = w_ih[perm], w_hh[perm], b[perm]
-        return [torch.cat([w_ih.t(), w_hh.t()], 0), b, *peepholes]
+        # [w_ih | w_hh]ᵀ: one transpose of the joined rows (torch's blocked transposing copy
+        # when made contiguous), several times faster than joining the two transposed views
+        return [torch.cat([w_ih, w_hh], 1).t(), b, *peepholes]
     if mode == "gru_reset_after":
         return [w_ih.t(), w_hh.t(), zeros(G) if b_ih is None else b_ih,
                 zeros(G) if b_hh is None else b_hh]
@@ -500,23 +524,32 @@ def _nn_group(cfg: _Config, g):
     return g[0], g[1], None, None, g[2:]
 
 
+def _own(t: Tensor) -> Tensor:
+    """A contiguous copy of t, always a new tensor (t.contiguous() returns t itself where a
+    dimension of size 1 makes the transposed view contiguous already)."""
+    return t.clone(memory_format=torch.contiguous_format)
+
+
 def _ops_grads_to_nn(cfg: _Config, I_l: int, g) -> List[Tensor]:
     """One (layer, direction)'s gradients in the ops' layout -> torch.nn's layout, contiguous
     (torch.nn's strides): weight_ih_grad, weight_hh_grad, (bias_ih_grad, bias_hh_grad),
-    (peephole grads)."""
+    (peephole grads). The weight matrices come back as new tensors, never views of g's
+    (_ops_layout_grads reuses those)."""
     H = cfg.H
     if cfg.mode.startswith("lstm"):
         gw, gb = g[0], g[1]
         w_ih, w_hh = gw[:I_l].t(), gw[I_l:].t()
-        if cfg.mode == "lstm":
+        if cfg.mode == "lstm":  # indexing copies
             perm = _tf_gate_order(H)
             w_ih, w_hh, gb = w_ih[perm], w_hh[perm], gb[perm]
-        out = [w_ih.contiguous(), w_hh.contiguous()]
+            out = [w_ih.contiguous(), w_hh.contiguous()]
+        else:
+            out = [_own(w_ih), _own(w_hh)]
         if cfg.has_bias:
             out += [gb.contiguous(), gb.clone()]  # b = b_ih + b_hh: the same gradient twice
         return out + (list(g[2:5]) if cfg.use_peephole else [])
     if cfg.mode == "gru_reset_after":
-        out = [g[0].t().contiguous(), g[1].t().contiguous()]
+        out = [_own(g[0].t()), _own(g[1].t())]
         return out + ([g[2], g[3]] if cfg.has_bias else [])
     gw_ru, gw_c, gb_ru, gb_c = g
     out = [torch.cat([gw_ru[:I_l].t(), gw_c[:I_l].t()], 0),
@@ -542,12 +575,64 @@ def _layer_input_size(cfg: _Config, layer: int) -> int:
     return cfg.I if layer == 0 else (2 if cfg.bidirectional else 1) * cfg.H
 
 
+def _nn_weights_to_pack(plan: _Plan, cfg: _Config, group: List[Tensor]) -> List[Tensor]:
+    """One (layer, direction)'s torch.nn parameters in the ops' layout, contiguous, for
+    set_weights, which copies them (plan.lock held, under no_grad): the values of
+    nn_to_ops_layout, with the transposed weight matrices written into buffers of the plan
+    kept between packs. A training loop packs at every step, and there fresh buffers of
+    megabytes cost page faults, and torch.cat of transposed views is several times slower than
+    copying each into its rows of the joined matrix (an I = H = 512 LSTM: 9 against 2.5 ms,
+    measured)."""
+    w_ih, w_hh, b_ih, b_hh, peepholes = _nn_group(cfg, group)
+    if cfg.mode == "lstm":  # rows in TensorFlow's gate order: indexing copies anyway
+        return [t.contiguous() for t in nn_to_ops_layout(cfg.mode, cfg.H, w_ih, w_hh, b_ih,
+                                                         b_hh, peepholes)]
+    H, I_l = cfg.H, int(w_ih.shape[1])
+
+    def joined(n: int, top: Tensor, bottom: Tensor) -> Tensor:  # [topᵀ; bottomᵀ]
+        out = _pack_buffer(plan, n, (I_l + H, int(top.shape[0])), top)
+        out[:I_l].copy_(top.t())
+        out[I_l:].copy_(bottom.t())
+        return out
+
+    def bias(a: Optional[Tensor], b: Optional[Tensor], rows: slice) -> Tensor:
+        G = int(w_ih[rows].shape[0])
+        return w_ih.new_zeros(G) if a is None else a[rows] + b[rows]
+    every = slice(None)
+    if cfg.mode == "lstm_v2":
+        return [joined(0, w_ih, w_hh), bias(b_ih, b_hh, every),
+                *[t.contiguous() for t in peepholes]]
+    if cfg.mode == "gru_reset_after":
+        w_i = _pack_buffer(plan, 0, (I_l, 3 * H), w_ih)
+        w_h = _pack_buffer(plan, 1, (H, 3 * H), w_hh)
+        w_i.copy_(w_ih.t())
+        w_h.copy_(w_hh.t())
+        zeros = w_ih.new_zeros(3 * H)
+        return [w_i, w_h, zeros if b_ih is None else b_ih.contiguous(),
+                zeros if b_hh is None else b_hh.contiguous()]
+    ru, c = slice(0, 2 * H), slice(2 * H, 3 * H)
+    return [joined(0, w_ih[ru], w_hh[ru]), joined(1, w_ih[c], w_hh[c]), bias(b_ih, b_hh, ru),
+            bias(b_ih, b_hh, c)]
+
+
+def _pack_buffer(plan: _Plan, n: int, shape: Tuple[int, int], like: Tensor) -> Tensor:
+    """The plan's buffer number n of `shape` with like's dtype and device for
+    _nn_weights_to_pack (made at the first pack that needs it, kept between packs; on like's
+    device, so that a parameter off the CPU is refused by name as before)."""
+    key = (n, shape, like.dtype, str(like.device))
+    buf = plan.pack_bufs.get(key)
+    if buf is None:
+        buf = plan.pack_bufs[key] = like.new_empty(shape)
+    return buf
+
+
 def _pack(plan: _Plan, cfg: _Config, params: List[Tensor], op: str,
           by_value: bool = False) -> None:
     """Sets the plan's weights from `params` unless they are the ones it holds (plan.lock
     held)."""
     if _unchanged(plan.stamp, params, by_value):
         return
+    old_values = plan.stamp[1] if plan.stamp is not None else None
     plan.stamp = None
     D = 2 if cfg.bidirectional else 1
     P = _per_direction(cfg)
@@ -555,10 +640,9 @@ def _pack(plan: _Plan, cfg: _Config, params: List[Tensor], op: str,
         for k in range(cfg.L * D):
             group = params[k * P:(k + 1) * P]
             if cfg.layout == "nn":
-                group = [t.contiguous() for t in nn_to_ops_layout(cfg.mode, cfg.H,
-                                                                  *_nn_group(cfg, group))]
+                group = _nn_weights_to_pack(plan, cfg, group)
             plan.rnn.set_weights(k // D, k % D, [_core_np(t, op, "params") for t in group])
-    plan.stamp = _stamp(params)
+    plan.stamp = _stamp(params, old_values)
     with _PLANS_LOCK:
         _PACKS[0] += 1
 
@@ -627,6 +711,25 @@ def _stack_forward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, mod
     return y, h_n, c_n, reserve
 
 
+def _ops_layout_grads(plan: _Plan, cfg: _Config, x: Tensor) -> List[Tensor]:
+    """Tensors for the library's parameter gradients in the ops' layout, on the way to
+    torch.nn's (plan.lock held). The weight matrices' (2-D) are the plan's own buffers, kept
+    between calls: _ops_grads_to_nn copies each into a new tensor in torch.nn's layout, so
+    they never leave the call, and reusing them spares the page faults of fresh megabytes at
+    every backward (a tenth of a one-step call at I = H = 512). The vectors are new tensors
+    (_ops_grads_to_nn may return them as they are)."""
+    D = 2 if cfg.bidirectional else 1
+    shapes = [shape for k in range(cfg.L * D)
+              for shape in _ops_shapes(cfg, _layer_input_size(cfg, k // D))]
+    key = (x.dtype, tuple(shapes))
+    if plan.grad_key != key:
+        plan.grad_bufs = {n: x.new_empty(shape) for n, shape in enumerate(shapes)
+                          if len(shape) == 2}
+        plan.grad_key = key
+    return [plan.grad_bufs[n] if n in plan.grad_bufs else x.new_empty(shape)
+            for n, shape in enumerate(shapes)]
+
+
 def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad,
                     h_n_grad, c_n_grad, mode, num_layers, bidirectional, has_bias, forget_bias,
                     cell_clip, use_peephole, flat: bool = False):
@@ -646,10 +749,9 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
     plan = _plan(cfg, owner, T, B)
     if layout == "ops":
         grads = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
-    else:  # the ops' layout first; torch.nn's below
-        grads = [x.new_empty(shape) for k in range(num_layers * D)
-                 for shape in _ops_shapes(cfg, _layer_input_size(cfg, k // D))]
     with plan.lock:
+        if layout == "nn":  # the ops' layout first; torch.nn's below
+            grads = _ops_layout_grads(plan, cfg, x)
         _pack(plan, cfg, params, op, by_value=flat)
         plan.rnn.backward(_core_np(x, op, "x"), _core_np(h0, op, "h0"), _opt(c0, op, "c0"),
                           lens, _opt(dropout_mask, op, "dropout_mask"),
@@ -657,11 +759,11 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
                           _opt(c_n_grad, op, "c_n_grad"), _out_np(x_grad), _out_np(h0_grad),
                           _out_np(c0_grad) if lstm_ else None, [_out_np(g) for g in grads],
                           _core_np(reserve, op, "reserve"))
-    if layout == "nn":
-        Q = 5 if lstm_ else 4
-        grads = [g for k in range(num_layers * D)
-                 for g in _ops_grads_to_nn(cfg, _layer_input_size(cfg, k // D),
-                                           grads[k * Q:(k + 1) * Q])]
+        if layout == "nn":  # while the plan's buffers are ours
+            Q = 5 if lstm_ else 4
+            grads = [g for k in range(num_layers * D)
+                     for g in _ops_grads_to_nn(cfg, _layer_input_size(cfg, k // D),
+                                               grads[k * Q:(k + 1) * Q])]
     return [x_grad, h0_grad, c0_grad, *grads]
 
 
