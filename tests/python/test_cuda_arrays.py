@@ -11,6 +11,8 @@ Three parts, by the build under test:
     device memory, against the CPU path.
 On a GPU, the ON build runs the end-to-end part with real device memory (the runbook's verify
 stage: scripts/gpu_runbook.sh verify)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -37,6 +39,13 @@ def iface(**kw):
          "strides": None}
     d.update(kw)
     return d
+
+
+def test_the_build_under_test_is_the_expected_one():
+    """scripts/test_python_cuda.sh names the build it installed (BLOCKRNN_EXPECT_CUDA_BACKEND):
+    the skips below then belong to other builds, never to this one."""
+    expected = os.environ.get("BLOCKRNN_EXPECT_CUDA_BACKEND")
+    assert BACKEND == (None if expected in (None, "", "none") else expected)
 
 
 # ---- every build: reading the descriptors -------------------------------------------------------
