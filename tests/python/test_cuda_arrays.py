@@ -428,3 +428,52 @@ def test_torch_modules_in_a_cuda_build_refuse_lengths_and_torchscript_on_cuda():
     scripted = torch.jit.script(brt.GRU(4, 5))
     with pytest.raises(Exception, match="input is on a CUDA device"):
         scripted(FakeCudaTensor((3, 2, 4)))
+
+
+def op_fn(name):
+    return getattr(gradients, name.split(".")[1]) if "." in name else getattr(raw_ops, name)
+
+
+GRAD_OPS = {"GRUBlockCellGrad": "GRUBlockCell", "gradients.GRUBlockCell": "GRUBlockCell",
+            "LSTMBlockCellGrad": "LSTMBlockCell", "gradients.LSTMBlockCell": "LSTMBlockCell",
+            "BlockLSTMGrad": "BlockLSTM", "BlockLSTMGradV2": "BlockLSTMV2",
+            "BlockGRUGrad": "BlockGRU", "BlockGRUResetAfterGrad": "BlockGRUResetAfter"}
+
+
+@needs_device
+@pytest.mark.parametrize("grad_op", sorted(GRAD_OPS))
+def test_every_gradient_op_on_the_device_matches_the_cpu(grad_op):
+    """Each gradient op on its forward op's outputs (computed on the CPU) and random incoming
+    gradients: the device's results against the CPU's."""
+    rng = np.random.default_rng(7)
+    T, B, I, H = 4, 3, 5, 6
+    sizes = dict(x=(T, B, I), cs_prev=(B, H), h_prev=(B, H), w=(I + H, 4 * H), wci=(H,),
+                 wcf=(H,), wco=(H,), b=(4 * H,), w_ru=(I + H, 2 * H), w_c=(I + H, H),
+                 b_ru=(2 * H,), b_c=(H,), w_i=(I, 3 * H), w_h=(H, 3 * H), b_i=(3 * H,),
+                 b_h=(3 * H,))
+    fwd = GRAD_OPS[grad_op]
+    defs = {d[0]: d for d in _core.op_defs()}
+    cell = fwd in ("GRUBlockCell", "LSTMBlockCell")
+    attrs = {"use_peephole": True} if "LSTM" in fwd else {}
+    fwd_in = {}
+    for name in defs[fwd][1]:
+        if name == "seq_len_max":
+            fwd_in[name] = T
+        elif name != "seq_lengths":
+            shape = sizes[name][1:] if (cell and name == "x") else sizes[name]
+            fwd_in[name] = rand(rng, *shape)
+    fwd_attrs = dict(attrs, cell_clip=0.4) if attrs else {}
+    out = op_fn(fwd)(**fwd_in, **fwd_attrs)
+    host = {}
+    for name in defs[grad_op][1]:
+        if name == "seq_lengths":
+            continue
+        if name in fwd_in:
+            host[name] = fwd_in[name]
+        elif name in out._fields:
+            host[name] = getattr(out, name)
+        else:  # an incoming gradient: cs_grad, h_grad, d_h
+            host[name] = rand(rng, *out.h.shape)
+    grad_attrs = dict(attrs, cell_clip=0.4) if grad_op == "gradients.LSTMBlockCell" else attrs
+    dev = {k: blockrnn.to_device(v) if isinstance(v, np.ndarray) else v for k, v in host.items()}
+    assert_close(op_fn(grad_op)(**dev, **grad_attrs), op_fn(grad_op)(**host, **grad_attrs), 1e-12)
