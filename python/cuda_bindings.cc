@@ -30,8 +30,7 @@ blockrnn::Error invalid(const std::string& text) {
   return blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument, text);
 }
 
-blockrnn::DType dtype_named(const std::string& op, const std::string& name,
-                            const std::string& d) {
+blockrnn::DType dtype_named(const std::string& op, const std::string& name, const std::string& d) {
   if (d == "float16") return blockrnn::DType::kFloat16;
   if (d == "float32") return blockrnn::DType::kFloat32;
   if (d == "float64") return blockrnn::DType::kFloat64;
@@ -148,11 +147,21 @@ std::tuple<std::string, std::vector<std::vector<int64_t>>, int> prepare(
   const char* names[] = {"float16", "bfloat16", "float32", "float64", "int64"};
   std::string dtype = "float32";
   switch (spec.dtype) {
-    case blockrnn::DType::kFloat16: dtype = names[0]; break;
-    case blockrnn::DType::kBFloat16: dtype = names[1]; break;
-    case blockrnn::DType::kFloat32: dtype = names[2]; break;
-    case blockrnn::DType::kFloat64: dtype = names[3]; break;
-    case blockrnn::DType::kInt64: dtype = names[4]; break;
+    case blockrnn::DType::kFloat16:
+      dtype = names[0];
+      break;
+    case blockrnn::DType::kBFloat16:
+      dtype = names[1];
+      break;
+    case blockrnn::DType::kFloat32:
+      dtype = names[2];
+      break;
+    case blockrnn::DType::kFloat64:
+      dtype = names[3];
+      break;
+    case blockrnn::DType::kInt64:
+      dtype = names[4];
+      break;
   }
   return {dtype, shapes, device};
 }
@@ -308,8 +317,9 @@ void register_cuda(nb::module_& m) {
       "cuda_copy_to_host",
       [](const DeviceBuffer& b, nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu> out) {
         nb::gil_scoped_release release;
-        check_cuda("blockrnn", cudaMemcpy(out.data(), reinterpret_cast<void*>(b.ptr()),
-                                          out.nbytes(), cudaMemcpyDeviceToHost),
+        check_cuda("blockrnn",
+                   cudaMemcpy(out.data(), reinterpret_cast<void*>(b.ptr()), out.nbytes(),
+                              cudaMemcpyDeviceToHost),
                    "cudaMemcpy");
       },
       nb::arg("buffer"), nb::arg("out"));
@@ -317,8 +327,9 @@ void register_cuda(nb::module_& m) {
       "cuda_copy_from_host",
       [](const DeviceBuffer& b, nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> in) {
         nb::gil_scoped_release release;
-        check_cuda("blockrnn", cudaMemcpy(reinterpret_cast<void*>(b.ptr()), in.data(),
-                                          in.nbytes(), cudaMemcpyHostToDevice),
+        check_cuda("blockrnn",
+                   cudaMemcpy(reinterpret_cast<void*>(b.ptr()), in.data(), in.nbytes(),
+                              cudaMemcpyHostToDevice),
                    "cudaMemcpy");
       },
       nb::arg("buffer"), nb::arg("in"));

@@ -505,9 +505,9 @@ void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& 
   // ranks, shapes, dtypes, seq_len_max; it reads no tensor data but the host seq_len_max.
   const OutputSpec spec = infer_outputs(op, inputs, attrs);
   if (outputs.size() != spec.shapes.size()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                op.name + ": expected " + std::to_string(spec.shapes.size()) + " outputs, got " +
-                    std::to_string(outputs.size()));
+    throw Error(ErrorCode::kInvalidArgument, op.name + ": expected " +
+                                                 std::to_string(spec.shapes.size()) +
+                                                 " outputs, got " + std::to_string(outputs.size()));
   }
   const std::string& name = op.name;
   const auto seq = [&](const auto& typed_op, auto call) {
@@ -543,13 +543,11 @@ void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& 
               lstm_block_cell_backward(in, out, a, stream);
             });
   } else if (name == ops::kBlockLSTM.name) {
-    seq(ops::kBlockLSTM, [&](const auto& in, const auto& out, const auto& a) {
-      block_lstm(in, out, a, stream);
-    });
+    seq(ops::kBlockLSTM,
+        [&](const auto& in, const auto& out, const auto& a) { block_lstm(in, out, a, stream); });
   } else if (name == ops::kBlockLSTMV2.name) {
-    seq(ops::kBlockLSTMV2, [&](const auto& in, const auto& out, const auto& a) {
-      block_lstm_v2(in, out, a, stream);
-    });
+    seq(ops::kBlockLSTMV2,
+        [&](const auto& in, const auto& out, const auto& a) { block_lstm_v2(in, out, a, stream); });
   } else if (name == ops::kBlockLSTMGrad.name) {
     seq(ops::kBlockLSTMGrad, [&](const auto& in, const auto& out, const auto& a) {
       block_lstm_grad(in, out, a.use_peephole, stream);
