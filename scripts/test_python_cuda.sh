@@ -14,11 +14,13 @@ cd "$(dirname "$0")/.."
 PY="${BLOCKRNN_PYTHON:-.venv/bin/python}"
 TESTS=(tests/python/test_cuda_arrays.py tests/python/test_device_arrays.py)
 
+# install emu|cuda: BLOCKRNN_PYTHON_CUDA=EMU|ON into build/python-cuda-<mode>/site.
 install() {
-  local mode="$1" dir="build/python-cuda-$1"
+  local mode="$1" dir="build/python-cuda-$1" define=EMU
+  [[ "$mode" == cuda ]] && define=ON
   rm -rf "$dir/site"
   "$PY" -m pip install -q --no-build-isolation --no-deps --target "$dir/site" . \
-    -C cmake.define.BLOCKRNN_PYTHON_CUDA="${mode^^}" -C build-dir="$dir/build"
+    -C cmake.define.BLOCKRNN_PYTHON_CUDA="$define" -C build-dir="$dir/build"
 }
 
 # pytest on the extension in $1; fails unless `backend` is the one under test.
