@@ -284,8 +284,11 @@ class DeviceArray:
         return (2, self.device)
 
     def __dlpack__(self, stream=None, **kwargs):
-        if stream is not None and stream != -1:
-            _core.cuda_wait(_stream_int(stream), self._stream)
+        """A DLPack capsule ("dltensor"). The consumer's `stream` (None: the legacy default
+        stream, as the protocol says; -1: no synchronisation) waits for the op's stream."""
+        if stream != -1:
+            _core.cuda_wait(_stream_int(_LEGACY_DEFAULT_STREAM if stream is None else stream),
+                            self._stream)
         return _core.cuda_dlpack(self._buffer, self.dtype.name, list(self.shape))
 
     def get(self):
