@@ -82,7 +82,7 @@ echo "== Python suite"
 .venv/bin/python -m pip install -q --no-build-isolation .
 .venv/bin/python -m pytest -q tests/python
 # The extension with the CUDA backend: on its host emulation (end to end) and, where nvcc is found,
-# built with nvcc (its refusals without a GPU). About 2.5 + 3 minutes at -j2 (docs/cuda.md).
+# built with nvcc (its refusals without a GPU). About 5 CPU-minutes for both (docs/cuda.md).
 scripts/test_python_cuda.sh all
 for path in avx2 baseline; do
   if .venv/bin/python -c "import blockrnn; blockrnn.set_isa('$path')" 2>/dev/null; then
