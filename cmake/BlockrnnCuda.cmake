@@ -12,6 +12,16 @@
 # Compile gates: ptxas fails the build on a register spill or any local memory use
 # (-warn-spills, -warn-lmem-usage, -Werror): a kernel that spills is slower than it looks, and
 # the element-wise kernels have no reason to use local memory.
+#
+# The Python extension: BLOCKRNN_PYTHON_CUDA (OFF, ON or EMU) links the backend (ON, which turns
+# BLOCKRNN_CUDA on) or its host emulation (EMU, which turns BLOCKRNN_CUDA_EMU on) into the
+# extension: `pip install . -C cmake.define.BLOCKRNN_PYTHON_CUDA=ON` (docs/cuda.md, "Python").
+set(BLOCKRNN_PYTHON_CUDA OFF CACHE STRING
+    "The Python extension's CUDA backend: OFF, ON (blockrnn_cuda, nvcc) or EMU (host emulation)")
+set_property(CACHE BLOCKRNN_PYTHON_CUDA PROPERTY STRINGS OFF ON EMU)
+if(NOT BLOCKRNN_PYTHON_CUDA MATCHES "^(OFF|ON|EMU)$")
+  message(FATAL_ERROR "BLOCKRNN_PYTHON_CUDA must be OFF, ON or EMU, got '${BLOCKRNN_PYTHON_CUDA}'")
+endif()
 include(CheckLanguage)
 check_language(CUDA)
 set(_blockrnn_cuda_default OFF)
@@ -20,6 +30,9 @@ if(CMAKE_CUDA_COMPILER AND PROJECT_IS_TOP_LEVEL AND NOT BLOCKRNN_BUILD_PYTHON
   set(_blockrnn_cuda_default ON)
 endif()
 option(BLOCKRNN_CUDA "Build the CUDA backend (blockrnn_cuda) and its tests" ${_blockrnn_cuda_default})
+if(BLOCKRNN_BUILD_PYTHON AND BLOCKRNN_PYTHON_CUDA STREQUAL "ON")
+  set(BLOCKRNN_CUDA ON CACHE BOOL "Build the CUDA backend (blockrnn_cuda) and its tests" FORCE)
+endif()
 
 if(BLOCKRNN_CUDA)
   if(NOT CMAKE_CUDA_COMPILER)

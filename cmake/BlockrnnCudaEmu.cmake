@@ -6,6 +6,11 @@
 # tests are built (also in the asan-ubsan preset); the library is for the tests only.
 option(BLOCKRNN_CUDA_EMU "Build the host emulation of the CUDA backend and its tests"
        ${BLOCKRNN_BUILD_TESTS})
+# The Python extension on the emulation (BLOCKRNN_PYTHON_CUDA=EMU, for the device-array tests).
+if(BLOCKRNN_BUILD_PYTHON AND BLOCKRNN_PYTHON_CUDA STREQUAL "EMU")
+  set(BLOCKRNN_CUDA_EMU ON CACHE BOOL "Build the host emulation of the CUDA backend and its tests"
+      FORCE)
+endif()
 
 if(BLOCKRNN_CUDA_EMU)
   set(_emu ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/emu)

@@ -21,6 +21,9 @@
 namespace nb = nanobind;
 
 void register_layers(nb::module_& m);  // layer_bindings.cc
+#ifdef BLOCKRNN_PYTHON_CUDA
+void register_cuda(nb::module_& m);  // cuda_bindings.cc
+#endif
 
 namespace {
 
@@ -313,4 +316,9 @@ NB_MODULE(_core, m) {
   m.def("force_reference", &blockrnn::force_reference);
   m.def("version", &blockrnn::version);
   register_layers(m);
+#ifdef BLOCKRNN_PYTHON_CUDA
+  register_cuda(m);  // cuda_backend: "cuda" or "emulation"
+#else
+  m.attr("cuda_backend") = nb::none();  // a CPU-only build (python/blockrnn/_device.py)
+#endif
 }

@@ -8,18 +8,24 @@
 #                                      # exist, the persistent kernels' tests and timing into
 #                                      # build/gpu-runbook/bin, with what a relink needs
 #                                      # (BLOCKRNN_CUDA_ARCH, default "90;90a": H100/H200)
+#                                      # Also the Python extension with the CUDA backend
+#                                      # (BLOCKRNN_PYTHON_CUDA=ON) into bin/python when
+#                                      # BLOCKRNN_RUNBOOK_PYTHON has nanobind and scikit-build-core
+#                                      # (its Python version must be the GPU machine's)
 #   scripts/gpu_runbook.sh verify      # on the GPU machine, carrying build/gpu-runbook/bin: every
 #                                      # device test (all ops in float64/float32/float16 against
-#                                      # the CPU reference, determinism, TF32, validation)
+#                                      # the CPU reference, determinism, TF32, validation), then
+#                                      # the Python package on torch CUDA tensors, DeviceArrays
+#                                      # and blockrnn.torch's modules (scripts/gpu_python_check.py)
 #   scripts/gpu_runbook.sh bench       # blockrnn's per-step path against cuDNN (torch.nn.LSTM /
 #                                      # GRU) at B 16/64/256, H 512/1024, T 100/1000, fp32 exact,
 #                                      # TF32, fp16 (bf16: cuDNN only)
 #   scripts/gpu_runbook.sh persistent  # the persistent kernels' tests, then their timing
 #
 # Each GPU stage fits one 10-minute call. Every step runs under `timeout`. Files in $OUT (default
-# build/gpu-runbook/out), at most 8 when all three stages run in one call: env.txt (nvidia-smi,
+# build/gpu-runbook/out), at most 9 when all three stages run in one call: env.txt (nvidia-smi,
 # ldd, versions), summary.txt (one line per stage, then bench's table), verify.log, verify.xml,
-# bench.log, bench.csv, persistent.log, persistent.xml.
+# python.log, bench.log, bench.csv, persistent.log, persistent.xml.
 #
 # A stage FAILS (exit 1) when a test fails, when no test ran and when any test was skipped (a
 # skipped device test is never a pass), and bench when a timing step fails or no row was
@@ -143,8 +149,29 @@ stage_build() {
       mv "$BIN/relink/${targets[$k]}" "$BIN/relink/${names[$k]}"
     fi
   done
+  build_python
   du -sh "$BIN"
   echo "carry: $BIN"
+}
+
+# The Python extension with the CUDA backend (EMU in the dry run) into $BIN/python, with the
+# Python version it was built for ($BIN/python/BUILT_FOR): verify runs scripts/gpu_python_check.py
+# on it. Left out, with a message, when $PYTHON cannot build it.
+build_python() {
+  local mode=ON
+  [[ "$DRY" == 1 ]] && mode=EMU
+  rm -rf "$BIN/python"
+  if ! "$PYTHON" -c 'import nanobind, scikit_build_core' 2>/dev/null; then
+    echo "$PYTHON has no nanobind / scikit-build-core: the Python extension is not built" \
+      "(set BLOCKRNN_RUNBOOK_PYTHON, e.g. .venv/bin/python)"
+    return 0
+  fi
+  "$PYTHON" -m pip install -q --no-build-isolation --no-deps --target "$BIN/python" . \
+    -C cmake.define.BLOCKRNN_PYTHON_CUDA="$mode" \
+    -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${BLOCKRNN_CUDA_ARCH:-90;90a}" \
+    -C build-dir="$BUILD/python"
+  "$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])' >"$BIN/python/BUILT_FOR"
+  echo "Python extension ($mode, Python $(cat "$BIN/python/BUILT_FOR")): $BIN/python"
 }
 
 # ---- GPU machine ------------------------------------------------------------------------------
@@ -249,10 +276,59 @@ run_gtest() {
   echo "$stage passed"
 }
 
+# The Python package on the device (scripts/gpu_python_check.py) with the extension in
+# $BIN/python, the CUDA libraries found as for the binaries; python.log and a summary line.
+# Returns non-zero when a check fails or cannot run (no extension, another Python version).
+run_python_check() {
+  local dir="$BIN/python" log="$OUT/python.log" rc=0 passed=0 failed=0 flags=()
+  [[ "$DRY" == 1 ]] && flags=(--no-torch)
+  : >"$log"
+  if [[ ! -f "$dir/BUILT_FOR" ]]; then
+    echo "no Python extension in $dir (the build stage needs a Python with nanobind)" | tee -a "$log"
+    rc=2
+  elif [[ "$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$(cat "$dir/BUILT_FOR")" ]]; then
+    echo "the extension in $dir is for Python $(cat "$dir/BUILT_FOR"); $PYTHON is" \
+      "$("$PYTHON" -V 2>&1): rebuild with that version (BLOCKRNN_RUNBOOK_PYTHON)" | tee -a "$log"
+    rc=2
+  else
+    local so d
+    so="$(ls "$dir"/blockrnn/_core*.so | head -1)"
+    if ldd "$so" | grep -q "not found"; then
+      while read -r d; do LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; done \
+        < <(library_dirs)
+      export LD_LIBRARY_PATH
+    fi
+    { echo "== ldd $so"; ldd "$so" 2>&1; } >>"$OUT/env.txt"
+    set +e
+    timeout 150 env PYTHONPATH="$dir" "$PYTHON" scripts/gpu_python_check.py "${flags[@]}" \
+      >>"$log" 2>&1
+    rc=$?
+    set -e
+  fi
+  passed=$(grep -c '^PASS ' "$log" || true)
+  failed=$(grep -c '^FAIL ' "$log" || true)
+  grep -E '^(PASS|FAIL) |passed, ' "$log" || tail -5 "$log"
+  [[ -f "$OUT/summary.txt" ]] ||
+    printf '%-11s %-6s %-6s %-8s %s\n' stage tests failed skipped exit >"$OUT/summary.txt"
+  printf '%-11s %-6s %-6s %-8s %s\n' python "$((passed + failed))" "$failed" 0 "$rc" |
+    tee -a "$OUT/summary.txt"
+  return $rc
+}
+
 stage_verify() {
   write_env
   resolve_binary "$TESTS"
-  run_gtest verify "$RESOLVED" "${BLOCKRNN_RUNBOOK_FILTER:--CudaValidation.NoDeviceIsAClearError}" 540
+  local rc=0
+  ( run_gtest verify "$RESOLVED" "${BLOCKRNN_RUNBOOK_FILTER:--CudaValidation.NoDeviceIsAClearError}" 400 ) || rc=$?
+  if [[ "$DRY" == 1 && ! -d "$BIN/python" ]]; then
+    echo "python: no extension in $BIN/python (dry run): left out"
+  elif ! run_python_check; then
+    echo "python FAILED (python.log)"
+    [[ $rc -eq 0 ]] && rc=1
+  else
+    echo "python passed"
+  fi
+  exit $rc
 }
 
 # bench's shapes "T B H", in increasing work, so that a stage cut short by its time budget loses

@@ -9,7 +9,9 @@
 #      (scripts/test_install.sh);
 #   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the libFuzzer
 #      targets over every op family, model files and the RNN stack (60 s each);
-#   3. the Python package (pip install .) and the pytest suite against tensorflow-cpu.
+#   3. the Python package (pip install .) and the pytest suite against tensorflow-cpu; then the
+#      extension with the CUDA backend on its host emulation and, where nvcc is found, built with
+#      nvcc (scripts/test_python_cuda.sh: device arrays, their refusals without a GPU).
 # Steps 1 and 3 run on every CPU path this machine has: the best one (default), then forced
 # avx2 and baseline (BLOCKRNN_ISA; docs/gemm.md).
 # Usage: scripts/test.sh [--quick]   (--quick skips the sanitizer build and the fuzzing)
@@ -79,6 +81,9 @@ fi
 echo "== Python suite"
 .venv/bin/python -m pip install -q --no-build-isolation .
 .venv/bin/python -m pytest -q tests/python
+# The extension with the CUDA backend: on its host emulation (end to end) and, where nvcc is found,
+# built with nvcc (its refusals without a GPU). About 5 CPU-minutes for both (docs/cuda.md).
+scripts/test_python_cuda.sh all
 for path in avx2 baseline; do
   if .venv/bin/python -c "import blockrnn; blockrnn.set_isa('$path')" 2>/dev/null; then
     echo "== Python suite on the $path path"

@@ -33,6 +33,7 @@
 #include "blockrnn/export.h"
 #include "blockrnn/gru.h"
 #include "blockrnn/lstm.h"
+#include "blockrnn/ops.h"
 #include "blockrnn/sequence.h"
 
 namespace blockrnn::cuda {
@@ -97,5 +98,15 @@ BLOCKRNN_API void block_gru_reset_after(const BlockGRUResetAfterInputs& in,
 BLOCKRNN_API void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
                                              const BlockGRUResetAfterGradOutputs& out,
                                              cudaStream_t stream = nullptr);
+
+// ---- by name (ops.h) ----
+// The name-based interface on device memory, for bindings (blockrnn's Python package): `op` is
+// one of list_ops(), `inputs` its inputs in TensorFlow's order (device memory; seq_len_max a HOST
+// int64 scalar, as TensorFlow's GPU kernels take it in host memory; an omitted or absent
+// seq_lengths), `attrs` as ops.h's run_op, `outputs` caller-owned device memory of the shapes and
+// dtype infer_outputs(op, inputs, attrs) gives. Validates as infer_outputs does, then calls the
+// op's typed entry point above on `stream`, which validates again and checks the device memory.
+BLOCKRNN_API void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+                         std::span<const MutableTensorView> outputs, cudaStream_t stream = nullptr);
 
 }  // namespace blockrnn::cuda

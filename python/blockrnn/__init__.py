@@ -19,8 +19,15 @@ from ._core import (InternalError, InvalidArgumentError, ResourceExhaustedError,
                     UnimplementedError)
 from . import raw_ops, gradients, layers, model
 from .model import Model, load_model, load_tensor_file
+from ._cuda import DeviceArray, cuda_stream, to_device
 
 __version__ = _core.version()
+
+
+def has_cuda() -> bool:
+    """Whether this build computes on CUDA device arrays (an extension built with
+    BLOCKRNN_PYTHON_CUDA, docs/cuda.md); the default wheel is CPU-only."""
+    return _core.cuda_backend is not None
 
 
 def max_threads() -> int:
@@ -93,4 +100,5 @@ __all__ = ["raw_ops", "gradients", "layers", "model", "Model", "load_model", "lo
            "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads", "max_threads",
            "set_memory_limit", "get_memory_limit",
            "set_isa", "get_isa",
-           "set_force_reference", "force_reference", "__version__"]
+           "set_force_reference", "force_reference", "has_cuda", "cuda_stream", "to_device",
+           "DeviceArray", "__version__"]

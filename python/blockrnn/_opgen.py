@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from . import _core
+from . import _core, _cuda
 from ._device import device_of, device_message
 
 _INT_INPUTS = {"seq_len_max", "seq_lengths"}
@@ -202,7 +202,13 @@ def make_op(op_index, op_name, inputs, attrs, outputs, public_name=None, doc=Non
                             f"{', '.join(missing)}")
         # Optional inputs left out (or None) are not passed: they are the op table's last.
         given = [n for n in inputs if not (n in _OPTIONAL_INPUTS and kwargs.get(n) is None)]
-        arrays, swapped, bfloat16 = _convert_inputs(op_name, given, [kwargs[n] for n in given])
+        values = [kwargs[n] for n in given]
+        if _cuda.available() and any(_cuda.is_device(v) for v in values):
+            # A build with the CUDA backend: device arrays, zero-copy on the caller's stream.
+            attr_values = {a: _convert_attr(op_name, a, attr_kinds[a], kwargs[a])
+                           for a in attr_kinds if a in kwargs}
+            return result_type(*_cuda.run(op_index, op_name, given, values, attr_values))
+        arrays, swapped, bfloat16 = _convert_inputs(op_name, given, values)
         attr_values = {a: _convert_attr(op_name, a, attr_kinds[a], kwargs[a])
                        for a in attr_kinds if a in kwargs}
         return result_type(*_run(op_index, arrays, attr_values, swapped, bfloat16))

@@ -340,6 +340,38 @@ void gru_seq(const Op& op, const typename Op::Inputs& in, const typename Op::Out
       });
 }
 
+// ---- by name ----------------------------------------------------------------------------------
+
+// The typed call of `op` from the name-based one: each input and output view into its typed field
+// (the op's own tables, in TensorFlow's order; omitted optional inputs stay absent), each given
+// attr set through its field, then f(inputs, outputs, attrs). The caller validated the call
+// (infer_outputs), so the counts and names match the tables.
+template <class Op, class F>
+void by_name(const Op& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+             std::span<const MutableTensorView> outputs, F&& f) {
+  typename Op::Inputs in{};
+  for (std::size_t k = 0; k < op.inputs.size() && k < inputs.size(); ++k) {
+    in.*op.inputs[k].view = inputs[k];
+  }
+  typename Op::Outputs out{};
+  for (std::size_t k = 0; k < op.outputs.size(); ++k) out.*op.outputs[k].view = outputs[k];
+  typename Op::Attrs a{};
+  for (const auto& field : op.attrs) {
+    const auto given = attrs.find(field.name);
+    if (given != attrs.end()) field.set(a, given->second);
+  }
+  f(in, out, a);
+}
+
+// A sequence op's typed struct from its name-based inputs: seq_len_max (TensorFlow's int64 scalar
+// in host memory, validated by infer_outputs) into the typed field.
+template <class Typed>
+Typed typed_seq(const ops::SeqInputs<Typed>& in) {
+  Typed typed = in;
+  typed.seq_len_max = core::read_int64_scalar(in.seq_len_max_tensor);
+  return typed;
+}
+
 }  // namespace
 
 // ---- public -----------------------------------------------------------------------------------
@@ -465,6 +497,82 @@ void block_gru_reset_after(const BlockGRUResetAfterInputs& in, const BlockGRURes
 void block_gru_reset_after_grad(const BlockGRUResetAfterGradInputs& in,
                                 const BlockGRUResetAfterGradOutputs& out, cudaStream_t stream) {
   gru_seq(ops::kBlockGRUResetAfterGrad, ops::seq_inputs(in), out, stream);
+}
+
+void run_op(const OpDef& op, std::span<const TensorView> inputs, const AttrMap& attrs,
+            std::span<const MutableTensorView> outputs, cudaStream_t stream) {
+  // The CPU path's validation of the whole call: an unknown op, the input count, names of attrs,
+  // ranks, shapes, dtypes, seq_len_max; it reads no tensor data but the host seq_len_max.
+  const OutputSpec spec = infer_outputs(op, inputs, attrs);
+  if (outputs.size() != spec.shapes.size()) {
+    throw Error(ErrorCode::kInvalidArgument, op.name + ": expected " +
+                                                 std::to_string(spec.shapes.size()) +
+                                                 " outputs, got " + std::to_string(outputs.size()));
+  }
+  const std::string& name = op.name;
+  const auto seq = [&](const auto& typed_op, auto call) {
+    by_name(typed_op, inputs, attrs, outputs,
+            [&](const auto& in, const auto& out, const auto& a) { call(typed_seq(in), out, a); });
+  };
+  if (name == ops::kGRUBlockCell.name) {
+    by_name(ops::kGRUBlockCell, inputs, attrs, outputs,
+            [&](const auto& in, const auto& out, const auto&) { gru_block_cell(in, out, stream); });
+  } else if (name == ops::kGRUBlockCellGrad.name) {
+    by_name(ops::kGRUBlockCellGrad, inputs, attrs, outputs,
+            [&](const auto& in, const auto& out, const auto&) {
+              gru_block_cell_grad(in, out, stream);
+            });
+  } else if (name == ops::kGRUBlockCellBackward.name) {
+    by_name(ops::kGRUBlockCellBackward, inputs, attrs, outputs,
+            [&](const auto& in, const auto& out, const auto&) {
+              gru_block_cell_backward(in, out, stream);
+            });
+  } else if (name == ops::kLSTMBlockCell.name) {
+    by_name(ops::kLSTMBlockCell, inputs, attrs, outputs,
+            [&](const auto& in, const auto& out, const auto& a) {
+              lstm_block_cell(in, out, a, stream);
+            });
+  } else if (name == ops::kLSTMBlockCellGrad.name) {
+    by_name(ops::kLSTMBlockCellGrad, inputs, attrs, outputs,
+            [&](const auto& in, const auto& out, const auto& a) {
+              lstm_block_cell_grad(in, out, a.use_peephole, stream);
+            });
+  } else if (name == ops::kLSTMBlockCellBackward.name) {
+    by_name(ops::kLSTMBlockCellBackward, inputs, attrs, outputs,
+            [&](const auto& in, const auto& out, const auto& a) {
+              lstm_block_cell_backward(in, out, a, stream);
+            });
+  } else if (name == ops::kBlockLSTM.name) {
+    seq(ops::kBlockLSTM,
+        [&](const auto& in, const auto& out, const auto& a) { block_lstm(in, out, a, stream); });
+  } else if (name == ops::kBlockLSTMV2.name) {
+    seq(ops::kBlockLSTMV2,
+        [&](const auto& in, const auto& out, const auto& a) { block_lstm_v2(in, out, a, stream); });
+  } else if (name == ops::kBlockLSTMGrad.name) {
+    seq(ops::kBlockLSTMGrad, [&](const auto& in, const auto& out, const auto& a) {
+      block_lstm_grad(in, out, a.use_peephole, stream);
+    });
+  } else if (name == ops::kBlockLSTMGradV2.name) {
+    seq(ops::kBlockLSTMGradV2, [&](const auto& in, const auto& out, const auto& a) {
+      block_lstm_grad_v2(in, out, a.use_peephole, stream);
+    });
+  } else if (name == ops::kBlockGRU.name) {
+    seq(ops::kBlockGRU,
+        [&](const auto& in, const auto& out, const auto&) { block_gru(in, out, stream); });
+  } else if (name == ops::kBlockGRUGrad.name) {
+    seq(ops::kBlockGRUGrad,
+        [&](const auto& in, const auto& out, const auto&) { block_gru_grad(in, out, stream); });
+  } else if (name == ops::kBlockGRUResetAfter.name) {
+    seq(ops::kBlockGRUResetAfter, [&](const auto& in, const auto& out, const auto&) {
+      block_gru_reset_after(in, out, stream);
+    });
+  } else if (name == ops::kBlockGRUResetAfterGrad.name) {
+    seq(ops::kBlockGRUResetAfterGrad, [&](const auto& in, const auto& out, const auto&) {
+      block_gru_reset_after_grad(in, out, stream);
+    });
+  } else {
+    throw Error(ErrorCode::kUnimplemented, name + ": has no CUDA entry point");
+  }
 }
 
 }  // namespace blockrnn::cuda

@@ -13,6 +13,9 @@ import blockrnn
 from blockrnn import raw_ops
 
 NO_CUDA = "this build of blockrnn has no CUDA backend"
+# A build with the CUDA backend takes these arrays instead (test_cuda_arrays.py).
+cpu_only = pytest.mark.skipif(blockrnn.has_cuda(),
+                              reason="a build with the CUDA backend (test_cuda_arrays.py)")
 
 
 class CudaArrayInterface:
@@ -57,6 +60,7 @@ def gru_cell_inputs(dtype=np.float32):
                 b_c=u(H))
 
 
+@cpu_only
 @pytest.mark.parametrize("arg", ["x", "w_ru", "b_c"])
 def test_cuda_array_interface_is_refused_by_name(arg):
     kw = gru_cell_inputs()
@@ -68,6 +72,7 @@ def test_cuda_array_interface_is_refused_by_name(arg):
     assert not dev.copied
 
 
+@cpu_only
 def test_cuda_dlpack_is_refused_in_gradients_and_sequence_ops():
     kw = gru_cell_inputs()
     out = raw_ops.GRUBlockCell(**kw)
@@ -119,6 +124,7 @@ class FakeCudaTensor(torch.Tensor):
         raise AssertionError(f"FakeCudaTensor: {func} reached the data")
 
 
+@cpu_only
 def test_torch_cuda_tensor_refused_by_raw_ops():
     kw = gru_cell_inputs()
     kw["h_prev"] = FakeCudaTensor((2, 4))
@@ -127,6 +133,7 @@ def test_torch_cuda_tensor_refused_by_raw_ops():
         raw_ops.GRUBlockCell(**kw)
 
 
+@cpu_only
 def test_torch_modules_refuse_cuda_tensors():
     import blockrnn.torch as brt
     for module in (brt.LSTM(4, 5), brt.GRU(4, 5)):
@@ -136,6 +143,7 @@ def test_torch_modules_refuse_cuda_tensors():
             module(FakeCudaTensor((3, 2, 4)))
 
 
+@cpu_only
 def test_torch_functional_ops_refuse_cuda_tensors():
     from blockrnn.torch import _ops
     with pytest.raises(NotImplementedError,

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from . import _ops
+from .. import _cuda
 from .._device import device_message
 
 # Pass PackedSequence lengths to the ops' seq_lengths input when the core has it (the padded
@@ -234,7 +235,12 @@ class RNNBase(nn.Module):
 
     def _check_device(self, t: Tensor) -> None:
         if t.device.type == "cuda":
-            raise NotImplementedError(device_message(f"blockrnn.torch.{self.mode}", "input", "CUDA"))
+            # A build with the CUDA backend runs eager modules there (_run_on_cuda); TorchScript
+            # keeps the CPU-only stack.
+            if torch.jit.is_scripting() or not _cuda_build():
+                raise NotImplementedError(device_message(f"blockrnn.torch.{self.mode}", "input",
+                                                         "CUDA"))
+            return
         if t.device.type != "cpu":
             raise NotImplementedError(
                 f"blockrnn.torch.{self.mode}: input is on device '{t.device}'; blockrnn runs "
@@ -378,9 +384,23 @@ class RNNBase(nn.Module):
             return x.new_zeros(shape)
         return x.new_empty(shape).bernoulli_(1 - self.dropout).div_(1 - self.dropout)
 
+    @torch.jit.unused
+    def _run_on_cuda(self, x: Tensor, seq_lengths: Optional[Tensor],
+                     init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
+        """A batch without lengths on CUDA tensors (a build with the CUDA backend): one sequence
+        op per (layer, direction) through the custom ops, forward and backward on the device on
+        torch's current stream (the layer objects of nn_rnn are CPU-only)."""
+        if seq_lengths is not None:
+            raise NotImplementedError(f"blockrnn.torch.{self.mode}: lengths are not supported on "
+                                      f"CUDA tensors yet")
+        return self._run_layers_per_op(x, None, init_states)
+
     def _run_layers(self, x, lens, init_states):
         """init_states: list over state kinds of [L*D,B,H]; lens: the lengths or None. Returns
         out [T,B,D*H] and the final states (list over kinds of [L*D,B,H])."""
+        if x.device.type == "cuda":
+            # the masked per-op fallback: the CUDA ops take no seq_lengths yet
+            return self._run_layers_per_op(x, lens, init_states, lengths_input=False)
         if lens is not None and not USE_SEQ_LENGTHS:
             return self._run_layers_per_op(x, lens, init_states)
         return self._run_stack_on(x, None if lens is None else lens.lengths.cpu(), init_states)
@@ -393,6 +413,8 @@ class RNNBase(nn.Module):
                       init_states: List[Tensor]) -> Tuple[Tensor, List[Tensor]]:
         """blockrnn::nn_rnn on x [T,B,I] (float16, bfloat16, float32, float64), optional
         lengths."""
+        if x.device.type == "cuda" and not torch.jit.is_scripting():
+            return self._run_on_cuda(x, seq_lengths, init_states)
         T, B = x.shape[0], x.shape[1]
         mode, fb, clip, peep = self._stack_mode()
         h0 = init_states[0].contiguous()
@@ -416,14 +438,14 @@ class RNNBase(nn.Module):
     def _eager_params(self) -> List[Tensor]:
         return self._stack_params()
 
-    def _run_layers_per_op(self, x, lens, init_states):
+    def _run_layers_per_op(self, x, lens, init_states, lengths_input=True):
         """The stack in Python, one sequence op per (layer, direction): the padded fallback
         (USE_SEQ_LENGTHS off: the ops run on the padding and the steps past each length are
         masked)."""
         dirs = 2 if self.bidirectional else 1
         finals = [[] for _ in init_states]
         sl = None
-        if lens is not None and USE_SEQ_LENGTHS and _ops.HAS_SEQ_LENGTHS:
+        if lens is not None and USE_SEQ_LENGTHS and _ops.HAS_SEQ_LENGTHS and lengths_input:
             sl = lens.lengths.cpu()
         inp = x
         for layer in range(self.num_layers):
@@ -447,6 +469,12 @@ class RNNBase(nn.Module):
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 inp = F.dropout(inp, self.dropout, training=True)
         return inp, [torch.stack(f, 0) for f in finals]
+
+
+@torch.jit.unused
+def _cuda_build() -> bool:
+    """Whether blockrnn is built with its CUDA backend (docs/cuda.md, "Python")."""
+    return _cuda.available()
 
 
 _RNNBase = RNNBase  # (the former name)

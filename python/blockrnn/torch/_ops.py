@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .. import raw_ops
+from .. import _cuda, raw_ops
 from .._device import device_message
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -43,6 +43,11 @@ def _lengths_kw(seq_lengths: Optional[Tensor], op: str) -> dict:
 
 def _np(t: Tensor, op: str, arg: str) -> np.ndarray:
     if t.device.type == "cuda":
+        if _cuda.available():  # a CUDA build: the sequence ops run there (_call), not this one
+            raise NotImplementedError(
+                f"blockrnn.torch: {op}: {arg} is on a CUDA device; this op runs on the CPU only "
+                f"(on CUDA tensors blockrnn runs the sequence ops: blockrnn.torch's modules and "
+                f"blockrnn::lstm / gru_reset_after / gru_reset_before)")
         raise NotImplementedError(device_message(f"blockrnn.torch: {op}", arg, "CUDA"))
     if t.device.type != "cpu":
         raise NotImplementedError(
@@ -86,7 +91,15 @@ def _steps(x: Tensor) -> int:
 
 def _call(fn, op: str, tensors: dict, seq_lengths: Optional[Tensor], **attrs) -> tuple:
     """fn (a raw op) on numpy views of `tensors` (name -> tensor; "x" among them), all of x's
-    steps, the optional lengths and `attrs`; its outputs as tensors (no copies either way)."""
+    steps, the optional lengths and `attrs`; its outputs as tensors (no copies either way).
+    CUDA tensors, in a build with the CUDA backend: the raw op on the tensors themselves, on
+    torch's current stream, its outputs torch tensors of the same device (_cuda.py)."""
+    if _cuda.available() and any(t.device.type == "cuda" for t in tensors.values()):
+        if seq_lengths is not None:
+            raise NotImplementedError(f"blockrnn.torch: {op}: seq_lengths is not supported on the "
+                                      f"CUDA backend yet")
+        args = {name: t.detach().contiguous() for name, t in tensors.items()}
+        return tuple(fn(seq_len_max=_steps(tensors["x"]), **args, **attrs))
     arrays = {name: _np(t, op, name) for name, t in tensors.items()}
     out = fn(seq_len_max=np.int64(_steps(tensors["x"])), **arrays, **attrs,
              **_lengths_kw(seq_lengths, op))

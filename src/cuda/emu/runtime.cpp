@@ -773,6 +773,15 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return check_event(event, "cudaEventSynchronize");
 }
 
+// Work runs at once in the calling thread, so a recorded event is always complete: the wait only
+// checks its arguments.
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags) {
+  if (cudaError_t e = check_event(event, "cudaStreamWaitEvent"); e != cudaSuccess) return e;
+  if (cudaError_t e = check_stream(stream, "cudaStreamWaitEvent"); e != cudaSuccess) return e;
+  if (flags != 0) return violation(cudaErrorInvalidValue, "cudaStreamWaitEvent: flags must be 0");
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (ms == nullptr) return violation(cudaErrorInvalidValue, "cudaEventElapsedTime: ms is null");
   if (cudaError_t e = check_event(start, "cudaEventElapsedTime"); e != cudaSuccess) return e;
