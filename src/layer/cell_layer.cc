@@ -19,6 +19,7 @@
 #include "kernel/gru_cell.h"
 #include "kernel/lstm_cell.h"
 #include "layer/layer_common.h"
+#include "ops/checks.h"
 #include "ops/kernel_args.h"
 #include "ops/op_impl.h"
 
@@ -193,8 +194,8 @@ struct LSTMCellLayer::Impl {
 LSTMCellLayer::LSTMCellLayer(const CellLayerShape& shape, const LSTMBlockCellAttrs& attrs)
     : CellLayer("LSTMCellLayer", shape, 1, lstm_layer_elems), attrs_(attrs) {
   const Check check{name_, "create"};
-  core::check_float32_attr(check.op(), "forget_bias", attrs.forget_bias);
-  core::check_float32_attr(check.op(), "cell_clip", attrs.cell_clip);
+  const std::string op = check.op();
+  ops::check_lstm_attrs(core::Checker(op.c_str()), attrs.forget_bias, attrs.cell_clip);
   const double i = double(shape.input_size), h = double(shape.hidden_size);
   check_held(check,
              held_bytes((i + h) * 4.0 * h + 7.0 * h, {{i + h, 4 * h}, {4 * h, i}, {4 * h, h}},
@@ -254,7 +255,7 @@ void LSTMCellLayer::forward(const LSTMCellLayerInputs& in, const LSTMBlockCellOu
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const std::array<Check::Arg, 2> states{{{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}};
-  check.tensors(states, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensors(states, Shape{B, H}, ops::kStateDims, dt);
   const std::array<Check::Arg, 7> outputs{{{"i", out.i},
                                            {"cs", out.cs},
                                            {"f", out.f},
@@ -298,7 +299,7 @@ void LSTMCellLayer::backward(const LSTMCellLayerGradInputs& in, const LSTMCellLa
                                           {"co", in.co},
                                           {"cs_grad", in.cs_grad},
                                           {"h_grad", in.h_grad}}};
-  check.tensors(steps, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensors(steps, Shape{B, H}, ops::kStateDims, dt);
   layer::CallArgs& args = m.args;
   args.clear();
   args.input("x", in.x);
@@ -428,7 +429,7 @@ void GRUCellLayer::forward(const GRUCellLayerInputs& in, const GRUBlockCellOutpu
   const std::int64_t B = batch_of(check, shape_, 0, in.x);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
-  check.tensor("h_prev", in.h_prev, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensor("h_prev", in.h_prev, Shape{B, H}, ops::kStateDims, dt);
   const std::array<Check::Arg, 4> outputs{{{"r", out.r}, {"u", out.u}, {"c", out.c}, {"h", out.h}}};
   check.tensors(outputs, Shape{B, H}, "batch, hidden_size", dt);
   layer::CallArgs& args = m.args;
@@ -456,7 +457,7 @@ void GRUCellLayer::backward(const GRUCellLayerGradInputs& in, const GRUCellLayer
   const DType dt = shape_.dtype;
   const std::array<Check::Arg, 5> steps{
       {{"h_prev", in.h_prev}, {"r", in.r}, {"u", in.u}, {"c", in.c}, {"h_grad", in.h_grad}}};
-  check.tensors(steps, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensors(steps, Shape{B, H}, ops::kStateDims, dt);
   layer::CallArgs& args = m.args;
   args.clear();
   args.input("x", in.x);
