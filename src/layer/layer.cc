@@ -49,11 +49,18 @@ void Check::tensor(const char* arg, const TensorView& t, const Shape& want, cons
   if (t.data == nullptr && want.num_elements() > 0) fail(std::string(arg) + " has no data");
 }
 
+void Check::output(const char* arg, const TensorView& t, const Shape& want, DType dtype) const {
+  const char* const names[] = {arg};
+  // The check only reads the view: it is the caller's writable output.
+  const MutableTensorView views[] = {
+      MutableTensorView(const_cast<void*>(t.data), t.dtype, t.shape)};
+  std::string buffer;
+  core::check_outputs(op_name(buffer), names, dtype, std::span(&want, 1), views);
+}
+
 CallDims check_call(const Check& check, const LayerShape& shape, const TensorView& x,
                     const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths) {
-  if (x.shape.rank() != 3) {
-    check.fail("x must have rank 3 [time, batch, input_size], got shape " + x.shape.to_string());
-  }
+  check.rank("x", x, 3);
   CallDims d;
   d.T = x.shape[0];
   d.B = x.shape[1];
@@ -271,8 +278,7 @@ struct WeightSpec {
   const char* name;
   const char* grad;
   int in_rows, h_rows, cols;
-  const char* dims;                 // the shape in words, for errors
-  const char* grad_dims = nullptr;  // the gradient's, where worded otherwise
+  const char* dims;  // the shape in words, for set_weights' errors
   Shape shape(std::int64_t I, std::int64_t H) const {
     if (in_rows == 0 && h_rows == 0) return Shape{cols * H};
     return Shape{in_rows * I + h_rows * H, cols * H};
@@ -412,10 +418,8 @@ struct Family<BlockGRUOutputs> : GRUFamily,
     TensorView w_ru, w_c, b_ru, b_c;
   };
   static constexpr WeightSpec kWeights[] = {
-      {"w_ru", "w_ru_grad", 1, 1, 2, "input_size + hidden_size, 2 * hidden_size",
-       "input_size + hidden, 2 * hidden"},
-      {"w_c", "w_c_grad", 1, 1, 1, "input_size + hidden_size, hidden",
-       "input_size + hidden, hidden"},
+      {"w_ru", "w_ru_grad", 1, 1, 2, "input_size + hidden_size, 2 * hidden_size"},
+      {"w_c", "w_c_grad", 1, 1, 1, "input_size + hidden_size, hidden"},
       {"b_ru", "b_ru_grad", 0, 0, 2, "2 * hidden_size"},
       {"b_c", "b_c_grad", 0, 0, 1, "hidden_size"}};
 
@@ -723,7 +727,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
   const auto outputs = Impl::Family::outputs(out);
-  check.tensors(outputs, Shape{c.T, c.B, shape_.hidden_size}, "time, batch, hidden", shape_.dtype);
+  check.outputs(outputs, Shape{c.T, c.B, shape_.hidden_size}, shape_.dtype);
   args.outputs(outputs);
   layer::prepare_call(check, *this, c, args, workspace, own_workspace_);
   impl_->run(in, out, c, shape_);
@@ -742,15 +746,15 @@ void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const Grad
   const auto steps = Family::steps(in);
   check.tensors(steps, Shape{c.T, c.B, H}, ops::kStepDims, dt);
   args.inputs(steps);
-  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
+  check.output("x_grad", out.x_grad, in.x.shape, dt);
   args.output("x_grad", out.x_grad);
   const auto state_grads = Family::state_grads(out);
-  check.tensors(state_grads, Shape{c.B, H}, "batch, hidden_size", dt);
+  check.outputs(state_grads, Shape{c.B, H}, dt);
   args.outputs(state_grads);
   const auto grads = Family::weight_grads(out);
   for (std::size_t k = 0; k < grads.size(); ++k) {
     const layer::WeightSpec& w = Family::kWeights[k];
-    check.tensor(w.grad, grads[k], w.shape(I, H), w.grad_dims ? w.grad_dims : w.dims, dt);
+    check.output(w.grad, grads[k], w.shape(I, H), dt);
     args.output(w.grad, grads[k]);
   }
   layer::prepare_call(check, *this, c, args, workspace, own_workspace_);

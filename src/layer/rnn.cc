@@ -679,9 +679,7 @@ struct StackDims {
 
 StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
                        const RNNInputs& in) {
-  if (in.x.shape.rank() != 3) {
-    check.fail("x must have rank 3 [time, batch, input_size], got shape " + in.x.shape.to_string());
-  }
+  check.rank("x", in.x, 3);
   const std::int64_t T = in.x.shape[0], B = in.x.shape[1], H = o.hidden_size;
   if (T < 0 || T > o.max_time || B < 0 || B > o.max_batch) {
     check.fail("x has shape " + in.x.shape.to_string() + ", the stack was created for at most " +

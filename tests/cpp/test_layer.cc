@@ -1267,6 +1267,32 @@ TEST(LayerHostile, TheOpsAndTheLayersShareOneRuleAndMessage) {
       rule_message([&] { layer.forward({.x = x, .cs_prev = z, .h_prev = z_bad}, outs.views()); }),
       state_op);
 
+  // A caller's output of the wrong shape, in the sequence and the cell layers.
+  LSTMOuts bad_outs(dt, {T, B, H});
+  bad_outs.t[6] = Tensor(dt, {T, B, H + 1});
+  const std::string out_op = rule_message(
+      [&] { block_lstm({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b}, bad_outs.views()); });
+  EXPECT_EQ(out_op, "output h must have shape [3, 2, 3], got [3, 2, 4]");
+  EXPECT_EQ(
+      rule_message([&] { layer.forward({.x = x, .cs_prev = z, .h_prev = z}, bad_outs.views()); }),
+      out_op);
+  LSTMCellLayer cell({.input_size = I, .hidden_size = H, .max_batch = B});
+  cell.set_weights(w, b);
+  const Tensor x_cell = random_tensor(dt, {B, I}, rng);
+  LSTMOuts cell_outs(dt, {B, H});
+  cell_outs.t[0] = Tensor(DType::kFloat64, {B, H});
+  const auto cell_views = [&] {
+    const BlockLSTMOutputs o = cell_outs.views();
+    return LSTMBlockCellOutputs{o.i, o.cs, o.f, o.o, o.ci, o.co, o.h};
+  };
+  const std::string cell_op = rule_message([&] {
+    lstm_block_cell({.x = x_cell, .cs_prev = z, .h_prev = z, .w = w, .b = b}, cell_views());
+  });
+  EXPECT_EQ(cell_op, "output i must be float32, got float64");
+  EXPECT_EQ(
+      rule_message([&] { cell.forward({.x = x_cell, .cs_prev = z, .h_prev = z}, cell_views()); }),
+      cell_op);
+
   // forget_bias and cell_clip: the name-based op, the typed op (which ran with an infinite attr
   // before) and the layers.
   const Tensor S = scalar_int64(T), zeros_h(dt, {H});
