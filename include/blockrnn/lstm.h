@@ -35,6 +35,8 @@ struct LSTMBlockCellInputs {
 };
 // The op definition's attrs and defaults. Note that the op clips at ±3 by default; TensorFlow's
 // Python layers passed cell_clip = −1 (no clipping) unless told otherwise (docs/ops.md).
+// TensorFlow's float attrs are float32: NaN and ±inf keep their meaning, and a finite value that
+// does not round to a finite float32 is refused (as by name, and by the layer objects).
 struct LSTMBlockCellAttrs {
   double forget_bias = 1.0;  // added to the forget gate's pre-activation after b
   double cell_clip = 3.0;    // clip cs only when > 0 (0, negative and NaN disable it)

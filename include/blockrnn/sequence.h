@@ -70,6 +70,7 @@ struct BlockLSTMResult {
 };
 // BlockLSTM (ICFO) and BlockLSTMV2 (IFCO, no forget bias) take the same inputs and outputs; their
 // attrs differ. Defaults are the op definition's, not TF's Python wrappers' (docs/ops.md).
+// forget_bias and cell_clip are checked as LSTMBlockCellAttrs' are (blockrnn/lstm.h).
 struct BlockLSTMAttrs {
   double forget_bias = 1.0;  // added to the forget gate's pre-activation after b
   double cell_clip = 3.0;    // clip cs only when > 0 (0, negative and NaN disable it)

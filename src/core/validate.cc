@@ -147,13 +147,13 @@ std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::
   return a * b;
 }
 
-void check_float32_attr(const std::string& op, const char* what, double v) {
+void check_float32_attr(const char* op, const char* what, double v) {
   constexpr double kRoundsToInf = 0x1.ffffffp+127;  // 3.4028235677973366e+38
   if (std::isfinite(v) && std::fabs(v) >= kRoundsToInf) {
     char got[32];
     std::snprintf(got, sizeof(got), "%.17g", v);
     throw Error(ErrorCode::kInvalidArgument,
-                op + ": " + what +
+                std::string(op) + ": " + what +
                     " must round to a finite float32 (|value| < 3.4028235677973366e+38; "
                     "TensorFlow's float attrs are float32), got " +
                     got);

@@ -73,6 +73,6 @@ std::int64_t checked_mul(const char* op, const char* what, std::int64_t a, std::
 // 3.4028235e+38, float32's largest as numpy prints it, is accepted. Else throws
 // Error(kInvalidArgument): "<op>: <what> must round to a finite float32 (|value| <
 // 3.4028235677973366e+38; TensorFlow's float attrs are float32), got 1e+39".
-void check_float32_attr(const std::string& op, const char* what, double v);
+void check_float32_attr(const char* op, const char* what, double v);
 
 }  // namespace blockrnn::core

@@ -19,6 +19,7 @@
 #include "kernel/gru_cell.h"
 #include "kernel/lstm_cell.h"
 #include "layer/layer_common.h"
+#include "ops/checks.h"
 #include "ops/kernel_args.h"
 #include "ops/op_impl.h"
 
@@ -61,9 +62,7 @@ void check_held(const Check& check, double bytes, const CellLayerShape& s) {
 // The batch of a call: x's first dimension (x [B, I]), in [min_batch, max_batch].
 std::int64_t batch_of(const Check& check, const CellLayerShape& shape, std::int64_t min_batch,
                       const TensorView& x) {
-  if (x.shape.rank() != 2) {
-    check.fail("x must have rank 2 [batch, input_size], got shape " + x.shape.to_string());
-  }
+  check.rank("x", x, 2);
   const std::int64_t B = x.shape[0];
   if (B < min_batch || B > shape.max_batch) {
     check.fail("x has batch " + std::to_string(B) + ", the layer was created for " +
@@ -193,8 +192,8 @@ struct LSTMCellLayer::Impl {
 LSTMCellLayer::LSTMCellLayer(const CellLayerShape& shape, const LSTMBlockCellAttrs& attrs)
     : CellLayer("LSTMCellLayer", shape, 1, lstm_layer_elems), attrs_(attrs) {
   const Check check{name_, "create"};
-  core::check_float32_attr(check.op(), "forget_bias", attrs.forget_bias);
-  core::check_float32_attr(check.op(), "cell_clip", attrs.cell_clip);
+  const std::string op = check.op();
+  ops::check_lstm_attrs(core::Checker(op.c_str()), attrs.forget_bias, attrs.cell_clip);
   const double i = double(shape.input_size), h = double(shape.hidden_size);
   check_held(check,
              held_bytes((i + h) * 4.0 * h + 7.0 * h, {{i + h, 4 * h}, {4 * h, i}, {4 * h, h}},
@@ -254,7 +253,7 @@ void LSTMCellLayer::forward(const LSTMCellLayerInputs& in, const LSTMBlockCellOu
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const std::array<Check::Arg, 2> states{{{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}};
-  check.tensors(states, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensors(states, Shape{B, H}, ops::kStateDims, dt);
   const std::array<Check::Arg, 7> outputs{{{"i", out.i},
                                            {"cs", out.cs},
                                            {"f", out.f},
@@ -262,7 +261,7 @@ void LSTMCellLayer::forward(const LSTMCellLayerInputs& in, const LSTMBlockCellOu
                                            {"ci", out.ci},
                                            {"co", out.co},
                                            {"h", out.h}}};
-  check.tensors(outputs, Shape{B, H}, "batch, hidden_size", dt);
+  check.outputs(outputs, Shape{B, H}, dt);
   layer::CallArgs& args = m.args;
   args.clear();
   args.input("x", in.x);
@@ -298,29 +297,28 @@ void LSTMCellLayer::backward(const LSTMCellLayerGradInputs& in, const LSTMCellLa
                                           {"co", in.co},
                                           {"cs_grad", in.cs_grad},
                                           {"h_grad", in.h_grad}}};
-  check.tensors(steps, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensors(steps, Shape{B, H}, ops::kStateDims, dt);
   layer::CallArgs& args = m.args;
   args.clear();
   args.input("x", in.x);
   args.inputs(steps);
-  check.tensor("x_grad", out.x_grad, Shape{B, I}, "batch, input_size", dt);
+  check.output("x_grad", out.x_grad, Shape{B, I}, dt);
   args.output("x_grad", out.x_grad);
   const std::array<Check::Arg, 2> state_grads{
       {{"cs_prev_grad", out.cs_prev_grad}, {"h_prev_grad", out.h_prev_grad}}};
-  check.tensors(state_grads, Shape{B, H}, "batch, hidden_size", dt);
+  check.outputs(state_grads, Shape{B, H}, dt);
   args.outputs(state_grads);
-  check.tensor("w_grad", out.w_grad, Shape{I + H, 4 * H}, "input_size + hidden_size, 4 * hidden",
-               dt);
+  check.output("w_grad", out.w_grad, Shape{I + H, 4 * H}, dt);
   args.output("w_grad", out.w_grad);
   const std::array<Check::Arg, 3> peephole_grads{
       {{"wci_grad", out.wci_grad}, {"wcf_grad", out.wcf_grad}, {"wco_grad", out.wco_grad}}};
-  check.tensors(peephole_grads, Shape{H}, "hidden_size", dt);
+  check.outputs(peephole_grads, Shape{H}, dt);
   args.outputs(peephole_grads);
-  check.tensor("b_grad", out.b_grad, Shape{4 * H}, "4 * hidden_size", dt);
+  check.output("b_grad", out.b_grad, Shape{4 * H}, dt);
   args.output("b_grad", out.b_grad);
   const bool dicfo = !absent(out.dicfo);
   if (dicfo) {
-    check.tensor("dicfo", out.dicfo, Shape{B, 4 * H}, "batch, 4 * hidden_size", dt);
+    check.output("dicfo", out.dicfo, Shape{B, 4 * H}, dt);
     args.output("dicfo", out.dicfo);
   }
   void* ws = prepare_workspace(check, *this, B, args, workspace, own_workspace_);
@@ -428,9 +426,9 @@ void GRUCellLayer::forward(const GRUCellLayerInputs& in, const GRUBlockCellOutpu
   const std::int64_t B = batch_of(check, shape_, 0, in.x);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
-  check.tensor("h_prev", in.h_prev, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensor("h_prev", in.h_prev, Shape{B, H}, ops::kStateDims, dt);
   const std::array<Check::Arg, 4> outputs{{{"r", out.r}, {"u", out.u}, {"c", out.c}, {"h", out.h}}};
-  check.tensors(outputs, Shape{B, H}, "batch, hidden_size", dt);
+  check.outputs(outputs, Shape{B, H}, dt);
   layer::CallArgs& args = m.args;
   args.clear();
   args.input("x", in.x);
@@ -456,28 +454,27 @@ void GRUCellLayer::backward(const GRUCellLayerGradInputs& in, const GRUCellLayer
   const DType dt = shape_.dtype;
   const std::array<Check::Arg, 5> steps{
       {{"h_prev", in.h_prev}, {"r", in.r}, {"u", in.u}, {"c", in.c}, {"h_grad", in.h_grad}}};
-  check.tensors(steps, Shape{B, H}, "batch, hidden_size", dt);
+  check.tensors(steps, Shape{B, H}, ops::kStateDims, dt);
   layer::CallArgs& args = m.args;
   args.clear();
   args.input("x", in.x);
   args.inputs(steps);
-  check.tensor("x_grad", out.x_grad, Shape{B, I}, "batch, input_size", dt);
+  check.output("x_grad", out.x_grad, Shape{B, I}, dt);
   args.output("x_grad", out.x_grad);
-  check.tensor("h_prev_grad", out.h_prev_grad, Shape{B, H}, "batch, hidden_size", dt);
+  check.output("h_prev_grad", out.h_prev_grad, Shape{B, H}, dt);
   args.output("h_prev_grad", out.h_prev_grad);
-  check.tensor("w_ru_grad", out.w_ru_grad, Shape{I + H, 2 * H},
-               "input_size + hidden_size, 2 * hidden_size", dt);
+  check.output("w_ru_grad", out.w_ru_grad, Shape{I + H, 2 * H}, dt);
   args.output("w_ru_grad", out.w_ru_grad);
-  check.tensor("w_c_grad", out.w_c_grad, Shape{I + H, H}, "input_size + hidden_size, hidden", dt);
+  check.output("w_c_grad", out.w_c_grad, Shape{I + H, H}, dt);
   args.output("w_c_grad", out.w_c_grad);
-  check.tensor("b_ru_grad", out.b_ru_grad, Shape{2 * H}, "2 * hidden_size", dt);
+  check.output("b_ru_grad", out.b_ru_grad, Shape{2 * H}, dt);
   args.output("b_ru_grad", out.b_ru_grad);
-  check.tensor("b_c_grad", out.b_c_grad, Shape{H}, "hidden_size", dt);
+  check.output("b_c_grad", out.b_c_grad, Shape{H}, dt);
   args.output("b_c_grad", out.b_c_grad);
   const bool gates = !absent(out.d_c_bar) || !absent(out.d_r_bar_u_bar);
   if (gates) {
-    check.tensor("d_c_bar", out.d_c_bar, Shape{B, H}, "batch, hidden_size", dt);
-    check.tensor("d_r_bar_u_bar", out.d_r_bar_u_bar, Shape{B, 2 * H}, "batch, 2 * hidden_size", dt);
+    check.output("d_c_bar", out.d_c_bar, Shape{B, H}, dt);
+    check.output("d_r_bar_u_bar", out.d_r_bar_u_bar, Shape{B, 2 * H}, dt);
     args.output("d_c_bar", out.d_c_bar);
     args.output("d_r_bar_u_bar", out.d_r_bar_u_bar);
   }

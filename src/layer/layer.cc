@@ -18,6 +18,7 @@
 #include "kernel/block_gru_reset_after.h"
 #include "kernel/block_lstm.h"
 #include "layer/layer_common.h"
+#include "ops/checks.h"
 #include "ops/kernel_args.h"
 #include "ops/op_impl.h"
 
@@ -48,11 +49,18 @@ void Check::tensor(const char* arg, const TensorView& t, const Shape& want, cons
   if (t.data == nullptr && want.num_elements() > 0) fail(std::string(arg) + " has no data");
 }
 
+void Check::output(const char* arg, const TensorView& t, const Shape& want, DType dtype) const {
+  const char* const names[] = {arg};
+  // The check only reads the view: it is the caller's writable output.
+  const MutableTensorView views[] = {
+      MutableTensorView(const_cast<void*>(t.data), t.dtype, t.shape)};
+  std::string buffer;
+  core::check_outputs(op_name(buffer), names, dtype, std::span(&want, 1), views);
+}
+
 CallDims check_call(const Check& check, const LayerShape& shape, const TensorView& x,
                     const std::optional<std::int64_t>& seq_len_max, const TensorView& seq_lengths) {
-  if (x.shape.rank() != 3) {
-    check.fail("x must have rank 3 [time, batch, input_size], got shape " + x.shape.to_string());
-  }
+  check.rank("x", x, 3);
   CallDims d;
   d.T = x.shape[0];
   d.B = x.shape[1];
@@ -65,26 +73,13 @@ CallDims check_call(const Check& check, const LayerShape& shape, const TensorVie
                std::to_string(shape.max_batch) + " (max_batch)");
   }
   check.tensor("x", x, Shape{d.T, d.B, shape.input_size}, "time, batch, input_size", shape.dtype);
+  // seq_len_max and seq_lengths: the sequence ops' rules and messages (ops/checks.h).
+  std::string buffer;
+  const core::Checker op(check.op_name(buffer));
   d.S = seq_len_max.value_or(d.T);
-  if (d.S < 0 || d.S > d.T) {
-    check.fail("seq_len_max must be between 0 and " + std::to_string(d.T) + " (time of x), got " +
-               std::to_string(d.S));
-  }
+  ops::check_seq_len_max_value(op, d.S, d.T);
+  ops::check_seq_lengths(op, seq_lengths, d.B, d.T);
   if (!is_absent_input(seq_lengths)) {
-    if (seq_lengths.shape != Shape{d.B} || seq_lengths.dtype != DType::kInt64 ||
-        (seq_lengths.data == nullptr && d.B > 0)) {
-      check.fail("seq_lengths must be an int64 tensor of shape [" + std::to_string(d.B) +
-                 "] (batch), got " + dtype_name(seq_lengths.dtype) + " " +
-                 seq_lengths.shape.to_string());
-    }
-    const auto* L = static_cast<const std::int64_t*>(seq_lengths.data);
-    for (std::int64_t b = 0; b < d.B; ++b) {
-      if (L[b] < 0 || L[b] > d.T) {
-        check.fail("seq_lengths must be between 0 and " + std::to_string(d.T) +
-                   " (time of x), got seq_lengths[" + std::to_string(b) +
-                   "] = " + std::to_string(L[b]));
-      }
-    }
     d.has_lengths = true;
     d.lengths = core::effective_lengths(seq_lengths, d.S);
   }
@@ -283,8 +278,7 @@ struct WeightSpec {
   const char* name;
   const char* grad;
   int in_rows, h_rows, cols;
-  const char* dims;                 // the shape in words, for errors
-  const char* grad_dims = nullptr;  // the gradient's, where worded otherwise
+  const char* dims;  // the shape in words, for set_weights' errors
   Shape shape(std::int64_t I, std::int64_t H) const {
     if (in_rows == 0 && h_rows == 0) return Shape{cols * H};
     return Shape{in_rows * I + h_rows * H, cols * H};
@@ -424,10 +418,8 @@ struct Family<BlockGRUOutputs> : GRUFamily,
     TensorView w_ru, w_c, b_ru, b_c;
   };
   static constexpr WeightSpec kWeights[] = {
-      {"w_ru", "w_ru_grad", 1, 1, 2, "input_size + hidden_size, 2 * hidden_size",
-       "input_size + hidden, 2 * hidden"},
-      {"w_c", "w_c_grad", 1, 1, 1, "input_size + hidden_size, hidden",
-       "input_size + hidden, hidden"},
+      {"w_ru", "w_ru_grad", 1, 1, 2, "input_size + hidden_size, 2 * hidden_size"},
+      {"w_c", "w_c_grad", 1, 1, 1, "input_size + hidden_size, hidden"},
       {"b_ru", "b_ru_grad", 0, 0, 2, "2 * hidden_size"},
       {"b_c", "b_c_grad", 0, 0, 1, "hidden_size"}};
 
@@ -602,7 +594,7 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     args.clear();
     const layer::CallDims c = layer::begin_call(check, l, in);
     const auto states = Family::states(in);
-    check.tensors(states, Shape{c.B, l.shape().hidden_size}, "batch, hidden_size", l.shape().dtype);
+    check.tensors(states, Shape{c.B, l.shape().hidden_size}, ops::kStateDims, l.shape().dtype);
     args.input("x", in.x);
     args.inputs(states);
     args.input("seq_lengths", in.seq_lengths);
@@ -735,7 +727,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::forward(const In& in, const Out& out,
   layer::CallArgs& args = impl_->args;
   layer::CallDims c = impl_->begin(check, *this, in, args);
   const auto outputs = Impl::Family::outputs(out);
-  check.tensors(outputs, Shape{c.T, c.B, shape_.hidden_size}, "time, batch, hidden", shape_.dtype);
+  check.outputs(outputs, Shape{c.T, c.B, shape_.hidden_size}, shape_.dtype);
   args.outputs(outputs);
   layer::prepare_call(check, *this, c, args, workspace, own_workspace_);
   impl_->run(in, out, c, shape_);
@@ -752,17 +744,17 @@ void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const Grad
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const auto steps = Family::steps(in);
-  check.tensors(steps, Shape{c.T, c.B, H}, "time, batch, hidden", dt);
+  check.tensors(steps, Shape{c.T, c.B, H}, ops::kStepDims, dt);
   args.inputs(steps);
-  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
+  check.output("x_grad", out.x_grad, in.x.shape, dt);
   args.output("x_grad", out.x_grad);
   const auto state_grads = Family::state_grads(out);
-  check.tensors(state_grads, Shape{c.B, H}, "batch, hidden_size", dt);
+  check.outputs(state_grads, Shape{c.B, H}, dt);
   args.outputs(state_grads);
   const auto grads = Family::weight_grads(out);
   for (std::size_t k = 0; k < grads.size(); ++k) {
     const layer::WeightSpec& w = Family::kWeights[k];
-    check.tensor(w.grad, grads[k], w.shape(I, H), w.grad_dims ? w.grad_dims : w.dims, dt);
+    check.output(w.grad, grads[k], w.shape(I, H), dt);
     args.output(w.grad, grads[k]);
   }
   layer::prepare_call(check, *this, c, args, workspace, own_workspace_);
@@ -790,15 +782,15 @@ LSTMLayer::LSTMLayer(const LayerShape& shape, const LSTMLayerAttrs& attrs)
     check.fail("forget_bias must be unset or 0 for BlockLSTMV2 (it has no forget bias), got " +
                std::to_string(*attrs.forget_bias));
   }
+  // Unset attrs take the op's defaults (its attrs struct's), and the op's rule checks them.
   Impl::Family::Config& c = impl_->config;
-  c.forget_bias = attrs.v2 ? 0.0 : attrs.forget_bias.value_or(1.0);
-  c.cell_clip = attrs.cell_clip.value_or(attrs.v2 ? 0.0 : 3.0);
+  c.forget_bias = attrs.v2 ? 0.0 : attrs.forget_bias.value_or(BlockLSTMAttrs{}.forget_bias);
+  c.cell_clip = attrs.cell_clip.value_or(attrs.v2 ? BlockLSTMV2Attrs{}.cell_clip
+                                                  : BlockLSTMAttrs{}.cell_clip);
   c.use_peephole = attrs.use_peephole;
   c.layout = attrs.v2 ? LSTMLayout::kIFCO : LSTMLayout::kICFO;
-  // The raw ops' attr rule: NaN and ±inf keep their meaning (a NaN cell_clip does not clip), a
-  // finite value must round to a finite float32.
-  core::check_float32_attr(check.op(), "forget_bias", c.forget_bias);
-  core::check_float32_attr(check.op(), "cell_clip", c.cell_clip);
+  const std::string op = check.op();
+  ops::check_lstm_attrs(core::Checker(op.c_str()), c.forget_bias, c.cell_clip);
 }
 
 void LSTMLayer::set_weights(TensorView w, TensorView b, TensorView wci, TensorView wcf,

@@ -66,6 +66,19 @@ struct Check {
   void tensors(std::span<const Arg> args, const Shape& want, const char* dims, DType dtype) const {
     for (const Arg& a : args) tensor(a.name, a.view, want, dims, dtype);
   }
+  // The ops' rank rule and message (core::Checker::rank: "x must be rank 3, got rank 2 (shape
+  // [4, 5])"; a negative dimension is refused too).
+  void rank(const char* arg, const TensorView& t, int rank) const {
+    std::string buffer;
+    core::Checker(op_name(buffer)).rank(arg, t, rank);
+  }
+  // An output of a call: the ops' rule and message for a caller's outputs (core::check_outputs:
+  // dtype, shape, then data: "LSTMLayer.forward: output h must have shape [5, 3, 7], got
+  // [5, 3, 6]").
+  void output(const char* arg, const TensorView& t, const Shape& want, DType dtype) const;
+  void outputs(std::span<const Arg> args, const Shape& want, DType dtype) const {
+    for (const Arg& a : args) output(a.name, a.view, want, dtype);
+  }
 };
 
 // Creation's size checks: the weights for input_size I and hidden_size H, and the workspace of a

@@ -37,6 +37,7 @@
 #include "blockrnn/layer.h"
 #include "core/lowp.h"
 #include "layer/layer_common.h"
+#include "ops/checks.h"
 
 namespace blockrnn {
 
@@ -678,9 +679,7 @@ struct StackDims {
 
 StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
                        const RNNInputs& in) {
-  if (in.x.shape.rank() != 3) {
-    check.fail("x must have rank 3 [time, batch, input_size], got shape " + in.x.shape.to_string());
-  }
+  check.rank("x", in.x, 3);
   const std::int64_t T = in.x.shape[0], B = in.x.shape[1], H = o.hidden_size;
   if (T < 0 || T > o.max_time || B < 0 || B > o.max_batch) {
     check.fail("x has shape " + in.x.shape.to_string() + ", the stack was created for at most " +
@@ -698,22 +697,9 @@ StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
     check.tensor("dropout_mask", in.dropout_mask, Shape{o.num_layers - 1, T, B, D * H},
                  "num_layers - 1, time, batch, directions * hidden", o.dtype);
   }
-  if (!is_absent_input(in.seq_lengths)) {
-    if (in.seq_lengths.shape != Shape{B} || in.seq_lengths.dtype != DType::kInt64 ||
-        (in.seq_lengths.data == nullptr && B > 0)) {
-      check.fail("seq_lengths must be an int64 tensor of shape [" + std::to_string(B) +
-                 "] (batch), got " + dtype_name(in.seq_lengths.dtype) + " " +
-                 in.seq_lengths.shape.to_string());
-    }
-    const auto* L = static_cast<const std::int64_t*>(in.seq_lengths.data);
-    for (std::int64_t b = 0; b < B; ++b) {
-      if (L[b] < 0 || L[b] > T) {
-        check.fail("seq_lengths must be between 0 and " + std::to_string(T) +
-                   " (time of x), got seq_lengths[" + std::to_string(b) +
-                   "] = " + std::to_string(L[b]));
-      }
-    }
-  }
+  // The sequence ops' rule and messages (ops/checks.h).
+  std::string buffer;
+  ops::check_seq_lengths(core::Checker(check.op_name(buffer)), in.seq_lengths, B, T);
   return {T, B};
 }
 

@@ -67,7 +67,7 @@ struct State {
               std::int64_t H) const {
     const std::int64_t H3 =
         core::checked_mul(check.op(), "3 * cell_size (h_prev's last dimension)", 3, H);
-    check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
+    check.shape("h_prev", h_prev, {B, H}, ops::kStateDims);
     check.shape("w_i", w_i, {I, H3}, "input_size, 3 * cell_size");
     check.shape("w_h", w_h, {H, H3}, "cell_size, 3 * cell_size");
     check.shape("b_i", b_i, {H3}, "3 * cell_size");

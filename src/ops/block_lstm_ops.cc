@@ -69,10 +69,15 @@ ops::LSTMState state_of(const Fields& in, bool grad) {
   return ops::LSTMState::of(in, grad, false);
 }
 
+// The attrs first, as the name table resolves them before the inputs are validated.
+// BlockLSTMV2 has no forget_bias.
 template <LSTMLayout L, class A>
-CallShape validate_fwd(const In& in, const A&) {
-  const ops::SeqSizes d =
-      ops::check_sequence(Checker(block_lstm_op_name(L, false)), kInputs, in, state_of(in, false));
+CallShape validate_fwd(const In& in, const A& attrs) {
+  const Checker check(block_lstm_op_name(L, false));
+  double forget_bias = 0.0;
+  if constexpr (requires { attrs.forget_bias; }) forget_bias = attrs.forget_bias;
+  ops::check_lstm_attrs(check, forget_bias, attrs.cell_clip);
+  const ops::SeqSizes d = ops::check_sequence(check, kInputs, in, state_of(in, false));
   return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)),
                                  cpu::block_lstm_bf16_operand_bytes(d.S, d.B, d.H, false));
 }

@@ -29,6 +29,11 @@ DType same_float_dtype(const Checker& check, const Fields& fields, const In& in)
   return check.same_float_dtype(std::span(names, n), std::span(views, n));
 }
 
+// The words of the shapes the ops and the layers both check on a call's inputs: an initial
+// state, or a cell op's per-step input, [B, H]; a sequence op's per-step input [T, B, H].
+inline constexpr char kStateDims[] = "batch_size, cell_size";
+inline constexpr char kStepDims[] = "time_len, batch_size, cell_size";
+
 // An input checked by name.
 struct Named {
   const char* name;
@@ -78,7 +83,7 @@ struct GRUState {
   void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
               std::int64_t H) const {
     const auto [K, H2] = fused_weight_dims(check, "w_ru", 2, I, H);
-    check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
+    check.shape("h_prev", h_prev, {B, H}, kStateDims);
     const Checker::OtherWeight other{"w_c", w_c, {K, H}};
     check.input_weight("w_ru", w_ru, {K, H2}, "input_size + cell_size, 2 * cell_size", x, H,
                        &other);
@@ -117,12 +122,12 @@ struct LSTMState {
   void shapes(const Checker& check, const TensorView& x, std::int64_t B, std::int64_t I,
               std::int64_t H) const {
     const auto [K, G] = fused_weight_dims(check, "w", 4, I, H);
-    check.shape("cs_prev", cs_prev, {B, H}, "batch_size, cell_size");
+    check.shape("cs_prev", cs_prev, {B, H}, kStateDims);
     if (nonempty && (B == 0 || H == 0)) {
       check.fail("cs_prev is empty, got shape " + cs_prev.shape.to_string() +
                  " (batch_size and cell_size must be positive)");
     }
-    check.shape("h_prev", h_prev, {B, H}, "batch_size, cell_size");
+    check.shape("h_prev", h_prev, {B, H}, kStateDims);
     check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);
     check.shape("wci", wci, {H}, "cell_size");
     check.shape("wcf", wcf, {H}, "cell_size");
@@ -151,7 +156,7 @@ CellSizes check_cell(const Checker& check, const Fields& fields, const In& in, c
   state.ranks(check);
   const std::int64_t B = in.x.shape[0], I = in.x.shape[1], H = state.cell_size(check);
   state.shapes(check, in.x, B, I, H);
-  for (const auto& s : steps) check.shape(s.name, in.*s.view, {B, H}, "batch_size, cell_size");
+  for (const auto& s : steps) check.shape(s.name, in.*s.view, {B, H}, kStateDims);
   return {B, I, H, same_float_dtype(check, fields, in)};
 }
 
@@ -162,6 +167,44 @@ inline core::CallShape cell_shape(const CellSizes& d, std::initializer_list<Shap
 }
 inline core::CallShape cell_shape(const CellSizes& d, std::size_t num_outputs) {
   return core::CallShape(d.dtype, num_outputs, Shape{d.B, d.H}).sizes(1, d.B, d.I, d.H);
+}
+
+// ---- The rules the one-shot ops and the layer objects share ----------------------------------
+// Each rule below is written once and reached from both doors: the ops' validation
+// (check_cell, check_sequence, the ops' validate functions) and the layers' per-call and creation
+// checks (src/layer), which build a Checker on their own name ("LSTMLayer.forward"). The
+// messages are therefore the same, word for word, after the name.
+
+// The LSTM attrs forget_bias and cell_clip (pass 0 for an op without forget_bias): TensorFlow
+// keeps float attrs as float32, so a finite value must round to a finite float32; NaN and ±inf
+// keep their meaning (a NaN cell_clip does not clip). core::check_float32_attr's message:
+// "BlockLSTM: attr cell_clip must round to a finite float32 (...), got 1e+39".
+inline void check_lstm_attrs(const Checker& check, double forget_bias, double cell_clip) {
+  core::check_float32_attr(check.op(), "attr forget_bias", forget_bias);
+  core::check_float32_attr(check.op(), "attr cell_clip", cell_clip);
+}
+
+// seq_len_max's value S against x's time_len T: 0 ≤ S ≤ T.
+inline void check_seq_len_max_value(const Checker& check, std::int64_t S, std::int64_t T) {
+  if (S < 0 || S > T) {
+    check.fail("seq_len_max must be between 0 and " + std::to_string(T) + " (time_len of x), got " +
+               std::to_string(S));
+  }
+}
+
+// seq_lengths of a call whose x [T, B, ...] is checked already (a layer's, an RNN's): its storage,
+// then the phases of core::SeqLengthsCheck in order (rank 1, [B], int64, every value in [0, T]);
+// an absent view passes. The ops run the same phases, each among their other inputs' checks of
+// that phase (check_sequence).
+inline void check_seq_lengths(const Checker& check, const TensorView& seq_lengths, std::int64_t B,
+                              std::int64_t T) {
+  const core::SeqLengthsCheck lengths{check, seq_lengths};
+  if (!lengths.present()) return;
+  check.storage("seq_lengths", seq_lengths);
+  lengths.rank();
+  lengths.shape(B);
+  lengths.dtype();
+  lengths.values(T);
 }
 
 // The sizes a sequence op's validation found.
@@ -190,17 +233,14 @@ SeqSizes check_sequence(const Checker& check, const Fields& fields, const In& in
   const std::int64_t H = state.cell_size(check);
   state.shapes(check, x, B, I, H);
   for (const auto& s : steps) {
-    check.shape(s.name, in.*s.view, {T, B, H}, "time_len, batch_size, cell_size");
+    check.shape(s.name, in.*s.view, {T, B, H}, kStepDims);
   }
   lengths.shape(B);
   check.int64("seq_len_max", seq_len_max);
   lengths.dtype();
   const DType dtype = same_float_dtype(check, fields, in);
   const std::int64_t S = core::read_int64_scalar(seq_len_max);
-  if (S < 0 || S > T) {
-    check.fail("seq_len_max must be between 0 and " + std::to_string(T) + " (time_len of x), got " +
-               std::to_string(S));
-  }
+  check_seq_len_max_value(check, S, T);
   lengths.values(T);
   return {T, B, I, H, S, dtype};
 }

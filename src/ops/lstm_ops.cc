@@ -80,9 +80,11 @@ ops::LSTMState state_of(const Fields& in) {
   return ops::LSTMState::of(in, false, true);
 }
 
-CallShape validate_fwd(const In& in, const Attrs&) {
-  return ops::cell_shape(ops::check_cell(Checker("LSTMBlockCell"), kInputs, in, state_of(in)),
-                         std::size(kOutputs));
+// The attrs first, as the name table resolves them before the inputs are validated.
+CallShape validate_fwd(const In& in, const Attrs& attrs) {
+  const Checker check("LSTMBlockCell");
+  ops::check_lstm_attrs(check, attrs.forget_bias, attrs.cell_clip);
+  return ops::cell_shape(ops::check_cell(check, kInputs, in, state_of(in)), std::size(kOutputs));
 }
 
 ops::CellSizes check_grad(const char* op, const GradIn& in) {
@@ -96,7 +98,8 @@ CallShape validate_grad(const GradIn& in, const PeepholeAttr&) {
 }
 
 // Each gradient has the shape of its input.
-CallShape validate_backward(const GradIn& in, const Attrs&) {
+CallShape validate_backward(const GradIn& in, const Attrs& attrs) {
+  ops::check_lstm_attrs(Checker("gradients.LSTMBlockCell"), attrs.forget_bias, attrs.cell_clip);
   return ops::cell_shape(check_grad("gradients.LSTMBlockCell", in),
                          {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
                           in.wcf.shape, in.wco.shape, in.b.shape});

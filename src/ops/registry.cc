@@ -98,12 +98,8 @@ std::vector<double> OpAdapter::resolve_attrs(const AttrMap& given) const {
                                                      " must be a bool (0 or 1), got " +
                                                      format_number(it->second));
       }
-      // TensorFlow's float attrs are float32: its Python layer silently turns a finite value
-      // too large for float32 into inf. NaN and ±inf, given as such, keep TensorFlow's meaning
-      // (a NaN cell_clip does not clip).
-      if (a.kind == AttrKind::kFloat) {
-        check_float32_attr(def.name, ("attr " + a.name).c_str(), it->second);
-      }
+      // A float attr's value is the op's to check (ops::check_lstm_attrs, in its validation),
+      // where the typed call and the layers check it too.
       out.push_back(it->second);
     } else if (a.has_default) {
       out.push_back(a.default_value);

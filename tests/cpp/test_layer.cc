@@ -1184,7 +1184,149 @@ TEST(LayerHostile, AttrsAcceptWhatTheRawOpAccepts) {
       },
       "BlockLSTM: attr cell_clip must round to a finite float32");
   expect_invalid([] { LSTMLayer l({.input_size = 1, .hidden_size = 1}, {.forget_bias = -1e39}); },
-                 "LSTMLayer.create: forget_bias must round to a finite float32");
+                 "LSTMLayer.create: attr forget_bias must round to a finite float32");
+}
+
+// The message of the InvalidArgument `f` throws, past its "<op or layer>: " prefix.
+template <typename F>
+std::string rule_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    const std::string m = e.what();
+    const std::size_t colon = m.find(": ");
+    return colon == std::string::npos ? m : m.substr(colon + 2);
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return {};
+}
+
+// Each rule the one-shot ops and the layer objects share is written once (ops/checks.h): the same
+// bad seq_len_max, seq_lengths or attr gets the same message from the op, its layer and the RNN,
+// word for word after the name; and the typed op refuses the attrs its name-based call and its
+// layers refuse.
+TEST(LayerHostile, TheOpsAndTheLayersShareOneRuleAndMessage) {
+  const DType dt = DType::kFloat32;
+  std::mt19937_64 rng(27);
+  const std::int64_t T = 3, B = 2, I = 2, H = 3;
+  const Tensor x = random_tensor(dt, {T, B, I}, rng), z(dt, {B, H});
+  const Tensor w = random_tensor(dt, {I + H, 4 * H}, rng), b = random_tensor(dt, {4 * H}, rng);
+  LSTMLayer layer({.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B});
+  layer.set_weights(w, b);
+  RNN rnn({.mode = RNNMode::kLSTM,
+           .input_size = I,
+           .hidden_size = H,
+           .dtype = DType::kFloat64,
+           .max_time = T,
+           .max_batch = B});
+  const std::vector<Tensor> params = random_params(RNNMode::kLSTM, I, H, rng);
+  rnn.set_weights(0, 0, std::vector<TensorView>(params.begin(), params.end()));
+  LSTMOuts outs(dt, {T, B, H});
+  const Tensor x64 = random_tensor(DType::kFloat64, {T, B, I}, rng);
+  Tensor y(DType::kFloat64, {T, B, H});
+
+  const auto seq_lengths_rule = [&](const Tensor& L) {
+    const std::string op = rule_message(
+        [&] { block_lstm({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b, .seq_lengths = L}); });
+    EXPECT_EQ(rule_message([&] {
+                layer.forward({.x = x, .cs_prev = z, .h_prev = z, .seq_lengths = L}, outs.views());
+              }),
+              op);
+    EXPECT_EQ(
+        rule_message([&] { rnn.forward({.x = x64, .seq_lengths = L}, {.y = y.mutable_view()}); }),
+        op);
+    return op;
+  };
+  Tensor too_long = lengths_tensor({1, T + 1});
+  EXPECT_EQ(seq_lengths_rule(too_long),
+            "seq_lengths must be between 0 and 3 (time_len of x), got seq_lengths[1] = 4");
+  EXPECT_NE(seq_lengths_rule(Tensor(DType::kFloat64, {B})).find("seq_lengths must be int64"),
+            std::string::npos);
+  EXPECT_NE(seq_lengths_rule(lengths_tensor({1, 2, 3})).find("seq_lengths must have shape [2]"),
+            std::string::npos);
+  EXPECT_NE(seq_lengths_rule(Tensor(DType::kInt64, {B, 1})).find("seq_lengths must be rank 1"),
+            std::string::npos);
+
+  const std::string S_op = rule_message([&] {
+    block_lstm({.seq_len_max = T + 1, .x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b});
+  });
+  EXPECT_EQ(S_op, "seq_len_max must be between 0 and 3 (time_len of x), got 4");
+  EXPECT_EQ(rule_message([&] {
+              layer.forward({.seq_len_max = T + 1, .x = x, .cs_prev = z, .h_prev = z},
+                            outs.views());
+            }),
+            S_op);
+
+  // An initial state of the wrong shape.
+  const Tensor z_bad(dt, {B, H + 1});
+  const std::string state_op =
+      rule_message([&] { block_lstm({.x = x, .cs_prev = z, .h_prev = z_bad, .w = w, .b = b}); });
+  EXPECT_EQ(state_op, "h_prev must have shape [2, 3] (batch_size, cell_size), got [2, 4]");
+  EXPECT_EQ(
+      rule_message([&] { layer.forward({.x = x, .cs_prev = z, .h_prev = z_bad}, outs.views()); }),
+      state_op);
+
+  // A caller's output of the wrong shape, in the sequence and the cell layers.
+  LSTMOuts bad_outs(dt, {T, B, H});
+  bad_outs.t[6] = Tensor(dt, {T, B, H + 1});
+  const std::string out_op = rule_message(
+      [&] { block_lstm({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b}, bad_outs.views()); });
+  EXPECT_EQ(out_op, "output h must have shape [3, 2, 3], got [3, 2, 4]");
+  EXPECT_EQ(
+      rule_message([&] { layer.forward({.x = x, .cs_prev = z, .h_prev = z}, bad_outs.views()); }),
+      out_op);
+  LSTMCellLayer cell({.input_size = I, .hidden_size = H, .max_batch = B});
+  cell.set_weights(w, b);
+  const Tensor x_cell = random_tensor(dt, {B, I}, rng);
+  LSTMOuts cell_outs(dt, {B, H});
+  cell_outs.t[0] = Tensor(DType::kFloat64, {B, H});
+  const auto cell_views = [&] {
+    const BlockLSTMOutputs o = cell_outs.views();
+    return LSTMBlockCellOutputs{o.i, o.cs, o.f, o.o, o.ci, o.co, o.h};
+  };
+  const std::string cell_op = rule_message([&] {
+    lstm_block_cell({.x = x_cell, .cs_prev = z, .h_prev = z, .w = w, .b = b}, cell_views());
+  });
+  EXPECT_EQ(cell_op, "output i must be float32, got float64");
+  EXPECT_EQ(
+      rule_message([&] { cell.forward({.x = x_cell, .cs_prev = z, .h_prev = z}, cell_views()); }),
+      cell_op);
+
+  // forget_bias and cell_clip: the name-based op, the typed op (which ran with an infinite attr
+  // before) and the layers.
+  const Tensor S = scalar_int64(T), zeros_h(dt, {H});
+  const TensorView ins[] = {S, x, z, z, w, zeros_h, zeros_h, zeros_h, b};
+  const std::string by_name = rule_message([&] {
+    run_op("BlockLSTM", ins, {{"cell_clip", 1e39}});
+  });
+  EXPECT_EQ(by_name.rfind("attr cell_clip must round to a finite float32", 0), 0u) << by_name;
+  EXPECT_EQ(rule_message([&] {
+              block_lstm({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b}, {.cell_clip = 1e39});
+            }),
+            by_name);
+  EXPECT_EQ(rule_message([&] {
+              block_lstm_v2({.x = x, .cs_prev = z, .h_prev = z, .w = w, .b = b},
+                            {.cell_clip = 1e39});
+            }),
+            by_name);
+  EXPECT_EQ(
+      rule_message([] { LSTMLayer l({.input_size = 1, .hidden_size = 1}, {.cell_clip = 1e39}); }),
+      by_name);
+  EXPECT_EQ(rule_message(
+                [] { LSTMCellLayer l({.input_size = 1, .hidden_size = 1}, {.cell_clip = 1e39}); }),
+            by_name);
+  const Tensor x1 = random_tensor(dt, {B, I}, rng);
+  EXPECT_EQ(rule_message([&] {
+              lstm_block_cell({.x = x1, .cs_prev = z, .h_prev = z, .w = w, .b = b},
+                              {.cell_clip = 1e39});
+            }),
+            by_name);
+  EXPECT_EQ(rule_message([&] {
+              lstm_block_cell({.x = x1, .cs_prev = z, .h_prev = z, .w = w, .b = b},
+                              {.forget_bias = -1e39});
+            }).rfind("attr forget_bias must round to a finite float32", 0),
+            0u);
 }
 
 TEST(RNNHostile, BackwardMustRepeatTheForwardCallsShapes) {

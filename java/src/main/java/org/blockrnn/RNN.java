@@ -219,9 +219,9 @@ public final class RNN implements AutoCloseable {
     }
     long[] shape = x.shape();
     if (shape.length != 3) {
-      throw new IllegalArgumentException("RNN." + fn
-          + ": x must have rank 3 [time, batch, input_size], got shape "
-          + java.util.Arrays.toString(shape));
+      // The library's words for the same rule (core::Checker::rank).
+      throw new IllegalArgumentException("RNN." + fn + ": x must be rank 3, got rank "
+          + shape.length + " (shape " + java.util.Arrays.toString(shape) + ")");
     }
     return new long[] {Math.min(shape[0], maxTime), Math.min(shape[1], maxBatch)};
   }

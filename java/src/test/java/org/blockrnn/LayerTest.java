@@ -190,7 +190,7 @@ class LayerTest {
     // be past what a Java array holds, and refused for that).
     expectMessage(IllegalArgumentException.class, "GRULayer.forward: x has 1073741823 time steps",
         () -> layer.forward(FloatTensor.zeros(Integer.MAX_VALUE / 2, B, 0), null, h, null, null));
-    expectMessage(IllegalArgumentException.class, "GRULayer.forward: x must have rank 3",
+    expectMessage(IllegalArgumentException.class, "GRULayer.forward: x must be rank 3, got rank 2",
         () -> layer.forward(FloatTensor.zeros(T, B), null, h, null, null));
     expectMessage(IllegalArgumentException.class, "GRULayer.forward: h_prev must have shape",
         () -> layer.forward(x, null, FloatTensor.zeros(B, H + 1), null, null));
