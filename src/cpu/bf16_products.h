@@ -96,6 +96,31 @@ class Bf16Lhs {
   std::vector<float> wide_;
 };
 
+// A weight packed for bfloat16 products: the plan's (`planned`, packed once by the plan's
+// pack_bf16 exactly so, sequence_plan.h) or, without one, op(B) packed now into `local`.
+inline const gemm::PackedBBf16& bf16_weight(const gemm::PackedBBf16* planned,
+                                            gemm::PackedBBf16& local, gemm::Trans tb,
+                                            std::int64_t k, std::int64_t n, const float* b,
+                                            std::int64_t ldb) {
+  if (planned != nullptr) return *planned;
+  local.pack(tb, k, n, b, ldb);
+  return local;
+}
+
+// C [m, n] = beta·C + bf16(A)·bf16(W)ᵀ, W [n, k] (row stride ldw) a weight: on its transpose
+// packed by the plan (`planned_t`, the pack the one-shot product makes, so the same bits), or
+// the one-shot gemm_bf16 that packs it per call.
+inline void product_weight_t_bf16(const gemm::PackedBBf16* planned_t, std::int64_t m,
+                                  std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+                                  const float* w, std::int64_t ldw, float beta, float* c,
+                                  std::int64_t ldc) {
+  if (planned_t != nullptr) {
+    gemm::gemm_bf16(gemm::Trans::kNo, m, a, lda, *planned_t, beta, c, ldc);
+  } else {
+    gemm::gemm_bf16(gemm::Trans::kNo, gemm::Trans::kYes, m, n, k, a, lda, w, ldw, beta, c, ldc);
+  }
+}
+
 // out[t] = x[t]·w for all S·B rows, or with per-step prefix lengths each step's active prefix
 // (as input_projection, sequence_common.h), on w packed for bfloat16 products.
 inline void input_projection_bf16(const ActiveRows& act, const gemm::PackedBBf16& w, const float* x,

@@ -116,12 +116,19 @@ void gru_fwd_loop(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a, const Acti
 void block_gru_fwd_bf16(const BlockGRUDims& d, const BlockGRUFwdArgs<float>& a,
                         const ActiveRows& act, float* ru, std::int64_t R, float* hr) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
-  gemm::PackedBBf16 w_ru_x, w_c_x, w_r_h, w_u_h, w_c_h;
-  w_ru_x.pack(Trans::kNo, I, 2 * H, a.w_ru, 2 * H);
-  w_c_x.pack(Trans::kNo, I, H, a.w_c, H);
-  w_r_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H, 2 * H);
-  w_u_h.pack(Trans::kNo, H, H, a.w_ru + I * 2 * H + H, 2 * H);
-  w_c_h.pack(Trans::kNo, H, H, a.w_c + I * H, H);
+  const GRUPlan<float>::Bf16* const p =
+      a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16 : nullptr;
+  gemm::PackedBBf16 now[5];
+  const gemm::PackedBBf16& w_ru_x =
+      bf16_weight(p ? &p->w_ru_x : nullptr, now[0], Trans::kNo, I, 2 * H, a.w_ru, 2 * H);
+  const gemm::PackedBBf16& w_c_x =
+      bf16_weight(p ? &p->w_c_x : nullptr, now[1], Trans::kNo, I, H, a.w_c, H);
+  const gemm::PackedBBf16& w_r_h =
+      bf16_weight(p ? &p->w_r_h : nullptr, now[2], Trans::kNo, H, H, a.w_ru + I * 2 * H, 2 * H);
+  const gemm::PackedBBf16& w_u_h =
+      bf16_weight(p ? &p->w_u_h : nullptr, now[3], Trans::kNo, H, H, a.w_ru + I * 2 * H + H, 2 * H);
+  const gemm::PackedBBf16& w_c_h =
+      bf16_weight(p ? &p->w_c_h : nullptr, now[4], Trans::kNo, H, H, a.w_c + I * H, H);
   input_projection_bf16(act, w_ru_x, a.x, I, ru, R);
   input_projection_bf16(act, w_c_x, a.x, I, a.c, H);
   Bf16Lhs hb("BlockGRU", B, H, w_c_h.kernel()), hrb("BlockGRU", B, H, w_c_h.kernel());
@@ -310,10 +317,14 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
                           float* xc, const float* hc, const float* hrc) {
   using gemm::gemm_bf16;
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max;
+  const GRUPlan<float>::Bf16* const p =
+      a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16 : nullptr;
+  const gemm::PackedBBf16* const w_ru_x_t = p ? &p->w_ru_x_t : nullptr;
+  const gemm::PackedBBf16* const w_c_x_t = p ? &p->w_c_x_t : nullptr;
   if (act.all) {
     const std::int64_t SB = S * B;
-    gemm_bf16(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, 0.0f, a.d_x, I);
-    gemm_bf16(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, a.w_c, H, 1.0f, a.d_x, I);
+    product_weight_t_bf16(w_ru_x_t, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, 0.0f, a.d_x, I);
+    product_weight_t_bf16(w_c_x_t, SB, I, H, d_c, H, a.w_c, H, 1.0f, a.d_x, I);
     gemm::PackedBBf16 d_ru_packed, d_c_packed;
     d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
     d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
@@ -334,8 +345,8 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
   gemm_bf16(Trans::kYes, I, xc, I, d_c_packed, 0.0f, a.d_w_c, H);
   gemm_bf16(Trans::kYes, H, hrc, H, d_c_packed, 0.0f, a.d_w_c + I * H, H);
   // d_x of the active rows, compact (into xc, read above), then scattered.
-  gemm_bf16(Trans::kNo, Trans::kYes, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, 0.0f, xc, I);
-  gemm_bf16(Trans::kNo, Trans::kYes, N, I, H, d_cc, H, a.w_c, H, 1.0f, xc, I);
+  product_weight_t_bf16(w_ru_x_t, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, 0.0f, xc, I);
+  product_weight_t_bf16(w_c_x_t, N, I, H, d_cc, H, a.w_c, H, 1.0f, xc, I);
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
@@ -373,9 +384,13 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
-      gemm::PackedBBf16 w_ru_h_t, w_c_h_t;
-      w_ru_h_t.pack(Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);
-      w_c_h_t.pack(Trans::kYes, H, H, a.w_c + I * H, H);
+      const GRUPlan<float>::Bf16* const p =
+          a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16 : nullptr;
+      gemm::PackedBBf16 now[2];
+      const gemm::PackedBBf16& w_ru_h_t = bf16_weight(
+          p ? &p->w_ru_h_t : nullptr, now[0], Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);
+      const gemm::PackedBBf16& w_c_h_t =
+          bf16_weight(p ? &p->w_c_h_t : nullptr, now[1], Trans::kYes, H, H, a.w_c + I * H, H);
       Bf16Lhs dcb("BlockGRUGrad", B, H, w_c_h_t.kernel());
       Bf16Lhs drb("BlockGRUGrad", B, 2 * H, w_c_h_t.kernel());
       gru_bwd_loop(

@@ -150,18 +150,24 @@ void block_lstm_fwd_bf16(const BlockLSTMDims& d, const BlockLSTMFwdArgs<float>& 
                          const ActiveRows& act, float* gates, std::int64_t Gp) {
   const std::int64_t B = d.B, I = d.I, H = d.H, G = 4 * H;
   const char* const op = block_lstm_op_name(a.layout, false);
-  gemm::PackedBBf16 w_x;
-  w_x.pack(Trans::kNo, I, G, a.w, G);
-  std::array<gemm::PackedBBf16, 4> w_h;
-  for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, a.w + I * G + q * H, G);
+  const LSTMPlan<float>* const plan = a.plan != nullptr && a.plan->has_bf16 ? a.plan : nullptr;
+  gemm::PackedBBf16 w_x_now;
+  const gemm::PackedBBf16& w_x =
+      bf16_weight(plan ? &plan->bf16.w_x : nullptr, w_x_now, Trans::kNo, I, G, a.w, G);
+  std::array<gemm::PackedBBf16, 4> w_h_now;
+  std::array<const gemm::PackedBBf16*, 4> w_h;
+  for (std::int64_t q = 0; q < 4; ++q) {
+    w_h[q] = &bf16_weight(plan ? &plan->bf16.w_h[q] : nullptr, w_h_now[q], Trans::kNo, H, H,
+                          a.w + I * G + q * H, G);
+  }
   input_projection_bf16(act, w_x, a.x, I, gates, Gp);
-  Bf16Lhs hb(op, B, H, w_h[0].kernel());
+  Bf16Lhs hb(op, B, H, w_h[0]->kernel());
   hb.round(0, 0, B, 0, H, a.h_prev, H);
   lstm_fwd_loop(
-      d, a, act, gates, Gp, w_h[0].panels(), w_h[0].panel_width(),
+      d, a, act, gates, Gp, w_h[0]->panels(), w_h[0]->panel_width(),
       [&](std::int64_t t, std::int64_t m, const float*, const UnitSplit& u, float* gates_t) {
         for (std::int64_t q = 0; q < 4; ++q) {
-          hb.product(int(t % 2), m, w_h[q], u.p0, u.p1, 1.0f, gates_t + q * H, Gp);
+          hb.product(int(t % 2), m, *w_h[q], u.p0, u.p1, 1.0f, gates_t + q * H, Gp);
         }
       },
       [&](std::int64_t t, const UnitSplit& u) {
@@ -288,9 +294,11 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
                             const ActiveRows& act, const float* d_gates, std::int64_t Gp,
                             const float* dgc, float* xc, const float* hc) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H, N = act.total();
+  const gemm::PackedBBf16* const w_x_t =
+      a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16.w_x_t : nullptr;
   if (act.all) {
     const std::int64_t SB = S * B;
-    gemm::gemm_bf16(Trans::kNo, Trans::kYes, SB, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I);
+    product_weight_t_bf16(w_x_t, SB, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I);
     gemm::PackedBBf16 d_gates_packed;
     d_gates_packed.pack(Trans::kNo, SB, G, d_gates, Gp);
     gemm::gemm_bf16(Trans::kYes, I, a.x, I, d_gates_packed, 0.0f, a.d_w, G);
@@ -303,7 +311,7 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
   d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
   gemm::gemm_bf16(Trans::kYes, I, xc, I, d_gates_packed, 0.0f, a.d_w, G);
   gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gates_packed, 0.0f, a.d_w + I * G, G);
-  gemm::gemm_bf16(Trans::kNo, Trans::kYes, N, I, G, dgc, Gp, a.w, G, 0.0f, xc, I);
+  product_weight_t_bf16(w_x_t, N, I, G, dgc, Gp, a.w, G, 0.0f, xc, I);
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
@@ -340,8 +348,10 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
-      gemm::PackedBBf16 w_h_t;
-      w_h_t.pack(Trans::kYes, G, H, a.w + I * G, G);
+      gemm::PackedBBf16 w_h_t_now;
+      const gemm::PackedBBf16& w_h_t =
+          bf16_weight(a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16.w_h_t : nullptr,
+                      w_h_t_now, Trans::kYes, G, H, a.w + I * G, G);
       Bf16Lhs dg(op, B, G, w_h_t.kernel());
       lstm_bwd_loop(
           d, a, act, d_gates, Gp, w_h_t.panels(), w_h_t.panel_width(),

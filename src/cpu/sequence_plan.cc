@@ -17,6 +17,21 @@ void LSTMPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w) {
   w_x.pack(Trans::kNo, I, G, w, G, isa);
   for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, w + I * G + q * H, G, isa);
   w_h_t.pack(Trans::kYes, G, H, w + I * G, G, isa);
+  has_bf16 = false;
+}
+
+// The packs of block_lstm.cc's bfloat16 products, made once (PackedBBf16::pack on the active
+// path, as the kernel without a plan packs them per call; the one-shot d_x product packs w_xᵀ).
+template <typename T>
+void LSTMPlan<T>::pack_bf16(std::int64_t I, std::int64_t H, const float* w) {
+  const std::int64_t G = 4 * H;
+  isa = core::active_isa();
+  has_bf16 = false;
+  bf16.w_x.pack(Trans::kNo, I, G, w, G);
+  for (std::int64_t q = 0; q < 4; ++q) bf16.w_h[q].pack(Trans::kNo, H, H, w + I * G + q * H, G);
+  bf16.w_h_t.pack(Trans::kYes, G, H, w + I * G, G);
+  bf16.w_x_t.pack(Trans::kYes, G, I, w, G);
+  has_bf16 = true;
 }
 
 template <typename T>
@@ -29,6 +44,24 @@ void GRUPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_
   w_c_h.pack(Trans::kNo, H, H, w_c + I * H, H, isa);
   w_ru_h_t.pack(Trans::kYes, 2 * H, H, w_ru + I * 2 * H, 2 * H, isa);
   w_c_h_t.pack(Trans::kYes, H, H, w_c + I * H, H, isa);
+  has_bf16 = false;
+}
+
+// The packs of block_gru.cc's bfloat16 products, made once (as LSTMPlan::pack_bf16).
+template <typename T>
+void GRUPlan<T>::pack_bf16(std::int64_t I, std::int64_t H, const float* w_ru, const float* w_c) {
+  isa = core::active_isa();
+  has_bf16 = false;
+  bf16.w_ru_x.pack(Trans::kNo, I, 2 * H, w_ru, 2 * H);
+  bf16.w_c_x.pack(Trans::kNo, I, H, w_c, H);
+  bf16.w_r_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H, 2 * H);
+  bf16.w_u_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H + H, 2 * H);
+  bf16.w_c_h.pack(Trans::kNo, H, H, w_c + I * H, H);
+  bf16.w_ru_h_t.pack(Trans::kYes, 2 * H, H, w_ru + I * 2 * H, 2 * H);
+  bf16.w_c_h_t.pack(Trans::kYes, H, H, w_c + I * H, H);
+  bf16.w_ru_x_t.pack(Trans::kYes, 2 * H, I, w_ru, 2 * H);
+  bf16.w_c_x_t.pack(Trans::kYes, H, I, w_c, H);
+  has_bf16 = true;
 }
 
 template <typename T>
@@ -40,6 +73,23 @@ void GRUResetAfterPlan<T>::pack(std::int64_t I, std::int64_t H, const T* wi, con
   w_h_z.pack(Trans::kNo, H, H, wh + H, H3, isa);
   w_h_n.pack(Trans::kNo, H, H, wh + 2 * H, H3, isa);
   w_h_t.pack(Trans::kYes, H3, H, wh, H3, isa);
+  has_bf16 = false;
+}
+
+// The packs of block_gru_reset_after.cc's bfloat16 products, made once (as LSTMPlan::pack_bf16).
+template <typename T>
+void GRUResetAfterPlan<T>::pack_bf16(std::int64_t I, std::int64_t H, const float* wi,
+                                     const float* wh) {
+  const std::int64_t H3 = 3 * H;
+  isa = core::active_isa();
+  has_bf16 = false;
+  bf16.w_i.pack(Trans::kNo, I, H3, wi, H3);
+  bf16.w_h_r.pack(Trans::kNo, H, H, wh, H3);
+  bf16.w_h_z.pack(Trans::kNo, H, H, wh + H, H3);
+  bf16.w_h_n.pack(Trans::kNo, H, H, wh + 2 * H, H3);
+  bf16.w_h_t.pack(Trans::kYes, H3, H, wh, H3);
+  bf16.w_i_t.pack(Trans::kYes, H3, I, wi, H3);
+  has_bf16 = true;
 }
 
 template struct LSTMPlan<float>;

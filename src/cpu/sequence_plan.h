@@ -8,6 +8,12 @@
 // pack() allocates (PackedB); it runs when the weights are set, never inside forward/backward.
 // The panels belong to the ISA path active at pack time: `isa` says which (a caller that sees
 // get_isa() change repacks).
+//
+// A bfloat16 call (bf16_products) multiplies bfloat16 operands (cpu/bf16_products.h): its plan
+// is packed by pack_bf16 instead (float only), the same matrices as PackedBBf16 in the `bf16`
+// member, plus the input rows transposed for d_x (which the kernel without a plan multiplies by
+// on the one-shot gemm_bf16: the same pack, so the same bits). `has_bf16` says which pack the
+// plan holds; a kernel reads the member of its kind only.
 #pragma once
 
 #include <array>
@@ -15,6 +21,7 @@
 
 #include "blockrnn/context.h"
 #include "gemm/gemm.h"
+#include "gemm/gemm_bf16.h"
 
 // The plan types are the kernel interface's (kernel/block_lstm.h, kernel/block_gru.h declare them
 // in namespace blockrnn and the argument structs point at them); they are defined here, by the
@@ -27,8 +34,15 @@ struct LSTMPlan {
   gemm::PackedB<T> w_x;                 // w[0:I]          [I, 4H]  (gates = x·w_x)
   std::array<gemm::PackedB<T>, 4> w_h;  // w[I:, qH:(q+1)H] [H, H] per gate column block q
   gemm::PackedB<T> w_h_t;               // w[I:]ᵀ         [4H, H]  (carry_h = d_gates·w_hᵀ)
+  struct Bf16 {
+    gemm::PackedBBf16 w_x, w_h_t;          // as above
+    std::array<gemm::PackedBBf16, 4> w_h;  // as above
+    gemm::PackedBBf16 w_x_t;               // w[0:I]ᵀ [4H, I]  (d_x = d_gates·w_xᵀ)
+  } bf16;
+  bool has_bf16 = false;
   Isa isa = Isa::kBaseline;
   void pack(std::int64_t I, std::int64_t H, const T* w);
+  void pack_bf16(std::int64_t I, std::int64_t H, const float* w);
 };
 
 // BlockGRU: w_ru [I+H, 2H], w_c [I+H, H].
@@ -37,8 +51,14 @@ struct GRUPlan {
   gemm::PackedB<T> w_ru_x, w_c_x;        // w_ru[0:I] [I, 2H], w_c[0:I] [I, H]
   gemm::PackedB<T> w_r_h, w_u_h, w_c_h;  // w_ru[I:, 0:H], w_ru[I:, H:2H], w_c[I:]  [H, H]
   gemm::PackedB<T> w_ru_h_t, w_c_h_t;    // w_ru[I:]ᵀ [2H, H], w_c[I:]ᵀ [H, H]
+  struct Bf16 {
+    gemm::PackedBBf16 w_ru_x, w_c_x, w_r_h, w_u_h, w_c_h, w_ru_h_t, w_c_h_t;  // as above
+    gemm::PackedBBf16 w_ru_x_t, w_c_x_t;  // w_ru[0:I]ᵀ [2H, I], w_c[0:I]ᵀ [H, I]  (d_x)
+  } bf16;
+  bool has_bf16 = false;
   Isa isa = Isa::kBaseline;
   void pack(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_c);
+  void pack_bf16(std::int64_t I, std::int64_t H, const float* w_ru, const float* w_c);
 };
 
 // BlockGRUResetAfter: w_i [I, 3H], w_h [H, 3H].
@@ -47,8 +67,14 @@ struct GRUResetAfterPlan {
   gemm::PackedB<T> w_i;                  // [I, 3H]
   gemm::PackedB<T> w_h_r, w_h_z, w_h_n;  // w_h[:, 0:H], w_h[:, H:2H], w_h[:, 2H:3H]  [H, H]
   gemm::PackedB<T> w_h_t;                // w_hᵀ [3H, H]
+  struct Bf16 {
+    gemm::PackedBBf16 w_i, w_h_r, w_h_z, w_h_n, w_h_t;  // as above
+    gemm::PackedBBf16 w_i_t;                            // w_iᵀ [3H, I]  (d_x = d_gi·w_iᵀ)
+  } bf16;
+  bool has_bf16 = false;
   Isa isa = Isa::kBaseline;
   void pack(std::int64_t I, std::int64_t H, const T* w_i, const T* w_h);
+  void pack_bf16(std::int64_t I, std::int64_t H, const float* w_i, const float* w_h);
 };
 
 }  // namespace blockrnn

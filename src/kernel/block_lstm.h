@@ -45,7 +45,8 @@ struct BlockLSTMFwdArgs {
   T* workspace = nullptr;
   // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
   // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
-  // float32; `plan` is then not read. The reference ignores it.
+  // float32; a `plan` packed by pack_bf16 (has_bf16) supplies the weights
+  // packed for those products, any other plan is not read. The reference ignores it.
   bool bf16_products = false;
 };
 
@@ -69,7 +70,8 @@ struct BlockLSTMBwdArgs {
   T* workspace = nullptr;
   // The fast path of a bfloat16 call (float only; set by the op from the call's dtype): its
   // GEMMs take bfloat16 operands (src/cpu/bf16_products.h), the sums and everything else stay
-  // float32; `plan` is then not read. The reference ignores it.
+  // float32; a `plan` packed by pack_bf16 (has_bf16) supplies the weights
+  // packed for those products, any other plan is not read. The reference ignores it.
   bool bf16_products = false;
 };
 

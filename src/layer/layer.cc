@@ -519,8 +519,9 @@ struct Family<BlockGRUResetAfterOutputs>
 
 // What a layer object of the op with outputs `Outputs` holds besides its workspace, in bytes: the
 // object, the copies of its weights (kWeights' shapes) and their packed panels. A bound: every
-// packed row is packed at most twice (the recurrent rows by gate block and transposed), each
-// matrix padded to whole panels of at most 64 columns.
+// packed row is packed at most twice (the recurrent rows by gate block and transposed; for
+// bfloat16 products the input rows too, for d_x), each matrix padded to whole panels of at most
+// 64 columns and to an even number of rows.
 template <class Outputs>
 double held_bytes(std::int64_t I, std::int64_t H, DType dtype) {
   using O = Family<Outputs>;
@@ -531,7 +532,7 @@ double held_bytes(std::int64_t I, std::int64_t H, DType dtype) {
     elems += rows * w.cols * h;
   }
   const double packed_cols = O::kPackedCols * h;
-  elems += 2.0 * (i + h) * packed_cols + 64.0 * (i + 2.0 * packed_cols);
+  elems += 2.0 * (i + h) * packed_cols + 64.0 * (2.0 * i + 4.0 * packed_cols);
   return elems * double(dtype_size(compute_dtype(dtype))) + double(kObjectBytes);
 }
 template double held_bytes<BlockLSTMOutputs>(std::int64_t, std::int64_t, DType);
@@ -542,17 +543,15 @@ template double held_bytes<BlockGRUResetAfterOutputs>(std::int64_t, std::int64_t
 // reference mode, else the fast kernel). The layer's Impl holds `plans` (Plans) and packs a plan
 // with pack(plan, shape); the fast kernel runs on the plan (repacked when the ISA path changed
 // since it was packed) and the call's workspace, which the reference does not use.
-// A bfloat16 call whose op multiplies bfloat16 operands (ops::uses_bf16_products) runs as the op
-// does: without a plan (the kernel packs its bfloat16 operands per call).
+// A bfloat16 call whose op multiplies bfloat16 operands (ops::uses_bf16_products) runs on the
+// plan's bfloat16 packs (pack_bf16: the packs the op's kernel makes per call, so the same bits).
 template <typename T, typename Args, typename Impl>
 void run(Args& a, const CallDims& c, Impl& impl, const LayerShape& shape) {
   ops::set_bf16_products(a, shape.dtype);
   if (!force_reference()) {
-    if (!ops::uses_bf16_products<Args>(shape.dtype)) {
-      auto& plan = impl.plans.template get<T>();
-      if (plan.isa != core::active_isa()) impl.pack(plan, shape);
-      a.plan = &plan;
-    }
+    auto& plan = impl.plans.template get<T>();
+    if (plan.isa != core::active_isa()) impl.pack(plan, shape);
+    a.plan = &plan;
     a.workspace = static_cast<T*>(c.workspace);
   }
   ops::run_kernel(SequenceDims{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths}, a);
@@ -579,6 +578,11 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
   }
   template <typename T, std::size_t... K>
   void pack(typename Family::template Plan<T>& p, const LayerShape& s, std::index_sequence<K...>) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16_products(s.dtype)) {
+        return p.pack_bf16(s.input_size, s.hidden_size, own[K].template data_as<float>()...);
+      }
+    }
     p.pack(s.input_size, s.hidden_size, own[K].template data_as<T>()...);
   }
   template <std::size_t... K>
@@ -660,10 +664,10 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     return Family::workspace_elems(T, B, I, H) + 2 * T * B * I + 2 * states * B * H +
            steps * T * B * H + weights_elems;
   }
-  // Whether set_weights packs the plan: every dtype but bfloat16 where the op multiplies
-  // bfloat16 operands (the kernel packs those per call).
-  static bool packs_once(DType dtype) {
-    return !ops::uses_bf16_products<typename Family::template FwdArgs<float>>(dtype);
+  // Whether the plan packs the weights for bfloat16 products (pack_bf16): a bfloat16 layer
+  // whose op multiplies bfloat16 operands.
+  static bool bf16_products(DType dtype) {
+    return ops::uses_bf16_products<typename Family::template FwdArgs<float>>(dtype);
   }
 };
 
@@ -715,7 +719,7 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
                                   : Tensor(shape_.dtype, w.shape(I, H));
   }
   m.view_weights(std::make_index_sequence<std::size(Impl::Family::kWeights)>());
-  if (Impl::packs_once(shape_.dtype)) layer::pack_plan(m, shape_);
+  layer::pack_plan(m, shape_);
   has_weights_ = true;
 }
 

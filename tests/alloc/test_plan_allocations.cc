@@ -45,10 +45,10 @@ long allocations_after_first(F&& call) {
 
 class PlanAllocations : public ::testing::TestWithParam<DType> {};
 
-// bfloat16 is not in this suite: a bfloat16 layer runs as its op does, which multiplies bfloat16
-// operands packed at every call (docs/design.md, the layer objects in 16 bits), so the layer has
-// no plan and makes no zero-allocation promise. float16 covers the 16-bit staging through the
-// workspace, the same code in every family.
+// bfloat16 is not in this suite: a bfloat16 layer packs its weights once (its plan), but its
+// kernel still allocates the per-call bfloat16 operands of its products (docs/design.md, the
+// layer objects in 16 bits), so it makes no zero-allocation promise yet. float16 covers the
+// 16-bit staging through the workspace, the same code in every family.
 
 TEST_P(PlanAllocations, LSTMLayerForward) {
   const DType dt = GetParam();

@@ -262,6 +262,58 @@ TEST(Layer, SixteenBitEqualsOneShotOpsOnEveryThreadCount) {
   set_num_threads(before);
 }
 
+// A bfloat16 layer multiplies on its plan: the weights packed once for bfloat16 products, the
+// packs its op makes per call. On every path this CPU runs (the vdpbf16ps kernel on avx512 with
+// AVX512_BF16, the widened float32 kernel on avx2 and baseline) and on 1, 2 and 3 threads, the
+// op's bits.
+TEST(Layer, BFloat16PlanEqualsOneShotOpsOnEveryPath) {
+  const int before = get_num_threads();
+  int paths = 0;
+  for (const char* isa : {"avx512", "avx2", "baseline"}) {
+    try {
+      set_isa(isa);
+    } catch (const Error&) {
+      continue;  // the CPU lacks this path; baseline always runs
+    }
+    ++paths;
+    for (const int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      SCOPED_TRACE(std::string(isa) + " on " + std::to_string(threads) + " threads");
+      expect_lstm_layer_equals_ops(DType::kBFloat16);
+      expect_gru_layer_equals_ops<GRUPlain>(DType::kBFloat16, 61 + threads);
+      expect_gru_layer_equals_ops<GRUResetAfter>(DType::kBFloat16, 71 + threads);
+    }
+  }
+  set_isa("");
+  set_num_threads(before);
+  EXPECT_GE(paths, 1);
+}
+
+// A bfloat16 layer whose weights were packed on one path and called on another repacks its plan
+// for the new path (the fallback kernel's panels differ): the op's bits on that path.
+TEST(Layer, BFloat16PlanRepacksWhenThePathChanges) {
+  std::mt19937_64 rng(81);
+  const DType dt = DType::kBFloat16;
+  GRULayer layer({.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = 3, .max_batch = 2});
+  const Tensor w_ru = random_tensor(dt, {kI + kH, 2 * kH}, rng),
+               w_c = random_tensor(dt, {kI + kH, kH}, rng), b_ru = random_tensor(dt, {2 * kH}, rng),
+               b_c = random_tensor(dt, {kH}, rng);
+  layer.set_weights(w_ru, w_c, b_ru, b_c);  // packed on the default path
+  const Tensor x = random_tensor(dt, {3, 2, kI}, rng), h0 = random_tensor(dt, {2, kH}, rng);
+  for (const char* isa : {"baseline", ""}) {  // a fallback path, then the default again
+    set_isa(isa);
+    SCOPED_TRACE(std::string("path ") + get_isa());
+    const BlockGRUResult want =
+        block_gru({.x = x, .h_prev = h0, .w_ru = w_ru, .w_c = w_c, .b_ru = b_ru, .b_c = b_c});
+    const std::vector<const Tensor*> fo = {&want.r, &want.u, &want.c, &want.h};
+    std::vector<Tensor> got = poisoned_like(dt, fo);
+    layer.forward({.x = x, .h_prev = h0},
+                  views_of<BlockGRUOutputs>(got, std::make_index_sequence<4>()));
+    expect_bitwise(got, fo, "output");
+  }
+  set_isa("");
+}
+
 TEST(Layer, ValidationNamesTheLayerAndTheArgument) {
   expect_invalid([] { GRULayer l({.input_size = 3, .hidden_size = 0}); },
                  "GRULayer.create: hidden_size must be >= 1");
