@@ -46,8 +46,6 @@ void check_cuda(const std::string& op, cudaError_t e, const char* what) {
                         op + ": " + what + " failed: " + cudaGetErrorName(e));
 }
 
-// The stream integers of the CUDA array interface and DLPack: 1 the legacy default stream, 2 the
-// per-thread default stream, anything else a cudaStream_t.
 // Before a runtime call that needs a device: "<who>: no CUDA device is available".
 void require_device(const std::string& who) {
   if (blockrnn::cuda::device_count() == 0) {
@@ -56,6 +54,8 @@ void require_device(const std::string& who) {
   }
 }
 
+// The stream integers of the CUDA array interface and DLPack: 1 the legacy default stream, 2 the
+// per-thread default stream, anything else a cudaStream_t.
 cudaStream_t stream_of(std::uintptr_t s) {
   if (s == 0 || s == 1) return nullptr;
 #ifdef BLOCKRNN_CUDA_HOST_EMU
@@ -144,26 +144,7 @@ std::tuple<std::string, std::vector<std::vector<int64_t>>, int> prepare(
   const int device = common_device(call);
   std::vector<std::vector<int64_t>> shapes;
   for (const blockrnn::Shape& s : spec.shapes) shapes.emplace_back(s.dims(), s.dims() + s.rank());
-  const char* names[] = {"float16", "bfloat16", "float32", "float64", "int64"};
-  std::string dtype = "float32";
-  switch (spec.dtype) {
-    case blockrnn::DType::kFloat16:
-      dtype = names[0];
-      break;
-    case blockrnn::DType::kBFloat16:
-      dtype = names[1];
-      break;
-    case blockrnn::DType::kFloat32:
-      dtype = names[2];
-      break;
-    case blockrnn::DType::kFloat64:
-      dtype = names[3];
-      break;
-    case blockrnn::DType::kInt64:
-      dtype = names[4];
-      break;
-  }
-  return {dtype, shapes, device};
+  return {blockrnn::dtype_name(spec.dtype), shapes, device};
 }
 
 // Makes `consumer` wait for the work enqueued so far on each of `producers` (the streams of the
