@@ -301,6 +301,13 @@ class DeviceCall {
   }
   // Enqueues the call on `stream` (not waited for).
   void run(cudaStream_t stream) { cuda_run(op_, in_views_, out_views_, attrs_, stream); }
+  // The same call through the by-name entry (cuda::run_op, the Python binding's).
+  void run_by_name(cudaStream_t stream) {
+    cuda::run_op(def_, in_views_, attrs_, out_views_, stream);
+  }
+  // The views a call takes (the device inputs, seq_len_max on the host; the device outputs).
+  const std::vector<TensorView>& input_views() const { return in_views_; }
+  const std::vector<MutableTensorView>& output_views() const { return out_views_; }
   // New device outputs (other addresses: allocated while the old ones still live), NaN bytes.
   void reallocate_outputs() {
     std::vector<std::unique_ptr<DeviceTensor>> fresh;
@@ -442,6 +449,74 @@ class CudaOps : public ::testing::Test {
   std::size_t violations_ = 0, allocations_ = 0;
 #endif
 };
+
+// The by-name entry (cuda::run_op, which the Python binding calls) reaches each op's typed
+// entry: for every op of list_ops(), in every dtype, with every attr away from its default, the
+// typed call's bits; a wrong output count, an unknown attr and a host output are refused naming
+// the op.
+TEST_F(CudaOps, RunOpByNameGivesTheTypedCallsBits) {
+  const Dims seq{5, 3, 2, 5, 3}, cell{1, 3, 2, 5, 1};
+  for (DType t : kDTypes) {
+    for (const OpDef& def : list_ops()) {
+      SCOPED_TRACE(def.name + " " + dtype_name(t));
+      AttrMap attrs;
+      for (const AttrDef& a : def.attrs) {
+        if (a.name == "use_peephole") attrs[a.name] = 1.0;
+        if (a.name == "cell_clip") attrs[a.name] = 0.4;
+        if (a.name == "forget_bias") attrs[a.name] = 0.5;
+      }
+      const std::vector<Tensor> host = random_inputs(def, is_cell(def.name) ? cell : seq, t, 7);
+      DeviceCall typed(def.name, host, attrs), by_name(def.name, host, attrs);
+      typed.run(nullptr);
+      by_name.run_by_name(nullptr);
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      by_name.expect_inputs_unchanged();
+      const std::vector<Tensor> want = typed.outputs(), got = by_name.outputs();
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        ASSERT_EQ(got[k].num_bytes(), want[k].num_bytes());
+        EXPECT_EQ(std::memcmp(got[k].data(), want[k].data(), want[k].num_bytes()), 0)
+            << "output " << def.outputs[k] << " differs from the typed call's";
+      }
+      const std::vector<TensorView>& in = by_name.input_views();
+      const std::vector<MutableTensorView>& out = by_name.output_views();
+      try {
+        cuda::run_op(def, in, attrs, std::span(out).first(out.size() - 1));
+        ADD_FAILURE() << "one output too few was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(std::string(e.what()).find(def.name + ": expected " + std::to_string(out.size()) +
+                                             " outputs, got " + std::to_string(out.size() - 1)),
+                  std::string::npos)
+            << e.what();
+      }
+      AttrMap unknown = attrs;
+      unknown["no_such_attr"] = 1.0;
+      try {
+        cuda::run_op(def, in, unknown, out);
+        ADD_FAILURE() << "an unknown attr was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(std::string(e.what()).find(def.name), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("no_such_attr"), std::string::npos) << e.what();
+      }
+      if (!out.empty() && out[0].shape.num_elements() > 0) {
+        // An output in host memory: refused after validation, before any launch.
+        Tensor host_out(out[0].dtype, out[0].shape);
+        std::vector<MutableTensorView> mixed = out;
+        mixed[0] = host_out.mutable_view();
+        try {
+          cuda::run_op(def, in, attrs, mixed);
+          ADD_FAILURE() << "an output in host memory was accepted";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+          EXPECT_NE(std::string(e.what()).find(def.outputs[0]), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("device memory"), std::string::npos) << e.what();
+        }
+      }
+    }
+  }
+}
 
 TEST_F(CudaOps, GRUCellOps) {
   for (DType t : kDTypes) {
