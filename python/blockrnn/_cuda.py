@@ -283,9 +283,24 @@ class DeviceArray:
     def __dlpack_device__(self):
         return (2, self.device)
 
-    def __dlpack__(self, stream=None, **kwargs):
-        """A DLPack capsule ("dltensor"). The consumer's `stream` (None: the legacy default
-        stream, as the protocol says; -1: no synchronisation) waits for the op's stream."""
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule. The consumer's `stream` (None: the legacy default stream, as the
+        protocol says; -1: no synchronisation) waits for the op's stream. The array API's
+        keywords: `max_version` is accepted and the capsule is always the unversioned
+        "dltensor" (the protocol lets a producer answer any version with it); `dl_device` other
+        than this array's own device and `copy=True` raise `BufferError` (blockrnn exports its
+        memory in place and copies nothing), as the protocol asks of a producer that cannot."""
+        if max_version is not None and not (isinstance(max_version, tuple)
+                                            and len(max_version) == 2):
+            raise TypeError(f"DeviceArray.__dlpack__: max_version must be a (major, minor) "
+                            f"tuple or None, got {max_version!r}")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"DeviceArray.__dlpack__: dl_device {tuple(dl_device)} is not "
+                              f"this array's device {self.__dlpack_device__()}; blockrnn "
+                              f"exports device memory in place and does not copy across devices")
+        if copy:
+            raise BufferError("DeviceArray.__dlpack__: copy=True is not supported (blockrnn "
+                              "exports its memory in place); copy after import instead")
         if stream != -1:
             _core.cuda_wait(_stream_int(_LEGACY_DEFAULT_STREAM if stream is None else stream),
                             self._stream)

@@ -294,6 +294,16 @@ def test_outputs_read_back_through_both_protocols():
     assert h.__dlpack_device__() == (2, 0)
     ptr, dtype, shape, strides, kind, device = _core.dlpack_info(h.__dlpack__(stream=1))
     assert (ptr, dtype, shape, kind, device) == (d["data"][0], "float64", [3, 4], 2, 0)
+    # The array API's keywords: a consumer asking for DLPack 1.x gets the unversioned capsule
+    # (allowed by the protocol); another device or a copy is refused with BufferError.
+    v1 = _core.dlpack_info(h.__dlpack__(stream=-1, max_version=(1, 0), dl_device=(2, 0)))
+    assert v1[:3] == (ptr, dtype, shape)
+    with pytest.raises(BufferError, match=r"dl_device \(1, 0\) is not this array's device"):
+        h.__dlpack__(stream=-1, dl_device=(1, 0))
+    with pytest.raises(BufferError, match="copy=True is not supported"):
+        h.__dlpack__(stream=-1, copy=True)
+    with pytest.raises(TypeError, match="max_version must be a"):
+        h.__dlpack__(stream=-1, max_version=1)
     # An output is an input of the next call without a copy: the interface round trip.
     again = raw_ops.GRUBlockCell(**dict(on_device(host), h_prev=h))
     cpu = raw_ops.GRUBlockCell(**host)
