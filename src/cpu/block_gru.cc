@@ -116,8 +116,7 @@ void gru_fwd_loop(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a, const Acti
 void block_gru_fwd_bf16(const BlockGRUDims& d, const BlockGRUFwdArgs<float>& a,
                         const ActiveRows& act, float* ru, std::int64_t R, float* hr) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H;
-  const GRUPlan<float>::Bf16* const p =
-      a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16 : nullptr;
+  const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
   gemm::PackedBBf16 now[5];
   const gemm::PackedBBf16& w_ru_x =
       bf16_weight(p ? &p->w_ru_x : nullptr, now[0], Trans::kNo, I, 2 * H, a.w_ru, 2 * H);
@@ -317,8 +316,7 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
                           float* xc, const float* hc, const float* hrc) {
   using gemm::gemm_bf16;
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max;
-  const GRUPlan<float>::Bf16* const p =
-      a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16 : nullptr;
+  const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
   const gemm::PackedBBf16* const w_ru_x_t = p ? &p->w_ru_x_t : nullptr;
   const gemm::PackedBBf16* const w_c_x_t = p ? &p->w_c_x_t : nullptr;
   if (act.all) {
@@ -384,8 +382,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
-      const GRUPlan<float>::Bf16* const p =
-          a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16 : nullptr;
+      const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 now[2];
       const gemm::PackedBBf16& w_ru_h_t = bf16_weight(
           p ? &p->w_ru_h_t : nullptr, now[0], Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);

@@ -102,8 +102,7 @@ void block_gru_reset_after_fwd_bf16(const BlockGRUDims& d,
                                     const ActiveRows& act, float* gi, std::int64_t R, float* gh_rz,
                                     std::int64_t R2) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, H3 = 3 * H;
-  const GRUResetAfterPlan<float>::Bf16* const p =
-      a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16 : nullptr;
+  const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
   gemm::PackedBBf16 now[4];
   const gemm::PackedBBf16& w_i =
       bf16_weight(p ? &p->w_i : nullptr, now[0], Trans::kNo, I, H3, a.w_i, H3);
@@ -260,8 +259,8 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
         d_gi_packed.pack(Trans::kNo, rows, H3, d_gi, R);
         gemm::gemm_bf16(Trans::kYes, I, x, I, d_gi_packed, 0.0f, a.d_w_i, H3);
       }
-      const gemm::PackedBBf16* const w_i_t =
-          a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16.w_i_t : nullptr;
+      const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
+      const gemm::PackedBBf16* const w_i_t = p ? &p->w_i_t : nullptr;
       product_weight_t_bf16(w_i_t, rows, I, H3, d_gi, R, a.w_i, H3, 0.0f, d_x, I);
       done = true;
     }
@@ -308,10 +307,10 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
+      const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 w_h_t_now;
       const gemm::PackedBBf16& w_h_t =
-          bf16_weight(a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16.w_h_t : nullptr,
-                      w_h_t_now, Trans::kYes, H3, H, a.w_h, H3);
+          bf16_weight(p ? &p->w_h_t : nullptr, w_h_t_now, Trans::kYes, H3, H, a.w_h, H3);
       Bf16Lhs dgb("BlockGRUResetAfterGrad", B, H3, w_h_t.kernel());
       gru_reset_after_bwd_loop(
           d, a, act, d_g, R, d_n, w_h_t.panels(), w_h_t.panel_width(),

@@ -150,14 +150,14 @@ void block_lstm_fwd_bf16(const BlockLSTMDims& d, const BlockLSTMFwdArgs<float>& 
                          const ActiveRows& act, float* gates, std::int64_t Gp) {
   const std::int64_t B = d.B, I = d.I, H = d.H, G = 4 * H;
   const char* const op = block_lstm_op_name(a.layout, false);
-  const LSTMPlan<float>* const plan = a.plan != nullptr && a.plan->has_bf16 ? a.plan : nullptr;
+  const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
   gemm::PackedBBf16 w_x_now;
   const gemm::PackedBBf16& w_x =
-      bf16_weight(plan ? &plan->bf16.w_x : nullptr, w_x_now, Trans::kNo, I, G, a.w, G);
+      bf16_weight(p ? &p->w_x : nullptr, w_x_now, Trans::kNo, I, G, a.w, G);
   std::array<gemm::PackedBBf16, 4> w_h_now;
   std::array<const gemm::PackedBBf16*, 4> w_h;
   for (std::int64_t q = 0; q < 4; ++q) {
-    w_h[q] = &bf16_weight(plan ? &plan->bf16.w_h[q] : nullptr, w_h_now[q], Trans::kNo, H, H,
+    w_h[q] = &bf16_weight(p ? &p->w_h[q] : nullptr, w_h_now[q], Trans::kNo, H, H,
                           a.w + I * G + q * H, G);
   }
   input_projection_bf16(act, w_x, a.x, I, gates, Gp);
@@ -294,8 +294,8 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
                             const ActiveRows& act, const float* d_gates, std::int64_t Gp,
                             const float* dgc, float* xc, const float* hc) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H, N = act.total();
-  const gemm::PackedBBf16* const w_x_t =
-      a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16.w_x_t : nullptr;
+  const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
+  const gemm::PackedBBf16* const w_x_t = p ? &p->w_x_t : nullptr;
   if (act.all) {
     const std::int64_t SB = S * B;
     product_weight_t_bf16(w_x_t, SB, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I);
@@ -348,10 +348,10 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
+      const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 w_h_t_now;
       const gemm::PackedBBf16& w_h_t =
-          bf16_weight(a.plan != nullptr && a.plan->has_bf16 ? &a.plan->bf16.w_h_t : nullptr,
-                      w_h_t_now, Trans::kYes, G, H, a.w + I * G, G);
+          bf16_weight(p ? &p->w_h_t : nullptr, w_h_t_now, Trans::kYes, G, H, a.w + I * G, G);
       Bf16Lhs dg(op, B, G, w_h_t.kernel());
       lstm_bwd_loop(
           d, a, act, d_gates, Gp, w_h_t.panels(), w_h_t.panel_width(),

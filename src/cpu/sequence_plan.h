@@ -81,6 +81,14 @@ struct GRUResetAfterPlan {
 
 namespace blockrnn::cpu {
 
+// The bfloat16 packs of a call's plan (LSTMPlan, GRUPlan or GRUResetAfterPlan), or nullptr when
+// the call has no plan or its plan holds the float packs: the kernel then packs each bfloat16
+// weight operand itself (bf16_weight, bf16_products.h), with the same bits.
+template <typename Plan>
+const typename Plan::Bf16* bf16_packs(const Plan* plan) {
+  return plan != nullptr && plan->has_bf16 ? &plan->bf16 : nullptr;
+}
+
 // Workspace bounds (elements of T) of one call with S steps, B examples: enough for the forward
 // and the backward, with or without seq_lengths. A plan-once caller allocates this once for its
 // largest (S, B) and passes it as the `workspace` field of every call.
