@@ -218,11 +218,12 @@ void LSTMCellLayer::set_weights(TensorView w, TensorView b, TensorView wci, Tens
                         shape_.dtype),
              shape_);
   const DType dt = shape_.dtype;
-  const CellWeight spec[] = {{"w", Shape{I + H, 4 * H}, "input_size + hidden_size, 4 * hidden"},
-                             {"b", Shape{4 * H}, "4 * hidden_size"},
-                             {"wci", Shape{H}, "hidden_size"},
-                             {"wcf", Shape{H}, "hidden_size"},
-                             {"wco", Shape{H}, "hidden_size"}};
+  const CellWeight spec[] = {
+      {"w", Shape{I + H, 4 * H}, "input_size + hidden_size, 4 * hidden_size"},
+      {"b", Shape{4 * H}, "4 * hidden_size"},
+      {"wci", Shape{H}, "hidden_size"},
+      {"wcf", Shape{H}, "hidden_size"},
+      {"wco", Shape{H}, "hidden_size"}};
   const TensorView given[] = {w, b, wci, wcf, wco};
   Tensor* own[] = {&m.w, &m.b, &m.wci, &m.wcf, &m.wco};
   // Without use_peephole the peepholes are zeros, as the op uses for omitted ones.
@@ -401,14 +402,14 @@ void GRUCellLayer::set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru,
   const DType dt = shape_.dtype;
   // Every weight is checked before any is replaced (see LSTMCellLayer::set_weights).
   check.tensor("w_ru", w_ru, Shape{I + H, 2 * H}, "input_size + hidden_size, 2 * hidden_size", dt);
-  check.tensor("w_c", w_c, Shape{I + H, H}, "input_size + hidden_size, hidden", dt);
+  check.tensor("w_c", w_c, Shape{I + H, H}, "input_size + hidden_size, hidden_size", dt);
   check.tensor("b_ru", b_ru, Shape{2 * H}, "2 * hidden_size", dt);
   check.tensor("b_c", b_c, Shape{H}, "hidden_size", dt);
   has_weights_ = false;
   m.w_ru = layer::copy_weight(check, "w_ru", w_ru, Shape{I + H, 2 * H},
                               "input_size + hidden_size, 2 * hidden_size", dt);
-  m.w_c = layer::copy_weight(check, "w_c", w_c, Shape{I + H, H}, "input_size + hidden_size, hidden",
-                             dt);
+  m.w_c = layer::copy_weight(check, "w_c", w_c, Shape{I + H, H},
+                             "input_size + hidden_size, hidden_size", dt);
   m.b_ru = layer::copy_weight(check, "b_ru", b_ru, Shape{2 * H}, "2 * hidden_size", dt);
   m.b_c = layer::copy_weight(check, "b_c", b_c, Shape{H}, "hidden_size", dt);
   layer::with_dtype(dt, [&]<typename T>() {

@@ -326,7 +326,7 @@ struct Family<BlockLSTMOutputs> : PlannedFamily<LSTMPlan, 1, 4, cpu::block_lstm_
     TensorView w, b, wci, wcf, wco;
   };
   static constexpr WeightSpec kWeights[] = {
-      {"w", "w_grad", 1, 1, 4, "input_size + hidden_size, 4 * hidden"},
+      {"w", "w_grad", 1, 1, 4, "input_size + hidden_size, 4 * hidden_size"},
       {"b", "b_grad", 0, 0, 4, "4 * hidden_size"},
       {"wci", "wci_grad", 0, 0, 1, "hidden_size"},
       {"wcf", "wcf_grad", 0, 0, 1, "hidden_size"},
@@ -419,7 +419,7 @@ struct Family<BlockGRUOutputs> : GRUFamily,
   };
   static constexpr WeightSpec kWeights[] = {
       {"w_ru", "w_ru_grad", 1, 1, 2, "input_size + hidden_size, 2 * hidden_size"},
-      {"w_c", "w_c_grad", 1, 1, 1, "input_size + hidden_size, hidden"},
+      {"w_c", "w_c_grad", 1, 1, 1, "input_size + hidden_size, hidden_size"},
       {"b_ru", "b_ru_grad", 0, 0, 2, "2 * hidden_size"},
       {"b_c", "b_c_grad", 0, 0, 1, "hidden_size"}};
 

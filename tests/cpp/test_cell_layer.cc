@@ -263,7 +263,9 @@ TEST(CellLayerErrors, NameTheLayerAndTheArgument) {
       [&] {
         lstm.set_weights(Tensor(f, {5, 7}), Tensor(f, {8}));
       },
-      ErrorCode::kInvalidArgument, "LSTMCellLayer.set_weights: w must have shape [5, 8]");
+      ErrorCode::kInvalidArgument,
+      "LSTMCellLayer.set_weights: w must have shape [5, 8] (input_size + hidden_size, 4 * "
+      "hidden_size), got [5, 7]");
   lstm.set_weights(Tensor(f, {5, 8}), Tensor(f, {8}));
   Tensor big(f, {5, 3});
   expect_error(
@@ -300,6 +302,13 @@ TEST(CellLayerErrors, NameTheLayerAndTheArgument) {
   GRUCellLayer gru({.input_size = 3, .hidden_size = 2, .dtype = f, .max_batch = 2});
   expect_error([&] { gru.workspace_bytes(3); }, ErrorCode::kInvalidArgument,
                "GRUCellLayer.workspace_bytes: B must be in [0, 2]");
+  expect_error(
+      [&] {
+        gru.set_weights(Tensor(f, {5, 4}), Tensor(f, {5, 3}), Tensor(f, {4}), Tensor(f, {2}));
+      },
+      ErrorCode::kInvalidArgument,
+      "GRUCellLayer.set_weights: w_c must have shape [5, 2] (input_size + hidden_size, "
+      "hidden_size), got [5, 3]");
 }
 
 // A refused set_weights changes nothing: the plan and every copy stay those of the weights the

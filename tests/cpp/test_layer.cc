@@ -334,9 +334,24 @@ TEST(Layer, ValidationNamesTheLayerAndTheArgument) {
       [&] {
         layer.set_weights(Tensor(DType::kFloat32, {5, 5}), {}, {}, {});
       },
-      "GRULayer.set_weights: w_ru must have shape [5, 4]");
+      "GRULayer.set_weights: w_ru must have shape [5, 4] (input_size + hidden_size, 2 * "
+      "hidden_size), got [5, 5]");
   const Tensor w_ru(DType::kFloat32, {5, 4}), w_c(DType::kFloat32, {5, 2}),
       b_ru(DType::kFloat32, {4}), b_c(DType::kFloat32, {2});
+  // Every weight's words are the creation arguments' names, written out.
+  expect_invalid(
+      [&] {
+        layer.set_weights(w_ru, Tensor(DType::kFloat32, {5, 3}), b_ru, b_c);
+      },
+      "GRULayer.set_weights: w_c must have shape [5, 2] (input_size + hidden_size, "
+      "hidden_size), got [5, 3]");
+  expect_invalid(
+      [] {
+        LSTMLayer l({.input_size = 3, .hidden_size = 2});
+        l.set_weights(Tensor(DType::kFloat32, {5, 7}), Tensor(DType::kFloat32, {8}));
+      },
+      "LSTMLayer.set_weights: w must have shape [5, 8] (input_size + hidden_size, 4 * "
+      "hidden_size), got [5, 7]");
   layer.set_weights(w_ru, w_c, b_ru, b_c);
   expect_invalid([&] { layer.forward({.x = x, .h_prev = h0}, out); }, "max_time");
   const Tensor x4(DType::kFloat32, {4, 2, 3});
