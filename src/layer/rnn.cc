@@ -45,6 +45,12 @@ using layer::Check;
 
 namespace {
 
+// The words of the stack's own shapes, in its creation options' names: the initial and final
+// states [num_layers · directions, B, hidden_size] and the output y [T, B, directions ·
+// hidden_size] (and their gradients).
+constexpr char kStackStateDims[] = "num_layers * directions, batch, hidden_size";
+constexpr char kStackOutputDims[] = "time, batch, directions * hidden_size";
+
 const char* mode_name(RNNMode m) {
   switch (m) {
     case RNNMode::kLSTM:
@@ -688,10 +694,10 @@ StackDims check_inputs(const Check& check, const RNNOptions& o, std::int64_t D,
   check.tensor("x", in.x, Shape{T, B, o.input_size}, "time, batch, input_size", o.dtype);
   const Shape states{o.num_layers * D, B, H};
   if (!is_absent_input(in.h0)) {
-    check.tensor("h0", in.h0, states, "num_layers * directions, batch, hidden", o.dtype);
+    check.tensor("h0", in.h0, states, kStackStateDims, o.dtype);
   }
   if (is_lstm(o.mode) && !is_absent_input(in.c0)) {
-    check.tensor("c0", in.c0, states, "num_layers * directions, batch, hidden", o.dtype);
+    check.tensor("c0", in.c0, states, kStackStateDims, o.dtype);
   }
   if (!is_absent_input(in.dropout_mask) && o.num_layers > 1) {
     check.tensor("dropout_mask", in.dropout_mask, Shape{o.num_layers - 1, T, B, D * H},
@@ -735,11 +741,10 @@ void RNN::forward(const RNNInputs& in, const RNNOutputs& out, MutableTensorView 
   const StackDims s = check_inputs(check, m.o, m.D, in);
   const bool lstm = is_lstm(m.o.mode);
   const Shape states{m.L * m.D, s.B, m.H};
-  check.tensor("y", out.y, Shape{s.T, s.B, m.D * m.H}, "time, batch, directions * hidden",
-               m.o.dtype);
-  check.tensor("h_n", out.h_n, states, "num_layers * directions, batch, hidden", m.o.dtype);
+  check.tensor("y", out.y, Shape{s.T, s.B, m.D * m.H}, kStackOutputDims, m.o.dtype);
+  check.tensor("h_n", out.h_n, states, kStackStateDims, m.o.dtype);
   if (lstm) {
-    check.tensor("c_n", out.c_n, states, "num_layers * directions, batch, hidden", m.o.dtype);
+    check.tensor("c_n", out.c_n, states, kStackStateDims, m.o.dtype);
   }
   for (const auto& l : m.layers) {
     if (!l->has_weights()) check.fail("set_weights has not been called for every layer");
@@ -800,18 +805,17 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   const bool lstm = is_lstm(m.o.mode);
   const Shape states{m.L * m.D, s.B, m.H};
   const DType dt = m.o.dtype;
-  check.tensor("y_grad", g.y_grad, Shape{s.T, s.B, m.D * m.H}, "time, batch, directions * hidden",
-               dt);
+  check.tensor("y_grad", g.y_grad, Shape{s.T, s.B, m.D * m.H}, kStackOutputDims, dt);
   if (!is_absent_input(g.h_n_grad)) {
-    check.tensor("h_n_grad", g.h_n_grad, states, "num_layers * directions, batch, hidden", dt);
+    check.tensor("h_n_grad", g.h_n_grad, states, kStackStateDims, dt);
   }
   if (lstm && !is_absent_input(g.c_n_grad)) {
-    check.tensor("c_n_grad", g.c_n_grad, states, "num_layers * directions, batch, hidden", dt);
+    check.tensor("c_n_grad", g.c_n_grad, states, kStackStateDims, dt);
   }
   check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
-  check.tensor("h0_grad", out.h0_grad, states, "num_layers * directions, batch, hidden", dt);
+  check.tensor("h0_grad", out.h0_grad, states, kStackStateDims, dt);
   if (lstm) {
-    check.tensor("c0_grad", out.c0_grad, states, "num_layers * directions, batch, hidden", dt);
+    check.tensor("c0_grad", out.c0_grad, states, kStackStateDims, dt);
   }
   const std::size_t want = static_cast<std::size_t>(m.L * m.D * m.P);
   if (out.params.size() != want) {

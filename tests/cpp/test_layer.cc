@@ -1333,6 +1333,12 @@ TEST(LayerHostile, TheOpsAndTheLayersShareOneRuleAndMessage) {
   EXPECT_EQ(
       rule_message([&] { layer.forward({.x = x, .cs_prev = z, .h_prev = z_bad}, outs.views()); }),
       state_op);
+  // The stack's states are shapes of its own, [num_layers * directions, B, H], in the words of its
+  // options.
+  const Tensor h0_bad(DType::kFloat64, {1, B, H + 1});
+  EXPECT_EQ(
+      rule_message([&] { rnn.forward({.x = x64, .h0 = h0_bad}, {.y = y.mutable_view()}); }),
+      "h0 must have shape [1, 2, 3] (num_layers * directions, batch, hidden_size), got [1, 2, 4]");
 
   // A caller's output of the wrong shape, in the sequence and the cell layers.
   LSTMOuts bad_outs(dt, {T, B, H});
