@@ -31,24 +31,45 @@ namespace blockrnn::cpu {
 
 // Two [rows, k] left operands of a recurrent bfloat16 product, for B packed with `kernel`:
 // bfloat16 pairs (row stride bf16_pairs_ld(k), an odd k padded with a zero) for kDpbf16, or
-// float32 holding bfloat16 values (row stride k) for kWidened.
+// float32 holding bfloat16 values (row stride k) for kWidened. They live in `storage` when given
+// (storage_floats(rows, k) floats: a plan-once caller's workspace), else in buffers allocated
+// here.
 class Bf16Lhs {
  public:
-  Bf16Lhs(const char* op, std::int64_t rows, std::int64_t k, gemm::Bf16Kernel kernel)
+  Bf16Lhs(const char* op, std::int64_t rows, std::int64_t k, gemm::Bf16Kernel kernel,
+          float* storage = nullptr)
       : dp_(kernel == gemm::Bf16Kernel::kDpbf16),
         ld_(dp_ ? gemm::bf16_pairs_ld(k) : k),
         size_(rows * ld_) {
+    if (storage != nullptr) {
+      // Zeroed as the owned buffers are: the odd-k pad of kDpbf16 stays zero.
+      if (dp_) {
+        bits_ = reinterpret_cast<std::uint16_t*>(storage);
+        std::fill_n(bits_, 2 * size_, std::uint16_t(0));
+      } else {
+        wide_ = storage;
+        std::fill_n(wide_, 2 * size_, 0.0f);
+      }
+      return;
+    }
     try {
       if (dp_) {
-        bits_.assign(static_cast<std::size_t>(2 * size_), 0);  // the odd-k pad stays zero
+        own_bits_.assign(static_cast<std::size_t>(2 * size_), 0);  // the odd-k pad stays zero
+        bits_ = own_bits_.data();
       } else {
-        wide_.assign(static_cast<std::size_t>(2 * size_), 0.0f);
+        own_wide_.assign(static_cast<std::size_t>(2 * size_), 0.0f);
+        wide_ = own_wide_.data();
       }
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::kResourceExhausted,
                   std::string(op) + ": cannot allocate the workspace for this problem size");
     }
   }
+  Bf16Lhs(const Bf16Lhs&) = delete;
+  Bf16Lhs& operator=(const Bf16Lhs&) = delete;
+
+  // The floats of `storage` for [rows, k]: max_bytes(rows, k) / 4.
+  static std::int64_t storage_floats(std::int64_t rows, std::int64_t k) { return 2 * rows * k; }
 
   // The most bytes a Bf16Lhs of [rows, k] holds, whichever the kernel: two buffers of rows·k
   // float32 for kWidened; kDpbf16 holds 2 bytes an element, k padded to even, never more. What
@@ -67,11 +88,11 @@ class Bf16Lhs {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* in = src + r * lds;
       if (dp_) {
-        std::uint16_t* out = bits_.data() + slot * size_ + r * ld_;
+        std::uint16_t* out = bits_ + slot * size_ + r * ld_;
         if (even > 0) gemm::round_rows_bf16(0, 1, even, in + c0, lds, out + c0);
         if (c0 + even < c1) out[c1 - 1] = gemm::bf16_from_float(in[c1 - 1]);
       } else {
-        float* out = wide_.data() + slot * size_ + r * ld_;
+        float* out = wide_ + slot * size_ + r * ld_;
         for (std::int64_t j = c0; j < c1; ++j) out[j] = gemm::bf16_round(in[j]);
       }
     }
@@ -82,18 +103,19 @@ class Bf16Lhs {
   void product(int slot, std::int64_t m, const gemm::PackedBBf16& b, std::int64_t p0,
                std::int64_t p1, float beta, float* c, std::int64_t ldc) const {
     if (dp_) {
-      gemm::gemm_bf16_panels(m, bits_.data() + slot * size_, ld_, b, p0, p1, beta, c, ldc);
+      gemm::gemm_bf16_panels(m, bits_ + slot * size_, ld_, b, p0, p1, beta, c, ldc);
     } else {
-      gemm::gemm_panels<float>(m, wide_.data() + slot * size_, ld_, b.widened(), p0, p1, beta, c,
-                               ldc);
+      gemm::gemm_panels<float>(m, wide_ + slot * size_, ld_, b.widened(), p0, p1, beta, c, ldc);
     }
   }
 
  private:
   bool dp_;
   std::int64_t ld_, size_;
-  std::vector<std::uint16_t> bits_;
-  std::vector<float> wide_;
+  std::uint16_t* bits_ = nullptr;  // kDpbf16: 2·size_ elements
+  float* wide_ = nullptr;          // kWidened: 2·size_ elements
+  std::vector<std::uint16_t> own_bits_;
+  std::vector<float> own_wide_;
 };
 
 // A weight packed for bfloat16 products: the plan's (`planned`, packed once by the plan's
@@ -123,16 +145,24 @@ inline void product_weight_t_bf16(const gemm::PackedBBf16* planned_t, std::int64
 
 // out[t] = x[t]·w for all S·B rows, or with per-step prefix lengths each step's active prefix
 // (as input_projection, sequence_common.h), on w packed for bfloat16 products.
+// x is rounded into `scratch` when given (input_projection_bf16_floats), else into a buffer
+// allocated per product.
 inline void input_projection_bf16(const ActiveRows& act, const gemm::PackedBBf16& w, const float* x,
-                                  std::int64_t I, float* out, std::int64_t ld) {
+                                  std::int64_t I, float* out, std::int64_t ld,
+                                  float* scratch = nullptr) {
   if (!act.per_step_prefix()) {
-    gemm::gemm_bf16(gemm::Trans::kNo, act.S * act.B, x, I, w, 0.0f, out, ld);
+    gemm::gemm_bf16(gemm::Trans::kNo, act.S * act.B, x, I, w, 0.0f, out, ld, scratch);
     return;
   }
   for (std::int64_t t = 0; t < act.S; ++t) {
     gemm::gemm_bf16(gemm::Trans::kNo, act.count[t], x + t * act.B * I, I, w, 0.0f,
-                    out + t * act.B * ld, ld);
+                    out + t * act.B * ld, ld, scratch);
   }
+}
+
+// The floats of input_projection_bf16's `scratch` for S steps of B rows of I inputs.
+inline std::int64_t input_projection_bf16_floats(std::int64_t S, std::int64_t B, std::int64_t I) {
+  return gemm::gemm_bf16_a_scratch_floats(S * B, I);
 }
 
 // The bytes of previous_h_bf16's result.

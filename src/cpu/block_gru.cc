@@ -128,9 +128,18 @@ void block_gru_fwd_bf16(const BlockGRUDims& d, const BlockGRUFwdArgs<float>& a,
       bf16_weight(p ? &p->w_u_h : nullptr, now[3], Trans::kNo, H, H, a.w_ru + I * 2 * H + H, 2 * H);
   const gemm::PackedBBf16& w_c_h =
       bf16_weight(p ? &p->w_c_h : nullptr, now[4], Trans::kNo, H, H, a.w_c + I * H, H);
-  input_projection_bf16(act, w_ru_x, a.x, I, ru, R);
-  input_projection_bf16(act, w_c_x, a.x, I, a.c, H);
-  Bf16Lhs hb("BlockGRU", B, H, w_c_h.kernel()), hrb("BlockGRU", B, H, w_c_h.kernel());
+  // The operands in the caller's bf16_workspace when given (block_gru_bf16_fwd_workspace_floats:
+  // x's rounding, used by both projections in turn, then hb's and hrb's buffers), else
+  // allocated here.
+  float* const x_scratch = a.bf16_workspace;
+  float* const hb_scratch =
+      a.bf16_workspace ? a.bf16_workspace + input_projection_bf16_floats(d.seq_len_max, B, I)
+                       : nullptr;
+  float* const hrb_scratch = hb_scratch ? hb_scratch + Bf16Lhs::storage_floats(B, H) : nullptr;
+  input_projection_bf16(act, w_ru_x, a.x, I, ru, R, x_scratch);
+  input_projection_bf16(act, w_c_x, a.x, I, a.c, H, x_scratch);
+  Bf16Lhs hb("BlockGRU", B, H, w_c_h.kernel(), hb_scratch),
+      hrb("BlockGRU", B, H, w_c_h.kernel(), hrb_scratch);
   hb.round(0, 0, B, 0, H, a.h_prev, H);
   gru_fwd_loop(
       d, a, act, ru, R, hr, w_c_h.panels(), w_c_h.panel_width(),
@@ -446,6 +455,11 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
     if (bf16) return gru_param_grads_bf16(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc);
   }
   gru_param_grads(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc);
+}
+
+std::int64_t block_gru_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,
+                                                 std::int64_t H) {
+  return input_projection_bf16_floats(S, B, I) + 2 * Bf16Lhs::storage_floats(B, H);
 }
 
 // Forward: hb and hrb (Bf16Lhs [B, H] each); backward: dcb ([B, H]), drb ([B, 2H]) and

@@ -112,8 +112,15 @@ void block_gru_reset_after_fwd_bf16(const BlockGRUDims& d,
       bf16_weight(p ? &p->w_h_z : nullptr, now[2], Trans::kNo, H, H, a.w_h + H, H3);
   const gemm::PackedBBf16& w_h_n =
       bf16_weight(p ? &p->w_h_n : nullptr, now[3], Trans::kNo, H, H, a.w_h + 2 * H, H3);
-  input_projection_bf16(act, w_i, a.x, I, gi, R);
-  Bf16Lhs hb("BlockGRUResetAfter", B, H, w_h_n.kernel());
+  // The operands in the caller's bf16_workspace when given
+  // (block_gru_reset_after_bf16_fwd_workspace_floats: x's rounding, then hb's buffers), else
+  // allocated here.
+  float* const x_scratch = a.bf16_workspace;
+  float* const h_scratch =
+      a.bf16_workspace ? a.bf16_workspace + input_projection_bf16_floats(d.seq_len_max, B, I)
+                       : nullptr;
+  input_projection_bf16(act, w_i, a.x, I, gi, R, x_scratch);
+  Bf16Lhs hb("BlockGRUResetAfter", B, H, w_h_n.kernel(), h_scratch);
   hb.round(0, 0, B, 0, H, a.h_prev, H);
   gru_reset_after_fwd_loop(
       d, a, act, gi, R, gh_rz, R2, w_h_n.panels(), w_h_n.panel_width(),
@@ -363,6 +370,11 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   gather_rows(act.rows, d_n, H, H, d_gc + 2 * H, R);
   column_sums(N, H3, d_gc, R, a.d_b_i);
   reset_after_input_grads(d, a, act, d_gc, R, xc, bf16);
+}
+
+std::int64_t block_gru_reset_after_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B,
+                                                             std::int64_t I, std::int64_t H) {
+  return input_projection_bf16_floats(S, B, I) + Bf16Lhs::storage_floats(B, H);
 }
 
 // Forward: hb (Bf16Lhs [B, H]); backward: dgb ([B, 3H]) and previous_h_bf16.

@@ -160,8 +160,14 @@ void block_lstm_fwd_bf16(const BlockLSTMDims& d, const BlockLSTMFwdArgs<float>& 
     w_h[q] = &bf16_weight(p ? &p->w_h[q] : nullptr, w_h_now[q], Trans::kNo, H, H,
                           a.w + I * G + q * H, G);
   }
-  input_projection_bf16(act, w_x, a.x, I, gates, Gp);
-  Bf16Lhs hb(op, B, H, w_h[0]->kernel());
+  // The operands in the caller's bf16_workspace when given (block_lstm_bf16_fwd_workspace_floats:
+  // x's rounding, then the two h buffers), else allocated here.
+  float* const x_scratch = a.bf16_workspace;
+  float* const h_scratch =
+      a.bf16_workspace ? a.bf16_workspace + input_projection_bf16_floats(d.seq_len_max, B, I)
+                       : nullptr;
+  input_projection_bf16(act, w_x, a.x, I, gates, Gp, x_scratch);
+  Bf16Lhs hb(op, B, H, w_h[0]->kernel(), h_scratch);
   hb.round(0, 0, B, 0, H, a.h_prev, H);
   lstm_fwd_loop(
       d, a, act, gates, Gp, w_h[0]->panels(), w_h[0]->panel_width(),
@@ -395,6 +401,11 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
 }
 
 // Forward: hb (Bf16Lhs [B, H]); backward: dg ([B, 4H]) and previous_h_bf16.
+std::int64_t block_lstm_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,
+                                                  std::int64_t H) {
+  return input_projection_bf16_floats(S, B, I) + Bf16Lhs::storage_floats(B, H);
+}
+
 double block_lstm_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad) {
   if (!grad) return Bf16Lhs::max_bytes(B, H);
   return Bf16Lhs::max_bytes(B, 4 * H) + previous_h_bf16_bytes(S, B, H);

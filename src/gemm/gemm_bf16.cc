@@ -234,16 +234,21 @@ void PackedBBf16::pack(Trans tb, int64_t k, int64_t n, const TB* b, int64_t ldb,
 
 template <typename TA>
 void gemm_bf16(Trans trans_a, int64_t m, const TA* a, int64_t lda, const PackedBBf16& b, float beta,
-               float* c, int64_t ldc) {
+               float* c, int64_t ldc, float* a_scratch) {
   check_dims({m, lda, ldc});
   const int64_t n = b.n(), k = b.k();
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_c(m, n, beta, c, ldc);
   const bool ta = trans_a == Trans::kYes;
   if (b.kernel() == Bf16Kernel::kWidened) {
-    std::vector<float> wide = make_buffer<float>(m * k, "widened operand");
-    widen(ta, m, k, a, lda, wide.data());
-    return gemm<float>(Trans::kNo, m, wide.data(), k, b.widened(), beta, c, ldc);
+    std::vector<float> own;
+    float* wide = a_scratch;
+    if (wide == nullptr) {
+      own = make_buffer<float>(m * k, "widened operand");
+      wide = own.data();
+    }
+    widen(ta, m, k, a, lda, wide);
+    return gemm<float>(Trans::kNo, m, wide, k, b.widened(), beta, c, ldc);
   }
   const detail::Bf16Kernels& kern = dpbf16();
   detail::Bf16Problem p;
@@ -267,8 +272,11 @@ void gemm_bf16(Trans trans_a, int64_t m, const TA* a, int64_t lda, const PackedB
     if (m > std::numeric_limits<int64_t>::max() / 4 / p.lda) {
       throw Error(ErrorCode::kResourceExhausted, "gemm_bf16: packed operand too large");
     }
-    packed_a.reset(allocate_bits(m * p.lda, "packed operand"));
-    std::uint16_t* pa = packed_a.get();
+    std::uint16_t* pa = reinterpret_cast<std::uint16_t*>(a_scratch);  // m·kp ≤ m·k floats
+    if (pa == nullptr) {
+      packed_a.reset(allocate_bits(m * p.lda, "packed operand"));
+      pa = packed_a.get();
+    }
     core::run_team(team_size(m, double(m) * double(k) * 8), [&](int id, int nt) {
       pack_a_rows(ta, k, a, lda, m * id / nt, m * (id + 1) / nt, pa);
     });
@@ -333,9 +341,9 @@ template void round_rows_bf16<float>(int64_t, int64_t, int64_t, const float*, in
 template void round_rows_bf16<std::uint16_t>(int64_t, int64_t, int64_t, const std::uint16_t*,
                                              int64_t, std::uint16_t*);
 template void gemm_bf16<float>(Trans, int64_t, const float*, int64_t, const PackedBBf16&, float,
-                               float*, int64_t);
+                               float*, int64_t, float*);
 template void gemm_bf16<std::uint16_t>(Trans, int64_t, const std::uint16_t*, int64_t,
-                                       const PackedBBf16&, float, float*, int64_t);
+                                       const PackedBBf16&, float, float*, int64_t, float*);
 template void gemm_bf16<float, float>(Trans, Trans, int64_t, int64_t, int64_t, const float*,
                                       int64_t, const float*, int64_t, float, float*, int64_t);
 template void gemm_bf16<float, std::uint16_t>(Trans, Trans, int64_t, int64_t, int64_t, const float*,

@@ -87,10 +87,19 @@ void gemm_bf16(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std
                std::int64_t ldc);
 
 // C = beta·C + bf16(op(A))·B with B packed beforehand (its K, N, path and kernel); threaded
-// over output tiles. Same bits as the one-shot product on that path and kernel.
+// over output tiles. Same bits as the one-shot product on that path and kernel. A is rounded
+// into `a_scratch` when given (gemm_bf16_a_scratch_floats(m, K) floats, e.g. a plan-once
+// caller's workspace), else into a buffer allocated for the call.
 template <typename TA>
 void gemm_bf16(Trans trans_a, std::int64_t m, const TA* a, std::int64_t lda, const PackedBBf16& b,
-               float beta, float* c, std::int64_t ldc);
+               float beta, float* c, std::int64_t ldc, float* a_scratch = nullptr);
+
+// The floats of gemm_bf16's `a_scratch` for an [m, k] A, whichever the kernel: kWidened widens A
+// into m·k floats; kDpbf16 packs it into m rows of ⌈k/2⌉ bfloat16 pairs (4 bytes each), never
+// more.
+inline std::int64_t gemm_bf16_a_scratch_floats(std::int64_t m, std::int64_t k) {
+  return m * k;
+}
 
 // For callers that run their own parallel region (the sequence ops: one region around the time
 // loop), in two steps that neither start threads nor allocate:

@@ -48,6 +48,10 @@ struct BlockLSTMFwdArgs {
   // float32; a `plan` packed by pack_bf16 (has_bf16) supplies the weights
   // packed for those products, any other plan is not read. The reference ignores it.
   bool bf16_products = false;
+  // With bf16_products on the fast path: room for the products' bfloat16 operands
+  // (cpu::block_lstm_bf16_fwd_workspace_floats), a plan-once caller's, so that the call
+  // allocates nothing; without it the call allocates them.
+  float* bf16_workspace = nullptr;
 };
 
 template <typename T>
@@ -107,6 +111,10 @@ namespace cpu {
 // bfloat16 copy of [h_prev; h[0:S−1]] for the weight gradient. The ops' memory check counts it
 // before anything is allocated (ops/checks.h, with_bf16_operands); it is defined next to the
 // allocations it counts (src/cpu).
+// The floats of a forward's `bf16_workspace` (S steps, B examples, input size I, cell
+// size H).
+std::int64_t block_lstm_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,
+                                                  std::int64_t H);
 double block_lstm_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad);
 template <typename T>
 void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a);

@@ -298,13 +298,15 @@ using Named = std::array<Check::Arg, N>;
 // kPackedColumns·H columns of weights are packed (LSTM: w's 4H; GRU: w_ru's and w_c's 3H; GRU
 // reset-after: w_i's and w_h's 3H).
 template <template <typename> class P, std::size_t kPackedWeights, int kPackedColumns,
-          auto kWorkspaceElems>
+          auto kWorkspaceElems, auto kBf16FwdWorkspaceFloats>
 struct PlannedFamily {
   template <typename T>
   using Plan = P<T>;
   static constexpr std::size_t kPacked = kPackedWeights;
   static constexpr int kPackedCols = kPackedColumns;
   static constexpr auto workspace_elems = kWorkspaceElems;
+  // The forward's bfloat16 product operands (the kernel's bf16_workspace), in floats.
+  static constexpr auto bf16_fwd_workspace_floats = kBf16FwdWorkspaceFloats;
 };
 
 // A layer family, one per sequence op (named by the op's outputs): what differs between the
@@ -315,7 +317,8 @@ template <typename Outputs>
 struct Family;
 
 template <>
-struct Family<BlockLSTMOutputs> : PlannedFamily<LSTMPlan, 1, 4, cpu::block_lstm_workspace_elems> {
+struct Family<BlockLSTMOutputs> : PlannedFamily<LSTMPlan, 1, 4, cpu::block_lstm_workspace_elems,
+                                                cpu::block_lstm_bf16_fwd_workspace_floats> {
   // The attrs, resolved at creation.
   struct Config {
     double forget_bias = 0, cell_clip = 0;
@@ -413,7 +416,8 @@ struct GRUFamily {
 
 template <>
 struct Family<BlockGRUOutputs> : GRUFamily,
-                                 PlannedFamily<GRUPlan, 2, 3, cpu::block_gru_workspace_elems> {
+                                 PlannedFamily<GRUPlan, 2, 3, cpu::block_gru_workspace_elems,
+                                               cpu::block_gru_bf16_fwd_workspace_floats> {
   struct Weights {
     TensorView w_ru, w_c, b_ru, b_c;
   };
@@ -464,7 +468,8 @@ struct Family<BlockGRUOutputs> : GRUFamily,
 template <>
 struct Family<BlockGRUResetAfterOutputs>
     : GRUFamily,
-      PlannedFamily<GRUResetAfterPlan, 2, 3, cpu::block_gru_reset_after_workspace_elems> {
+      PlannedFamily<GRUResetAfterPlan, 2, 3, cpu::block_gru_reset_after_workspace_elems,
+                    cpu::block_gru_reset_after_bf16_fwd_workspace_floats> {
   struct Weights {
     TensorView w_i, w_h, b_i, b_h;
   };
@@ -638,6 +643,11 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     auto a = Family::template kernel_args<float>(
         layer::WithWeights<CallIn, typename Family::Weights>{in32, weights}, out32, config,
         s.dtype);
+    if constexpr (requires { a.bf16_workspace; }) {
+      // A forward with bfloat16 products: its operands past the staged copies (the workspace
+      // holds them, staged_bf16_elems), so the call allocates nothing.
+      if (bf16_products(s.dtype)) a.bf16_workspace = next;
+    }
     layer::run<float>(a, c, *this, s);
     std::array<MutableTensorView, layer::kMaxCallOutputs> staged;
     std::size_t k = 0;
@@ -664,6 +674,13 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     return Family::workspace_elems(T, B, I, H) + 2 * T * B * I + 2 * states * B * H +
            steps * T * B * H + weights_elems;
   }
+  // The same for a bfloat16 layer with bfloat16 products: the forward's product operands after
+  // the staged copies (bf16_fwd_workspace_floats; the forward stages less than the backward, so
+  // they fit past its copies).
+  static std::int64_t staged_bf16_elems(std::int64_t T, std::int64_t B, std::int64_t I,
+                                        std::int64_t H) {
+    return staged_elems(T, B, I, H) + Family::bf16_fwd_workspace_floats(T, B, I, H);
+  }
   // Whether the plan packs the weights for bfloat16 products (pack_bf16): a bfloat16 layer
   // whose op multiplies bfloat16 operands.
   static bool bf16_products(DType dtype) {
@@ -673,9 +690,10 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
 
 template <class In, class Out, class GradIn, class GradOut>
 BlockLayer<In, Out, GradIn, GradOut>::BlockLayer(const char* name, const LayerShape& shape)
-    : SequenceLayer(
-          name, shape,
-          core::is_16bit_float(shape.dtype) ? Impl::staged_elems : Impl::Family::workspace_elems) {
+    : SequenceLayer(name, shape,
+                    Impl::bf16_products(shape.dtype)    ? Impl::staged_bf16_elems
+                    : core::is_16bit_float(shape.dtype) ? Impl::staged_elems
+                                                        : Impl::Family::workspace_elems) {
   static_assert(sizeof(Impl) + sizeof(LSTMLayer) <= layer::kObjectBytes);
   check_weights_memory("create");
   impl_ = std::make_unique<Impl>();

@@ -1,11 +1,12 @@
 // The plan objects' promise that a call after the first does no heap allocation: the layer
-// objects' forward (every family, float32, float64, float16 and bfloat16: the 16-bit layers'
-// float32 copies live in the workspace) and the cell layers' forward and backward (at an input
-// size past one GEMM tile, where the one-shot op packs whole operands), counted through this
-// binary's
-// replacement of operator new (counting_new.h). A separate binary, so the replacement counts
-// nothing else.
+// objects' forward (every family, float32, float64, float16 and bfloat16, on every CPU path: the
+// 16-bit layers' float32 copies and the bfloat16 products' operands live in the workspace) and
+// the cell layers' forward and backward (at an input size past one GEMM tile, where the one-shot
+// op packs whole operands), counted through this binary's replacement of operator new
+// (counting_new.h). A separate binary, so the replacement counts nothing else.
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "blockrnn/blockrnn.h"
 #include "counting_new.h"
@@ -43,15 +44,21 @@ long allocations_after_first(F&& call) {
   return alloc_counter::count() - before;
 }
 
-class PlanAllocations : public ::testing::TestWithParam<DType> {};
+// Every dtype on every CPU path ("" the default, then the fallbacks: bfloat16 products run on
+// vdpbf16ps where the CPU has it and on the widened float32 engine elsewhere).
+class PlanAllocations : public ::testing::TestWithParam<std::tuple<DType, const char*>> {
+ protected:
+  void SetUp() override { set_isa(std::get<1>(GetParam())); }
+  void TearDown() override { set_isa(""); }
+  static DType dtype() { return std::get<0>(GetParam()); }
+};
 
-// bfloat16 is not in this suite: a bfloat16 layer packs its weights once (its plan), but its
-// kernel still allocates the per-call bfloat16 operands of its products (docs/design.md, the
-// layer objects in 16 bits), so it makes no zero-allocation promise yet. float16 covers the
-// 16-bit staging through the workspace, the same code in every family.
+// bfloat16 runs the products on bfloat16 operands: the weights packed once (the plan), the
+// rounded x and h in the workspace (the kernels' bf16_workspace). The 16-bit staging through the
+// workspace is the same code in every family.
 
 TEST_P(PlanAllocations, LSTMLayerForward) {
-  const DType dt = GetParam();
+  const DType dt = dtype();
   LSTMLayer layer(
       {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
   layer.set_weights(filled(dt, {kI + kH, 4 * kH}, 0.01), filled(dt, {4 * kH}, 0.1));
@@ -66,7 +73,7 @@ TEST_P(PlanAllocations, LSTMLayerForward) {
 }
 
 TEST_P(PlanAllocations, GRULayerForward) {
-  const DType dt = GetParam();
+  const DType dt = dtype();
   GRULayer layer(
       {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
   layer.set_weights(filled(dt, {kI + kH, 2 * kH}, 0.01), filled(dt, {kI + kH, kH}, 0.01),
@@ -80,7 +87,7 @@ TEST_P(PlanAllocations, GRULayerForward) {
 }
 
 TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
-  const DType dt = GetParam();
+  const DType dt = dtype();
   GRUResetAfterLayer layer(
       {.input_size = kI, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
   layer.set_weights(filled(dt, {kI, 3 * kH}, 0.01), filled(dt, {kH, 3 * kH}, 0.01),
@@ -155,7 +162,9 @@ TEST_P(CellPlanAllocations, GRUCellLayerForwardAndBackward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, PlanAllocations,
-                         ::testing::Values(DType::kFloat32, DType::kFloat64, DType::kFloat16));
+                         ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64,
+                                                              DType::kFloat16, DType::kBFloat16),
+                                            ::testing::Values("", "avx2", "baseline")));
 INSTANTIATE_TEST_SUITE_P(Dtypes, CellPlanAllocations,
                          ::testing::Values(DType::kFloat32, DType::kFloat64));
 

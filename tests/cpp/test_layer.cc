@@ -1126,7 +1126,9 @@ TEST(LayerHostile, TheMemoryLimitHoldsForLayersAndRNN) {
 // A 16-bit layer's workspace holds the float32 copies of its call's views after the kernel's
 // part: workspace_bytes (what the memory check counts and the workspace grows to) is the float32
 // layer's plus the copies of the largest call, the backward's: x and x_grad [T, B, I], h_prev and
-// h_prev_grad [B, H], r, u, c, h and h_grad [T, B, H], and the weight gradients.
+// h_prev_grad [B, H], r, u, c, h and h_grad [T, B, H], and the weight gradients. A bfloat16
+// layer multiplies bfloat16 operands and holds the forward's after the copies: x rounded
+// [T, B, I] and the two rounded-h operands (h and h·r), two buffers of [B, H] each.
 TEST(LayerHostile, SixteenBitWorkspaceCountsTheFloat32Copies) {
   const std::int64_t T = 6, B = 4, I = 5, H = 7;
   const LayerShape f32{.input_size = I, .hidden_size = H, .max_time = T, .max_batch = B};
@@ -1137,7 +1139,9 @@ TEST(LayerHostile, SixteenBitWorkspaceCountsTheFloat32Copies) {
     const GRULayer l16(s);
     const std::int64_t copies =
         2 * T * B * I + 2 * B * H + 5 * T * B * H + (I + H) * 3 * H + 3 * H;  // float32 elements
-    EXPECT_EQ(l16.workspace_bytes(T, B), l32.workspace_bytes(T, B) + 4 * std::size_t(copies))
+    const std::int64_t bf16_operands = dt == DType::kBFloat16 ? T * B * I + 2 * (2 * B * H) : 0;
+    EXPECT_EQ(l16.workspace_bytes(T, B),
+              l32.workspace_bytes(T, B) + 4 * std::size_t(copies + bf16_operands))
         << dtype_name(dt);
   }
 }
