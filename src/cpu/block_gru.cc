@@ -274,21 +274,25 @@ void gru_bwd_loop(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const Acti
 // active rows compacted (ws slices 4…8), float32 products (T = double too):
 //   d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ;  d_w_ru = [x, h_{t−1}]ᵀ·d_ru;
 //   d_w_c = [x, hr]ᵀ·d_c_bar;  d_b_ru, d_b_c = column sums.
+// d_ru and d_c_bar are packed into `ru_packed` and `c_packed` (workspace slices,
+// pack_into_workspace); w_ru_xᵀ and w_c_xᵀ are the plan's when there is one.
 template <typename T>
 void gru_param_grads(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const ActiveRows& act,
                      const T* d_ru, std::int64_t R, const T* d_c, const T* hr, T* d_ruc, T* d_cc,
-                     T* xc, T* hc, T* hrc) {
+                     T* xc, T* hc, T* hrc, T* ru_packed, T* c_packed) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, N = act.total();
+  const gemm::PackedB<T>* const w_ru_x_t = a.plan ? &a.plan->w_ru_x_t : nullptr;
+  const gemm::PackedB<T>* const w_c_x_t = a.plan ? &a.plan->w_c_x_t : nullptr;
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_x[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
     //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.d_x, I);
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, H, d_c, H, a.w_c, H, T(1), a.d_x, I);
+    product_weight_t(w_ru_x_t, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.d_x, I);
+    product_weight_t(w_c_x_t, SB, I, H, d_c, H, a.w_c, H, T(1), a.d_x, I);
     // d_ru and d_c_bar, each packed once for its two weight-gradient products.
     gemm::PackedB<T> d_ru_packed, d_c_packed;
-    d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
-    d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
+    pack_into_workspace(d_ru_packed, SB, 2 * H, d_ru, R, ru_packed);
+    pack_into_workspace(d_c_packed, SB, H, d_c, H, c_packed);
     // d_w_ru[0:I] = xᵀ·d_ru      [I, 2H] = [S·B, I]ᵀ·[S·B, 2H]
     gemm<T>(Trans::kYes, I, a.x, I, d_ru_packed, T(0), a.d_w_ru, 2 * H);
     // d_w_ru[I:] = [h_prev; h[0:S−1]]ᵀ·d_ru over two K ranges of the packed d_ru, so the
@@ -304,15 +308,15 @@ void gru_param_grads(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const A
     return;
   }
   gemm::PackedB<T> d_ru_packed, d_c_packed;
-  d_ru_packed.pack(Trans::kNo, N, 2 * H, d_ruc, R);
-  d_c_packed.pack(Trans::kNo, N, H, d_cc, H);
+  pack_into_workspace(d_ru_packed, N, 2 * H, d_ruc, R, ru_packed);
+  pack_into_workspace(d_c_packed, N, H, d_cc, H, c_packed);
   gemm<T>(Trans::kYes, I, xc, I, d_ru_packed, T(0), a.d_w_ru, 2 * H);
   gemm<T>(Trans::kYes, H, hc, H, d_ru_packed, T(0), a.d_w_ru + I * 2 * H, 2 * H);
   gemm<T>(Trans::kYes, I, xc, I, d_c_packed, T(0), a.d_w_c, H);
   gemm<T>(Trans::kYes, H, hrc, H, d_c_packed, T(0), a.d_w_c + I * H, H);
   // d_x of the active rows, compact (into xc), then scattered.
-  gemm<T>(Trans::kNo, Trans::kYes, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, T(0), xc, I);
-  gemm<T>(Trans::kNo, Trans::kYes, N, I, H, d_cc, H, a.w_c, H, T(1), xc, I);
+  product_weight_t(w_ru_x_t, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, T(0), xc, I);
+  product_weight_t(w_c_x_t, N, I, H, d_cc, H, a.w_c, H, T(1), xc, I);
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
@@ -380,7 +384,8 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(2 * H);
   Workspace<T> ws("BlockGRUGrad",
-                  {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H},
+                  {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H,
+                   gemm::packed_elems_bound(N, 2 * H), gemm::packed_elems_bound(N, H)},
                   a.workspace);
   T* const d_ru = ws.slice(0);
   T* const d_c = ws.slice(1);
@@ -454,7 +459,8 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   if constexpr (std::is_same_v<T, float>) {
     if (bf16) return gru_param_grads_bf16(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc);
   }
-  gru_param_grads(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc);
+  gru_param_grads(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc, ws.slice(9),
+                  ws.slice(10));
 }
 
 std::int64_t block_gru_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,

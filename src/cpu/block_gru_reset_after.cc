@@ -213,11 +213,12 @@ void gru_reset_after_bwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterBwd
 
 // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh over all S·B rows (d_gh = d_g in place), or hcᵀ·d_gc over the
 // N active rows compacted (d_gh = d_gc); on bfloat16 operands with `bf16` (d_gh rounded when
-// packed, [h_prev; h[0:S−1]] one bfloat16 copy).
+// packed, [h_prev; h[0:S−1]] one bfloat16 copy). The float products pack d_gh into `packed`
+// (a workspace slice, pack_into_workspace).
 template <typename T>
 void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
                        const ActiveRows& act, const T* d_gh, std::int64_t R, const T* hc,
-                       bool bf16) {
+                       bool bf16, T* packed) {
   const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, H3 = 3 * H;
   const std::int64_t rows = act.all ? S * B : act.total();
   if constexpr (std::is_same_v<T, float>) {
@@ -235,7 +236,7 @@ void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>
     }
   }
   gemm::PackedB<T> d_gh_packed;  // packed once for its two K ranges
-  d_gh_packed.pack(Trans::kNo, rows, H3, d_gh, R);
+  pack_into_workspace(d_gh_packed, rows, H3, d_gh, R, packed);
   if (!act.all) {
     gemm<T>(Trans::kYes, H, hc, H, d_gh_packed, T(0), a.d_w_h, H3);
     return;
@@ -248,12 +249,13 @@ void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>
 
 // d_w_i = xᵀ·d_gi and d_x = d_gi·w_iᵀ over all S·B rows (d_gi = d_g in place), or over the N
 // active rows compacted (d_gi = d_gc; xc holds their x rows, then their d_x rows, scattered);
-// on bfloat16 operands with `bf16` (d_gi rounded when packed).
+// on bfloat16 operands with `bf16` (d_gi rounded when packed). The float products pack d_gi
+// into `packed` (a workspace slice) and multiply by the plan's w_iᵀ when there is one.
 //   d_w_i [I, 3H] = [rows, I]ᵀ·[rows, 3H];  d_x [rows, I] = [rows, 3H]·[I, 3H]ᵀ
 template <typename T>
 void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
                              const ActiveRows& act, const T* d_gi, std::int64_t R, T* xc,
-                             bool bf16) {
+                             bool bf16, T* packed) {
   const std::int64_t B = d.B, I = d.I, H3 = 3 * d.H, S = d.seq_len_max;
   const std::int64_t rows = act.all ? S * B : act.total();
   const T* const x = act.all ? a.x : xc;
@@ -275,10 +277,11 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
   if (!done) {
     {
       gemm::PackedB<T> d_gi_packed;
-      d_gi_packed.pack(Trans::kNo, rows, H3, d_gi, R);
+      pack_into_workspace(d_gi_packed, rows, H3, d_gi, R, packed);
       gemm<T>(Trans::kYes, I, x, I, d_gi_packed, T(0), a.d_w_i, H3);
     }
-    gemm<T>(Trans::kNo, Trans::kYes, rows, I, H3, d_gi, R, a.w_i, H3, T(0), d_x, I);
+    product_weight_t(a.plan ? &a.plan->w_i_t : nullptr, rows, I, H3, d_gi, R, a.w_i, H3, T(0),
+                     d_x, I);
   }
   if (!act.all) scatter_rows(act.rows, xc, I, a.d_x);
 }
@@ -305,8 +308,10 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   const std::int64_t N = act.total(), Nc = act.compacted();
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(H3);
-  Workspace<T> ws("BlockGRUResetAfterGrad", {S * B * R, S * BH, Nc * R, Nc * H, Nc * I},
+  Workspace<T> ws("BlockGRUResetAfterGrad",
+                  {S * B * R, S * BH, Nc * R, Nc * H, Nc * I, gemm::packed_elems_bound(N, H3)},
                   a.workspace);
+  T* const packed = ws.slice(5);  // d_gh, then d_gi, of the active rows packed (float products)
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
   T* const carry = a.d_h_prev;
@@ -343,7 +348,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh      [H, 3H] = [S·B, H]ᵀ·[S·B, 3H]
-    reset_after_d_w_h(d, a, act, d_g, R, static_cast<const T*>(nullptr), bf16);
+    reset_after_d_w_h(d, a, act, d_g, R, static_cast<const T*>(nullptr), bf16, packed);
     // d_b_h = Σ_rows d_gh  [3H]
     column_sums(SB, H3, d_g, R, a.d_b_h);
     // d_gi = d_gh with its n block d_hn replaced by d_n_bar.
@@ -355,7 +360,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
     // d_b_i = Σ_rows d_gi  [3H]
     column_sums(SB, H3, d_g, R, a.d_b_i);
     // d_w_i = xᵀ·d_gi;  d_x[0:S] = d_gi·w_iᵀ
-    reset_after_input_grads(d, a, act, d_g, R, static_cast<T*>(nullptr), bf16);
+    reset_after_input_grads(d, a, act, d_g, R, static_cast<T*>(nullptr), bf16, packed);
     return;
   }
 
@@ -364,12 +369,12 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   T* const xc = ws.slice(4);    // [N, I]  their x, then their d_x
   gather_rows(act.rows, d_g, R, H3, d_gc, R);
   gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
-  reset_after_d_w_h(d, a, act, d_gc, R, hc, bf16);
+  reset_after_d_w_h(d, a, act, d_gc, R, hc, bf16, packed);
   column_sums(N, H3, d_gc, R, a.d_b_h);
   // d_gi = d_gh with its n block replaced by d_n_bar.
   gather_rows(act.rows, d_n, H, H, d_gc + 2 * H, R);
   column_sums(N, H3, d_gc, R, a.d_b_i);
-  reset_after_input_grads(d, a, act, d_gc, R, xc, bf16);
+  reset_after_input_grads(d, a, act, d_gc, R, xc, bf16, packed);
 }
 
 std::int64_t block_gru_reset_after_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B,

@@ -263,17 +263,20 @@ void lstm_bwd_loop(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const A
 // The weight gradients and d_x after the loop, float32 products (T = double too):
 // d_x = d_gates·w_xᵀ, d_w = [x, h_{t−1}]ᵀ·d_gates over all S·B rows in place, or over the N
 // active rows compacted (dgc, xc, hc: workspace slices).
+// The packed d_gates live in `packed` (a workspace slice, pack_into_workspace); w_xᵀ is the
+// plan's when there is one.
 template <typename T>
 void lstm_weight_grads(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const ActiveRows& act,
-                       const T* d_gates, std::int64_t Gp, T* dgc, T* xc, T* hc) {
+                       const T* d_gates, std::int64_t Gp, T* dgc, T* xc, T* hc, T* packed) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H, N = act.total();
+  const gemm::PackedB<T>* const w_x_t = a.plan ? &a.plan->w_x_t : nullptr;
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_x[0:S] = d_gates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, SB, I, G, d_gates, Gp, a.w, G, T(0), a.d_x, I);
+    product_weight_t(w_x_t, SB, I, G, d_gates, Gp, a.w, G, T(0), a.d_x, I);
     // d_gates [S·B, 4H], packed once for both weight-gradient products.
     gemm::PackedB<T> d_gates_packed;
-    d_gates_packed.pack(Trans::kNo, SB, G, d_gates, Gp);
+    pack_into_workspace(d_gates_packed, SB, G, d_gates, Gp, packed);
     // d_w[0:I] = xᵀ·d_gates      [I, 4H] = [S·B, I]ᵀ·[S·B, 4H]
     gemm<T>(Trans::kYes, I, a.x, I, d_gates_packed, T(0), a.d_w, G);
     // d_w[I:] = [h_prev; h[0:S−1]]ᵀ·d_gates over two K ranges of the packed d_gates, so the
@@ -285,12 +288,12 @@ void lstm_weight_grads(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, con
     return;
   }
   gemm::PackedB<T> d_gates_packed;
-  d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
+  pack_into_workspace(d_gates_packed, N, G, dgc, Gp, packed);
   // d_w = [x, h_{t−1}]ᵀ·d_gates over the active rows
   gemm<T>(Trans::kYes, I, xc, I, d_gates_packed, T(0), a.d_w, G);
   gemm<T>(Trans::kYes, H, hc, H, d_gates_packed, T(0), a.d_w + I * G, G);
   // d_x of the active rows = d_gates·w_xᵀ, computed compact (into xc) and scattered.
-  gemm<T>(Trans::kNo, Trans::kYes, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
+  product_weight_t(w_x_t, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
   scatter_rows(act.rows, xc, I, a.d_x);
 }
 
@@ -345,11 +348,13 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t Gp = padded_ld(G);
   const char* const op = block_lstm_op_name(a.layout, true);
-  Workspace<T> ws(op, {S * B * Gp, Nc * Gp, Nc * I, Nc * H}, a.workspace);
+  Workspace<T> ws(op, {S * B * Gp, Nc * Gp, Nc * I, Nc * H, gemm::packed_elems_bound(N, G)},
+                  a.workspace);
   T* const d_gates = ws.slice(0);
-  T* const dgc = ws.slice(1);  // [N, 4H] (row stride Gp)  d_gates of the active rows
-  T* const xc = ws.slice(2);   // [N, I]  their x rows, then their d_x rows
-  T* const hc = ws.slice(3);   // [N, H]  their h[t−1] rows (h_prev at t = 0)
+  T* const dgc = ws.slice(1);     // [N, 4H] (row stride Gp)  d_gates of the active rows
+  T* const xc = ws.slice(2);      // [N, I]  their x rows, then their d_x rows
+  T* const hc = ws.slice(3);      // [N, H]  their h[t−1] rows (h_prev at t = 0)
+  T* const packed = ws.slice(4);  // the active rows' d_gates packed (the float products)
   bool bf16 = false;
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
@@ -397,7 +402,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   if constexpr (std::is_same_v<T, float>) {
     if (bf16) return lstm_weight_grads_bf16(d, a, act, d_gates, Gp, dgc, xc, hc);
   }
-  lstm_weight_grads(d, a, act, d_gates, Gp, dgc, xc, hc);
+  lstm_weight_grads(d, a, act, d_gates, Gp, dgc, xc, hc, packed);
 }
 
 // Forward: hb (Bf16Lhs [B, H]); backward: dg ([B, 4H]) and previous_h_bf16.

@@ -18,6 +18,7 @@
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
 #include "core/cancel.h"
+#include "core/isa.h"
 #include "core/parallel.h"
 #include "gemm/gemm.h"
 
@@ -89,6 +90,30 @@ class Packed {
   gemm::PackedB<T> own_;
   const gemm::PackedB<T>* p_;
 };
+
+// A per-call operand of the weight-gradient products (the gate gradients [k, n], row stride
+// ldb) packed into `storage`, the call's workspace slice of gemm::packed_elems_bound(k, n)
+// elements: packed once for its products, allocating nothing.
+template <typename T>
+void pack_into_workspace(gemm::PackedB<T>& packed, std::int64_t k, std::int64_t n, const T* b,
+                         std::int64_t ldb, T* storage) {
+  packed.pack_into(gemm::Trans::kNo, k, n, b, ldb, core::active_isa(), storage,
+                   gemm::packed_elems_bound(k, n));
+}
+
+// C [m, n] = beta·C + A·Wᵀ, W [n, k] (row stride ldw) an input weight block: on Wᵀ packed by the
+// plan (`planned_t`) or by the one-shot gemm at this call. The same bits either way (a GEMM's
+// bits do not depend on when B was packed, gemm/gemm.h).
+template <typename T>
+void product_weight_t(const gemm::PackedB<T>* planned_t, std::int64_t m, std::int64_t n,
+                      std::int64_t k, const T* a, std::int64_t lda, const T* w, std::int64_t ldw,
+                      T beta, T* c, std::int64_t ldc) {
+  if (planned_t != nullptr) {
+    gemm::gemm(gemm::Trans::kNo, m, a, lda, *planned_t, beta, c, ldc);
+  } else {
+    gemm::gemm(gemm::Trans::kNo, gemm::Trans::kYes, m, n, k, a, lda, w, ldw, beta, c, ldc);
+  }
+}
 
 // Row stride for a workspace matrix of `cols` floats. Row strides that are multiples of 2 KB map
 // every row of a GEMM tile to the same L1 sets (and 4 KB multiples trip store-to-load

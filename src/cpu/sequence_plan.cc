@@ -17,6 +17,7 @@ void LSTMPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w) {
   w_x.pack(Trans::kNo, I, G, w, G, isa);
   for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, w + I * G + q * H, G, isa);
   w_h_t.pack(Trans::kYes, G, H, w + I * G, G, isa);
+  w_x_t.pack(Trans::kYes, G, I, w, G, isa);
   has_bf16 = false;
 }
 
@@ -44,6 +45,8 @@ void GRUPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_
   w_c_h.pack(Trans::kNo, H, H, w_c + I * H, H, isa);
   w_ru_h_t.pack(Trans::kYes, 2 * H, H, w_ru + I * 2 * H, 2 * H, isa);
   w_c_h_t.pack(Trans::kYes, H, H, w_c + I * H, H, isa);
+  w_ru_x_t.pack(Trans::kYes, 2 * H, I, w_ru, 2 * H, isa);
+  w_c_x_t.pack(Trans::kYes, H, I, w_c, H, isa);
   has_bf16 = false;
 }
 
@@ -73,6 +76,7 @@ void GRUResetAfterPlan<T>::pack(std::int64_t I, std::int64_t H, const T* wi, con
   w_h_z.pack(Trans::kNo, H, H, wh + H, H3, isa);
   w_h_n.pack(Trans::kNo, H, H, wh + 2 * H, H3, isa);
   w_h_t.pack(Trans::kYes, H3, H, wh, H3, isa);
+  w_i_t.pack(Trans::kYes, H3, I, wi, H3, isa);
   has_bf16 = false;
 }
 
@@ -103,26 +107,30 @@ template struct GRUResetAfterPlan<double>;
 
 namespace blockrnn::cpu {
 
-// fwd: [S·B, Gp];  bwd: [S·B, Gp] + with lengths [N, Gp], [N, I], [N, H]
+// fwd: [S·B, Gp];  bwd: [S·B, Gp] + with lengths [N, Gp], [N, I], [N, H] + d_gates [N, 4H]
+// packed
 std::int64_t block_lstm_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                         std::int64_t H) {
   const std::int64_t SB = S * B;
-  return SB * (2 * padded_ld(4 * H) + I + H);
+  return SB * (2 * padded_ld(4 * H) + I + H) + gemm::packed_elems_bound(SB, 4 * H);
 }
 
 // fwd: [S·B, R], [B, H];  bwd: [S·B, R], 2 [S·B, H], [B, H] + with lengths [N, R], [N, I],
-// 3 [N, H]
+// 3 [N, H] + d_ru [N, 2H] and d_c_bar [N, H] packed
 std::int64_t block_gru_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                        std::int64_t H) {
   const std::int64_t SB = S * B;
-  return SB * (2 * padded_ld(2 * H) + 5 * H + I) + B * H;
+  return SB * (2 * padded_ld(2 * H) + 5 * H + I) + B * H + gemm::packed_elems_bound(SB, 2 * H) +
+         gemm::packed_elems_bound(SB, H);
 }
 
-// fwd: [S·B, R], [B, R2];  bwd: [S·B, R], [S·B, H] + with lengths [N, R], [N, H], [N, I]
+// fwd: [S·B, R], [B, R2];  bwd: [S·B, R], [S·B, H] + with lengths [N, R], [N, H], [N, I] + d_gh,
+// then d_gi, [N, 3H] packed
 std::int64_t block_gru_reset_after_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                                    std::int64_t H) {
   const std::int64_t SB = S * B;
-  return SB * (2 * padded_ld(3 * H) + 2 * H + I) + B * padded_ld(2 * H);
+  return SB * (2 * padded_ld(3 * H) + 2 * H + I) + B * padded_ld(2 * H) +
+         gemm::packed_elems_bound(SB, 3 * H);
 }
 
 }  // namespace blockrnn::cpu

@@ -34,6 +34,7 @@ struct LSTMPlan {
   gemm::PackedB<T> w_x;                 // w[0:I]          [I, 4H]  (gates = x·w_x)
   std::array<gemm::PackedB<T>, 4> w_h;  // w[I:, qH:(q+1)H] [H, H] per gate column block q
   gemm::PackedB<T> w_h_t;               // w[I:]ᵀ         [4H, H]  (carry_h = d_gates·w_hᵀ)
+  gemm::PackedB<T> w_x_t;               // w[0:I]ᵀ        [4H, I]  (d_x = d_gates·w_xᵀ)
   struct Bf16 {
     gemm::PackedBBf16 w_x, w_h_t;          // as above
     std::array<gemm::PackedBBf16, 4> w_h;  // as above
@@ -51,6 +52,7 @@ struct GRUPlan {
   gemm::PackedB<T> w_ru_x, w_c_x;        // w_ru[0:I] [I, 2H], w_c[0:I] [I, H]
   gemm::PackedB<T> w_r_h, w_u_h, w_c_h;  // w_ru[I:, 0:H], w_ru[I:, H:2H], w_c[I:]  [H, H]
   gemm::PackedB<T> w_ru_h_t, w_c_h_t;    // w_ru[I:]ᵀ [2H, H], w_c[I:]ᵀ [H, H]
+  gemm::PackedB<T> w_ru_x_t, w_c_x_t;    // w_ru[0:I]ᵀ [2H, I], w_c[0:I]ᵀ [H, I]  (d_x)
   struct Bf16 {
     gemm::PackedBBf16 w_ru_x, w_c_x, w_r_h, w_u_h, w_c_h, w_ru_h_t, w_c_h_t;  // as above
     gemm::PackedBBf16 w_ru_x_t, w_c_x_t;  // w_ru[0:I]ᵀ [2H, I], w_c[0:I]ᵀ [H, I]  (d_x)
@@ -67,6 +69,7 @@ struct GRUResetAfterPlan {
   gemm::PackedB<T> w_i;                  // [I, 3H]
   gemm::PackedB<T> w_h_r, w_h_z, w_h_n;  // w_h[:, 0:H], w_h[:, H:2H], w_h[:, 2H:3H]  [H, H]
   gemm::PackedB<T> w_h_t;                // w_hᵀ [3H, H]
+  gemm::PackedB<T> w_i_t;                // w_iᵀ [3H, I]  (d_x = d_gi·w_iᵀ)
   struct Bf16 {
     gemm::PackedBBf16 w_i, w_h_r, w_h_z, w_h_n, w_h_t;  // as above
     gemm::PackedBBf16 w_i_t;                            // w_iᵀ [3H, I]  (d_x = d_gi·w_iᵀ)

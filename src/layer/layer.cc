@@ -524,9 +524,9 @@ struct Family<BlockGRUResetAfterOutputs>
 
 // What a layer object of the op with outputs `Outputs` holds besides its workspace, in bytes: the
 // object, the copies of its weights (kWeights' shapes) and their packed panels. A bound: every
-// packed row is packed at most twice (the recurrent rows by gate block and transposed; for
-// bfloat16 products the input rows too, for d_x), each matrix padded to whole panels of at most
-// 64 columns and to an even number of rows.
+// packed row is packed at most twice (the recurrent rows by gate block and transposed, the input
+// rows as they are and transposed for d_x), each matrix padded to whole panels of at most 64
+// columns and to an even number of rows.
 template <class Outputs>
 double held_bytes(std::int64_t I, std::int64_t H, DType dtype) {
   using O = Family<Outputs>;

@@ -6,6 +6,7 @@
 // (counting_new.h). A separate binary, so the replacement counts nothing else.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <tuple>
 
 #include "blockrnn/blockrnn.h"
@@ -100,6 +101,95 @@ TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
   EXPECT_EQ(allocations_after_first([&] { layer.forward({.x = x, .h_prev = h}, out); }), 0);
 }
 
+// The sequence layers' backward, every dtype but bfloat16 (whose backward still allocates its
+// bfloat16 operands: docs/design.md) on every CPU path: the gate gradients are packed into the
+// workspace and the input weights' transposes are the plan's. The input size spans more than one
+// GEMM tile. (A call with seq_lengths also builds its small active-row index, blockrnn/layer.h.)
+class BackwardAllocations : public ::testing::TestWithParam<std::tuple<DType, const char*>> {
+ protected:
+  static constexpr std::int64_t I = 100;
+  void SetUp() override { set_isa(std::get<1>(GetParam())); }
+  void TearDown() override { set_isa(""); }
+  static DType dtype() { return std::get<0>(GetParam()); }
+  // Tensors of the given shapes.
+  static std::vector<Tensor> tensors(DType dt, std::initializer_list<Shape> shapes) {
+    std::vector<Tensor> t;
+    for (const Shape& shape : shapes) t.push_back(filled(dt, shape, 0.05));
+    return t;
+  }
+  // n per-step tensors [T, B, H] (the forward's outputs and the incoming gradients; their values
+  // do not matter here).
+  static std::vector<Tensor> steps(DType dt, int n) {
+    std::vector<Tensor> t;
+    for (int k = 0; k < n; ++k) t.push_back(filled(dt, {kT, kB, kH}, 0.01 * (k + 1)));
+    return t;
+  }
+};
+
+TEST_P(BackwardAllocations, LSTMLayer) {
+  const DType dt = dtype();
+  LSTMLayer layer(
+      {.input_size = I, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB},
+      {.use_peephole = true});
+  layer.set_weights(filled(dt, {I + kH, 4 * kH}, 0.01), filled(dt, {4 * kH}, 0.1),
+                    filled(dt, {kH}, 0.1), filled(dt, {kH}, 0.2), filled(dt, {kH}, 0.3));
+  const Tensor x = filled(dt, {kT, kB, I}, 0.1), s = filled(dt, {kB, kH}, 0.1);
+  const std::vector<Tensor> t = steps(dt, 9);  // i, cs, f, o, ci, co, h, cs_grad, h_grad
+  std::vector<Tensor> g =
+      tensors(dt, {{kT, kB, I}, {kB, kH}, {kB, kH}, {I + kH, 4 * kH}, {kH}, {kH}, {kH}, {4 * kH}});
+  const BlockLSTMGradOutputs out{g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(),
+                                 g[3].mutable_view(), g[4].mutable_view(), g[5].mutable_view(),
+                                 g[6].mutable_view(), g[7].mutable_view()};
+  const LSTMLayerGradInputs in{.x = x,
+                               .cs_prev = s,
+                               .h_prev = s,
+                               .i = t[0],
+                               .cs = t[1],
+                               .f = t[2],
+                               .o = t[3],
+                               .ci = t[4],
+                               .co = t[5],
+                               .h = t[6],
+                               .cs_grad = t[7],
+                               .h_grad = t[8]};
+  EXPECT_EQ(allocations_after_first([&] { layer.backward(in, out); }), 0);
+}
+
+TEST_P(BackwardAllocations, GRULayer) {
+  const DType dt = dtype();
+  GRULayer layer(
+      {.input_size = I, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
+  layer.set_weights(filled(dt, {I + kH, 2 * kH}, 0.01), filled(dt, {I + kH, kH}, 0.01),
+                    filled(dt, {2 * kH}, 0.1), filled(dt, {kH}, 0.1));
+  const Tensor x = filled(dt, {kT, kB, I}, 0.1), h = filled(dt, {kB, kH}, 0.1);
+  const std::vector<Tensor> t = steps(dt, 5);  // r, u, c, h, h_grad
+  std::vector<Tensor> g =
+      tensors(dt, {{kT, kB, I}, {kB, kH}, {I + kH, 2 * kH}, {I + kH, kH}, {2 * kH}, {kH}});
+  const BlockGRUGradOutputs out{g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(),
+                                g[3].mutable_view(), g[4].mutable_view(), g[5].mutable_view()};
+  const GRULayerGradInputs in{
+      .x = x, .h_prev = h, .r = t[0], .u = t[1], .c = t[2], .h = t[3], .h_grad = t[4]};
+  EXPECT_EQ(allocations_after_first([&] { layer.backward(in, out); }), 0);
+}
+
+TEST_P(BackwardAllocations, GRUResetAfterLayer) {
+  const DType dt = dtype();
+  GRUResetAfterLayer layer(
+      {.input_size = I, .hidden_size = kH, .dtype = dt, .max_time = kT, .max_batch = kB});
+  layer.set_weights(filled(dt, {I, 3 * kH}, 0.01), filled(dt, {kH, 3 * kH}, 0.01),
+                    filled(dt, {3 * kH}, 0.1), filled(dt, {3 * kH}, 0.1));
+  const Tensor x = filled(dt, {kT, kB, I}, 0.1), h = filled(dt, {kB, kH}, 0.1);
+  const std::vector<Tensor> t = steps(dt, 6);  // r, u, n, hn, h, h_grad
+  std::vector<Tensor> g =
+      tensors(dt, {{kT, kB, I}, {kB, kH}, {I, 3 * kH}, {kH, 3 * kH}, {3 * kH}, {3 * kH}});
+  const BlockGRUResetAfterGradOutputs out{g[0].mutable_view(), g[1].mutable_view(),
+                                          g[2].mutable_view(), g[3].mutable_view(),
+                                          g[4].mutable_view(), g[5].mutable_view()};
+  const GRUResetAfterLayerGradInputs in{
+      .x = x, .h_prev = h, .r = t[0], .u = t[1], .n = t[2], .hn = t[3], .h = t[4], .h_grad = t[5]};
+  EXPECT_EQ(allocations_after_first([&] { layer.backward(in, out); }), 0);
+}
+
 // The cell layers run float32 and float64.
 class CellPlanAllocations : public ::testing::TestWithParam<DType> {};
 
@@ -164,6 +254,10 @@ TEST_P(CellPlanAllocations, GRUCellLayerForwardAndBackward) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, PlanAllocations,
                          ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64,
                                                               DType::kFloat16, DType::kBFloat16),
+                                            ::testing::Values("", "avx2", "baseline")));
+INSTANTIATE_TEST_SUITE_P(Dtypes, BackwardAllocations,
+                         ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64,
+                                                              DType::kFloat16),
                                             ::testing::Values("", "avx2", "baseline")));
 INSTANTIATE_TEST_SUITE_P(Dtypes, CellPlanAllocations,
                          ::testing::Values(DType::kFloat32, DType::kFloat64));
