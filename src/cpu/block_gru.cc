@@ -459,8 +459,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   if constexpr (std::is_same_v<T, float>) {
     if (bf16) return gru_param_grads_bf16(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc);
   }
-  gru_param_grads(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc, ws.slice(9),
-                  ws.slice(10));
+  gru_param_grads(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc, ws.slice(9), ws.slice(10));
 }
 
 std::int64_t block_gru_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,

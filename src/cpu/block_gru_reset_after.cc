@@ -217,8 +217,8 @@ void gru_reset_after_bwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterBwd
 // (a workspace slice, pack_into_workspace).
 template <typename T>
 void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
-                       const ActiveRows& act, const T* d_gh, std::int64_t R, const T* hc,
-                       bool bf16, T* packed) {
+                       const ActiveRows& act, const T* d_gh, std::int64_t R, const T* hc, bool bf16,
+                       T* packed) {
   const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, H3 = 3 * H;
   const std::int64_t rows = act.all ? S * B : act.total();
   if constexpr (std::is_same_v<T, float>) {
@@ -254,8 +254,8 @@ void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>
 //   d_w_i [I, 3H] = [rows, I]ᵀ·[rows, 3H];  d_x [rows, I] = [rows, 3H]·[I, 3H]ᵀ
 template <typename T>
 void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
-                             const ActiveRows& act, const T* d_gi, std::int64_t R, T* xc,
-                             bool bf16, T* packed) {
+                             const ActiveRows& act, const T* d_gi, std::int64_t R, T* xc, bool bf16,
+                             T* packed) {
   const std::int64_t B = d.B, I = d.I, H3 = 3 * d.H, S = d.seq_len_max;
   const std::int64_t rows = act.all ? S * B : act.total();
   const T* const x = act.all ? a.x : xc;
@@ -280,8 +280,8 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
       pack_into_workspace(d_gi_packed, rows, H3, d_gi, R, packed);
       gemm<T>(Trans::kYes, I, x, I, d_gi_packed, T(0), a.d_w_i, H3);
     }
-    product_weight_t(a.plan ? &a.plan->w_i_t : nullptr, rows, I, H3, d_gi, R, a.w_i, H3, T(0),
-                     d_x, I);
+    product_weight_t(a.plan ? &a.plan->w_i_t : nullptr, rows, I, H3, d_gi, R, a.w_i, H3, T(0), d_x,
+                     I);
   }
   if (!act.all) scatter_rows(act.rows, xc, I, a.d_x);
 }
