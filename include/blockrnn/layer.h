@@ -17,8 +17,8 @@
 //     another output, seq_len_max and seq_lengths' values, the call's memory), then run the
 //     kernel: no registry lookup and, once the workspace holds the call, no allocation of data
 //     (the backward packs the gate gradients for its weight-gradient products into the
-//     workspace). Left: a bfloat16 backward allocates its bfloat16 operands per call, and
-//     seq_lengths shorter than S build a small active-row index.
+//     workspace; the index of seq_lengths' active rows is kept by the layer, in buffers that
+//     keep their capacity). Left: a bfloat16 backward allocates its bfloat16 operands per call.
 // Memory: every allocation is counted against get_memory_limit() (blockrnn/context.h) by the
 // accounting the one-shot ops use, before anything is allocated: at creation the weights the
 // layer will hold (their copies and packed panels), at set_weights the same, at a call the

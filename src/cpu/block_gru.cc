@@ -169,7 +169,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H;
   for (T* out : {a.r, a.u, a.c, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
-  const ActiveRows act(d.lengths, S, B);
+  const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t R = padded_ld(2 * H);
   Workspace<T> ws("BlockGRU", {S * B * R, BH}, a.workspace);
   T* const ru = ws.slice(0);
@@ -379,7 +379,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   zero(a.d_w_c, K * H);
   zero(a.d_b_ru, 2 * H);
   zero(a.d_b_c, H);
-  const ActiveRows act(d.lengths, S, B);
+  const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(2 * H);

@@ -145,7 +145,7 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   for (T* out : {a.r, a.u, a.n, a.hn, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
-  const ActiveRows act(d.lengths, S, B);
+  const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t R = padded_ld(H3), R2 = padded_ld(2 * H);
   Workspace<T> ws("BlockGRUResetAfter", {S * B * R, B * R2}, a.workspace);
   T* const gi = ws.slice(0);
@@ -304,7 +304,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   zero(a.d_w_h, H * H3);
   zero(a.d_b_i, H3);
   zero(a.d_b_h, H3);
-  const ActiveRows act(d.lengths, S, B);
+  const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(H3);

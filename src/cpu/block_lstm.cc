@@ -192,7 +192,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
   for (T* out : {a.i, a.cs, a.f, a.o, a.ci, a.co, a.h}) zero(out + S * BH, (d.T - S) * BH);
   if (S == 0 || BH == 0) return;
-  const ActiveRows act(d.lengths, S, B);
+  const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t Gp = padded_ld(G);
   Workspace<T> ws(block_lstm_op_name(a.layout, false), {S * B * Gp}, a.workspace);
   T* const gates = ws.slice(0);
@@ -343,7 +343,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   zero(a.d_wco, H);
   zero(a.d_w, K * G);
   zero(a.d_b, G);
-  const ActiveRows act(d.lengths, S, B);
+  const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t Gp = padded_ld(G);

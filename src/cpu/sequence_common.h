@@ -227,32 +227,67 @@ void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t 
 // Without lengths (nullptr) every row of every step is active: `all` is set, nothing is
 // allocated and the index vectors stay empty (the loops then run exactly as the ops without
 // lengths: one pass over rows [0, B) per step).
-struct ActiveRows {
-  std::int64_t B = 0, S = 0;
+}  // namespace blockrnn::cpu
+
+namespace blockrnn {
+// The buffers of an ActiveRows index (below); a plan-once caller keeps one across calls
+// (SequenceDims::index) so that its vectors keep their capacity.
+struct ActiveRowsIndex {
   std::vector<std::int64_t> steps;  // [B]  min(L_b, S)
   std::vector<std::int64_t> count;  // [S]  active examples of step t
   std::vector<std::int64_t> rows;   // [N]  the active rows t·B + b, by step then example
-  bool prefix = true;               // steps non-increasing: step t's active rows are [0, count[t])
-  bool all = false;                 // no lengths: every row active (the vectors are empty)
+};
+}  // namespace blockrnn
 
-  ActiveRows(const std::int64_t* lengths, std::int64_t S_, std::int64_t B_) : B(B_), S(S_) {
+namespace blockrnn::cpu {
+
+struct ActiveRows {
+  std::int64_t B = 0, S = 0;
+
+ private:
+  ActiveRowsIndex own_;  // the buffers when the caller keeps none
+
+ public:
+  std::vector<std::int64_t>& steps;  // [B]  min(L_b, S)
+  std::vector<std::int64_t>& count;  // [S]  active examples of step t
+  std::vector<std::int64_t>& rows;   // [N]  the active rows t·B + b, by step then example
+  bool prefix = true;                // steps non-increasing: step t's active rows are [0, count[t])
+  bool all = false;                  // no lengths: every row active (the vectors are empty)
+
+  // The index of `lengths` (nullptr: every row active), in `kept`'s buffers when given (a
+  // plan-once caller's: no allocation once they hold a call this large), else in its own.
+  ActiveRows(const std::int64_t* lengths, std::int64_t S_, std::int64_t B_,
+             ActiveRowsIndex* kept = nullptr)
+      : B(B_),
+        S(S_),
+        steps(kept ? kept->steps : own_.steps),
+        count(kept ? kept->count : own_.count),
+        rows(kept ? kept->rows : own_.rows) {
+    steps.clear();
+    count.clear();
+    rows.clear();
     if (lengths == nullptr) {
       all = true;
       return;
     }
     steps.resize(static_cast<std::size_t>(B));
     count.assign(static_cast<std::size_t>(S), 0);
+    std::int64_t n = 0;
     for (std::int64_t b = 0; b < B; ++b) {
       steps[b] = std::min(lengths[b], S);
       if (b > 0 && steps[b] > steps[b - 1]) prefix = false;
       for (std::int64_t t = 0; t < steps[b]; ++t) ++count[t];
+      n += std::max<std::int64_t>(steps[b], 0);
     }
+    rows.reserve(static_cast<std::size_t>(n));
     for (std::int64_t t = 0; t < S; ++t) {
       for (std::int64_t b = 0; b < B; ++b) {
         if (t < steps[b]) rows.push_back(t * B + b);
       }
     }
   }
+  ActiveRows(const ActiveRows&) = delete;  // the references may point into own_
+  ActiveRows& operator=(const ActiveRows&) = delete;
   std::int64_t total() const { return all ? S * B : static_cast<std::int64_t>(rows.size()); }
   // Rows of the compacted copies the weight gradients run over (none without lengths: those
   // run over all S·B rows in place).

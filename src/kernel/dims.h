@@ -25,6 +25,10 @@ struct CellDims {
   std::int64_t B, I, H;
 };
 
+// The index of the active rows a fast sequence kernel builds from `lengths` (opaque here, like
+// the plans: defined by the fast engine, src/cpu/sequence_common.h).
+struct ActiveRowsIndex;
+
 // A sequence kernel's sizes (BlockLSTMDims, BlockGRUDims; BlockGRUResetAfter takes BlockGRUDims).
 struct SequenceDims {
   std::int64_t T, B, I, H;
@@ -33,6 +37,10 @@ struct SequenceDims {
   // outputs past that are zero and its gradients there are ignored. nullptr: every example
   // runs S steps (the ops pass nullptr whenever no L_b < S).
   const std::int64_t* lengths = nullptr;
+  // Plan once, run many: a caller's storage for the index the fast path builds from `lengths`,
+  // reused call after call (its buffers keep their capacity, so a call no larger than an earlier
+  // one allocates nothing). nullptr: the call builds its own. The reference ignores it.
+  ActiveRowsIndex* index = nullptr;
 };
 
 }  // namespace blockrnn

@@ -13,6 +13,7 @@
 #include "blockrnn/context.h"
 #include "blockrnn/layer.h"
 #include "core/isa.h"
+#include "cpu/sequence_common.h"
 #include "cpu/sequence_plan.h"
 #include "kernel/block_gru.h"
 #include "kernel/block_gru_reset_after.h"
@@ -559,7 +560,9 @@ void run(Args& a, const CallDims& c, Impl& impl, const LayerShape& shape) {
     a.plan = &plan;
     a.workspace = static_cast<T*>(c.workspace);
   }
-  ops::run_kernel(SequenceDims{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths}, a);
+  ops::run_kernel(SequenceDims{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths,
+                               force_reference() ? nullptr : &impl.active_rows},
+                  a);
 }
 
 }  // namespace layer
@@ -573,7 +576,8 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
   typename Family::Weights weights;  // views of `own`
   layer::Plans<Family::template Plan> plans;
   typename Family::Config config;
-  layer::CallArgs args;  // the views of the current call (kept: no allocation per call)
+  layer::CallArgs args;         // the views of the current call (kept: no allocation per call)
+  ActiveRowsIndex active_rows;  // the index of a call's seq_lengths (kept: its capacity)
   std::string forward_name, backward_name;  // "LSTMLayer.forward", "LSTMLayer.backward"
   std::atomic<bool> busy{false};            // a call is running (layer::OneCall)
 

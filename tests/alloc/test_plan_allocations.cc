@@ -1,9 +1,11 @@
-// The plan objects' promise that a call after the first does no heap allocation: the layer
-// objects' forward (every family, float32, float64, float16 and bfloat16, on every CPU path: the
-// 16-bit layers' float32 copies and the bfloat16 products' operands live in the workspace) and
-// the cell layers' forward and backward (at an input size past one GEMM tile, where the one-shot
-// op packs whole operands), counted through this binary's replacement of operator new
-// (counting_new.h). A separate binary, so the replacement counts nothing else.
+// The plan objects' promise that a call after the first does no heap allocation: the sequence
+// layers' forward (every family, float32, float64, float16 and bfloat16) and backward (all but
+// bfloat16), on every CPU path, with and without seq_lengths (the 16-bit layers' float32 copies,
+// the bfloat16 forward's product operands and the backward's packed gate gradients live in the
+// workspace; the active-row index in buffers the layer keeps), and the cell layers' forward and
+// backward (at an input size past one GEMM tile, where the one-shot op packs whole operands),
+// counted through this binary's replacement of operator new (counting_new.h). A separate
+// binary, so the replacement counts nothing else.
 #include <gtest/gtest.h>
 
 #include <initializer_list>
@@ -45,14 +47,30 @@ long allocations_after_first(F&& call) {
   return alloc_counter::count() - before;
 }
 
-// Every dtype on every CPU path ("" the default, then the fallbacks: bfloat16 products run on
-// vdpbf16ps where the CPU has it and on the widened float32 engine elsewhere).
-class PlanAllocations : public ::testing::TestWithParam<std::tuple<DType, const char*>> {
+// A sequence layer's call in one dtype on one CPU path ("" the default, then the fallbacks:
+// bfloat16 products run on vdpbf16ps where the CPU has it and on the widened float32 engine
+// elsewhere), without seq_lengths or with lengths {T, 2, 4} (the active-row index, kept by the
+// layer, and the products over the active rows).
+class SequenceCall : public ::testing::TestWithParam<std::tuple<DType, const char*, bool>> {
  protected:
   void SetUp() override { set_isa(std::get<1>(GetParam())); }
   void TearDown() override { set_isa(""); }
   static DType dtype() { return std::get<0>(GetParam()); }
+  static TensorView seq_lengths() {
+    static const Tensor lengths = [] {
+      Tensor l(DType::kInt64, {kB});
+      std::int64_t* p = l.data_as<std::int64_t>();
+      p[0] = kT;
+      p[1] = 2;
+      p[2] = 4;
+      return l;
+    }();
+    return std::get<2>(GetParam()) ? lengths.view() : TensorView();
+  }
 };
+
+// The forward in every dtype.
+class PlanAllocations : public SequenceCall {};
 
 // bfloat16 runs the products on bfloat16 operands: the weights packed once (the plan), the
 // rounded x and h in the workspace (the kernels' bf16_workspace). The 16-bit staging through the
@@ -69,8 +87,10 @@ TEST_P(PlanAllocations, LSTMLayerForward) {
   const BlockLSTMOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
                              o[3].mutable_view(), o[4].mutable_view(), o[5].mutable_view(),
                              o[6].mutable_view()};
-  EXPECT_EQ(
-      allocations_after_first([&] { layer.forward({.x = x, .cs_prev = s, .h_prev = s}, out); }), 0);
+  EXPECT_EQ(allocations_after_first([&] {
+              layer.forward({.x = x, .cs_prev = s, .h_prev = s, .seq_lengths = seq_lengths()}, out);
+            }),
+            0);
 }
 
 TEST_P(PlanAllocations, GRULayerForward) {
@@ -84,7 +104,9 @@ TEST_P(PlanAllocations, GRULayerForward) {
   for (int k = 0; k < 4; ++k) o.emplace_back(dt, Shape{kT, kB, kH});
   const BlockGRUOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
                             o[3].mutable_view()};
-  EXPECT_EQ(allocations_after_first([&] { layer.forward({.x = x, .h_prev = h}, out); }), 0);
+  EXPECT_EQ(allocations_after_first(
+                [&] { layer.forward({.x = x, .h_prev = h, .seq_lengths = seq_lengths()}, out); }),
+            0);
 }
 
 TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
@@ -98,19 +120,18 @@ TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
   for (int k = 0; k < 5; ++k) o.emplace_back(dt, Shape{kT, kB, kH});
   const BlockGRUResetAfterOutputs out{o[0].mutable_view(), o[1].mutable_view(), o[2].mutable_view(),
                                       o[3].mutable_view(), o[4].mutable_view()};
-  EXPECT_EQ(allocations_after_first([&] { layer.forward({.x = x, .h_prev = h}, out); }), 0);
+  EXPECT_EQ(allocations_after_first(
+                [&] { layer.forward({.x = x, .h_prev = h, .seq_lengths = seq_lengths()}, out); }),
+            0);
 }
 
 // The sequence layers' backward, every dtype but bfloat16 (whose backward still allocates its
 // bfloat16 operands: docs/design.md) on every CPU path: the gate gradients are packed into the
 // workspace and the input weights' transposes are the plan's. The input size spans more than one
-// GEMM tile. (A call with seq_lengths also builds its small active-row index, blockrnn/layer.h.)
-class BackwardAllocations : public ::testing::TestWithParam<std::tuple<DType, const char*>> {
+// GEMM tile.
+class BackwardAllocations : public SequenceCall {
  protected:
   static constexpr std::int64_t I = 100;
-  void SetUp() override { set_isa(std::get<1>(GetParam())); }
-  void TearDown() override { set_isa(""); }
-  static DType dtype() { return std::get<0>(GetParam()); }
   // Tensors of the given shapes.
   static std::vector<Tensor> tensors(DType dt, std::initializer_list<Shape> shapes) {
     std::vector<Tensor> t;
@@ -151,7 +172,8 @@ TEST_P(BackwardAllocations, LSTMLayer) {
                                .co = t[5],
                                .h = t[6],
                                .cs_grad = t[7],
-                               .h_grad = t[8]};
+                               .h_grad = t[8],
+                               .seq_lengths = seq_lengths()};
   EXPECT_EQ(allocations_after_first([&] { layer.backward(in, out); }), 0);
 }
 
@@ -167,8 +189,14 @@ TEST_P(BackwardAllocations, GRULayer) {
       tensors(dt, {{kT, kB, I}, {kB, kH}, {I + kH, 2 * kH}, {I + kH, kH}, {2 * kH}, {kH}});
   const BlockGRUGradOutputs out{g[0].mutable_view(), g[1].mutable_view(), g[2].mutable_view(),
                                 g[3].mutable_view(), g[4].mutable_view(), g[5].mutable_view()};
-  const GRULayerGradInputs in{
-      .x = x, .h_prev = h, .r = t[0], .u = t[1], .c = t[2], .h = t[3], .h_grad = t[4]};
+  const GRULayerGradInputs in{.x = x,
+                              .h_prev = h,
+                              .r = t[0],
+                              .u = t[1],
+                              .c = t[2],
+                              .h = t[3],
+                              .h_grad = t[4],
+                              .seq_lengths = seq_lengths()};
   EXPECT_EQ(allocations_after_first([&] { layer.backward(in, out); }), 0);
 }
 
@@ -185,8 +213,15 @@ TEST_P(BackwardAllocations, GRUResetAfterLayer) {
   const BlockGRUResetAfterGradOutputs out{g[0].mutable_view(), g[1].mutable_view(),
                                           g[2].mutable_view(), g[3].mutable_view(),
                                           g[4].mutable_view(), g[5].mutable_view()};
-  const GRUResetAfterLayerGradInputs in{
-      .x = x, .h_prev = h, .r = t[0], .u = t[1], .n = t[2], .hn = t[3], .h = t[4], .h_grad = t[5]};
+  const GRUResetAfterLayerGradInputs in{.x = x,
+                                        .h_prev = h,
+                                        .r = t[0],
+                                        .u = t[1],
+                                        .n = t[2],
+                                        .hn = t[3],
+                                        .h = t[4],
+                                        .h_grad = t[5],
+                                        .seq_lengths = seq_lengths()};
   EXPECT_EQ(allocations_after_first([&] { layer.backward(in, out); }), 0);
 }
 
@@ -254,11 +289,12 @@ TEST_P(CellPlanAllocations, GRUCellLayerForwardAndBackward) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, PlanAllocations,
                          ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64,
                                                               DType::kFloat16, DType::kBFloat16),
-                                            ::testing::Values("", "avx2", "baseline")));
-INSTANTIATE_TEST_SUITE_P(Dtypes, BackwardAllocations,
-                         ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64,
-                                                              DType::kFloat16),
-                                            ::testing::Values("", "avx2", "baseline")));
+                                            ::testing::Values("", "avx2", "baseline"),
+                                            ::testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(
+    Dtypes, BackwardAllocations,
+    ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64, DType::kFloat16),
+                       ::testing::Values("", "avx2", "baseline"), ::testing::Bool()));
 INSTANTIATE_TEST_SUITE_P(Dtypes, CellPlanAllocations,
                          ::testing::Values(DType::kFloat32, DType::kFloat64));
 
