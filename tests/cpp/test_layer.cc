@@ -1028,9 +1028,13 @@ TEST(RNNHostile, OutputsOverlappingInputsAreRefused) {
   Tensor y(dt, {T, B, 2 * H});
   rnn.forward({.x = x}, {y.mutable_view(), hn.mutable_view(), cn.mutable_view()});
   // A weight gradient on y_grad: the reverse direction reads y_grad after the forward
-  // direction's backward wrote its weight gradients.
-  Tensor y_grad = random_tensor(dt, {T, B, 2 * H}, rng), x_grad(dt, {T, B, I}),
-         h0_grad(dt, {2, B, H}), c0_grad(dt, {2, B, H});
+  // direction's backward wrote its weight gradients. Both live in one buffer of the larger's
+  // size (w_grad [I+H, 4H]), so the gradient overlaps y_grad and nothing else: a view past
+  // y_grad's own allocation would reach whatever the heap put next (x, at times, which the
+  // check names first).
+  Tensor shared = random_tensor(dt, {(I + H) * 4 * H}, rng);
+  const TensorView y_grad(shared.data(), dt, Shape{T, B, 2 * H});
+  Tensor x_grad(dt, {T, B, I}), h0_grad(dt, {2, B, H}), c0_grad(dt, {2, B, H});
   std::vector<Tensor> pg;
   std::vector<MutableTensorView> pv;
   for (std::int64_t d = 0; d < 2; ++d) {
@@ -1039,7 +1043,7 @@ TEST(RNNHostile, OutputsOverlappingInputsAreRefused) {
     }
   }
   for (Tensor& t : pg) pv.push_back(t.mutable_view());
-  pv[0] = MutableTensorView(y_grad.data(), dt, Shape{I + H, 4 * H});
+  pv[0] = MutableTensorView(shared.data(), dt, Shape{I + H, 4 * H});
   expect_invalid(
       [&] {
         rnn.backward({.x = x}, {.y_grad = y_grad},
