@@ -165,6 +165,15 @@ inline std::int64_t input_projection_bf16_floats(std::int64_t S, std::int64_t B,
   return gemm::gemm_bf16_a_scratch_floats(S * B, I);
 }
 
+// A forward's bf16_workspace (the kernel argument) holds x's rounding for the input projection
+// first, then the storage of its Bf16Lhs operands: the part past x's rounding, or nullptr when
+// the call has no bf16_workspace (its operands are then allocated).
+inline float* past_input_projection_bf16(float* bf16_workspace, std::int64_t S, std::int64_t B,
+                                         std::int64_t I) {
+  return bf16_workspace != nullptr ? bf16_workspace + input_projection_bf16_floats(S, B, I)
+                                   : nullptr;
+}
+
 // The bytes of previous_h_bf16's result.
 inline double previous_h_bf16_bytes(std::int64_t S, std::int64_t B, std::int64_t H) {
   return double(S) * double(B) * double(H) * double(sizeof(std::uint16_t));

@@ -132,9 +132,7 @@ void block_gru_fwd_bf16(const BlockGRUDims& d, const BlockGRUFwdArgs<float>& a,
   // x's rounding, used by both projections in turn, then hb's and hrb's buffers), else
   // allocated here.
   float* const x_scratch = a.bf16_workspace;
-  float* const hb_scratch =
-      a.bf16_workspace ? a.bf16_workspace + input_projection_bf16_floats(d.seq_len_max, B, I)
-                       : nullptr;
+  float* const hb_scratch = past_input_projection_bf16(a.bf16_workspace, d.seq_len_max, B, I);
   float* const hrb_scratch = hb_scratch ? hb_scratch + Bf16Lhs::storage_floats(B, H) : nullptr;
   input_projection_bf16(act, w_ru_x, a.x, I, ru, R, x_scratch);
   input_projection_bf16(act, w_c_x, a.x, I, a.c, H, x_scratch);
@@ -383,17 +381,19 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t N = act.total(), Nc = act.compacted();
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(2 * H);
-  Workspace<T> ws("BlockGRUGrad",
-                  {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H,
-                   gemm::packed_elems_bound(N, 2 * H), gemm::packed_elems_bound(N, H)},
-                  a.workspace);
+  // bfloat16 products pack their own operands: no slice for the float packs.
+  bool bf16 = false;
+  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
+  Workspace<T> ws(
+      "BlockGRUGrad",
+      {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H,
+       bf16 ? 0 : gemm::packed_elems_bound(N, 2 * H), bf16 ? 0 : gemm::packed_elems_bound(N, H)},
+      a.workspace);
   T* const d_ru = ws.slice(0);
   T* const d_c = ws.slice(1);
   T* const hr = ws.slice(2);
   T* const d_hr = ws.slice(3);
   T* const carry = a.d_h_prev;
-  bool bf16 = false;
-  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
       const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);

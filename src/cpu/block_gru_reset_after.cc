@@ -116,9 +116,7 @@ void block_gru_reset_after_fwd_bf16(const BlockGRUDims& d,
   // (block_gru_reset_after_bf16_fwd_workspace_floats: x's rounding, then hb's buffers), else
   // allocated here.
   float* const x_scratch = a.bf16_workspace;
-  float* const h_scratch =
-      a.bf16_workspace ? a.bf16_workspace + input_projection_bf16_floats(d.seq_len_max, B, I)
-                       : nullptr;
+  float* const h_scratch = past_input_projection_bf16(a.bf16_workspace, d.seq_len_max, B, I);
   input_projection_bf16(act, w_i, a.x, I, gi, R, x_scratch);
   Bf16Lhs hb("BlockGRUResetAfter", B, H, w_h_n.kernel(), h_scratch);
   hb.round(0, 0, B, 0, H, a.h_prev, H);
@@ -308,15 +306,17 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   const std::int64_t N = act.total(), Nc = act.compacted();
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t R = padded_ld(H3);
-  Workspace<T> ws("BlockGRUResetAfterGrad",
-                  {S * B * R, S * BH, Nc * R, Nc * H, Nc * I, gemm::packed_elems_bound(N, H3)},
-                  a.workspace);
+  // bfloat16 products pack their own operands: no slice for the float packs.
+  bool bf16 = false;
+  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
+  Workspace<T> ws(
+      "BlockGRUResetAfterGrad",
+      {S * B * R, S * BH, Nc * R, Nc * H, Nc * I, bf16 ? 0 : gemm::packed_elems_bound(N, H3)},
+      a.workspace);
   T* const packed = ws.slice(5);  // d_gh, then d_gi, of the active rows packed (float products)
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
   T* const carry = a.d_h_prev;
-  bool bf16 = false;
-  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
       const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);

@@ -163,9 +163,7 @@ void block_lstm_fwd_bf16(const BlockLSTMDims& d, const BlockLSTMFwdArgs<float>& 
   // The operands in the caller's bf16_workspace when given (block_lstm_bf16_fwd_workspace_floats:
   // x's rounding, then the two h buffers), else allocated here.
   float* const x_scratch = a.bf16_workspace;
-  float* const h_scratch =
-      a.bf16_workspace ? a.bf16_workspace + input_projection_bf16_floats(d.seq_len_max, B, I)
-                       : nullptr;
+  float* const h_scratch = past_input_projection_bf16(a.bf16_workspace, d.seq_len_max, B, I);
   input_projection_bf16(act, w_x, a.x, I, gates, Gp, x_scratch);
   Bf16Lhs hb(op, B, H, w_h[0]->kernel(), h_scratch);
   hb.round(0, 0, B, 0, H, a.h_prev, H);
@@ -348,15 +346,17 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
   const std::int64_t Gp = padded_ld(G);
   const char* const op = block_lstm_op_name(a.layout, true);
-  Workspace<T> ws(op, {S * B * Gp, Nc * Gp, Nc * I, Nc * H, gemm::packed_elems_bound(N, G)},
+  // bfloat16 products pack their own operands: no slice for the float packs.
+  bool bf16 = false;
+  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
+  Workspace<T> ws(op,
+                  {S * B * Gp, Nc * Gp, Nc * I, Nc * H, bf16 ? 0 : gemm::packed_elems_bound(N, G)},
                   a.workspace);
   T* const d_gates = ws.slice(0);
   T* const dgc = ws.slice(1);     // [N, 4H] (row stride Gp)  d_gates of the active rows
   T* const xc = ws.slice(2);      // [N, I]  their x rows, then their d_x rows
   T* const hc = ws.slice(3);      // [N, H]  their h[t−1] rows (h_prev at t = 0)
   T* const packed = ws.slice(4);  // the active rows' d_gates packed (the float products)
-  bool bf16 = false;
-  if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
       const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);

@@ -214,19 +214,6 @@ void column_sums(std::int64_t rows, std::int64_t cols, const T* m, std::int64_t 
   });
 }
 
-// seq_lengths on the fast path (blockrnn's extension; docs/ops.md). Example b runs steps
-// t < steps[b] = min(L_b, S). A step's element-wise passes run on its active rows only (the
-// inactive rows of every output and gradient are written as zeros, never computed, so whatever
-// x, d_h or d_cs hold there cannot leak), and the weight gradients are products over the
-// compacted active rows. When the lengths are non-increasing (PackedSequence order) the active
-// rows of every step are a prefix [0, count[t]), and the recurrent products and passes run over
-// that prefix only; otherwise over all B rows with the passes masked. Either way a row's values
-// are computed exactly as without lengths: a GEMM row's bits do not depend on the other rows
-// (the reduction over k is the same for every m; tests/cpp/test_seq_lengths.cc checks it).
-//
-// Without lengths (nullptr) every row of every step is active: `all` is set, nothing is
-// allocated and the index vectors stay empty (the loops then run exactly as the ops without
-// lengths: one pass over rows [0, B) per step).
 }  // namespace blockrnn::cpu
 
 namespace blockrnn {
@@ -241,6 +228,19 @@ struct ActiveRowsIndex {
 
 namespace blockrnn::cpu {
 
+// seq_lengths on the fast path (blockrnn's extension; docs/ops.md). Example b runs steps
+// t < steps[b] = min(L_b, S). A step's element-wise passes run on its active rows only (the
+// inactive rows of every output and gradient are written as zeros, never computed, so whatever
+// x, d_h or d_cs hold there cannot leak), and the weight gradients are products over the
+// compacted active rows. When the lengths are non-increasing (PackedSequence order) the active
+// rows of every step are a prefix [0, count[t]), and the recurrent products and passes run over
+// that prefix only; otherwise over all B rows with the passes masked. Either way a row's values
+// are computed exactly as without lengths: a GEMM row's bits do not depend on the other rows
+// (the reduction over k is the same for every m; tests/cpp/test_seq_lengths.cc checks it).
+//
+// Without lengths (nullptr) every row of every step is active: `all` is set, nothing is
+// allocated and the index vectors stay empty (the loops then run exactly as the ops without
+// lengths: one pass over rows [0, B) per step).
 struct ActiveRows {
   std::int64_t B = 0, S = 0;
 
@@ -277,7 +277,7 @@ struct ActiveRows {
       steps[b] = std::min(lengths[b], S);
       if (b > 0 && steps[b] > steps[b - 1]) prefix = false;
       for (std::int64_t t = 0; t < steps[b]; ++t) ++count[t];
-      n += std::max<std::int64_t>(steps[b], 0);
+      n += steps[b];
     }
     rows.reserve(static_cast<std::size_t>(n));
     for (std::int64_t t = 0; t < S; ++t) {

@@ -561,7 +561,7 @@ void run(Args& a, const CallDims& c, Impl& impl, const LayerShape& shape) {
     a.workspace = static_cast<T*>(c.workspace);
   }
   ops::run_kernel(SequenceDims{c.T, c.B, shape.input_size, shape.hidden_size, c.S, c.lengths,
-                               force_reference() ? nullptr : &impl.active_rows},
+                               &impl.active_rows},
                   a);
 }
 
