@@ -165,7 +165,9 @@ class BLOCKRNN_API BlockLayer : public SequenceLayer {
   ~BlockLayer() override;
   // The op (BlockLSTM(V2), BlockGRU, BlockGRUResetAfter): fills out, each [T, B, H].
   void forward(const Inputs& in, const Outputs& out, LayerWorkspace workspace = {});
-  // The op's grad: every gradient of out (the weights' in the op's layout).
+  // The op's grad: every gradient of out (the weights' in the op's layout). An absent x_grad
+  // (a default view): the input gradient is not computed (its products are skipped); the other
+  // gradients are bit for bit those of a call with x_grad.
   void backward(const GradInputs& in, const GradOutputs& out, LayerWorkspace workspace = {});
 
  protected:
@@ -419,7 +421,8 @@ struct RNNGradInputs {
   TensorView c_n_grad;  // [L·D, B, H] (LSTM modes); absent: zeros
 };
 struct RNNGradOutputs {
-  MutableTensorView x_grad;   // [T, B, I]
+  MutableTensorView x_grad;   // [T, B, I]; absent: not computed (the first layer's input
+                              // gradient products are skipped; nothing else changes)
   MutableTensorView h0_grad;  // [L·D, B, H]
   MutableTensorView c0_grad;  // [L·D, B, H] (LSTM modes; ignored otherwise)
   // The gradients of every layer's parameters, in set_weights' order, layer-major then

@@ -106,7 +106,7 @@ typedef struct blockrnn_rnn_grad_inputs {
 
 /* The backward's outputs, dense, in the dtype. */
 typedef struct blockrnn_rnn_grad_outputs {
-  blockrnn_tensor x_grad;  /* [T, B, I] */
+  blockrnn_tensor x_grad;  /* [T, B, I]; absent: not computed (its products are skipped) */
   blockrnn_tensor h0_grad; /* [L*D, B, H] */
   blockrnn_tensor c0_grad; /* [L*D, B, H], LSTM modes (must be absent otherwise) */
   /* The gradients of every parameter, in blockrnn_rnn_set_weights' order, layer-major then

@@ -285,8 +285,10 @@ void gru_param_grads(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const A
     const std::int64_t SB = S * B;
     // d_x[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
     //   [S·B, I] = [S·B, 2H]·[I, 2H]ᵀ + [S·B, H]·[I, H]ᵀ
-    product_weight_t(w_ru_x_t, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.d_x, I);
-    product_weight_t(w_c_x_t, SB, I, H, d_c, H, a.w_c, H, T(1), a.d_x, I);
+    if (a.d_x) {
+      product_weight_t(w_ru_x_t, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, T(0), a.d_x, I);
+      product_weight_t(w_c_x_t, SB, I, H, d_c, H, a.w_c, H, T(1), a.d_x, I);
+    }
     // d_ru and d_c_bar, each packed once for its two weight-gradient products.
     gemm::PackedB<T> d_ru_packed, d_c_packed;
     pack_into_workspace(d_ru_packed, SB, 2 * H, d_ru, R, ru_packed);
@@ -313,9 +315,11 @@ void gru_param_grads(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const A
   gemm<T>(Trans::kYes, I, xc, I, d_c_packed, T(0), a.d_w_c, H);
   gemm<T>(Trans::kYes, H, hrc, H, d_c_packed, T(0), a.d_w_c + I * H, H);
   // d_x of the active rows, compact (into xc), then scattered.
-  product_weight_t(w_ru_x_t, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, T(0), xc, I);
-  product_weight_t(w_c_x_t, N, I, H, d_cc, H, a.w_c, H, T(1), xc, I);
-  scatter_rows(act.rows, xc, I, a.d_x);
+  if (a.d_x) {
+    product_weight_t(w_ru_x_t, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, T(0), xc, I);
+    product_weight_t(w_c_x_t, N, I, H, d_cc, H, a.w_c, H, T(1), xc, I);
+    scatter_rows(act.rows, xc, I, a.d_x);
+  }
 }
 
 // The same with bfloat16 operands (bf16_products.h): d_ru, d_c_bar and hr rounded when packed,
@@ -332,8 +336,10 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
   const gemm::PackedBBf16* const w_c_x_t = p ? &p->w_c_x_t : nullptr;
   if (act.all) {
     const std::int64_t SB = S * B;
-    product_weight_t_bf16(w_ru_x_t, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, 0.0f, a.d_x, I);
-    product_weight_t_bf16(w_c_x_t, SB, I, H, d_c, H, a.w_c, H, 1.0f, a.d_x, I);
+    if (a.d_x) {
+      product_weight_t_bf16(w_ru_x_t, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, 0.0f, a.d_x, I);
+      product_weight_t_bf16(w_c_x_t, SB, I, H, d_c, H, a.w_c, H, 1.0f, a.d_x, I);
+    }
     gemm::PackedBBf16 d_ru_packed, d_c_packed;
     d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
     d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
@@ -354,9 +360,11 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
   gemm_bf16(Trans::kYes, I, xc, I, d_c_packed, 0.0f, a.d_w_c, H);
   gemm_bf16(Trans::kYes, H, hrc, H, d_c_packed, 0.0f, a.d_w_c + I * H, H);
   // d_x of the active rows, compact (into xc, read above), then scattered.
-  product_weight_t_bf16(w_ru_x_t, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, 0.0f, xc, I);
-  product_weight_t_bf16(w_c_x_t, N, I, H, d_cc, H, a.w_c, H, 1.0f, xc, I);
-  scatter_rows(act.rows, xc, I, a.d_x);
+  if (a.d_x) {
+    product_weight_t_bf16(w_ru_x_t, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, 0.0f, xc, I);
+    product_weight_t_bf16(w_c_x_t, N, I, H, d_cc, H, a.w_c, H, 1.0f, xc, I);
+    scatter_rows(act.rows, xc, I, a.d_x);
+  }
 }
 
 }  // namespace
@@ -371,7 +379,7 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
-  zero(a.d_x, d.T * B * I);
+  if (a.d_x) zero(a.d_x, d.T * B * I);
   zero(a.d_h_prev, BH);
   zero(a.d_w_ru, K * 2 * H);
   zero(a.d_w_c, K * H);

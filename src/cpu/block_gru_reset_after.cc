@@ -268,7 +268,7 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
       }
       const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
       const gemm::PackedBBf16* const w_i_t = p ? &p->w_i_t : nullptr;
-      product_weight_t_bf16(w_i_t, rows, I, H3, d_gi, R, a.w_i, H3, 0.0f, d_x, I);
+      if (a.d_x) product_weight_t_bf16(w_i_t, rows, I, H3, d_gi, R, a.w_i, H3, 0.0f, d_x, I);
       done = true;
     }
   }
@@ -278,10 +278,12 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
       pack_into_workspace(d_gi_packed, rows, H3, d_gi, R, packed);
       gemm<T>(Trans::kYes, I, x, I, d_gi_packed, T(0), a.d_w_i, H3);
     }
-    product_weight_t(a.plan ? &a.plan->w_i_t : nullptr, rows, I, H3, d_gi, R, a.w_i, H3, T(0), d_x,
-                     I);
+    if (a.d_x) {
+      product_weight_t(a.plan ? &a.plan->w_i_t : nullptr, rows, I, H3, d_gi, R, a.w_i, H3, T(0),
+                       d_x, I);
+    }
   }
-  if (!act.all) scatter_rows(act.rows, xc, I, a.d_x);
+  if (a.d_x && !act.all) scatter_rows(act.rows, xc, I, a.d_x);
 }
 
 }  // namespace
@@ -296,7 +298,7 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
 template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  zero(a.d_x, d.T * B * I);
+  if (a.d_x) zero(a.d_x, d.T * B * I);
   zero(a.d_h_prev, BH);
   zero(a.d_w_i, I * H3);
   zero(a.d_w_h, H * H3);

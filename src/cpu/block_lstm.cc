@@ -271,7 +271,7 @@ void lstm_weight_grads(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, con
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_x[0:S] = d_gates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
-    product_weight_t(w_x_t, SB, I, G, d_gates, Gp, a.w, G, T(0), a.d_x, I);
+    if (a.d_x) product_weight_t(w_x_t, SB, I, G, d_gates, Gp, a.w, G, T(0), a.d_x, I);
     // d_gates [S·B, 4H], packed once for both weight-gradient products.
     gemm::PackedB<T> d_gates_packed;
     pack_into_workspace(d_gates_packed, SB, G, d_gates, Gp, packed);
@@ -291,8 +291,10 @@ void lstm_weight_grads(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, con
   gemm<T>(Trans::kYes, I, xc, I, d_gates_packed, T(0), a.d_w, G);
   gemm<T>(Trans::kYes, H, hc, H, d_gates_packed, T(0), a.d_w + I * G, G);
   // d_x of the active rows = d_gates·w_xᵀ, computed compact (into xc) and scattered.
-  product_weight_t(w_x_t, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
-  scatter_rows(act.rows, xc, I, a.d_x);
+  if (a.d_x) {
+    product_weight_t(w_x_t, N, I, G, dgc, Gp, a.w, G, T(0), xc, I);
+    scatter_rows(act.rows, xc, I, a.d_x);
+  }
 }
 
 // The same with bfloat16 operands (bf16_products.h): d_gates rounded when packed, x, h and w_x
@@ -305,7 +307,7 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
   const gemm::PackedBBf16* const w_x_t = p ? &p->w_x_t : nullptr;
   if (act.all) {
     const std::int64_t SB = S * B;
-    product_weight_t_bf16(w_x_t, SB, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I);
+    if (a.d_x) product_weight_t_bf16(w_x_t, SB, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I);
     gemm::PackedBBf16 d_gates_packed;
     d_gates_packed.pack(Trans::kNo, SB, G, d_gates, Gp);
     gemm::gemm_bf16(Trans::kYes, I, a.x, I, d_gates_packed, 0.0f, a.d_w, G);
@@ -318,8 +320,10 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
   d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
   gemm::gemm_bf16(Trans::kYes, I, xc, I, d_gates_packed, 0.0f, a.d_w, G);
   gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gates_packed, 0.0f, a.d_w + I * G, G);
-  product_weight_t_bf16(w_x_t, N, I, G, dgc, Gp, a.w, G, 0.0f, xc, I);
-  scatter_rows(act.rows, xc, I, a.d_x);
+  if (a.d_x) {
+    product_weight_t_bf16(w_x_t, N, I, G, dgc, Gp, a.w, G, 0.0f, xc, I);
+    scatter_rows(act.rows, xc, I, a.d_x);
+  }
 }
 
 }  // namespace
@@ -333,7 +337,7 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
 template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
-  zero(a.d_x, d.T * B * I);
+  if (a.d_x) zero(a.d_x, d.T * B * I);
   zero(a.d_cs_prev, BH);
   zero(a.d_h_prev, BH);
   zero(a.d_wci, H);

@@ -641,6 +641,7 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     });
     CallOut out32 = out;
     Family::float_views(out32, [&](MutableTensorView& t) {
+      if (is_absent_input(t)) return;  // an output not wanted (x_grad) stays absent
       t = MutableTensorView(next, DType::kFloat32, t.shape);
       next += t.shape.num_elements();
     });
@@ -660,6 +661,7 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     k = 0;
     Family::float_views(dst, [&](MutableTensorView& t) {
       const MutableTensorView& from = staged[k++];
+      if (is_absent_input(t)) return;
       core::narrow_from_float(s.dtype, static_cast<const float*>(from.data), t.data,
                               t.shape.num_elements());
     });
@@ -772,8 +774,12 @@ void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const Grad
   const auto steps = Family::steps(in);
   check.tensors(steps, Shape{c.T, c.B, H}, ops::kStepDims, dt);
   args.inputs(steps);
-  check.output("x_grad", out.x_grad, in.x.shape, dt);
-  args.output("x_grad", out.x_grad);
+  // An absent x_grad: the input gradient is not computed (a stack's first layer, whose input
+  // needs none).
+  if (!is_absent_input(out.x_grad)) {
+    check.output("x_grad", out.x_grad, in.x.shape, dt);
+    args.output("x_grad", out.x_grad);
+  }
   const auto state_grads = Family::state_grads(out);
   check.outputs(state_grads, Shape{c.B, H}, dt);
   args.outputs(state_grads);

@@ -607,6 +607,7 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
   const T* dy_l = layer::data<T>(g.y_grad);
   for (std::int64_t l = L - 1; l >= 0; --l) {
     const std::int64_t I_l = in_size(l);
+    // Null: the caller wants no x_grad (layer 0 only), and no layer computes one.
     T* const dx_l = l == 0 ? layer::data<T>(go.x_grad) : dx.data_as<T>();
     TensorView in_l = x.x;
     if (l > 0) {
@@ -633,12 +634,12 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       }
       const TensorView h0 = initial_state<T>(x.h0, ld, B);
       const TensorView c0 = initial_state<T>(lstm ? x.c0 : TensorView(), ld, B);
-      T* const xg = d == 0 ? dx_l : xg_rev.data_as<T>();
+      T* const xg = dx_l == nullptr ? nullptr : d == 0 ? dx_l : xg_rev.data_as<T>();
       T* const h0g = layer::data<T>(go.h0_grad) + ld * BH;
       T* const c0g = lstm ? layer::data<T>(go.c0_grad) + ld * BH : hpg_scratch.data_as<T>();
       layer_backward(
           ld, src, h0, c0, x.seq_lengths, tbh, res + ld * A * lay.TBH,
-          MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}),
+          xg ? MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}) : MutableTensorView(),
           MutableTensorView(h0g, o.dtype, Shape{B, H}),
           MutableTensorView(c0g, o.dtype, Shape{B, H}),
           go.params.subspan(static_cast<std::size_t>(ld * P), static_cast<std::size_t>(P)));
@@ -650,7 +651,7 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
           if (cng) add_to(c0g[b * H + j], cng[b * H + j]);
         }
       }
-      if (d == 1) {
+      if (d == 1 && xg) {
         for (std::int64_t b = 0; b < B; ++b) {
           const std::int64_t Lb = lens[static_cast<std::size_t>(b)];
           for (std::int64_t t = 0; t < Lb; ++t) {
@@ -812,7 +813,10 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   if (lstm && !is_absent_input(g.c_n_grad)) {
     check.tensor("c_n_grad", g.c_n_grad, states, kStackStateDims, dt);
   }
-  check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
+  // An absent x_grad: the input gradient is not computed (the first layer's d_x products skipped).
+  if (!is_absent_input(out.x_grad)) {
+    check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
+  }
   check.tensor("h0_grad", out.h0_grad, states, kStackStateDims, dt);
   if (lstm) {
     check.tensor("c0_grad", out.c0_grad, states, kStackStateDims, dt);
@@ -838,7 +842,7 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   args.input("h_n_grad", g.h_n_grad);
   if (lstm) args.input("c_n_grad", g.c_n_grad);
   if (!own) args.input("reserve", reserve);
-  args.output("x_grad", out.x_grad);
+  if (!is_absent_input(out.x_grad)) args.output("x_grad", out.x_grad);
   args.output("h0_grad", out.h0_grad);
   if (lstm) args.output("c0_grad", out.c0_grad);
   for (std::size_t k = 0; k < out.params.size(); ++k) {

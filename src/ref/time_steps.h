@@ -35,6 +35,20 @@ void backward_steps(const char* op, std::int64_t S, Step step) {
   }
 }
 
+// A sequence backward whose caller wants no input gradient (a.d_x null with T·B·I > 0: a
+// layer's absent x_grad; an empty d_x may be null anyway) runs `bwd` with d_x written to a
+// scratch array (the reference computes it anyway); returns whether it did, so the caller
+// returns at once.
+template <typename T, class Dims, class Args>
+bool run_without_d_x(void (*bwd)(const Dims&, const Args&), const Dims& d, const Args& a) {
+  if (a.d_x != nullptr || d.T * d.B * d.I == 0) return false;
+  std::vector<T> scratch(static_cast<std::size_t>(d.T * d.B * d.I));
+  Args with = a;
+  with.d_x = scratch.data();
+  bwd(d, with);
+  return true;
+}
+
 // A parameter gradient summed over steps: dst is zeroed, each step's gradient goes to step(),
 // and add() sums it into dst.
 template <typename T>

@@ -205,6 +205,20 @@ static void test_lstm_v2(void) {
     CHECK(same(rdb, db, sizeof db), "b_grad, bitwise");
     CHECK(same(rdpeep, dpeep, sizeof dpeep), "peephole grads (zeros), bitwise");
   }
+  /* An absent x_grad: the input gradient is not computed, the other gradients keep their bits. */
+  {
+    blockrnn_rnn_grad_outputs gout2 = gout;
+    memset(rdh0, 0, sizeof rdh0);
+    memset(rdc0, 0, sizeof rdc0);
+    memset(rdw, 0, sizeof rdw);
+    memset(rdb, 0, sizeof rdb);
+    gout2.x_grad = absent();
+    CHECK(blockrnn_rnn_backward(rnn, &in, &gin, &gout2, NULL) == BLOCKRNN_OK,
+          "backward, no x_grad");
+    CHECK(same(rdh0, dh0, sizeof dh0) && same(rdc0, dc0, sizeof dc0) && same(rdw, dw, sizeof dw) &&
+              same(rdb, db, sizeof db),
+          "backward without x_grad: the other gradients, bitwise");
+  }
 
   /* A strided x (a transposed [B, T, I] buffer seen as [T, B, I]) and a caller's reserve give the
    * same bits. */

@@ -861,6 +861,83 @@ INSTANTIATE_TEST_SUITE_P(Cases, StackSixteenBitTest,
                          ::testing::Combine(::testing::Range(0, 5),
                                             ::testing::Values(DType::kFloat16, DType::kBFloat16)));
 
+// ---- An absent x_grad ---------------------------------------------------------------------------
+
+class StackWithoutXGradTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
+
+// A backward without x_grad (the caller's input needs no gradient) skips the first layer's
+// input-gradient products and changes nothing else: the states' and every parameter's gradients
+// are bit for bit those of a backward with x_grad, in every dtype (bfloat16 with its own
+// products), with and without lengths, dropout and a reverse direction.
+TEST_P(StackWithoutXGradTest, GivesTheOtherGradientsBitForBit) {
+  const StackCase& c = kStackCases[std::get<0>(GetParam())];
+  const DType dt = std::get<1>(GetParam());
+  const std::int64_t T = 4, B = 3, I = 24, H = 16, D = c.bidirectional ? 2 : 1, L = c.layers;
+  const bool lstm = c.mode == RNNMode::kLSTM || c.mode == RNNMode::kLSTMV2;
+  std::mt19937_64 rng(71 + std::get<0>(GetParam()));
+  RNN rnn({.mode = c.mode,
+           .input_size = I,
+           .hidden_size = H,
+           .num_layers = L,
+           .bidirectional = c.bidirectional,
+           .dtype = dt,
+           .max_time = T,
+           .max_batch = B});
+  std::vector<Tensor> params;
+  for (std::int64_t l = 0; l < L; ++l) {
+    for (std::int64_t d = 0; d < D; ++d) {
+      std::vector<TensorView> v;
+      for (const Tensor& t : random_params(c.mode, l == 0 ? I : D * H, H, rng)) {
+        v.push_back(params.emplace_back(converted(t, dt)));
+      }
+      rnn.set_weights(l, d, v);
+    }
+  }
+  const Tensor x = converted(random_tensor(DType::kFloat64, {T, B, I}, rng), dt),
+               h0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt),
+               c0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt);
+  Tensor mask(dt, {std::max<std::int64_t>(L - 1, 0), T, B, D * H});
+  std::bernoulli_distribution keep(0.7);
+  for (std::int64_t e = 0; e < mask.num_elements(); ++e) set(mask, e, keep(rng) ? 2.0 : 0.0);
+  const Tensor lens = lengths_tensor(c.lengths);
+  const RNNInputs in{.x = x,
+                     .h0 = h0,
+                     .c0 = lstm ? c0.view() : TensorView(),
+                     .seq_lengths = c.lengths.empty() ? TensorView() : lens.view(),
+                     .dropout_mask = c.dropout && L > 1 ? mask.view() : TensorView()};
+  Tensor y(dt, {T, B, D * H}), h_n(dt, {L * D, B, H}), c_n(dt, {L * D, B, H});
+  rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
+  const Tensor gy = converted(random_tensor(DType::kFloat64, y.shape(), rng), dt);
+  struct Grads {
+    Tensor x, h0, c0;
+    std::vector<Tensor> params;
+  };
+  auto backward = [&](bool with_x_grad) {
+    Grads g{poisoned(dt, x.shape()), poisoned(dt, h0.shape()), poisoned(dt, c0.shape()), {}};
+    std::vector<MutableTensorView> pv;
+    for (const Tensor& p : params)
+      pv.push_back(g.params.emplace_back(poisoned(dt, p.shape())).mutable_view());
+    rnn.backward(in, {gy},
+                 {with_x_grad ? g.x.mutable_view() : MutableTensorView(), g.h0.mutable_view(),
+                  g.c0.mutable_view(), pv});
+    return g;
+  };
+  const Grads with = backward(true), without = backward(false);
+  auto same_bits = [](const Tensor& a, const Tensor& b) {
+    return std::memcmp(a.data(), b.data(), a.num_elements() * dtype_size(a.dtype())) == 0;
+  };
+  EXPECT_TRUE(same_bits(with.h0, without.h0));
+  if (lstm) EXPECT_TRUE(same_bits(with.c0, without.c0));
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    EXPECT_TRUE(same_bits(with.params[k], without.params[k])) << "param " << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StackWithoutXGradTest,
+                         ::testing::Combine(::testing::Range(0, 5),
+                                            ::testing::Values(DType::kFloat64, DType::kFloat32,
+                                                              DType::kFloat16, DType::kBFloat16)));
+
 TEST(RNN, OneLayerEqualsTheOpAndValidates) {
   std::mt19937_64 rng(5);
   const DType dt = DType::kFloat32;

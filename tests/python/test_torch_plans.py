@@ -62,6 +62,46 @@ def test_weight_gradient_strides_equal_torch_nn_s(mode):
 
 
 @pytest.mark.parametrize("mode, kw", VARIANTS)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_an_input_without_grad_changes_no_other_gradient(mode, kw, dtype):
+    # x that needs no gradient (a model's data): the backward skips the input-gradient products
+    # (torch.nn computes none either); every other gradient keeps its bits
+    m = _module(mode, **kw).to(dtype)
+    x = torch.randn(T, B, I, dtype=torch.float64).to(dtype)
+    h0 = torch.randn(2 * 2, B, H, dtype=torch.float64).to(dtype).requires_grad_()
+
+    def grads(x):
+        out, hn = m(x, (h0, h0) if mode == "LSTM" else h0)
+        hn = hn[0] if mode == "LSTM" else hn
+        w = torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view(out.shape)
+        loss = (out * w).sum() + hn.sum()
+        return torch.autograd.grad(loss, [h0, *m.parameters()])
+
+    xr = x.clone().requires_grad_()
+    with_x = grads(xr)
+    without = grads(x)
+    for a, b in zip(with_x, without):
+        assert torch.equal(a, b)
+
+
+def test_the_grad_op_returns_no_x_grad_when_none_is_wanted():
+    ref, mine = _pair("GRU")
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    h0 = torch.zeros(4, B, H, dtype=torch.float64)
+    params = list(mine.parameters())
+    attrs = ("gru_reset_after", 2, True, True, 0.0, 0.0, False)
+    y, hn, cn, reserve = brt.ops.nn_rnn(x, h0, None, params, None, None, *attrs)
+    gy = torch.randn_like(y)
+    full = brt.ops.nn_rnn_grad(x, h0, None, params, None, None, reserve, gy,
+                               torch.zeros_like(hn), None, *attrs)
+    part = brt.ops.nn_rnn_grad(x, h0, None, params, None, None, reserve, gy,
+                               torch.zeros_like(hn), None, *attrs, x_grad_wanted=False)
+    assert full[0].shape == x.shape and part[0].shape == (0,)
+    for a, b in zip(full[1:], part[1:]):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("mode, kw", VARIANTS)
 def test_unchanged_parameters_are_not_packed_again(mode, kw):
     m = _module(mode, **kw)
     x = torch.randn(T, B, I, dtype=torch.float64)
