@@ -101,6 +101,25 @@ struct CellWeight {
   const char* dims;
 };
 
+// set_weights' copies: the first n given weights checked against spec, all before any is
+// replaced (a refused call leaves the layer's weights and plan as they were), then copied into
+// own, zeros past n (an LSTM's peepholes without use_peephole, as the op uses for omitted ones).
+// Past the checks only an allocation can fail, and the layer has no weights (has_weights false)
+// until its caller has packed the plan, as the sequence layers.
+void replace_weights(const Check& check, std::span<const CellWeight> spec,
+                     std::span<const TensorView> given, std::span<Tensor* const> own, std::size_t n,
+                     DType dt, bool& has_weights) {
+  for (std::size_t k = 0; k < n; ++k) {
+    check.tensor(spec[k].name, given[k], spec[k].shape, spec[k].dims, dt);
+  }
+  has_weights = false;
+  for (std::size_t k = 0; k < spec.size(); ++k) {
+    *own[k] =
+        k < n ? layer::copy_weight(check, spec[k].name, given[k], spec[k].shape, spec[k].dims, dt)
+              : Tensor(dt, spec[k].shape);
+  }
+}
+
 }  // namespace
 
 // ---- CellLayer -----------------------------------------------------------------------------
@@ -225,20 +244,8 @@ void LSTMCellLayer::set_weights(TensorView w, TensorView b, TensorView wci, Tens
       {"wcf", Shape{H}, "hidden_size"},
       {"wco", Shape{H}, "hidden_size"}};
   const TensorView given[] = {w, b, wci, wcf, wco};
-  Tensor* own[] = {&m.w, &m.b, &m.wci, &m.wcf, &m.wco};
-  // Without use_peephole the peepholes are zeros, as the op uses for omitted ones.
-  const std::size_t n = attrs_.use_peephole ? 5 : 2;
-  // Every given weight is checked before any is replaced, so a refused call leaves the layer's
-  // weights and plan as they were; past the checks only an allocation can fail, and the layer
-  // has no weights until its plan is packed (as the sequence layers).
-  for (std::size_t k = 0; k < n; ++k)
-    check.tensor(spec[k].name, given[k], spec[k].shape, spec[k].dims, dt);
-  has_weights_ = false;
-  for (std::size_t k = 0; k < 5; ++k) {
-    *own[k] =
-        k < n ? layer::copy_weight(check, spec[k].name, given[k], spec[k].shape, spec[k].dims, dt)
-              : Tensor(dt, spec[k].shape);
-  }
+  Tensor* const own[] = {&m.w, &m.b, &m.wci, &m.wcf, &m.wco};
+  replace_weights(check, spec, given, own, attrs_.use_peephole ? 5 : 2, dt, has_weights_);
   layer::with_dtype(dt,
                     [&]<typename T>() { m.plans.template get<T>().pack(I, H, m.w.data_as<T>()); });
   has_weights_ = true;
@@ -400,18 +407,14 @@ void GRUCellLayer::set_weights(TensorView w_ru, TensorView w_c, TensorView b_ru,
   check_held(check, gru_held_bytes(shape_), shape_);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
-  // Every weight is checked before any is replaced (see LSTMCellLayer::set_weights).
-  check.tensor("w_ru", w_ru, Shape{I + H, 2 * H}, "input_size + hidden_size, 2 * hidden_size", dt);
-  check.tensor("w_c", w_c, Shape{I + H, H}, "input_size + hidden_size, hidden_size", dt);
-  check.tensor("b_ru", b_ru, Shape{2 * H}, "2 * hidden_size", dt);
-  check.tensor("b_c", b_c, Shape{H}, "hidden_size", dt);
-  has_weights_ = false;
-  m.w_ru = layer::copy_weight(check, "w_ru", w_ru, Shape{I + H, 2 * H},
-                              "input_size + hidden_size, 2 * hidden_size", dt);
-  m.w_c = layer::copy_weight(check, "w_c", w_c, Shape{I + H, H},
-                             "input_size + hidden_size, hidden_size", dt);
-  m.b_ru = layer::copy_weight(check, "b_ru", b_ru, Shape{2 * H}, "2 * hidden_size", dt);
-  m.b_c = layer::copy_weight(check, "b_c", b_c, Shape{H}, "hidden_size", dt);
+  const CellWeight spec[] = {
+      {"w_ru", Shape{I + H, 2 * H}, "input_size + hidden_size, 2 * hidden_size"},
+      {"w_c", Shape{I + H, H}, "input_size + hidden_size, hidden_size"},
+      {"b_ru", Shape{2 * H}, "2 * hidden_size"},
+      {"b_c", Shape{H}, "hidden_size"}};
+  const TensorView given[] = {w_ru, w_c, b_ru, b_c};
+  Tensor* const own[] = {&m.w_ru, &m.w_c, &m.b_ru, &m.b_c};
+  replace_weights(check, spec, given, own, 4, dt, has_weights_);
   layer::with_dtype(dt, [&]<typename T>() {
     m.plans.template get<T>().pack(I, H, m.w_ru.data_as<T>(), m.w_c.data_as<T>());
   });
