@@ -18,7 +18,7 @@
 //     kernel: no registry lookup and, once the workspace holds the call, no allocation of data
 //     (the backward packs the gate gradients for its weight-gradient products into the
 //     workspace; the index of seq_lengths' active rows is kept by the layer, in buffers that
-//     keep their capacity). Left: a bfloat16 backward allocates its bfloat16 operands per call.
+//     keep their capacity; a bfloat16 call's bfloat16 product operands live in the workspace).
 // Memory: every allocation is counted against get_memory_limit() (blockrnn/context.h) by the
 // accounting the one-shot ops use, before anything is allocated: at creation the weights the
 // layer will hold (their copies and packed panels), at set_weights the same, at a call the
@@ -35,8 +35,10 @@
 // caller's view. Their workspace_bytes(T, B) therefore counts those copies too, for x's T (not
 // seq_len_max: every step of x and of the outputs is staged), and a caller's workspace must be
 // aligned to 4 bytes. A bfloat16 layer whose op multiplies bfloat16 operands ("bfloat16
-// products": BlockLSTM(V2), BlockGRU on the fast path) does not pack its weights once: the kernel
-// packs its bfloat16 operands at every call, as the op does.
+// products": BlockLSTM(V2), BlockGRU, BlockGRUResetAfter on the fast path) packs its weights for
+// those products once, at set_weights, and takes the products' per-call bfloat16 operands from
+// the workspace (workspace_bytes counts them); the same bits as the op, which packs and
+// allocates them per call.
 // One call at a time per layer object (it owns one workspace): set_weights, forward or backward
 // started while another call on the same object runs (another thread) throws
 // Error(kInvalidArgument) "<Layer>.<fn>: another call on this object is running …"; RNN alike.

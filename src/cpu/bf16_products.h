@@ -68,15 +68,9 @@ class Bf16Lhs {
   Bf16Lhs(const Bf16Lhs&) = delete;
   Bf16Lhs& operator=(const Bf16Lhs&) = delete;
 
-  // The floats of `storage` for [rows, k]: max_bytes(rows, k) / 4.
+  // The floats of `storage` for [rows, k], whichever the kernel: two buffers of rows·k float32
+  // for kWidened; kDpbf16 holds 2 bytes an element, k padded to even, never more.
   static std::int64_t storage_floats(std::int64_t rows, std::int64_t k) { return 2 * rows * k; }
-
-  // The most bytes a Bf16Lhs of [rows, k] holds, whichever the kernel: two buffers of rows·k
-  // float32 for kWidened; kDpbf16 holds 2 bytes an element, k padded to even, never more. What
-  // the memory check counts for it (block_*_bf16_operand_bytes, sequence_plan.h).
-  static double max_bytes(std::int64_t rows, std::int64_t k) {
-    return 2.0 * double(rows) * double(k) * double(sizeof(float));
-  }
 
   // Rows [r0, r1), columns [c0, c1) of src (row stride lds) rounded into buffer `slot` (0, 1).
   void round(int slot, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
@@ -132,12 +126,13 @@ inline const gemm::PackedBBf16& bf16_weight(const gemm::PackedBBf16* planned,
 // C [m, n] = beta·C + bf16(A)·bf16(W)ᵀ, W [n, k] (row stride ldw) a weight: on its transpose
 // packed by the plan (`planned_t`, the pack the one-shot product makes, so the same bits), or
 // the one-shot gemm_bf16 that packs it per call.
+// A is rounded into `a_scratch` (gemm_bf16_a_scratch_floats(m, k) floats) on the plan's pack.
 inline void product_weight_t_bf16(const gemm::PackedBBf16* planned_t, std::int64_t m,
                                   std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
                                   const float* w, std::int64_t ldw, float beta, float* c,
-                                  std::int64_t ldc) {
+                                  std::int64_t ldc, float* a_scratch) {
   if (planned_t != nullptr) {
-    gemm::gemm_bf16(gemm::Trans::kNo, m, a, lda, *planned_t, beta, c, ldc);
+    gemm::gemm_bf16(gemm::Trans::kNo, m, a, lda, *planned_t, beta, c, ldc, a_scratch);
   } else {
     gemm::gemm_bf16(gemm::Trans::kNo, gemm::Trans::kYes, m, n, k, a, lda, w, ldw, beta, c, ldc);
   }
@@ -174,27 +169,61 @@ inline float* past_input_projection_bf16(float* bf16_workspace, std::int64_t S, 
                                    : nullptr;
 }
 
-// The bytes of previous_h_bf16's result.
-inline double previous_h_bf16_bytes(std::int64_t S, std::int64_t B, std::int64_t H) {
-  return double(S) * double(B) * double(H) * double(sizeof(std::uint16_t));
+// The floats of previous_h_bf16's storage (S·B·H bfloat16 values, two a float).
+inline std::int64_t previous_h_bf16_floats(std::int64_t S, std::int64_t B, std::int64_t H) {
+  return (S * B * H + 1) / 2;
 }
 
-// The [S·B, H] matrix [h_prev; h[0:S−1]] (h[t−1] of every row t·B + b) in bfloat16: the left
-// operand (transposed) of a weight gradient over all S·B rows.
-inline std::vector<std::uint16_t> previous_h_bf16(const char* op, std::int64_t S, std::int64_t B,
-                                                  std::int64_t H, const float* h_prev,
-                                                  const float* h) {
-  std::vector<std::uint16_t> out;
-  try {
-    out.resize(static_cast<std::size_t>(S * B * H));
-  } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kResourceExhausted,
-                std::string(op) + ": cannot allocate the workspace for this problem size");
-  }
+// The [S·B, H] matrix [h_prev; h[0:S−1]] (h[t−1] of every row t·B + b) in bfloat16, written
+// into `storage` (previous_h_bf16_floats): the left operand (transposed) of a weight gradient
+// over all S·B rows.
+inline const std::uint16_t* previous_h_bf16(std::int64_t S, std::int64_t B, std::int64_t H,
+                                            const float* h_prev, const float* h, float* storage) {
+  std::uint16_t* const out = reinterpret_cast<std::uint16_t*>(storage);
   const std::int64_t BH = B * H;
   for (std::int64_t e = 0; e < BH; ++e) out[e] = gemm::bf16_from_float(h_prev[e]);
   for (std::int64_t e = BH; e < S * BH; ++e) out[e] = gemm::bf16_from_float(h[e - BH]);
   return out;
 }
+
+// The storage of a bfloat16 backward's operands (its Bf16Lhs buffers, packed gate gradients,
+// [h_prev; h[0:S−1]] and the rounded left operands of the products), taken in order from the
+// caller's bf16_workspace (a plan-once layer's, `capacity` floats: block_*_bf16_workspace_floats)
+// or, without one (the one-shot ops), from buffers allocated here and freed with it.
+class Bf16Scratch {
+ public:
+  Bf16Scratch(const char* op, float* workspace, std::int64_t capacity)
+      : op_(op), next_(workspace), left_(capacity) {}
+  Bf16Scratch(const Bf16Scratch&) = delete;
+  Bf16Scratch& operator=(const Bf16Scratch&) = delete;
+
+  float* take(std::int64_t floats) {
+    if (next_ != nullptr) {
+      if (floats > left_) {
+        throw Error(ErrorCode::kInternal,
+                    std::string(op_) + ": the bfloat16 operands outgrew their workspace (" +
+                        std::to_string(floats) + " floats, " + std::to_string(left_) + " left)");
+      }
+      float* const p = next_;
+      next_ += floats;
+      left_ -= floats;
+      return p;
+    }
+    try {
+      return own_.emplace_back(static_cast<std::size_t>(floats)).data();
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::kResourceExhausted,
+                  std::string(op_) + ": cannot allocate the workspace for this problem size");
+    }
+  }
+
+ private:
+  const char* op_;
+  float* next_;
+  std::int64_t left_;
+  // Each buffer's data stays where it is when the list grows (a moved vector keeps it); an
+  // empty vector allocates nothing (a std::deque would, even empty).
+  std::vector<std::vector<float>> own_;
+};
 
 }  // namespace blockrnn::cpu

@@ -33,8 +33,10 @@
 // rounded for the forward's products, d_c_bar and d_ru for the backward's (the carried state,
 // the element-wise math and the bias sums stay float32). The reference path computes a bfloat16
 // call in float32, so the two differ by these roundings (docs/tolerances.md).
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -324,45 +326,52 @@ void gru_param_grads(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const A
 
 // The same with bfloat16 operands (bf16_products.h): d_ru, d_c_bar and hr rounded when packed,
 // x, h and the weights rounded (exactly, for a bfloat16 call's inputs). [h_prev; h[0:S−1]] is
-// one bfloat16 copy.
+// one bfloat16 copy. The operands live in `scratch` (block_gru_bf16_bwd_workspace_floats counts
+// what is taken here): the packed d_ru and d_c_bar, that copy, and one buffer for each
+// product's rounded left operand in turn.
 void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a,
                           const ActiveRows& act, const float* d_ru, std::int64_t R,
                           const float* d_c, const float* hr, const float* d_ruc, const float* d_cc,
-                          float* xc, const float* hc, const float* hrc) {
+                          float* xc, const float* hc, const float* hrc, Bf16Scratch& scratch) {
   using gemm::gemm_bf16;
+  using gemm::PackedBBf16;
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max;
+  const std::int64_t rows = act.all ? S * B : act.total();
   const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
   const gemm::PackedBBf16* const w_ru_x_t = p ? &p->w_ru_x_t : nullptr;
   const gemm::PackedBBf16* const w_c_x_t = p ? &p->w_c_x_t : nullptr;
+  float* const a_scratch = scratch.take(rows * std::max(2 * H, I));
+  PackedBBf16 d_ru_packed, d_c_packed;
+  float* const ru_packed = scratch.take(PackedBBf16::packed_floats(rows, 2 * H));
+  float* const c_packed = scratch.take(PackedBBf16::packed_floats(rows, H));
   if (act.all) {
-    const std::int64_t SB = S * B;
     if (a.d_x) {
-      product_weight_t_bf16(w_ru_x_t, SB, I, 2 * H, d_ru, R, a.w_ru, 2 * H, 0.0f, a.d_x, I);
-      product_weight_t_bf16(w_c_x_t, SB, I, H, d_c, H, a.w_c, H, 1.0f, a.d_x, I);
+      product_weight_t_bf16(w_ru_x_t, rows, I, 2 * H, d_ru, R, a.w_ru, 2 * H, 0.0f, a.d_x, I,
+                            a_scratch);
+      product_weight_t_bf16(w_c_x_t, rows, I, H, d_c, H, a.w_c, H, 1.0f, a.d_x, I, a_scratch);
     }
-    gemm::PackedBBf16 d_ru_packed, d_c_packed;
-    d_ru_packed.pack(Trans::kNo, SB, 2 * H, d_ru, R);
-    d_c_packed.pack(Trans::kNo, SB, H, d_c, H);
-    gemm_bf16(Trans::kYes, I, a.x, I, d_ru_packed, 0.0f, a.d_w_ru, 2 * H);
-    const std::vector<std::uint16_t> h_before =
-        previous_h_bf16("BlockGRUGrad", S, B, H, a.h_prev, a.h);
-    gemm_bf16(Trans::kYes, H, h_before.data(), H, d_ru_packed, 0.0f, a.d_w_ru + I * 2 * H, 2 * H);
-    gemm_bf16(Trans::kYes, I, a.x, I, d_c_packed, 0.0f, a.d_w_c, H);
-    gemm_bf16(Trans::kYes, H, hr, H, d_c_packed, 0.0f, a.d_w_c + I * H, H);
+    d_ru_packed.pack_into(Trans::kNo, rows, 2 * H, d_ru, R, ru_packed);
+    d_c_packed.pack_into(Trans::kNo, rows, H, d_c, H, c_packed);
+    gemm_bf16(Trans::kYes, I, a.x, I, d_ru_packed, 0.0f, a.d_w_ru, 2 * H, a_scratch);
+    const std::uint16_t* const h_before =
+        previous_h_bf16(S, B, H, a.h_prev, a.h, scratch.take(previous_h_bf16_floats(S, B, H)));
+    gemm_bf16(Trans::kYes, H, h_before, H, d_ru_packed, 0.0f, a.d_w_ru + I * 2 * H, 2 * H,
+              a_scratch);
+    gemm_bf16(Trans::kYes, I, a.x, I, d_c_packed, 0.0f, a.d_w_c, H, a_scratch);
+    gemm_bf16(Trans::kYes, H, hr, H, d_c_packed, 0.0f, a.d_w_c + I * H, H, a_scratch);
     return;
   }
-  const std::int64_t N = act.total();
-  gemm::PackedBBf16 d_ru_packed, d_c_packed;
-  d_ru_packed.pack(Trans::kNo, N, 2 * H, d_ruc, R);
-  d_c_packed.pack(Trans::kNo, N, H, d_cc, H);
-  gemm_bf16(Trans::kYes, I, xc, I, d_ru_packed, 0.0f, a.d_w_ru, 2 * H);
-  gemm_bf16(Trans::kYes, H, hc, H, d_ru_packed, 0.0f, a.d_w_ru + I * 2 * H, 2 * H);
-  gemm_bf16(Trans::kYes, I, xc, I, d_c_packed, 0.0f, a.d_w_c, H);
-  gemm_bf16(Trans::kYes, H, hrc, H, d_c_packed, 0.0f, a.d_w_c + I * H, H);
+  d_ru_packed.pack_into(Trans::kNo, rows, 2 * H, d_ruc, R, ru_packed);
+  d_c_packed.pack_into(Trans::kNo, rows, H, d_cc, H, c_packed);
+  gemm_bf16(Trans::kYes, I, xc, I, d_ru_packed, 0.0f, a.d_w_ru, 2 * H, a_scratch);
+  gemm_bf16(Trans::kYes, H, hc, H, d_ru_packed, 0.0f, a.d_w_ru + I * 2 * H, 2 * H, a_scratch);
+  gemm_bf16(Trans::kYes, I, xc, I, d_c_packed, 0.0f, a.d_w_c, H, a_scratch);
+  gemm_bf16(Trans::kYes, H, hrc, H, d_c_packed, 0.0f, a.d_w_c + I * H, H, a_scratch);
   // d_x of the active rows, compact (into xc, read above), then scattered.
   if (a.d_x) {
-    product_weight_t_bf16(w_ru_x_t, N, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, 0.0f, xc, I);
-    product_weight_t_bf16(w_c_x_t, N, I, H, d_cc, H, a.w_c, H, 1.0f, xc, I);
+    product_weight_t_bf16(w_ru_x_t, rows, I, 2 * H, d_ruc, R, a.w_ru, 2 * H, 0.0f, xc, I,
+                          a_scratch);
+    product_weight_t_bf16(w_c_x_t, rows, I, H, d_cc, H, a.w_c, H, 1.0f, xc, I, a_scratch);
     scatter_rows(act.rows, xc, I, a.d_x);
   }
 }
@@ -402,16 +411,22 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   T* const hr = ws.slice(2);
   T* const d_hr = ws.slice(3);
   T* const carry = a.d_h_prev;
+  // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
+  std::optional<Bf16Scratch> scratch;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
+      scratch.emplace("BlockGRUGrad", a.bf16_workspace,
+                      block_gru_bf16_bwd_workspace_floats(S, B, I, H));
       const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 now[2];
       const gemm::PackedBBf16& w_ru_h_t = bf16_weight(
           p ? &p->w_ru_h_t : nullptr, now[0], Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);
       const gemm::PackedBBf16& w_c_h_t =
           bf16_weight(p ? &p->w_c_h_t : nullptr, now[1], Trans::kYes, H, H, a.w_c + I * H, H);
-      Bf16Lhs dcb("BlockGRUGrad", B, H, w_c_h_t.kernel());
-      Bf16Lhs drb("BlockGRUGrad", B, 2 * H, w_c_h_t.kernel());
+      Bf16Lhs dcb("BlockGRUGrad", B, H, w_c_h_t.kernel(),
+                  scratch->take(Bf16Lhs::storage_floats(B, H)));
+      Bf16Lhs drb("BlockGRUGrad", B, 2 * H, w_c_h_t.kernel(),
+                  scratch->take(Bf16Lhs::storage_floats(B, 2 * H)));
       gru_bwd_loop(
           d, a, act, d_ru, R, d_c, hr, d_hr, w_c_h_t.panels(), w_c_h_t.panel_width(),
           [&](std::int64_t, std::int64_t m, const UnitSplit& own) {
@@ -465,7 +480,9 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
     column_sums(N, H, d_cc, H, a.d_b_c);
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (bf16) return gru_param_grads_bf16(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc);
+    if (bf16) {
+      return gru_param_grads_bf16(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc, *scratch);
+    }
   }
   gru_param_grads(d, a, act, d_ru, R, d_c, hr, d_ruc, d_cc, xc, hc, hrc, ws.slice(9), ws.slice(10));
 }
@@ -475,11 +492,13 @@ std::int64_t block_gru_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B,
   return input_projection_bf16_floats(S, B, I) + 2 * Bf16Lhs::storage_floats(B, H);
 }
 
-// Forward: hb and hrb (Bf16Lhs [B, H] each); backward: dcb ([B, H]), drb ([B, 2H]) and
-// previous_h_bf16.
-double block_gru_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad) {
-  if (!grad) return 2 * Bf16Lhs::max_bytes(B, H);
-  return Bf16Lhs::max_bytes(B, H) + Bf16Lhs::max_bytes(B, 2 * H) + previous_h_bf16_bytes(S, B, H);
+// Backward: dcb and drb, then gru_param_grads_bf16's (over at most S·B rows).
+std::int64_t block_gru_bf16_bwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,
+                                                 std::int64_t H) {
+  const std::int64_t rows = S * B;
+  return Bf16Lhs::storage_floats(B, H) + Bf16Lhs::storage_floats(B, 2 * H) +
+         rows * std::max(2 * H, I) + gemm::PackedBBf16::packed_floats(rows, 2 * H) +
+         gemm::PackedBBf16::packed_floats(rows, H) + previous_h_bf16_floats(S, B, H);
 }
 
 template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);

@@ -34,6 +34,7 @@
 // roundings (docs/tolerances.md, "bf16_products").
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -209,27 +210,36 @@ void gru_reset_after_bwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterBwd
   });
 }
 
+// The storage of the bfloat16 products after the loop (bf16_products; taken from the call's
+// Bf16Scratch, block_gru_reset_after_bf16_bwd_workspace_floats counts it).
+struct Bf16GradOperands {
+  float* packed;     // d_gh, then d_gi, packed: PackedBBf16::packed_floats(rows, 3H)
+  float* a_scratch;  // each product's rounded left operand in turn: rows·max(3H, I)
+  float* h_before;   // [h_prev; h[0:S−1]] in bfloat16: previous_h_bf16_floats(S, B, H)
+};
+
 // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh over all S·B rows (d_gh = d_g in place), or hcᵀ·d_gc over the
 // N active rows compacted (d_gh = d_gc); on bfloat16 operands with `bf16` (d_gh rounded when
 // packed, [h_prev; h[0:S−1]] one bfloat16 copy). The float products pack d_gh into `packed`
 // (a workspace slice, pack_into_workspace).
 template <typename T>
 void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
-                       const ActiveRows& act, const T* d_gh, std::int64_t R, const T* hc, bool bf16,
-                       T* packed) {
+                       const ActiveRows& act, const T* d_gh, std::int64_t R, const T* hc,
+                       const Bf16GradOperands* bf16, T* packed) {
   const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, H3 = 3 * H;
   const std::int64_t rows = act.all ? S * B : act.total();
   if constexpr (std::is_same_v<T, float>) {
     if (bf16) {
       gemm::PackedBBf16 d_gh_packed;
-      d_gh_packed.pack(Trans::kNo, rows, H3, d_gh, R);
+      d_gh_packed.pack_into(Trans::kNo, rows, H3, d_gh, R, bf16->packed);
+      const std::uint16_t* const h_before =
+          act.all ? previous_h_bf16(S, B, H, a.h_prev, a.h, bf16->h_before) : nullptr;
       if (!act.all) {
-        gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gh_packed, 0.0f, a.d_w_h, H3);
-        return;
+        gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gh_packed, 0.0f, a.d_w_h, H3, bf16->a_scratch);
+      } else {
+        gemm::gemm_bf16(Trans::kYes, H, h_before, H, d_gh_packed, 0.0f, a.d_w_h, H3,
+                        bf16->a_scratch);
       }
-      const std::vector<std::uint16_t> h_before =
-          previous_h_bf16("BlockGRUResetAfterGrad", S, B, H, a.h_prev, a.h);
-      gemm::gemm_bf16(Trans::kYes, H, h_before.data(), H, d_gh_packed, 0.0f, a.d_w_h, H3);
       return;
     }
   }
@@ -252,8 +262,8 @@ void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>
 //   d_w_i [I, 3H] = [rows, I]ᵀ·[rows, 3H];  d_x [rows, I] = [rows, 3H]·[I, 3H]ᵀ
 template <typename T>
 void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
-                             const ActiveRows& act, const T* d_gi, std::int64_t R, T* xc, bool bf16,
-                             T* packed) {
+                             const ActiveRows& act, const T* d_gi, std::int64_t R, T* xc,
+                             const Bf16GradOperands* bf16, T* packed) {
   const std::int64_t B = d.B, I = d.I, H3 = 3 * d.H, S = d.seq_len_max;
   const std::int64_t rows = act.all ? S * B : act.total();
   const T* const x = act.all ? a.x : xc;
@@ -263,12 +273,15 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
     if (bf16) {
       {
         gemm::PackedBBf16 d_gi_packed;
-        d_gi_packed.pack(Trans::kNo, rows, H3, d_gi, R);
-        gemm::gemm_bf16(Trans::kYes, I, x, I, d_gi_packed, 0.0f, a.d_w_i, H3);
+        d_gi_packed.pack_into(Trans::kNo, rows, H3, d_gi, R, bf16->packed);
+        gemm::gemm_bf16(Trans::kYes, I, x, I, d_gi_packed, 0.0f, a.d_w_i, H3, bf16->a_scratch);
       }
       const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
       const gemm::PackedBBf16* const w_i_t = p ? &p->w_i_t : nullptr;
-      if (a.d_x) product_weight_t_bf16(w_i_t, rows, I, H3, d_gi, R, a.w_i, H3, 0.0f, d_x, I);
+      if (a.d_x) {
+        product_weight_t_bf16(w_i_t, rows, I, H3, d_gi, R, a.w_i, H3, 0.0f, d_x, I,
+                              bf16->a_scratch);
+      }
       done = true;
     }
   }
@@ -319,13 +332,19 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
   T* const carry = a.d_h_prev;
+  // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
+  std::optional<Bf16Scratch> scratch;
+  std::optional<Bf16GradOperands> bf16_operands;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
+      scratch.emplace("BlockGRUResetAfterGrad", a.bf16_workspace,
+                      block_gru_reset_after_bf16_bwd_workspace_floats(S, B, I, H));
       const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 w_h_t_now;
       const gemm::PackedBBf16& w_h_t =
           bf16_weight(p ? &p->w_h_t : nullptr, w_h_t_now, Trans::kYes, H3, H, a.w_h, H3);
-      Bf16Lhs dgb("BlockGRUResetAfterGrad", B, H3, w_h_t.kernel());
+      Bf16Lhs dgb("BlockGRUResetAfterGrad", B, H3, w_h_t.kernel(),
+                  scratch->take(Bf16Lhs::storage_floats(B, H3)));
       gru_reset_after_bwd_loop(
           d, a, act, d_g, R, d_n, w_h_t.panels(), w_h_t.panel_width(),
           [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {
@@ -346,11 +365,18 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
         },
         [](std::int64_t, const UnitSplit&) {});
   }
+  if (scratch) {
+    bf16_operands =
+        Bf16GradOperands{.packed = scratch->take(gemm::PackedBBf16::packed_floats(N, H3)),
+                         .a_scratch = scratch->take(N * std::max(H3, I)),
+                         .h_before = scratch->take(previous_h_bf16_floats(S, B, H))};
+  }
+  const Bf16GradOperands* const bf16_ops = bf16_operands ? &*bf16_operands : nullptr;
 
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh      [H, 3H] = [S·B, H]ᵀ·[S·B, 3H]
-    reset_after_d_w_h(d, a, act, d_g, R, static_cast<const T*>(nullptr), bf16, packed);
+    reset_after_d_w_h(d, a, act, d_g, R, static_cast<const T*>(nullptr), bf16_ops, packed);
     // d_b_h = Σ_rows d_gh  [3H]
     column_sums(SB, H3, d_g, R, a.d_b_h);
     // d_gi = d_gh with its n block d_hn replaced by d_n_bar.
@@ -362,7 +388,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
     // d_b_i = Σ_rows d_gi  [3H]
     column_sums(SB, H3, d_g, R, a.d_b_i);
     // d_w_i = xᵀ·d_gi;  d_x[0:S] = d_gi·w_iᵀ
-    reset_after_input_grads(d, a, act, d_g, R, static_cast<T*>(nullptr), bf16, packed);
+    reset_after_input_grads(d, a, act, d_g, R, static_cast<T*>(nullptr), bf16_ops, packed);
     return;
   }
 
@@ -371,12 +397,12 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   T* const xc = ws.slice(4);    // [N, I]  their x, then their d_x
   gather_rows(act.rows, d_g, R, H3, d_gc, R);
   gather_inputs(act.rows, B, I, H, a.x, a.h_prev, a.h, xc, hc);
-  reset_after_d_w_h(d, a, act, d_gc, R, hc, bf16, packed);
+  reset_after_d_w_h(d, a, act, d_gc, R, hc, bf16_ops, packed);
   column_sums(N, H3, d_gc, R, a.d_b_h);
   // d_gi = d_gh with its n block replaced by d_n_bar.
   gather_rows(act.rows, d_n, H, H, d_gc + 2 * H, R);
   column_sums(N, H3, d_gc, R, a.d_b_i);
-  reset_after_input_grads(d, a, act, d_gc, R, xc, bf16, packed);
+  reset_after_input_grads(d, a, act, d_gc, R, xc, bf16_ops, packed);
 }
 
 std::int64_t block_gru_reset_after_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B,
@@ -384,11 +410,12 @@ std::int64_t block_gru_reset_after_bf16_fwd_workspace_floats(std::int64_t S, std
   return input_projection_bf16_floats(S, B, I) + Bf16Lhs::storage_floats(B, H);
 }
 
-// Forward: hb (Bf16Lhs [B, H]); backward: dgb ([B, 3H]) and previous_h_bf16.
-double block_gru_reset_after_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H,
-                                                bool grad) {
-  if (!grad) return Bf16Lhs::max_bytes(B, H);
-  return Bf16Lhs::max_bytes(B, 3 * H) + previous_h_bf16_bytes(S, B, H);
+// Backward: dgb, then the products' Bf16GradOperands (over at most S·B rows).
+std::int64_t block_gru_reset_after_bf16_bwd_workspace_floats(std::int64_t S, std::int64_t B,
+                                                             std::int64_t I, std::int64_t H) {
+  const std::int64_t rows = S * B, H3 = 3 * H;
+  return Bf16Lhs::storage_floats(B, H3) + gemm::PackedBBf16::packed_floats(rows, H3) +
+         rows * std::max(H3, I) + previous_h_bf16_floats(S, B, H);
 }
 
 template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,

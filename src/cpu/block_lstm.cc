@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -298,30 +299,35 @@ void lstm_weight_grads(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, con
 }
 
 // The same with bfloat16 operands (bf16_products.h): d_gates rounded when packed, x, h and w_x
-// rounded (exactly, for a bfloat16 call's inputs). [h_prev; h[0:S−1]] is one bfloat16 copy.
+// rounded (exactly, for a bfloat16 call's inputs). [h_prev; h[0:S−1]] is one bfloat16 copy. The
+// operands live in `scratch` (block_lstm_bf16_bwd_workspace_floats counts what is taken here):
+// the packed d_gates, that copy, and one buffer for each product's rounded left operand in turn.
 void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float>& a,
                             const ActiveRows& act, const float* d_gates, std::int64_t Gp,
-                            const float* dgc, float* xc, const float* hc) {
-  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H, N = act.total();
+                            const float* dgc, float* xc, const float* hc, Bf16Scratch& scratch) {
+  const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H;
+  const std::int64_t rows = act.all ? S * B : act.total();
   const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
   const gemm::PackedBBf16* const w_x_t = p ? &p->w_x_t : nullptr;
+  float* const a_scratch = scratch.take(rows * std::max({G, I, H}));
+  gemm::PackedBBf16 d_gates_packed;
+  float* const packed = scratch.take(gemm::PackedBBf16::packed_floats(rows, G));
   if (act.all) {
-    const std::int64_t SB = S * B;
-    if (a.d_x) product_weight_t_bf16(w_x_t, SB, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I);
-    gemm::PackedBBf16 d_gates_packed;
-    d_gates_packed.pack(Trans::kNo, SB, G, d_gates, Gp);
-    gemm::gemm_bf16(Trans::kYes, I, a.x, I, d_gates_packed, 0.0f, a.d_w, G);
-    const std::vector<std::uint16_t> h_before =
-        previous_h_bf16(block_lstm_op_name(a.layout, true), S, B, H, a.h_prev, a.h);
-    gemm::gemm_bf16(Trans::kYes, H, h_before.data(), H, d_gates_packed, 0.0f, a.d_w + I * G, G);
+    if (a.d_x) {
+      product_weight_t_bf16(w_x_t, rows, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I, a_scratch);
+    }
+    d_gates_packed.pack_into(Trans::kNo, rows, G, d_gates, Gp, packed);
+    gemm::gemm_bf16(Trans::kYes, I, a.x, I, d_gates_packed, 0.0f, a.d_w, G, a_scratch);
+    const std::uint16_t* const h_before =
+        previous_h_bf16(S, B, H, a.h_prev, a.h, scratch.take(previous_h_bf16_floats(S, B, H)));
+    gemm::gemm_bf16(Trans::kYes, H, h_before, H, d_gates_packed, 0.0f, a.d_w + I * G, G, a_scratch);
     return;
   }
-  gemm::PackedBBf16 d_gates_packed;
-  d_gates_packed.pack(Trans::kNo, N, G, dgc, Gp);
-  gemm::gemm_bf16(Trans::kYes, I, xc, I, d_gates_packed, 0.0f, a.d_w, G);
-  gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gates_packed, 0.0f, a.d_w + I * G, G);
+  d_gates_packed.pack_into(Trans::kNo, rows, G, dgc, Gp, packed);
+  gemm::gemm_bf16(Trans::kYes, I, xc, I, d_gates_packed, 0.0f, a.d_w, G, a_scratch);
+  gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gates_packed, 0.0f, a.d_w + I * G, G, a_scratch);
   if (a.d_x) {
-    product_weight_t_bf16(w_x_t, N, I, G, dgc, Gp, a.w, G, 0.0f, xc, I);
+    product_weight_t_bf16(w_x_t, rows, I, G, dgc, Gp, a.w, G, 0.0f, xc, I, a_scratch);
     scatter_rows(act.rows, xc, I, a.d_x);
   }
 }
@@ -361,13 +367,16 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   T* const xc = ws.slice(2);      // [N, I]  their x rows, then their d_x rows
   T* const hc = ws.slice(3);      // [N, H]  their h[t−1] rows (h_prev at t = 0)
   T* const packed = ws.slice(4);  // the active rows' d_gates packed (the float products)
+  // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
+  std::optional<Bf16Scratch> scratch;
   if (bf16) {
     if constexpr (std::is_same_v<T, float>) {
+      scratch.emplace(op, a.bf16_workspace, block_lstm_bf16_bwd_workspace_floats(S, B, I, H));
       const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 w_h_t_now;
       const gemm::PackedBBf16& w_h_t =
           bf16_weight(p ? &p->w_h_t : nullptr, w_h_t_now, Trans::kYes, G, H, a.w + I * G, G);
-      Bf16Lhs dg(op, B, G, w_h_t.kernel());
+      Bf16Lhs dg(op, B, G, w_h_t.kernel(), scratch->take(Bf16Lhs::storage_floats(B, G)));
       lstm_bwd_loop(
           d, a, act, d_gates, Gp, w_h_t.panels(), w_h_t.panel_width(),
           [&](std::int64_t t, std::int64_t m, const float*, const UnitSplit& u) {
@@ -404,20 +413,23 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
                    act.all ? nullptr : act.steps.data());
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (bf16) return lstm_weight_grads_bf16(d, a, act, d_gates, Gp, dgc, xc, hc);
+    if (bf16) return lstm_weight_grads_bf16(d, a, act, d_gates, Gp, dgc, xc, hc, *scratch);
   }
   lstm_weight_grads(d, a, act, d_gates, Gp, dgc, xc, hc, packed);
 }
 
-// Forward: hb (Bf16Lhs [B, H]); backward: dg ([B, 4H]) and previous_h_bf16.
+// Forward: x's rounding, then hb (Bf16Lhs [B, H]).
 std::int64_t block_lstm_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,
                                                   std::int64_t H) {
   return input_projection_bf16_floats(S, B, I) + Bf16Lhs::storage_floats(B, H);
 }
 
-double block_lstm_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H, bool grad) {
-  if (!grad) return Bf16Lhs::max_bytes(B, H);
-  return Bf16Lhs::max_bytes(B, 4 * H) + previous_h_bf16_bytes(S, B, H);
+// Backward: dg, then lstm_weight_grads_bf16's (over at most S·B rows).
+std::int64_t block_lstm_bf16_bwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,
+                                                  std::int64_t H) {
+  const std::int64_t G = 4 * H, rows = S * B;
+  return Bf16Lhs::storage_floats(B, G) + rows * std::max({G, I, H}) +
+         gemm::PackedBBf16::packed_floats(rows, G) + previous_h_bf16_floats(S, B, H);
 }
 
 template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);

@@ -102,7 +102,8 @@ std::int64_t block_gru_workspace_elems(std::int64_t S, std::int64_t B, std::int6
 std::int64_t block_gru_reset_after_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                                    std::int64_t H);
 
-// The per-call bytes of a bfloat16 call's product operands (block_*_bf16_operand_bytes) are
-// declared with the kernels (kernel/block_*.h): the ops' memory check reads them.
+// The floats of a bfloat16 call's product operands (block_*_bf16_{fwd,bwd}_workspace_floats)
+// are declared with the kernels (kernel/block_*.h): the ops' memory check and the layers read
+// them.
 
 }  // namespace blockrnn::cpu

@@ -182,7 +182,7 @@ int64_t PackedBBf16::panel_width() const {
 }
 
 void PackedBBf16::Free::operator()(std::uint16_t* p) const {
-  FreeBits()(p);
+  if (owned) FreeBits()(p);
 }
 
 template <typename TB>
@@ -194,6 +194,18 @@ void PackedBBf16::pack(Trans tb, int64_t k, int64_t n, const TB* b, int64_t ldb)
 template <typename TB>
 void PackedBBf16::pack(Trans tb, int64_t k, int64_t n, const TB* b, int64_t ldb, Isa isa,
                        Bf16Kernel kernel) {
+  pack_to(tb, k, n, b, ldb, isa, kernel, nullptr);
+}
+
+void PackedBBf16::pack_into(Trans tb, int64_t k, int64_t n, const float* b, int64_t ldb,
+                            float* storage) {
+  const Isa isa = core::active_isa();
+  pack_to(tb, k, n, b, ldb, isa, bf16_kernel_for(isa), storage);
+}
+
+template <typename TB>
+void PackedBBf16::pack_to(Trans tb, int64_t k, int64_t n, const TB* b, int64_t ldb, Isa isa,
+                          Bf16Kernel kernel, float* storage) {
   check_dims({k, n, ldb});
   if (kernel == Bf16Kernel::kDpbf16 && bf16_kernel_for(isa) != Bf16Kernel::kDpbf16) {
     throw Error(ErrorCode::kInternal,
@@ -203,14 +215,25 @@ void PackedBBf16::pack(Trans tb, int64_t k, int64_t n, const TB* b, int64_t ldb,
   }
   const bool trans = tb == Trans::kYes;
   if (kernel == Bf16Kernel::kWidened) {
-    // op(B) rounded and widened, stored as B is (so the float32 pack reads it the same way).
-    std::vector<float> wide = make_buffer<float>(k * n, "widened operand");
-    if (trans) {
-      widen(false, n, k, b, ldb, wide.data());  // B [N, K] as is
-    } else {
-      widen(false, k, n, b, ldb, wide.data());
+    // op(B) rounded and widened, stored as B is (so the float32 pack reads it the same way):
+    // into the first k·n floats of the storage, packed into the rest.
+    std::vector<float> own;
+    float* wide = storage;
+    if (wide == nullptr) {
+      own = make_buffer<float>(k * n, "widened operand");
+      wide = own.data();
     }
-    widened_.pack(tb, k, n, wide.data(), trans ? k : n, isa);
+    if (trans) {
+      widen(false, n, k, b, ldb, wide);  // B [N, K] as is
+    } else {
+      widen(false, k, n, b, ldb, wide);
+    }
+    if (storage != nullptr) {
+      widened_.pack_into(tb, k, n, wide, trans ? k : n, isa, storage + k * n,
+                         packed_elems_bound(k, n));
+    } else {
+      widened_.pack(tb, k, n, wide, trans ? k : n, isa);
+    }
     pairs_.reset();
   } else {
     const int nr = dpbf16().nr;
@@ -218,8 +241,11 @@ void PackedBBf16::pack(Trans tb, int64_t k, int64_t n, const TB* b, int64_t ldb,
     if (kp > 0 && panels > std::numeric_limits<int64_t>::max() / 8 / kp / nr) {
       throw Error(ErrorCode::kResourceExhausted, "gemm_bf16: packed matrix too large");
     }
-    std::uint16_t* mem = allocate_bits(panels * kp * nr * 2, "packed matrix");
+    // kp·NR pairs a panel: within packed_elems_bound(k, n) floats (NR ≤ 64, kp ≤ k).
+    std::uint16_t* mem = storage != nullptr ? reinterpret_cast<std::uint16_t*>(storage)
+                                            : allocate_bits(panels * kp * nr * 2, "packed matrix");
     pairs_.reset(mem);
+    pairs_.get_deleter().owned = storage == nullptr;
     widened_ = PackedB<float>();
     const int threads = team_size(panels, double(panels) * double(kp) * nr);
     core::run_team(threads, [&](int id, int nt) {

@@ -57,6 +57,16 @@ class PackedBBf16 {
   template <typename TB>
   void pack(Trans tb, std::int64_t k, std::int64_t n, const TB* b, std::int64_t ldb, Isa isa,
             Bf16Kernel kernel);
+  // The same as pack(tb, k, n, b, ldb) into the caller's storage (packed_floats(k, n) floats,
+  // valid while this PackedBBf16 is used), allocating nothing: a plan-once caller packs a
+  // per-call operand into its workspace. Same panels, same bits.
+  void pack_into(Trans tb, std::int64_t k, std::int64_t n, const float* b, std::int64_t ldb,
+                 float* storage);
+  // The floats of pack_into's storage for op(B) [k, n], whichever the kernel: kWidened rounds
+  // op(B) into k·n floats, then packs them (packed_elems_bound); kDpbf16's pairs take less.
+  static std::int64_t packed_floats(std::int64_t k, std::int64_t n) {
+    return k * n + packed_elems_bound(k, n);
+  }
   std::int64_t k() const { return k_; }
   std::int64_t n() const { return n_; }
   Isa isa() const { return isa_; }
@@ -70,8 +80,14 @@ class PackedBBf16 {
 
  private:
   struct Free {
+    Free() noexcept : owned(true) {}
+    bool owned;  // false: the caller's storage (pack_into)
     void operator()(std::uint16_t* p) const;
   };
+  // pack and pack_into: into `storage` (packed_floats(k, n) floats) when given, else allocated.
+  template <typename TB>
+  void pack_to(Trans tb, std::int64_t k, std::int64_t n, const TB* b, std::int64_t ldb, Isa isa,
+               Bf16Kernel kernel, float* storage);
   std::unique_ptr<std::uint16_t, Free> pairs_;
   PackedB<float> widened_;
   std::int64_t k_ = 0, n_ = 0;

@@ -67,6 +67,10 @@ struct BlockGRUResetAfterBwdArgs {
   // float32; a `plan` packed by pack_bf16 (has_bf16) supplies the weights
   // packed for those products, any other plan is not read. The reference ignores it.
   bool bf16_products = false;
+  // With bf16_products on the fast path: room for the products' bfloat16 operands
+  // (cpu::block_gru_reset_after_bf16_bwd_workspace_floats), a plan-once caller's, so that the call
+  // allocates nothing; without it the call allocates them.
+  float* bf16_workspace = nullptr;
 };
 
 // The kernels, in both engines (the same signatures, so that the two cannot drift apart):
@@ -79,18 +83,17 @@ template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a);
 }  // namespace ref
 namespace cpu {
-// What the fast path of a bfloat16 call (bf16_products set) allocates per call for its bfloat16
-// products besides the float32 workspace, at most, in bytes, for S steps, B examples and cell
-// size H: the left operands of the recurrent products (Bf16Lhs) and, for the grads (`grad`), the
-// bfloat16 copy of [h_prev; h[0:S−1]] for the weight gradient. The ops' memory check counts it
-// before anything is allocated (ops/checks.h, with_bf16_operands); it is defined next to the
-// allocations it counts (src/cpu).
-// The floats of a forward's `bf16_workspace` (S steps, B examples, input size I, cell
-// size H).
+// The floats of a call's `bf16_workspace` (S steps, B examples, input size I, cell size H):
+// the forward's (x rounded for the input projection, then the left operands of the recurrent
+// products) and the backward's (the left operands of the recurrent products, the packed gate
+// gradients, the bfloat16 [h_prev; h[0:S−1]] and the rounded left operands of the products
+// after the loop). Without a bf16_workspace (the one-shot ops) the call allocates as much; the
+// ops' memory check counts it before anything is allocated (ops/checks.h,
+// with_bf16_operands).
 std::int64_t block_gru_reset_after_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B,
                                                              std::int64_t I, std::int64_t H);
-double block_gru_reset_after_bf16_operand_bytes(std::int64_t S, std::int64_t B, std::int64_t H,
-                                                bool grad);
+std::int64_t block_gru_reset_after_bf16_bwd_workspace_floats(std::int64_t S, std::int64_t B,
+                                                             std::int64_t I, std::int64_t H);
 template <typename T>
 void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFwdArgs<T>& a);
 template <typename T>

@@ -299,15 +299,17 @@ using Named = std::array<Check::Arg, N>;
 // kPackedColumns·H columns of weights are packed (LSTM: w's 4H; GRU: w_ru's and w_c's 3H; GRU
 // reset-after: w_i's and w_h's 3H).
 template <template <typename> class P, std::size_t kPackedWeights, int kPackedColumns,
-          auto kWorkspaceElems, auto kBf16FwdWorkspaceFloats>
+          auto kWorkspaceElems, auto kBf16FwdWorkspaceFloats, auto kBf16BwdWorkspaceFloats>
 struct PlannedFamily {
   template <typename T>
   using Plan = P<T>;
   static constexpr std::size_t kPacked = kPackedWeights;
   static constexpr int kPackedCols = kPackedColumns;
   static constexpr auto workspace_elems = kWorkspaceElems;
-  // The forward's bfloat16 product operands (the kernel's bf16_workspace), in floats.
+  // The bfloat16 product operands (the kernel's bf16_workspace) of a forward and of a backward,
+  // in floats.
   static constexpr auto bf16_fwd_workspace_floats = kBf16FwdWorkspaceFloats;
+  static constexpr auto bf16_bwd_workspace_floats = kBf16BwdWorkspaceFloats;
 };
 
 // A layer family, one per sequence op (named by the op's outputs): what differs between the
@@ -319,7 +321,8 @@ struct Family;
 
 template <>
 struct Family<BlockLSTMOutputs> : PlannedFamily<LSTMPlan, 1, 4, cpu::block_lstm_workspace_elems,
-                                                cpu::block_lstm_bf16_fwd_workspace_floats> {
+                                                cpu::block_lstm_bf16_fwd_workspace_floats,
+                                                cpu::block_lstm_bf16_bwd_workspace_floats> {
   // The attrs, resolved at creation.
   struct Config {
     double forget_bias = 0, cell_clip = 0;
@@ -418,7 +421,8 @@ struct GRUFamily {
 template <>
 struct Family<BlockGRUOutputs> : GRUFamily,
                                  PlannedFamily<GRUPlan, 2, 3, cpu::block_gru_workspace_elems,
-                                               cpu::block_gru_bf16_fwd_workspace_floats> {
+                                               cpu::block_gru_bf16_fwd_workspace_floats,
+                                               cpu::block_gru_bf16_bwd_workspace_floats> {
   struct Weights {
     TensorView w_ru, w_c, b_ru, b_c;
   };
@@ -470,7 +474,8 @@ template <>
 struct Family<BlockGRUResetAfterOutputs>
     : GRUFamily,
       PlannedFamily<GRUResetAfterPlan, 2, 3, cpu::block_gru_reset_after_workspace_elems,
-                    cpu::block_gru_reset_after_bf16_fwd_workspace_floats> {
+                    cpu::block_gru_reset_after_bf16_fwd_workspace_floats,
+                    cpu::block_gru_reset_after_bf16_bwd_workspace_floats> {
   struct Weights {
     TensorView w_i, w_h, b_i, b_h;
   };
@@ -649,8 +654,8 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
         layer::WithWeights<CallIn, typename Family::Weights>{in32, weights}, out32, config,
         s.dtype);
     if constexpr (requires { a.bf16_workspace; }) {
-      // A forward with bfloat16 products: its operands past the staged copies (the workspace
-      // holds them, staged_bf16_elems), so the call allocates nothing.
+      // A call with bfloat16 products: its operands past the staged copies (the workspace holds
+      // them, staged_bf16_elems), so the call allocates nothing.
       if (bf16_products(s.dtype)) a.bf16_workspace = next;
     }
     layer::run<float>(a, c, *this, s);
@@ -680,12 +685,13 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
     return Family::workspace_elems(T, B, I, H) + 2 * T * B * I + 2 * states * B * H +
            steps * T * B * H + weights_elems;
   }
-  // The same for a bfloat16 layer with bfloat16 products: the forward's product operands after
-  // the staged copies (bf16_fwd_workspace_floats; the forward stages less than the backward, so
-  // they fit past its copies).
+  // The same for a bfloat16 layer with bfloat16 products: a call's product operands after the
+  // staged copies (the larger of the forward's and the backward's; the forward stages less than
+  // the backward, so its operands fit past its copies too).
   static std::int64_t staged_bf16_elems(std::int64_t T, std::int64_t B, std::int64_t I,
                                         std::int64_t H) {
-    return staged_elems(T, B, I, H) + Family::bf16_fwd_workspace_floats(T, B, I, H);
+    return staged_elems(T, B, I, H) + std::max(Family::bf16_fwd_workspace_floats(T, B, I, H),
+                                               Family::bf16_bwd_workspace_floats(T, B, I, H));
   }
   // Whether the plan packs the weights for bfloat16 products (pack_bf16): a bfloat16 layer
   // whose op multiplies bfloat16 operands.

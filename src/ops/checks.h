@@ -262,11 +262,12 @@ inline core::CallShape sequence_shape(const SeqSizes& d, const TensorView& seq_l
                         core::CallShape(d.dtype, num_outputs, Shape{d.T, d.B, d.H}));
 }
 
-// A bfloat16 call's CallShape with the fast path's bfloat16 product operands (`bytes`: the kernel's
-// block_*_bf16_operand_bytes, kernel/block_*.h) for the memory check to count; any other
-// dtype's CallShape as it is.
-inline core::CallShape with_bf16_operands(core::CallShape call, double bytes) {
-  if (call.dtype == DType::kBFloat16) call.bf16_operand_bytes = bytes;
+// A bfloat16 call's CallShape with the fast path's bfloat16 product operands for the memory
+// check to count: `floats` float32 values, the kernel's block_*_bf16_fwd_workspace_floats or
+// block_*_bf16_bwd_workspace_floats (kernel/block_*.h), which the one-shot ops allocate per call;
+// any other dtype's CallShape as it is.
+inline core::CallShape with_bf16_operands(core::CallShape call, std::int64_t floats) {
+  if (call.dtype == DType::kBFloat16) call.bf16_operand_bytes = double(floats) * sizeof(float);
   return call;
 }
 

@@ -102,8 +102,8 @@ struct CallShape {
   bool lengths = false;
   // A bfloat16 call of an op whose fast path takes bfloat16 products (BlockLSTM(V2), BlockGRU,
   // BlockGRUResetAfter and their grads): the bytes of its bfloat16 product operands, at most
-  // (kernel/block_*.h, block_*_bf16_operand_bytes; ops::with_bf16_operands sets it). The
-  // memory check counts them unless the reference path runs; 0 for every other call.
+  // (kernel/block_*.h, block_*_bf16_{fwd,bwd}_workspace_floats; ops::with_bf16_operands sets it).
+  // The memory check counts them unless the reference path runs; 0 for every other call.
   double bf16_operand_bytes = 0.0;
 
   CallShape() = default;

@@ -125,10 +125,10 @@ TEST_P(PlanAllocations, GRUResetAfterLayerForward) {
             0);
 }
 
-// The sequence layers' backward, every dtype but bfloat16 (whose backward still allocates its
-// bfloat16 operands: docs/design.md) on every CPU path: the gate gradients are packed into the
-// workspace and the input weights' transposes are the plan's. The input size spans more than one
-// GEMM tile.
+// The sequence layers' backward in every dtype on every CPU path: the gate gradients are packed
+// into the workspace and the input weights' transposes are the plan's; bfloat16 products take
+// every operand (the rounded gate gradients and their packs, [h_prev; h[0:S−1]], the rounded left
+// operands) from the workspace too. The input size spans more than one GEMM tile.
 class BackwardAllocations : public SequenceCall {
  protected:
   static constexpr std::int64_t I = 100;
@@ -291,10 +291,11 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, PlanAllocations,
                                                               DType::kFloat16, DType::kBFloat16),
                                             ::testing::Values("", "avx2", "baseline"),
                                             ::testing::Bool()));
-INSTANTIATE_TEST_SUITE_P(
-    Dtypes, BackwardAllocations,
-    ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64, DType::kFloat16),
-                       ::testing::Values("", "avx2", "baseline"), ::testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(Dtypes, BackwardAllocations,
+                         ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat64,
+                                                              DType::kFloat16, DType::kBFloat16),
+                                            ::testing::Values("", "avx2", "baseline"),
+                                            ::testing::Bool()));
 INSTANTIATE_TEST_SUITE_P(Dtypes, CellPlanAllocations,
                          ::testing::Values(DType::kFloat32, DType::kFloat64));
 

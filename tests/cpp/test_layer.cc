@@ -1220,7 +1220,17 @@ TEST(LayerHostile, SixteenBitWorkspaceCountsTheFloat32Copies) {
     const GRULayer l16(s);
     const std::int64_t copies =
         2 * T * B * I + 2 * B * H + 5 * T * B * H + (I + H) * 3 * H + 3 * H;  // float32 elements
-    const std::int64_t bf16_operands = dt == DType::kBFloat16 ? T * B * I + 2 * (2 * B * H) : 0;
+    // bfloat16 products: the larger of the forward's operands (x rounded, the two [B, H] left
+    // operands, each two buffers) and the backward's (the [B, H] and [B, 2H] left operands, one
+    // rounded left operand of at most T·B·max(2H, I), d_ru and d_c_bar packed: their rounded
+    // copy and panels of 64 columns, and [h_prev; h[0:T−1]] in bfloat16, two a float).
+    const auto panels64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
+    const std::int64_t TB = T * B;
+    const std::int64_t bf16_fwd = TB * I + 2 * (2 * B * H);
+    const std::int64_t bf16_bwd = 2 * B * H + 2 * B * 2 * H + TB * std::max(2 * H, I) + TB * 2 * H +
+                                  TB * panels64(2 * H) + TB * H + TB * panels64(H) +
+                                  (TB * H + 1) / 2;
+    const std::int64_t bf16_operands = dt == DType::kBFloat16 ? std::max(bf16_fwd, bf16_bwd) : 0;
     EXPECT_EQ(l16.workspace_bytes(T, B),
               l32.workspace_bytes(T, B) + 4 * std::size_t(copies + bf16_operands))
         << dtype_name(dt);
