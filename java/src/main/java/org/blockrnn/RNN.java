@@ -159,7 +159,7 @@ public final class RNN implements AutoCloseable {
 
   /** The backward's outputs. */
   public static final class Gradients {
-    /** [T, B, I]. */
+    /** [T, B, I], or null when not asked for. */
     public final Tensor xGrad;
     /** [L*D, B, H]. */
     public final Tensor h0Grad;
@@ -307,12 +307,33 @@ public final class RNN implements AutoCloseable {
    */
   public synchronized Gradients backward(Tensor x, Tensor h0, Tensor c0, LongTensor seqLengths,
       Tensor dropoutMask, Tensor yGrad, Tensor hNGrad, Tensor cNGrad) {
+    return backward(x, h0, c0, seqLengths, dropoutMask, yGrad, hNGrad, cNGrad, true);
+  }
+
+  /**
+   * The same, with or without the gradient of x: without it (x needs none, as a model's data)
+   * the first layer's input-gradient products are skipped and {@link Gradients#xGrad} is null;
+   * every other gradient is bit for bit the same.
+   *
+   * @param x as the forward
+   * @param h0 as the forward
+   * @param c0 as the forward
+   * @param seqLengths as the forward
+   * @param dropoutMask as the forward
+   * @param yGrad [T, B, D*H]
+   * @param hNGrad [L*D, B, H], or null for zeros
+   * @param cNGrad [L*D, B, H] in the LSTM modes, or null for zeros (must be null otherwise)
+   * @param withXGrad whether to compute the gradient of x
+   * @return the gradients of x (or null), the initial states and every parameter
+   */
+  public synchronized Gradients backward(Tensor x, Tensor h0, Tensor c0, LongTensor seqLengths,
+      Tensor dropoutMask, Tensor yGrad, Tensor hNGrad, Tensor cNGrad, boolean withXGrad) {
     long h = live();
     long[] tb = timeBatch(x, "backward");
     Tensor[] in = {x, h0, c0, seqLengths, dropoutMask, yGrad, hNGrad, cNGrad};
     long[] state = {states, tb[1], hidden};
     long[][] outShapes = new long[3 + numParams][];
-    outShapes[0] = new long[] {tb[0], tb[1], inputSize};
+    outShapes[0] = withXGrad ? new long[] {tb[0], tb[1], inputSize} : null;
     outShapes[1] = state;
     outShapes[2] = lstm ? state : null; // the parameters' shapes are filled by the native side
     Object[] out = backwardNative(h, directions, arrays(in), shapes(in), outShapes);

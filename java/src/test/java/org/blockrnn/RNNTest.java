@@ -102,6 +102,13 @@ class RNNTest {
       for (int k = 0; k < 4; ++k) {
         assertEquals(grads[2 + k], g.params[k], "param gradient " + k);
       }
+      // Without the gradient of x: none returned, every other gradient the same.
+      RNN.Gradients noX = rnn.backward(x, asState(h0), null, null, null, yGrad, null, null, false);
+      assertNull(noX.xGrad);
+      assertEquals(asState(grads[1]), noX.h0Grad, "h0_grad without x_grad");
+      for (int k = 0; k < 4; ++k) {
+        assertEquals(grads[2 + k], noX.params[k], "param gradient " + k + " without x_grad");
+      }
       e = assertThrows(IllegalArgumentException.class,
           () -> rnn.forward(x, asState(h0), asState(h0), null, null));
       assertTrue(e.getMessage().contains("c0 must be absent"), e.getMessage());
