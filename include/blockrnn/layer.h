@@ -91,7 +91,8 @@ class BLOCKRNN_API SequenceLayer {
 
   const LayerShape& shape() const noexcept { return shape_; }
   // Bytes of workspace one call with T steps (seq_len_max) and B examples needs (forward or
-  // backward); T and B in [0, max_time] and [0, max_batch].
+  // backward); T and B in [0, max_time] and [0, max_batch]. A bfloat16 layer's bfloat16
+  // product operands are sized for the active CPU path (set_isa), read at each call.
   std::size_t workspace_bytes(std::int64_t T, std::int64_t B) const;
   bool has_weights() const noexcept { return has_weights_; }
 

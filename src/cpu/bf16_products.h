@@ -16,7 +16,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -157,7 +160,23 @@ inline void input_projection_bf16(const ActiveRows& act, const gemm::PackedBBf16
 
 // The floats of input_projection_bf16's `scratch` for S steps of B rows of I inputs.
 inline std::int64_t input_projection_bf16_floats(std::int64_t S, std::int64_t B, std::int64_t I) {
-  return gemm::gemm_bf16_a_scratch_floats(S * B, I);
+  return gemm::gemm_bf16_a_scratch_floats(S * B, I, gemm::active_bf16_kernel());
+}
+
+// The floats of one gemm_bf16 `a_scratch` for the rounded left operands of several products
+// taken in turn, each [m, k], on the active path's kernel.
+inline std::int64_t lhs_scratch_floats(std::initializer_list<std::array<std::int64_t, 2>> shapes) {
+  const gemm::Bf16Kernel kernel = gemm::active_bf16_kernel();
+  std::int64_t most = 0;
+  for (const auto& [m, k] : shapes) {
+    most = std::max(most, gemm::gemm_bf16_a_scratch_floats(m, k, kernel));
+  }
+  return most;
+}
+
+// The floats of PackedBBf16::pack_into's storage for [k, n] on the active path's kernel.
+inline std::int64_t packed_bf16_floats(std::int64_t k, std::int64_t n) {
+  return gemm::PackedBBf16::packed_floats(k, n, gemm::active_bf16_kernel());
 }
 
 // A forward's bf16_workspace (the kernel argument) holds x's rounding for the input projection
@@ -197,6 +216,13 @@ class Bf16Scratch {
   Bf16Scratch(const Bf16Scratch&) = delete;
   Bf16Scratch& operator=(const Bf16Scratch&) = delete;
 
+  // [k, n] of b (row stride ldb) packed into `packed` on storage taken here.
+  void pack(gemm::PackedBBf16& packed, std::int64_t k, std::int64_t n, const float* b,
+            std::int64_t ldb) {
+    const std::int64_t floats = packed_bf16_floats(k, n);
+    packed.pack_into(gemm::Trans::kNo, k, n, b, ldb, take(floats), floats);
+  }
+
   float* take(std::int64_t floats) {
     if (next_ != nullptr) {
       if (floats > left_) {
@@ -210,7 +236,9 @@ class Bf16Scratch {
       return p;
     }
     try {
-      return own_.emplace_back(static_cast<std::size_t>(floats)).data();
+      // Uninitialised, as the allocations it replaces: every user writes what it reads.
+      own_.push_back(std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(floats)));
+      return own_.back().get();
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::kResourceExhausted,
                   std::string(op_) + ": cannot allocate the workspace for this problem size");
@@ -221,9 +249,9 @@ class Bf16Scratch {
   const char* op_;
   float* next_;
   std::int64_t left_;
-  // Each buffer's data stays where it is when the list grows (a moved vector keeps it); an
-  // empty vector allocates nothing (a std::deque would, even empty).
-  std::vector<std::vector<float>> own_;
+  // Each buffer stays where it is when the list grows; an empty list allocates nothing (a
+  // std::deque would, even empty).
+  std::vector<std::unique_ptr<float[]>> own_;
 };
 
 }  // namespace blockrnn::cpu

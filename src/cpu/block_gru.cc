@@ -340,18 +340,17 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
   const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
   const gemm::PackedBBf16* const w_ru_x_t = p ? &p->w_ru_x_t : nullptr;
   const gemm::PackedBBf16* const w_c_x_t = p ? &p->w_c_x_t : nullptr;
-  float* const a_scratch = scratch.take(rows * std::max(2 * H, I));
+  float* const a_scratch =
+      scratch.take(lhs_scratch_floats({{rows, 2 * H}, {rows, H}, {I, rows}, {H, rows}}));
   PackedBBf16 d_ru_packed, d_c_packed;
-  float* const ru_packed = scratch.take(PackedBBf16::packed_floats(rows, 2 * H));
-  float* const c_packed = scratch.take(PackedBBf16::packed_floats(rows, H));
   if (act.all) {
     if (a.d_x) {
       product_weight_t_bf16(w_ru_x_t, rows, I, 2 * H, d_ru, R, a.w_ru, 2 * H, 0.0f, a.d_x, I,
                             a_scratch);
       product_weight_t_bf16(w_c_x_t, rows, I, H, d_c, H, a.w_c, H, 1.0f, a.d_x, I, a_scratch);
     }
-    d_ru_packed.pack_into(Trans::kNo, rows, 2 * H, d_ru, R, ru_packed);
-    d_c_packed.pack_into(Trans::kNo, rows, H, d_c, H, c_packed);
+    scratch.pack(d_ru_packed, rows, 2 * H, d_ru, R);
+    scratch.pack(d_c_packed, rows, H, d_c, H);
     gemm_bf16(Trans::kYes, I, a.x, I, d_ru_packed, 0.0f, a.d_w_ru, 2 * H, a_scratch);
     const std::uint16_t* const h_before =
         previous_h_bf16(S, B, H, a.h_prev, a.h, scratch.take(previous_h_bf16_floats(S, B, H)));
@@ -361,8 +360,8 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
     gemm_bf16(Trans::kYes, H, hr, H, d_c_packed, 0.0f, a.d_w_c + I * H, H, a_scratch);
     return;
   }
-  d_ru_packed.pack_into(Trans::kNo, rows, 2 * H, d_ruc, R, ru_packed);
-  d_c_packed.pack_into(Trans::kNo, rows, H, d_cc, H, c_packed);
+  scratch.pack(d_ru_packed, rows, 2 * H, d_ruc, R);
+  scratch.pack(d_c_packed, rows, H, d_cc, H);
   gemm_bf16(Trans::kYes, I, xc, I, d_ru_packed, 0.0f, a.d_w_ru, 2 * H, a_scratch);
   gemm_bf16(Trans::kYes, H, hc, H, d_ru_packed, 0.0f, a.d_w_ru + I * 2 * H, 2 * H, a_scratch);
   gemm_bf16(Trans::kYes, I, xc, I, d_c_packed, 0.0f, a.d_w_c, H, a_scratch);
@@ -497,8 +496,9 @@ std::int64_t block_gru_bf16_bwd_workspace_floats(std::int64_t S, std::int64_t B,
                                                  std::int64_t H) {
   const std::int64_t rows = S * B;
   return Bf16Lhs::storage_floats(B, H) + Bf16Lhs::storage_floats(B, 2 * H) +
-         rows * std::max(2 * H, I) + gemm::PackedBBf16::packed_floats(rows, 2 * H) +
-         gemm::PackedBBf16::packed_floats(rows, H) + previous_h_bf16_floats(S, B, H);
+         lhs_scratch_floats({{rows, 2 * H}, {rows, H}, {I, rows}, {H, rows}}) +
+         packed_bf16_floats(rows, 2 * H) + packed_bf16_floats(rows, H) +
+         previous_h_bf16_floats(S, B, H);
 }
 
 template void block_gru_fwd<float>(const BlockGRUDims&, const BlockGRUFwdArgs<float>&);

@@ -213,10 +213,17 @@ void gru_reset_after_bwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterBwd
 // The storage of the bfloat16 products after the loop (bf16_products; taken from the call's
 // Bf16Scratch, block_gru_reset_after_bf16_bwd_workspace_floats counts it).
 struct Bf16GradOperands {
-  float* packed;     // d_gh, then d_gi, packed: PackedBBf16::packed_floats(rows, 3H)
-  float* a_scratch;  // each product's rounded left operand in turn: rows·max(3H, I)
+  float* packed;  // d_gh, then d_gi, packed: packed_bf16_floats(rows, 3H)
+  std::int64_t packed_floats;
+  float* a_scratch;  // each product's rounded left operand in turn (reset_after_lhs_floats)
   float* h_before;   // [h_prev; h[0:S−1]] in bfloat16: previous_h_bf16_floats(S, B, H)
 };
+
+// The floats of Bf16GradOperands::a_scratch over `rows` rows: the left operands d_giᵀ… of
+// d_x = d_gi·w_iᵀ [rows, 3H], and hᵀ, xᵀ of the weight gradients [H, rows], [I, rows].
+std::int64_t reset_after_lhs_floats(std::int64_t rows, std::int64_t I, std::int64_t H) {
+  return lhs_scratch_floats({{rows, 3 * H}, {H, rows}, {I, rows}});
+}
 
 // d_w_h = [h_prev; h[0:S−1]]ᵀ·d_gh over all S·B rows (d_gh = d_g in place), or hcᵀ·d_gc over the
 // N active rows compacted (d_gh = d_gc); on bfloat16 operands with `bf16` (d_gh rounded when
@@ -231,7 +238,7 @@ void reset_after_d_w_h(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>
   if constexpr (std::is_same_v<T, float>) {
     if (bf16) {
       gemm::PackedBBf16 d_gh_packed;
-      d_gh_packed.pack_into(Trans::kNo, rows, H3, d_gh, R, bf16->packed);
+      d_gh_packed.pack_into(Trans::kNo, rows, H3, d_gh, R, bf16->packed, bf16->packed_floats);
       const std::uint16_t* const h_before =
           act.all ? previous_h_bf16(S, B, H, a.h_prev, a.h, bf16->h_before) : nullptr;
       if (!act.all) {
@@ -273,7 +280,7 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
     if (bf16) {
       {
         gemm::PackedBBf16 d_gi_packed;
-        d_gi_packed.pack_into(Trans::kNo, rows, H3, d_gi, R, bf16->packed);
+        d_gi_packed.pack_into(Trans::kNo, rows, H3, d_gi, R, bf16->packed, bf16->packed_floats);
         gemm::gemm_bf16(Trans::kYes, I, x, I, d_gi_packed, 0.0f, a.d_w_i, H3, bf16->a_scratch);
       }
       const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
@@ -366,10 +373,11 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
         [](std::int64_t, const UnitSplit&) {});
   }
   if (scratch) {
-    bf16_operands =
-        Bf16GradOperands{.packed = scratch->take(gemm::PackedBBf16::packed_floats(N, H3)),
-                         .a_scratch = scratch->take(N * std::max(H3, I)),
-                         .h_before = scratch->take(previous_h_bf16_floats(S, B, H))};
+    const std::int64_t packed_floats = packed_bf16_floats(N, H3);
+    bf16_operands = Bf16GradOperands{.packed = scratch->take(packed_floats),
+                                     .packed_floats = packed_floats,
+                                     .a_scratch = scratch->take(reset_after_lhs_floats(N, I, H)),
+                                     .h_before = scratch->take(previous_h_bf16_floats(S, B, H))};
   }
   const Bf16GradOperands* const bf16_ops = bf16_operands ? &*bf16_operands : nullptr;
 
@@ -414,8 +422,8 @@ std::int64_t block_gru_reset_after_bf16_fwd_workspace_floats(std::int64_t S, std
 std::int64_t block_gru_reset_after_bf16_bwd_workspace_floats(std::int64_t S, std::int64_t B,
                                                              std::int64_t I, std::int64_t H) {
   const std::int64_t rows = S * B, H3 = 3 * H;
-  return Bf16Lhs::storage_floats(B, H3) + gemm::PackedBBf16::packed_floats(rows, H3) +
-         rows * std::max(H3, I) + previous_h_bf16_floats(S, B, H);
+  return Bf16Lhs::storage_floats(B, H3) + packed_bf16_floats(rows, H3) +
+         reset_after_lhs_floats(rows, I, H) + previous_h_bf16_floats(S, B, H);
 }
 
 template void block_gru_reset_after_fwd<float>(const BlockGRUDims&,

@@ -309,21 +309,20 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
   const std::int64_t rows = act.all ? S * B : act.total();
   const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
   const gemm::PackedBBf16* const w_x_t = p ? &p->w_x_t : nullptr;
-  float* const a_scratch = scratch.take(rows * std::max({G, I, H}));
+  float* const a_scratch = scratch.take(lhs_scratch_floats({{rows, G}, {I, rows}, {H, rows}}));
   gemm::PackedBBf16 d_gates_packed;
-  float* const packed = scratch.take(gemm::PackedBBf16::packed_floats(rows, G));
   if (act.all) {
     if (a.d_x) {
       product_weight_t_bf16(w_x_t, rows, I, G, d_gates, Gp, a.w, G, 0.0f, a.d_x, I, a_scratch);
     }
-    d_gates_packed.pack_into(Trans::kNo, rows, G, d_gates, Gp, packed);
+    scratch.pack(d_gates_packed, rows, G, d_gates, Gp);
     gemm::gemm_bf16(Trans::kYes, I, a.x, I, d_gates_packed, 0.0f, a.d_w, G, a_scratch);
     const std::uint16_t* const h_before =
         previous_h_bf16(S, B, H, a.h_prev, a.h, scratch.take(previous_h_bf16_floats(S, B, H)));
     gemm::gemm_bf16(Trans::kYes, H, h_before, H, d_gates_packed, 0.0f, a.d_w + I * G, G, a_scratch);
     return;
   }
-  d_gates_packed.pack_into(Trans::kNo, rows, G, dgc, Gp, packed);
+  scratch.pack(d_gates_packed, rows, G, dgc, Gp);
   gemm::gemm_bf16(Trans::kYes, I, xc, I, d_gates_packed, 0.0f, a.d_w, G, a_scratch);
   gemm::gemm_bf16(Trans::kYes, H, hc, H, d_gates_packed, 0.0f, a.d_w + I * G, G, a_scratch);
   if (a.d_x) {
@@ -428,8 +427,8 @@ std::int64_t block_lstm_bf16_fwd_workspace_floats(std::int64_t S, std::int64_t B
 std::int64_t block_lstm_bf16_bwd_workspace_floats(std::int64_t S, std::int64_t B, std::int64_t I,
                                                   std::int64_t H) {
   const std::int64_t G = 4 * H, rows = S * B;
-  return Bf16Lhs::storage_floats(B, G) + rows * std::max({G, I, H}) +
-         gemm::PackedBBf16::packed_floats(rows, G) + previous_h_bf16_floats(S, B, H);
+  return Bf16Lhs::storage_floats(B, G) + lhs_scratch_floats({{rows, G}, {I, rows}, {H, rows}}) +
+         packed_bf16_floats(rows, G) + previous_h_bf16_floats(S, B, H);
 }
 
 template void block_lstm_fwd<float>(const BlockLSTMDims&, const BlockLSTMFwdArgs<float>&);

@@ -156,6 +156,10 @@ Bf16Kernel bf16_kernel_for(Isa isa) {
                                                             : Bf16Kernel::kWidened;
 }
 
+Bf16Kernel active_bf16_kernel() {
+  return bf16_kernel_for(core::active_isa());
+}
+
 template <typename TA>
 void round_rows_bf16(int64_t r0, int64_t r1, int64_t k, const TA* a, int64_t lda,
                      std::uint16_t* dst) {
@@ -198,9 +202,16 @@ void PackedBBf16::pack(Trans tb, int64_t k, int64_t n, const TB* b, int64_t ldb,
 }
 
 void PackedBBf16::pack_into(Trans tb, int64_t k, int64_t n, const float* b, int64_t ldb,
-                            float* storage) {
+                            float* storage, int64_t capacity) {
+  check_dims({k, n, ldb});
   const Isa isa = core::active_isa();
-  pack_to(tb, k, n, b, ldb, isa, bf16_kernel_for(isa), storage);
+  const Bf16Kernel kernel = bf16_kernel_for(isa);
+  if (packed_floats(k, n, kernel) > capacity) {
+    throw Error(ErrorCode::kInternal, "gemm_bf16: pack_into storage of " +
+                                          std::to_string(capacity) + " floats, " +
+                                          std::to_string(packed_floats(k, n, kernel)) + " needed");
+  }
+  pack_to(tb, k, n, b, ldb, isa, kernel, storage);
 }
 
 template <typename TB>
@@ -241,7 +252,7 @@ void PackedBBf16::pack_to(Trans tb, int64_t k, int64_t n, const TB* b, int64_t l
     if (kp > 0 && panels > std::numeric_limits<int64_t>::max() / 8 / kp / nr) {
       throw Error(ErrorCode::kResourceExhausted, "gemm_bf16: packed matrix too large");
     }
-    // kp·NR pairs a panel: within packed_elems_bound(k, n) floats (NR ≤ 64, kp ≤ k).
+    // kp·NR pairs a panel: packed_floats(k, n, kDpbf16) floats (NR = 32 divides 64).
     std::uint16_t* mem = storage != nullptr ? reinterpret_cast<std::uint16_t*>(storage)
                                             : allocate_bits(panels * kp * nr * 2, "packed matrix");
     pairs_.reset(mem);

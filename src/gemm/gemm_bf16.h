@@ -40,6 +40,8 @@ enum class Bf16Kernel { kDpbf16, kWidened };
 
 // The kernel a bfloat16 product runs on for the given path on this CPU.
 Bf16Kernel bf16_kernel_for(Isa isa);
+// The same for the active path (core::active_isa()): what pack and pack_into use.
+Bf16Kernel active_bf16_kernel();
 
 // op(B) [K, N] rounded to bfloat16 and packed once for many products (the recurrent weights
 // of a sequence, used at every step): kDpbf16 panels of K pairs, or kWidened float32 panels of
@@ -57,15 +59,18 @@ class PackedBBf16 {
   template <typename TB>
   void pack(Trans tb, std::int64_t k, std::int64_t n, const TB* b, std::int64_t ldb, Isa isa,
             Bf16Kernel kernel);
-  // The same as pack(tb, k, n, b, ldb) into the caller's storage (packed_floats(k, n) floats,
-  // valid while this PackedBBf16 is used), allocating nothing: a plan-once caller packs a
-  // per-call operand into its workspace. Same panels, same bits.
+  // The same as pack(tb, k, n, b, ldb) into the caller's storage (`capacity` floats, at least
+  // packed_floats(k, n, active_bf16_kernel()), valid while this PackedBBf16 is used),
+  // allocating nothing: a plan-once caller packs a per-call operand into its workspace. Same
+  // panels, same bits.
   void pack_into(Trans tb, std::int64_t k, std::int64_t n, const float* b, std::int64_t ldb,
-                 float* storage);
-  // The floats of pack_into's storage for op(B) [k, n], whichever the kernel: kWidened rounds
-  // op(B) into k·n floats, then packs them (packed_elems_bound); kDpbf16's pairs take less.
-  static std::int64_t packed_floats(std::int64_t k, std::int64_t n) {
-    return k * n + packed_elems_bound(k, n);
+                 float* storage, std::int64_t capacity);
+  // The floats of pack_into's storage for op(B) [k, n] on `kernel`: kDpbf16 panels of at most
+  // 64 columns of ⌈k/2⌉ pairs (4 bytes a pair); kWidened op(B) rounded into k·n floats, then
+  // packed into the float32 engine's panels.
+  static std::int64_t packed_floats(std::int64_t k, std::int64_t n, Bf16Kernel kernel) {
+    return kernel == Bf16Kernel::kDpbf16 ? packed_elems_bound((k + 1) / 2, n)
+                                         : k * n + packed_elems_bound(k, n);
   }
   std::int64_t k() const { return k_; }
   std::int64_t n() const { return n_; }
@@ -110,11 +115,10 @@ template <typename TA>
 void gemm_bf16(Trans trans_a, std::int64_t m, const TA* a, std::int64_t lda, const PackedBBf16& b,
                float beta, float* c, std::int64_t ldc, float* a_scratch = nullptr);
 
-// The floats of gemm_bf16's `a_scratch` for an [m, k] A, whichever the kernel: kWidened widens A
-// into m·k floats; kDpbf16 packs it into m rows of ⌈k/2⌉ bfloat16 pairs (4 bytes each), never
-// more.
-inline std::int64_t gemm_bf16_a_scratch_floats(std::int64_t m, std::int64_t k) {
-  return m * k;
+// The floats of gemm_bf16's `a_scratch` for an [m, k] A on `kernel`: kWidened widens A into
+// m·k floats; kDpbf16 packs it into m rows of ⌈k/2⌉ bfloat16 pairs (4 bytes each).
+inline std::int64_t gemm_bf16_a_scratch_floats(std::int64_t m, std::int64_t k, Bf16Kernel kernel) {
+  return kernel == Bf16Kernel::kDpbf16 ? m * ((k + 1) / 2) : m * k;
 }
 
 // For callers that run their own parallel region (the sequence ops: one region around the time

@@ -33,10 +33,11 @@ using std::int64_t;
 constexpr int kLanes = 16;         // float32 accumulators per zmm
 constexpr int kNV = 2;             // zmm per row of the accumulator tile
 constexpr int kNR = kNV * kLanes;  // columns of a panel
-constexpr int kMR = 8;             // rows of the accumulator tile: 16 zmm accumulators
-constexpr int kKCPairs = 256;      // K block, in pairs of k (128: 89 % of peak, 256: 96 %)
-constexpr int kMTMax = 96;         // rows of an output tile
-constexpr int kNTPanels = 4;       // panels of an output tile
+static_assert(64 % kNR == 0, "PackedBBf16::packed_floats bounds the panels by 64 columns");
+constexpr int kMR = 8;         // rows of the accumulator tile: 16 zmm accumulators
+constexpr int kKCPairs = 256;  // K block, in pairs of k (128: 89 % of peak, 256: 96 %)
+constexpr int kMTMax = 96;     // rows of an output tile
+constexpr int kNTPanels = 4;   // panels of an output tile
 
 inline int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;

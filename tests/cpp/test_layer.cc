@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "blockrnn/blockrnn.h"
+#include "core/isa.h"
 #include "sequence_case.h"
 #include "test_util.h"
 
@@ -1220,16 +1221,23 @@ TEST(LayerHostile, SixteenBitWorkspaceCountsTheFloat32Copies) {
     const GRULayer l16(s);
     const std::int64_t copies =
         2 * T * B * I + 2 * B * H + 5 * T * B * H + (I + H) * 3 * H + 3 * H;  // float32 elements
-    // bfloat16 products: the larger of the forward's operands (x rounded, the two [B, H] left
-    // operands, each two buffers) and the backward's (the [B, H] and [B, 2H] left operands, one
-    // rounded left operand of at most T·B·max(2H, I), d_ru and d_c_bar packed: their rounded
-    // copy and panels of 64 columns, and [h_prev; h[0:T−1]] in bfloat16, two a float).
+    // bfloat16 products (test_ops.cc, bf16_operand_bytes, says how each is sized on the two
+    // kernels): the larger of the forward's operands (x rounded, the two [B, H] left operands,
+    // each two buffers) and the backward's (the [B, H] and [B, 2H] left operands, the largest
+    // rounded left operand, d_ru and d_c_bar packed, [h_prev; h[0:T−1]] in bfloat16).
+    const bool dp = core::active_isa() == Isa::kAvx512 && core::cpu_has_avx512_bf16();
     const auto panels64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
+    const auto lhs = [dp](std::int64_t m, std::int64_t k) {
+      return dp ? m * ((k + 1) / 2) : m * k;
+    };
     const std::int64_t TB = T * B;
-    const std::int64_t bf16_fwd = TB * I + 2 * (2 * B * H);
-    const std::int64_t bf16_bwd = 2 * B * H + 2 * B * 2 * H + TB * std::max(2 * H, I) + TB * 2 * H +
-                                  TB * panels64(2 * H) + TB * H + TB * panels64(H) +
-                                  (TB * H + 1) / 2;
+    const auto packed = [&](std::int64_t n) {
+      return dp ? (TB + 1) / 2 * panels64(n) : TB * n + TB * panels64(n);
+    };
+    const std::int64_t bf16_fwd = lhs(TB, I) + 2 * (2 * B * H);
+    const std::int64_t bf16_bwd = 2 * B * H + 2 * B * 2 * H +
+                                  std::max({lhs(TB, 2 * H), lhs(I, TB), lhs(H, TB)}) +
+                                  packed(2 * H) + packed(H) + (TB * H + 1) / 2;
     const std::int64_t bf16_operands = dt == DType::kBFloat16 ? std::max(bf16_fwd, bf16_bwd) : 0;
     EXPECT_EQ(l16.workspace_bytes(T, B),
               l32.workspace_bytes(T, B) + 4 * std::size_t(copies + bf16_operands))
