@@ -297,9 +297,11 @@ static void run_one_shot(struct state* s, int has_slm, int64_t slm, int with_len
 }
 
 /* The handle's call on the same inputs into `got` / `ggot`; a strided x when `strided`. */
+/* The layer's forward and backward on `s`; without_x_grad: the backward's x_grad (output 0 of
+ * every grad op) absent, so not computed. */
 static void run_handle(struct state* s, blockrnn_layer* layer, struct buf* got, struct buf* ggot,
                        int has_slm, int64_t slm, int with_lengths, int strided, void* ws,
-                       size_t ws_bytes) {
+                       size_t ws_bytes, int without_x_grad) {
   static const int64_t x_strides[] = {I, T * I, 1}; /* xt is [B, T, I] */
   blockrnn_layer_inputs in;
   blockrnn_layer_grad_inputs g;
@@ -333,6 +335,7 @@ static void run_handle(struct state* s, blockrnn_layer* layer, struct buf* got, 
     poison(&ggot[j], s->dt);
     gout[j] = view(&ggot[j], s->dt);
   }
+  if (without_x_grad) memset(&gout[0], 0, sizeof gout[0]);
   /* The workspace holds nothing between calls: the backward's is poisoned first. */
   if (ws != NULL) memset(ws, 0xff, ws_bytes);
   CHECK(blockrnn_layer_backward(layer, &in, &g, gout, (size_t)s->ng, ws, ws_bytes) == BLOCKRNN_OK,
@@ -443,6 +446,7 @@ static void check_case(const struct kind* k, int32_t dt, int peephole) {
   }
 
   /* Many calls on one handle. */
+  CHECK(strcmp(blockrnn_op_output_name(grad_index, 0), "x_grad") == 0, "x_grad is output 0");
   for (int step = 0; step < STEPS; ++step) {
     const int has_slm = step % 3 == 1, with_lengths = step % 3 == 2, strided = step == 3;
     const int64_t slm = T - 2;
@@ -462,7 +466,7 @@ static void check_case(const struct kind* k, int32_t dt, int peephole) {
       set_weights(&s, mine, step);
     }
     run_one_shot(&s, has_slm, slm, with_lengths);
-    run_handle(&s, layer, s.got, s.ggot, has_slm, slm, with_lengths, strided, NULL, 0);
+    run_handle(&s, layer, s.got, s.ggot, has_slm, slm, with_lengths, strided, NULL, 0, 0);
     /* A call's workspace is that of its seq_len_max; a 16-bit layer's, of x's T (it stages
      * every step of x and of the outputs through float32). */
     const int staged = dt == BLOCKRNN_FLOAT16 || dt == BLOCKRNN_BFLOAT16;
@@ -471,7 +475,10 @@ static void check_case(const struct kind* k, int32_t dt, int peephole) {
           "workspace_bytes");
     ws = malloc(ws_bytes + 8);
     memset(ws, 0xff, ws_bytes);
-    run_handle(&s, mine, s.got2, s.ggot2, has_slm, slm, with_lengths, strided, ws, ws_bytes);
+    /* Every other step without x_grad: the other gradients keep their bits. */
+    const int without_x_grad = step % 2 == 1;
+    run_handle(&s, mine, s.got2, s.ggot2, has_slm, slm, with_lengths, strided, ws, ws_bytes,
+               without_x_grad);
     free(ws);
     for (int j = 0; j < s.nf; ++j) {
       char msg[200];
@@ -485,7 +492,11 @@ static void check_case(const struct kind* k, int32_t dt, int peephole) {
       snprintf(msg, sizeof msg, "%s step %d: %s bitwise the grad op's", what, step,
                blockrnn_op_output_name(grad_index, j));
       CHECK(written(&s.grads[j], dt) && same(&s.ggot[j], &s.grads[j], dt), msg);
-      CHECK(same(&s.ggot2[j], &s.grads[j], dt), "caller workspace: backward, same bits");
+      if (j == 0 && without_x_grad) {
+        CHECK(!written(&s.ggot2[0], dt), "without x_grad: its buffer is not written");
+      } else {
+        CHECK(same(&s.ggot2[j], &s.grads[j], dt), "caller workspace: backward, same bits");
+      }
     }
   }
 
