@@ -607,7 +607,8 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
   const T* dy_l = layer::data<T>(g.y_grad);
   for (std::int64_t l = L - 1; l >= 0; --l) {
     const std::int64_t I_l = in_size(l);
-    // Null: the caller wants no x_grad (layer 0 only), and no layer computes one.
+    // Layer 0's is the caller's x_grad: null when absent, and then neither direction of layer 0
+    // computes one.
     T* const dx_l = l == 0 ? layer::data<T>(go.x_grad) : dx.data_as<T>();
     TensorView in_l = x.x;
     if (l > 0) {
