@@ -47,8 +47,8 @@ constexpr OutputField<GradOut, GradRes> kGradOutputs[] = {
 CallShape validate_fwd(const In& in, const NoAttrs&) {
   const ops::SeqSizes d =
       ops::check_sequence(Checker("BlockGRU"), kInputs, in, ops::GRUState::of(in));
-  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)),
-                                 cpu::block_gru_bf16_fwd_workspace_floats(d.S, d.B, d.I, d.H));
+  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)), d,
+                                 cpu::block_gru_bf16_fwd_workspace_floats);
 }
 
 // Each gradient has the shape of its input.
@@ -58,7 +58,7 @@ CallShape validate_grad(const GradIn& in, const NoAttrs&) {
   return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths,
                                                      {in.x.shape, in.h_prev.shape, in.w_ru.shape,
                                                       in.w_c.shape, in.b_ru.shape, in.b_c.shape}),
-                                 cpu::block_gru_bf16_bwd_workspace_floats(d.S, d.B, d.I, d.H));
+                                 d, cpu::block_gru_bf16_bwd_workspace_floats);
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {

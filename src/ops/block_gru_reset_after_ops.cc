@@ -78,20 +78,18 @@ struct State {
 CallShape validate_fwd(const In& in, const NoAttrs&) {
   const ops::SeqSizes d =
       ops::check_sequence(Checker("BlockGRUResetAfter"), kInputs, in, State::of(in));
-  return ops::with_bf16_operands(
-      ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)),
-      cpu::block_gru_reset_after_bf16_fwd_workspace_floats(d.S, d.B, d.I, d.H));
+  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)), d,
+                                 cpu::block_gru_reset_after_bf16_fwd_workspace_floats);
 }
 
 // Each gradient has the shape of its input.
 CallShape validate_grad(const GradIn& in, const NoAttrs&) {
   const ops::SeqSizes d = ops::check_sequence(Checker("BlockGRUResetAfterGrad"), kGradInputs, in,
                                               State::of(in), kGradSteps);
-  return ops::with_bf16_operands(
-      ops::sequence_shape(
-          d, in.seq_lengths,
-          {in.x.shape, in.h_prev.shape, in.w_i.shape, in.w_h.shape, in.b_i.shape, in.b_h.shape}),
-      cpu::block_gru_reset_after_bf16_bwd_workspace_floats(d.S, d.B, d.I, d.H));
+  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths,
+                                                     {in.x.shape, in.h_prev.shape, in.w_i.shape,
+                                                      in.w_h.shape, in.b_i.shape, in.b_h.shape}),
+                                 d, cpu::block_gru_reset_after_bf16_bwd_workspace_floats);
 }
 
 void compute_fwd(const In& in, const Out& out, const NoAttrs&, DType dtype) {

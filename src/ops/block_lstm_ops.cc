@@ -78,8 +78,8 @@ CallShape validate_fwd(const In& in, const A& attrs) {
   if constexpr (requires { attrs.forget_bias; }) forget_bias = attrs.forget_bias;
   ops::check_lstm_attrs(check, forget_bias, attrs.cell_clip);
   const ops::SeqSizes d = ops::check_sequence(check, kInputs, in, state_of(in, false));
-  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)),
-                                 cpu::block_lstm_bf16_fwd_workspace_floats(d.S, d.B, d.I, d.H));
+  return ops::with_bf16_operands(ops::sequence_shape(d, in.seq_lengths, std::size(kOutputs)), d,
+                                 cpu::block_lstm_bf16_fwd_workspace_floats);
 }
 
 // Each gradient has the shape of its input.
@@ -91,7 +91,7 @@ CallShape validate_grad(const GradIn& in, const PeepholeAttr&) {
       ops::sequence_shape(d, in.seq_lengths,
                           {in.x.shape, in.cs_prev.shape, in.h_prev.shape, in.w.shape, in.wci.shape,
                            in.wcf.shape, in.wco.shape, in.b.shape}),
-      cpu::block_lstm_bf16_bwd_workspace_floats(d.S, d.B, d.I, d.H));
+      d, cpu::block_lstm_bf16_bwd_workspace_floats);
 }
 
 // BlockLSTMV2's kernel uses forget_bias 0.

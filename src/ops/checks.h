@@ -263,11 +263,20 @@ inline core::CallShape sequence_shape(const SeqSizes& d, const TensorView& seq_l
 }
 
 // A bfloat16 call's CallShape with the fast path's bfloat16 product operands for the memory
-// check to count: `floats` float32 values, the kernel's block_*_bf16_fwd_workspace_floats or
-// block_*_bf16_bwd_workspace_floats (kernel/block_*.h), which the one-shot ops allocate per call;
-// any other dtype's CallShape as it is.
-inline core::CallShape with_bf16_operands(core::CallShape call, std::int64_t floats) {
-  if (call.dtype == DType::kBFloat16) call.bf16_operand_bytes = double(floats) * sizeof(float);
+// check to count: `floats(S, B, I, H)` float32 values, the kernel's
+// block_*_bf16_fwd_workspace_floats or block_*_bf16_bwd_workspace_floats (kernel/block_*.h),
+// which the one-shot ops allocate per call; any other dtype's CallShape as it is. The sizes are
+// validated but not yet bounded (the memory check is what refuses a huge call), so `floats` runs
+// only where every sum it makes fits int64: under a bound of every family's, computed in double,
+// S·B·(I + 16·H + 256) + 16·B·H + 1 floats; past it the bound is what is counted.
+inline core::CallShape with_bf16_operands(core::CallShape call, const SeqSizes& d,
+                                          std::int64_t (*floats)(std::int64_t, std::int64_t,
+                                                                 std::int64_t, std::int64_t)) {
+  if (call.dtype != DType::kBFloat16) return call;
+  const double S = double(d.S), B = double(d.B), I = double(d.I), H = double(d.H);
+  const double bound = S * B * (I + 16.0 * H + 256.0) + 16.0 * B * H + 1.0;
+  const double counted = bound < 0x1p62 ? double(floats(d.S, d.B, d.I, d.H)) : bound;
+  call.bf16_operand_bytes = counted * sizeof(float);
   return call;
 }
 
