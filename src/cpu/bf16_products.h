@@ -207,8 +207,9 @@ inline const std::uint16_t* previous_h_bf16(std::int64_t S, std::int64_t B, std:
 
 // The storage of a bfloat16 backward's operands (its Bf16Lhs buffers, packed gate gradients,
 // [h_prev; h[0:S−1]] and the rounded left operands of the products), taken in order from the
-// caller's bf16_workspace (a plan-once layer's, `capacity` floats: block_*_bf16_workspace_floats)
-// or, without one (the one-shot ops), from buffers allocated here and freed with it.
+// caller's bf16_workspace (a plan-once layer's, `capacity` floats:
+// block_*_bf16_bwd_workspace_floats) or, without one (the one-shot ops), from buffers allocated
+// here and freed with it.
 class Bf16Scratch {
  public:
   Bf16Scratch(const char* op, float* workspace, std::int64_t capacity)

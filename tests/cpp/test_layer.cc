@@ -469,22 +469,55 @@ const StackCase kStackCases[] = {
     {RNNMode::kGRUResetAfter, 1, false, false, {}},
 };
 
+bool is_lstm(RNNMode mode) {
+  return mode == RNNMode::kLSTM || mode == RNNMode::kLSTMV2;
+}
+
+// The RNN of a stack case for inputs of I features, H units and dtype dt, created for calls of
+// up to max_time steps and max_batch examples.
+RNNOptions stack_options(const StackCase& c, std::int64_t I, std::int64_t H, DType dt,
+                         std::int64_t max_time, std::int64_t max_batch) {
+  return {.mode = c.mode,
+          .input_size = I,
+          .hidden_size = H,
+          .num_layers = c.layers,
+          .bidirectional = c.bidirectional,
+          .dtype = dt,
+          .max_time = max_time,
+          .max_batch = max_batch};
+}
+
+// A dropout mask of the case's stack, [max(L − 1, 0), T, B, D·H] in dt: each element `kept` with
+// probability 0.7, else 0.
+Tensor dropout_mask(const StackCase& c, DType dt, std::int64_t T, std::int64_t B, std::int64_t H,
+                    double kept, std::mt19937_64& rng) {
+  const std::int64_t D = c.bidirectional ? 2 : 1;
+  Tensor mask(dt, {std::max<std::int64_t>(c.layers - 1, 0), T, B, D * H});
+  std::bernoulli_distribution keep(0.7);
+  for (std::int64_t e = 0; e < mask.num_elements(); ++e) set(mask, e, keep(rng) ? kept : 0.0);
+  return mask;
+}
+
+// The case's call on x, h0 and (LSTM) c0, with its lengths `lens` where it has lengths and the
+// mask where it has dropout between layers.
+RNNInputs stack_inputs(const StackCase& c, const Tensor& x, const Tensor& h0, const Tensor& c0,
+                       const Tensor& lens, const Tensor& mask) {
+  return {.x = x,
+          .h0 = h0,
+          .c0 = is_lstm(c.mode) ? c0.view() : TensorView(),
+          .seq_lengths = c.lengths.empty() ? TensorView() : lens.view(),
+          .dropout_mask = c.dropout && c.layers > 1 ? mask.view() : TensorView()};
+}
+
 class StackTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
   const StackCase& c = kStackCases[GetParam()];
   const DType dt = DType::kFloat64;
   const std::int64_t T = 4, B = 3, I = 3, H = 4, D = c.bidirectional ? 2 : 1, L = c.layers;
-  const bool lstm = c.mode == RNNMode::kLSTM || c.mode == RNNMode::kLSTMV2;
+  const bool lstm = is_lstm(c.mode);
   std::mt19937_64 rng(41 + GetParam());
-  RNN rnn({.mode = c.mode,
-           .input_size = I,
-           .hidden_size = H,
-           .num_layers = L,
-           .bidirectional = c.bidirectional,
-           .dtype = dt,
-           .max_time = T + 1,
-           .max_batch = B + 1});
+  RNN rnn(stack_options(c, I, H, dt, T + 1, B + 1));
   std::vector<std::vector<Tensor>> params;
   for (std::int64_t l = 0; l < L; ++l) {
     for (std::int64_t d = 0; d < D; ++d) {
@@ -500,17 +533,9 @@ TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
   set_all();
   Tensor x = random_tensor(dt, {T, B, I}, rng), h0 = random_tensor(dt, {L * D, B, H}, rng),
          c0 = random_tensor(dt, {L * D, B, H}, rng);
-  Tensor mask(dt, {std::max<std::int64_t>(L - 1, 0), T, B, D * H});
-  std::bernoulli_distribution keep(0.7);
-  for (std::int64_t e = 0; e < mask.num_elements(); ++e) {
-    mask.data_as<double>()[e] = keep(rng) ? 1.0 / 0.7 : 0.0;
-  }
+  const Tensor mask = dropout_mask(c, dt, T, B, H, 1.0 / 0.7, rng);
   const Tensor lens = lengths_tensor(c.lengths);
-  const RNNInputs in{.x = x,
-                     .h0 = h0,
-                     .c0 = lstm ? c0.view() : TensorView(),
-                     .seq_lengths = c.lengths.empty() ? TensorView() : lens.view(),
-                     .dropout_mask = c.dropout && L > 1 ? mask.view() : TensorView()};
+  const RNNInputs in = stack_inputs(c, x, h0, c0, lens, mask);
   Tensor y = poisoned(dt, {T, B, D * H}), h_n = poisoned(dt, {L * D, B, H}),
          c_n = poisoned(dt, {L * D, B, H});
   // On a caller's reserve: another forward call (on the RNN's own) may come before its backward.
@@ -709,16 +734,9 @@ TEST_P(StackSixteenBitTest, ForwardIsTheOpsLayerByLayerAndBackwardIsNearFloat64)
   const StackCase& c = kStackCases[std::get<0>(GetParam())];
   const DType dt = std::get<1>(GetParam());
   const std::int64_t T = 4, B = 3, I = 3, H = 4, D = c.bidirectional ? 2 : 1, L = c.layers;
-  const bool lstm = c.mode == RNNMode::kLSTM || c.mode == RNNMode::kLSTMV2;
+  const bool lstm = is_lstm(c.mode);
   std::mt19937_64 rng(61 + std::get<0>(GetParam()));
-  const RNNOptions options{.mode = c.mode,
-                           .input_size = I,
-                           .hidden_size = H,
-                           .num_layers = L,
-                           .bidirectional = c.bidirectional,
-                           .dtype = dt,
-                           .max_time = T,
-                           .max_batch = B};
+  const RNNOptions options = stack_options(c, I, H, dt, T, B);
   RNN rnn(options);
   RNNOptions options64 = options;
   options64.dtype = DType::kFloat64;
@@ -740,24 +758,12 @@ TEST_P(StackSixteenBitTest, ForwardIsTheOpsLayerByLayerAndBackwardIsNearFloat64)
   }
   const Tensor x = random_tensor(dt, {T, B, I}, rng), h0 = random_tensor(dt, {L * D, B, H}, rng),
                c0 = random_tensor(dt, {L * D, B, H}, rng);
-  Tensor mask(dt, {std::max<std::int64_t>(L - 1, 0), T, B, D * H});
-  std::bernoulli_distribution keep(0.7);
-  for (std::int64_t e = 0; e < mask.num_elements(); ++e) set(mask, e, keep(rng) ? 1.0 / 0.7 : 0.0);
+  const Tensor mask = dropout_mask(c, dt, T, B, H, 1.0 / 0.7, rng);
   const Tensor x64 = converted(x, DType::kFloat64), h064 = converted(h0, DType::kFloat64),
                c064 = converted(c0, DType::kFloat64), mask64 = converted(mask, DType::kFloat64);
   const Tensor lens = lengths_tensor(c.lengths);
-  const bool dropout = c.dropout && L > 1;
-  const TensorView lv = c.lengths.empty() ? TensorView() : lens.view();
-  const RNNInputs in{.x = x,
-                     .h0 = h0,
-                     .c0 = lstm ? c0.view() : TensorView(),
-                     .seq_lengths = lv,
-                     .dropout_mask = dropout ? mask.view() : TensorView()};
-  const RNNInputs in64{.x = x64,
-                       .h0 = h064,
-                       .c0 = lstm ? c064.view() : TensorView(),
-                       .seq_lengths = lv,
-                       .dropout_mask = dropout ? mask64.view() : TensorView()};
+  const RNNInputs in = stack_inputs(c, x, h0, c0, lens, mask);
+  const RNNInputs in64 = stack_inputs(c, x64, h064, c064, lens, mask64);
   Tensor y = poisoned(dt, {T, B, D * H}), h_n = poisoned(dt, {L * D, B, H}),
          c_n = poisoned(dt, {L * D, B, H});
   rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
@@ -874,16 +880,9 @@ TEST_P(StackWithoutXGradTest, GivesTheOtherGradientsBitForBit) {
   const StackCase& c = kStackCases[std::get<0>(GetParam())];
   const DType dt = std::get<1>(GetParam());
   const std::int64_t T = 4, B = 3, I = 24, H = 16, D = c.bidirectional ? 2 : 1, L = c.layers;
-  const bool lstm = c.mode == RNNMode::kLSTM || c.mode == RNNMode::kLSTMV2;
+  const bool lstm = is_lstm(c.mode);
   std::mt19937_64 rng(71 + std::get<0>(GetParam()));
-  RNN rnn({.mode = c.mode,
-           .input_size = I,
-           .hidden_size = H,
-           .num_layers = L,
-           .bidirectional = c.bidirectional,
-           .dtype = dt,
-           .max_time = T,
-           .max_batch = B});
+  RNN rnn(stack_options(c, I, H, dt, T, B));
   std::vector<Tensor> params;
   for (std::int64_t l = 0; l < L; ++l) {
     for (std::int64_t d = 0; d < D; ++d) {
@@ -897,15 +896,9 @@ TEST_P(StackWithoutXGradTest, GivesTheOtherGradientsBitForBit) {
   const Tensor x = converted(random_tensor(DType::kFloat64, {T, B, I}, rng), dt),
                h0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt),
                c0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt);
-  Tensor mask(dt, {std::max<std::int64_t>(L - 1, 0), T, B, D * H});
-  std::bernoulli_distribution keep(0.7);
-  for (std::int64_t e = 0; e < mask.num_elements(); ++e) set(mask, e, keep(rng) ? 2.0 : 0.0);
+  const Tensor mask = dropout_mask(c, dt, T, B, H, 2.0, rng);
   const Tensor lens = lengths_tensor(c.lengths);
-  const RNNInputs in{.x = x,
-                     .h0 = h0,
-                     .c0 = lstm ? c0.view() : TensorView(),
-                     .seq_lengths = c.lengths.empty() ? TensorView() : lens.view(),
-                     .dropout_mask = c.dropout && L > 1 ? mask.view() : TensorView()};
+  const RNNInputs in = stack_inputs(c, x, h0, c0, lens, mask);
   Tensor y(dt, {T, B, D * H}), h_n(dt, {L * D, B, H}), c_n(dt, {L * D, B, H});
   rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
   const Tensor gy = converted(random_tensor(DType::kFloat64, y.shape(), rng), dt);
@@ -1221,23 +1214,11 @@ TEST(LayerHostile, SixteenBitWorkspaceCountsTheFloat32Copies) {
     const GRULayer l16(s);
     const std::int64_t copies =
         2 * T * B * I + 2 * B * H + 5 * T * B * H + (I + H) * 3 * H + 3 * H;  // float32 elements
-    // bfloat16 products (test_ops.cc, bf16_operand_bytes, says how each is sized on the two
-    // kernels): the larger of the forward's operands (x rounded, the two [B, H] left operands,
-    // each two buffers) and the backward's (the [B, H] and [B, 2H] left operands, the largest
-    // rounded left operand, d_ru and d_c_bar packed, [h_prev; h[0:T−1]] in bfloat16).
+    // bfloat16 products (test_util.h, bf16_operand_floats, says how each is sized on the two
+    // kernels): the larger of the forward's operands and the backward's.
     const bool dp = core::active_isa() == Isa::kAvx512 && core::cpu_has_avx512_bf16();
-    const auto panels64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
-    const auto lhs = [dp](std::int64_t m, std::int64_t k) {
-      return dp ? m * ((k + 1) / 2) : m * k;
-    };
-    const std::int64_t TB = T * B;
-    const auto packed = [&](std::int64_t n) {
-      return dp ? (TB + 1) / 2 * panels64(n) : TB * n + TB * panels64(n);
-    };
-    const std::int64_t bf16_fwd = lhs(TB, I) + 2 * (2 * B * H);
-    const std::int64_t bf16_bwd = 2 * B * H + 2 * B * 2 * H +
-                                  std::max({lhs(TB, 2 * H), lhs(I, TB), lhs(H, TB)}) +
-                                  packed(2 * H) + packed(H) + (TB * H + 1) / 2;
+    const std::int64_t bf16_fwd = bf16_operand_floats("BlockGRU", T, B, I, H, dp);
+    const std::int64_t bf16_bwd = bf16_operand_floats("BlockGRUGrad", T, B, I, H, dp);
     const std::int64_t bf16_operands = dt == DType::kBFloat16 ? std::max(bf16_fwd, bf16_bwd) : 0;
     EXPECT_EQ(l16.workspace_bytes(T, B),
               l32.workspace_bytes(T, B) + 4 * std::size_t(copies + bf16_operands))

@@ -591,52 +591,16 @@ void output_on_input_refused(const OpTest& t) {
   }
 }
 
-// What the fast path of a bfloat16 call allocates for its bfloat16 products (src/cpu/
-// bf16_products.h), at most, in bytes (float32 counts × 4), on the active path's bfloat16 kernel
-// (`dp`: vdpbf16ps, operands as bfloat16 pairs; else widened to float32): two [B, k] buffers for
-// the left operand of each recurrent product (2·B·k floats; k = H forward: LSTM h, GRU h and hr,
-// reset-after GRU h; backward: LSTM d_gates 4H, GRU d_c_bar H and d_ru 2H, reset-after GRU d_gh
-// 3H); the forward's x rounded for the input projection ([S·B, I]); the grads' gate gradients
-// packed for the weight gradients (per packed [S·B, n]: panels of 64 columns of ⌈S·B/2⌉ pairs,
-// or the widened copy S·B·n and its panels of S·B rows), the bfloat16 copy of
-// [h_prev; h[0:S−1]] (two values a float) and one rounded left operand, the largest of the
-// products after the loop. 0 for the other ops.
-double bf16_operand_bytes(const std::string& op, std::int64_t S, std::int64_t B, std::int64_t I,
-                          std::int64_t H, bool dp) {
-  const std::int64_t BH = B * H, SB = S * B, prev_h = (SB * H + 1) / 2;
-  const auto panels64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
-  // A rounded left operand [m, k]; a packed [SB, n].
-  const auto lhs = [dp](std::int64_t m, std::int64_t k) { return dp ? m * ((k + 1) / 2) : m * k; };
-  const auto packed = [&](std::int64_t n) {
-    return dp ? (SB + 1) / 2 * panels64(n) : SB * n + SB * panels64(n);
-  };
-  std::int64_t floats = 0;
-  if (op == "BlockLSTM" || op == "BlockLSTMV2" || op == "BlockGRUResetAfter") {
-    floats = lhs(SB, I) + 2 * BH;
-  } else if (op == "BlockGRU") {
-    floats = lhs(SB, I) + 2 * 2 * BH;
-  } else if (op == "BlockLSTMGrad" || op == "BlockLSTMGradV2") {
-    floats =
-        2 * 4 * BH + std::max({lhs(SB, 4 * H), lhs(I, SB), lhs(H, SB)}) + packed(4 * H) + prev_h;
-  } else if (op == "BlockGRUGrad") {
-    floats = 2 * BH + 2 * 2 * BH + std::max({lhs(SB, 2 * H), lhs(I, SB), lhs(H, SB)}) +
-             packed(2 * H) + packed(H) + prev_h;
-  } else if (op == "BlockGRUResetAfterGrad") {
-    floats =
-        2 * 3 * BH + std::max({lhs(SB, 3 * H), lhs(I, SB), lhs(H, SB)}) + packed(3 * H) + prev_h;
-  }
-  return 4.0 * double(floats);
-}
-
 // The memory check (get_memory_limit) counts a bfloat16 call's product operands before anything
 // is allocated: on the fast path a bfloat16 call needs exactly the bytes of the same float16 call
-// (the same float32 staging) plus bf16_operand_bytes, named in the message; on the reference
-// path, which has none, exactly the float16 call's. A limit one byte below what a bfloat16 call
-// needs refuses it, naming the op; a limit of exactly that runs it.
+// (the same float32 staging) plus the bytes of testing::bf16_operand_floats, named in the message;
+// on the reference path, which has none, exactly the float16 call's. A limit one byte below what a
+// bfloat16 call needs refuses it, naming the op; a limit of exactly that runs it.
 void memory_limit(const OpTest& t) {
   const Dims d = testing::is_sequence_op(t.op) ? Dims{4, 16, 24, 32, 3} : Dims{1, 16, 24, 32, 1};
   const bool dp = core::active_isa() == Isa::kAvx512 && core::cpu_has_avx512_bf16();
-  const double want_operands = bf16_operand_bytes(t.op, d.S, d.B, d.I, d.H, dp);
+  const double want_operands =
+      4.0 * double(testing::bf16_operand_floats(t.op, d.S, d.B, d.I, d.H, dp));
   EXPECT_EQ(want_operands > 0, t.bf16_products > 0) << t.op << ": op_table.json's bf16_products";
   const long long saved = get_memory_limit();
   // The bytes a call needs, from the refusal's message at a limit of 1 byte.

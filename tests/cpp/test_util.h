@@ -178,4 +178,41 @@ void expect_cancelled(F&& call, const std::string& op) {
   }
 }
 
+// What the fast path of a bfloat16 call allocates for its bfloat16 products (src/cpu/
+// bf16_products.h), at most, in float32 elements, on the active path's bfloat16 kernel
+// (`dp`: vdpbf16ps, operands as bfloat16 pairs; else widened to float32): two [B, k] buffers for
+// the left operand of each recurrent product (2·B·k floats; k = H forward: LSTM h, GRU h and hr,
+// reset-after GRU h; backward: LSTM d_gates 4H, GRU d_c_bar H and d_ru 2H, reset-after GRU d_gh
+// 3H); the forward's x rounded for the input projection ([S·B, I]); the grads' gate gradients
+// packed for the weight gradients (per packed [S·B, n]: panels of 64 columns of ⌈S·B/2⌉ pairs,
+// or the widened copy S·B·n and its panels of S·B rows), the bfloat16 copy of
+// [h_prev; h[0:S−1]] (two values a float) and one rounded left operand, the largest of the
+// products after the loop. 0 for the other ops.
+inline std::int64_t bf16_operand_floats(const std::string& op, std::int64_t S, std::int64_t B,
+                                        std::int64_t I, std::int64_t H, bool dp) {
+  const std::int64_t BH = B * H, SB = S * B, prev_h = (SB * H + 1) / 2;
+  const auto panels64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
+  // A rounded left operand [m, k]; a packed [SB, n].
+  const auto lhs = [dp](std::int64_t m, std::int64_t k) { return dp ? m * ((k + 1) / 2) : m * k; };
+  const auto packed = [&](std::int64_t n) {
+    return dp ? (SB + 1) / 2 * panels64(n) : SB * n + SB * panels64(n);
+  };
+  std::int64_t floats = 0;
+  if (op == "BlockLSTM" || op == "BlockLSTMV2" || op == "BlockGRUResetAfter") {
+    floats = lhs(SB, I) + 2 * BH;
+  } else if (op == "BlockGRU") {
+    floats = lhs(SB, I) + 2 * 2 * BH;
+  } else if (op == "BlockLSTMGrad" || op == "BlockLSTMGradV2") {
+    floats =
+        2 * 4 * BH + std::max({lhs(SB, 4 * H), lhs(I, SB), lhs(H, SB)}) + packed(4 * H) + prev_h;
+  } else if (op == "BlockGRUGrad") {
+    floats = 2 * BH + 2 * 2 * BH + std::max({lhs(SB, 2 * H), lhs(I, SB), lhs(H, SB)}) +
+             packed(2 * H) + packed(H) + prev_h;
+  } else if (op == "BlockGRUResetAfterGrad") {
+    floats =
+        2 * 3 * BH + std::max({lhs(SB, 3 * H), lhs(I, SB), lhs(H, SB)}) + packed(3 * H) + prev_h;
+  }
+  return floats;
+}
+
 }  // namespace blockrnn::testing
