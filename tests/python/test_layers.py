@@ -299,3 +299,77 @@ def test_layer_objects_are_bitwise_the_raw_ops(cls, dtype):
         np.testing.assert_array_equal(dx, gref.x_grad)
         for a in layer.parameters().values():
             a *= dtype(0.9)  # in place: the next call must see it
+
+
+def _fresh_outputs(layer, x, g):
+    """What a new layer with `layer`'s parameters computes (set at its first call)."""
+    twin = type(layer)(layer.input_size, layer.hidden_size, dtype=layer.dtype, **layer.attrs())
+    for name, a in layer.parameters().items():
+        setattr(twin, name, np.array(a))
+    h_seq, _ = twin.forward(x)
+    dx, _ = twin.backward(g)
+    return h_seq, dx, twin.grads
+
+
+@pytest.mark.parametrize("cls", [LSTM, GRU])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, "bfloat16"])
+def test_layers_keep_their_packed_weights_until_the_parameters_change(cls, dtype):
+    # A layer sets (copies and packs) its parameters into its library layer object at its first
+    # call and again only when they changed: in place (an SGD step, one element), by assigning
+    # a new array, or to other bits of the same value (-0.0); every call then computes what a
+    # new layer with the same parameters computes, bit for bit.
+    from blockrnn import layers
+    rng = np.random.default_rng(8)
+    # parameters above the 64 KiB set at every call, in every dtype
+    layer = cls(96, 96, dtype=dtype, seed=3)
+    x = rng.uniform(-1, 1, (4, 3, 96)).astype(layer.dtype)
+    g = rng.uniform(-1, 1, (4, 3, 96)).astype(layer.dtype)
+
+    def step_packs(expect_same_as_fresh=True):
+        packs = layers.weight_packs()
+        h_seq, _ = layer.forward(x)
+        dx, _ = layer.backward(g)
+        if expect_same_as_fresh:
+            want_h, want_dx, want_grads = _fresh_outputs(layer, x, g)
+            np.testing.assert_array_equal(h_seq, want_h)
+            np.testing.assert_array_equal(dx, want_dx)
+            for name in want_grads:
+                np.testing.assert_array_equal(layer.grads[name], want_grads[name])
+        # the twin packs at its forward and reuses the pack in its backward
+        return layers.weight_packs() - packs - (1 if expect_same_as_fresh else 0)
+
+    assert step_packs() == 1  # the first call
+    assert step_packs() == 0  # unchanged: forward and backward reuse the pack
+    name = "w" if cls is LSTM else "w_ru"
+    for k, v in layer.grads.items():
+        getattr(layer, k)[...] -= (0.01 * v).astype(layer.dtype)  # an SGD step in place
+    assert step_packs() == 1
+    getattr(layer, name)[1, 2] = getattr(layer, name)[1, 2] + layer.dtype.type(0.25)
+    assert step_packs() == 1  # one element
+    setattr(layer, name, np.array(getattr(layer, name)) * layer.dtype.type(0.5))
+    assert step_packs() == 1  # a new array
+    getattr(layer, name)[0, 0] = layer.dtype.type(0.0)
+    step_packs()
+    getattr(layer, name)[0, 0] = -layer.dtype.type(0.0)
+    assert step_packs() == 1  # the same value, other bits
+    assert step_packs() == 0
+
+
+def test_a_failed_set_keeps_no_stale_pack():
+    # Parameters the library refuses (a wrong shape) leave the layer to set them again at its
+    # next call, once they are right: the refusal must not mark them as held.
+    from blockrnn import layers
+    layer = LSTM(96, 96, seed=3)
+    x = np.zeros((2, 1, 96), np.float32)
+    layer.forward(x)
+    good = layer.w
+    layer.w = np.zeros((3, 3), np.float32)
+    with pytest.raises(ValueError, match="w"):
+        layer.forward(x)
+    layer.w = good * np.float32(2.0)
+    packs = layers.weight_packs()
+    h_seq, _ = layer.forward(x)
+    assert layers.weight_packs() == packs + 1
+    twin = LSTM(96, 96, seed=3)
+    twin.w = np.array(layer.w)
+    np.testing.assert_array_equal(h_seq, twin.forward(x)[0])
