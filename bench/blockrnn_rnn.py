@@ -8,6 +8,8 @@
                     parameter gradients, like tf_rnn.py --full-grad)
   --op gru_cell     T=1: GRUBlockCell, then gradients.GRUBlockCell
 
+--dtype bfloat16 runs the same ops on bfloat16 inputs (peer blockrnn_bf16).
+
 One JSON object on stdout: peer, op, T, B, I, H, threads, fwd_ms, fwdbwd_ms (medians),
 fwd_min_ms, fwdbwd_min_ms, reps, warmup, peak_rss_mb, rss_increase_mb, and isa (the kernel
 path blockrnn.get_isa() reports, null if this build of the package has no get_isa).
@@ -30,6 +32,10 @@ def main():
     for flag, default in dict(T=50, B=64, I=512, H=512, threads=1, reps=10, warmup=2,
                               seed=1234).items():
         p.add_argument("--" + flag, type=int, default=default)
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                   help="bfloat16: every input in ml_dtypes.bfloat16 (the ops' bfloat16 path: "
+                        "bfloat16 products on a CPU with AVX512_BF16); the record's peer is "
+                        "then blockrnn_bf16")
     a = p.parse_args()
 
     import blockrnn
@@ -40,7 +46,12 @@ def main():
     rng = np.random.default_rng(a.seed)
     T, B, I, H = a.T, a.B, a.I, a.H
     ws = 1.0 / np.sqrt(I + H)
-    f32 = lambda *shape, s=1.0: rng.uniform(-s, s, size=shape).astype(np.float32)  # noqa: E731
+    dtype = np.float32
+    if a.dtype == "bfloat16":
+        import ml_dtypes
+        dtype = ml_dtypes.bfloat16
+    # Every floating input, in the run's dtype (the name says what the float32 run takes).
+    f32 = lambda *shape, s=1.0: rng.uniform(-s, s, size=shape).astype(dtype)  # noqa: E731
     slm = np.int64(T)
     baseline = current_rss_mb()
 
@@ -91,7 +102,7 @@ def main():
         bwd(fwd())
     fwd_t, all_t = time_fwd_bwd(fwd, bwd, a.reps)  # timed as the TensorFlow peer
     peak = peak_rss_mb()
-    rec = dict(peer="blockrnn", op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
+    rec = dict(peer="blockrnn" if a.dtype == "float32" else "blockrnn_bf16", op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
                fwd_ms=float(np.median(fwd_t)), fwdbwd_ms=float(np.median(all_t)),
                fwd_min_ms=min(fwd_t), fwdbwd_min_ms=min(all_t), reps=a.reps, warmup=a.warmup,
                peak_rss_mb=peak, rss_baseline_mb=baseline, rss_increase_mb=peak - baseline,

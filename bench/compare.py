@@ -138,6 +138,8 @@ def peer_commands(shape, threads, reps, peer_exe, torch_peers):
         tf_op = "block_lstm" if cell == "lstm" else "gru_seq"
         tf_extra = []
     cmds = {"blockrnn": [[PY, "bench/blockrnn_rnn.py", "--op", ours_op] + dims],
+            "blockrnn_bf16": [[PY, "bench/blockrnn_rnn.py", "--op", ours_op, "--dtype",
+                               "bfloat16"] + dims],
             "tensorflow": [[PY, "bench/peers/tf_rnn.py", "--op", tf_op] + dims + tf_extra]}
     if T > 1:
         cmds["onednn"] = [[peer_exe, "--cell", cell] + dims]
@@ -206,6 +208,11 @@ def measure(shape, threads, reps, rounds, max_noise, retries, peer_exe, torch_pe
               if name in rd and "blockrnn" in rd]
         if rr and name != "blockrnn":
             ratios[name] = (statistics.median(rr), min(rr), max(rr))
+        # The bfloat16 peers against blockrnn's bfloat16 row as well.
+        rb = [rd[name]["fwdbwd_ms"] / rd["blockrnn_bf16"]["fwdbwd_ms"] for rd in per_round
+              if name in rd and "blockrnn_bf16" in rd]
+        if rb and name in BF16_PEERS:
+            ratios[name + " vs bf16"] = (statistics.median(rb), min(rb), max(rb))
     return rows, ratios, noisy_rounds
 
 
@@ -268,8 +275,12 @@ def main():
         write_docs(results, peaks, bf16_peaks, lines, a)
 
 
-PEER_ORDER = ["blockrnn", "tensorflow", "onednn", "torch_fp32", "torch_bf16",
+PEER_ORDER = ["blockrnn", "blockrnn_bf16", "tensorflow", "onednn", "torch_fp32", "torch_bf16",
               "openblas_gemm_floor", "onednn_gemm_floor"]
+
+
+# Peers computing in bfloat16, whose speedup is also given over blockrnn's bfloat16 row.
+BF16_PEERS = ("torch_bf16",)
 
 
 def torch_available():
@@ -279,6 +290,12 @@ def torch_available():
         print("torch missing: no PyTorch peers", file=sys.stderr)
         return False
     return True
+
+
+def ratio_text(ratio):
+    """A median per-round ratio and its range: "1.12× [1.05–1.20]"."""
+    med, lo, hi = ratio
+    return f"{med:.2f}× [{lo:.2f}–{hi:.2f}]" if hi > lo else f"{med:.2f}×"
 
 
 def render(results, peaks):
@@ -301,8 +318,9 @@ def render(results, peaks):
             ms = rec["fwdbwd_ms"]
             speed = ""
             if peer in r.get("ratios", {}):
-                med, lo, hi = r["ratios"][peer]
-                speed = f"{med:.2f}× [{lo:.2f}–{hi:.2f}]" if hi > lo else f"{med:.2f}×"
+                speed = ratio_text(r["ratios"][peer])
+                if peer + " vs bf16" in r["ratios"]:
+                    speed += f"; over blockrnn_bf16 {ratio_text(r['ratios'][peer + ' vs bf16'])}"
             elif ours and peer != "blockrnn":
                 speed = f"{rec['fwdbwd_ms'] / ours['fwdbwd_ms']:.2f}×"
             if peer == "blockrnn" and r.get("noisy_rounds"):
@@ -425,14 +443,17 @@ def write_docs(results, peaks, bf16_peaks, table, a):
                 "peak measured above at the same thread count: the fraction of the physical "
                 "limit the GEMM work alone reaches (element-wise work and data movement are in "
                 "the time but not in the FLOP count). `blockrnn speedup` is the peer's time "
-                "over blockrnn's. "
+                "over blockrnn's (its float32 row); a bfloat16 peer's also over "
+                "`blockrnn_bf16`'s. The bfloat16 rows' `% FMA peak` is against the float32 FMA "
+                "peak too (the bfloat16 dot-product peak above is twice it). "
                 "`floor ratio` is the GEMM-only floor's time (the faster of OpenBLAS and "
                 "oneDNN sgemm, rows padded or not) over the row's time: 1.0 means running at "
                 "the floor. `memory MB`: for blockrnn and TensorFlow the growth of the process's "
                 "peak RSS over its RSS after imports and input creation (the op's own memory); "
                 "for the C++ peers the whole process's peak RSS.\n\n")
         f.write("What each peer runs: blockrnn `BlockLSTM`+`BlockLSTMGrad`, `BlockGRU`+"
-                "`BlockGRUGrad`, or at T = 1 the cell op + `gradients.<Cell>`; TensorFlow "
+                "`BlockGRUGrad`, or at T = 1 the cell op + `gradients.<Cell>` (`blockrnn_bf16`: "
+                "the same ops on bfloat16 inputs); TensorFlow "
                 "`BlockLSTM`+`BlockLSTMGrad`, for GRU `GRUBlockCell`+`GRUBlockCellGrad` stepped "
                 "in a `tf.function` with the weight-gradient matmuls, at T = 1 the cell op + "
                 "grad + matmuls; oneDNN's LSTM and vanilla-GRU primitives; PyTorch "
