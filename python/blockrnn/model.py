@@ -25,6 +25,7 @@ import numbers
 import os
 import struct
 import threading
+import types
 
 import numpy as np
 
@@ -466,6 +467,20 @@ def _write_safetensors(path, tensors, metadata):
 
 # ---- the model -------------------------------------------------------------------------------
 
+def _frozen(weights, dtype):
+    """weights[l][d] = {param: array} as the Model keeps them: its own C-contiguous copies of
+    `dtype`, read-only, in read-only containers (tuples of mapping proxies). Its layer objects
+    pack the weights at their first use, so a later write could not reach them: numpy refuses a
+    write into the arrays ("assignment destination is read-only") and the containers refuse
+    new arrays, instead of the Model computing with the weights it packed before."""
+    def own(a):
+        a = np.array(a, dtype=dtype, order="C", copy=True)
+        a.flags.writeable = False
+        return a
+    return tuple(tuple(types.MappingProxyType({p: own(a) for p, a in params.items()})
+                       for params in per_dir) for per_dir in weights)
+
+
 class Model:
     """A stack of recurrent layers (LayerConfig) with their weights, run on blockrnn's layer
     objects: float32 or float64, weights packed once per (layer, direction).
@@ -475,8 +490,9 @@ class Model:
     masking (None or {"mask_value": v}), source ({str: str}), not_converted (names of source
     layers around the stack that the file does not hold).
 
-    The weights are packed into each (layer, direction)'s layer object when it is first used:
-    treat them as read-only (build a new Model to change them). Like the layer objects, a
+    The weights are the Model's own read-only copies (tuples of read-only mappings of
+    read-only arrays), packed into each (layer, direction)'s layer object when it is first
+    used: a write into them is refused (build a new Model to change them). Like the layer objects, a
     Model runs one call at a time (it owns their workspaces): use one Model per thread."""
 
     def __init__(self, dtype, input_size, layers, weights, *, return_sequences=True,
@@ -522,21 +538,23 @@ class Model:
         self.masking = masking
         self.source = source
         self.not_converted = nc
-        self.weights = [[{p: np.ascontiguousarray(tensors[f"layers.{l}.{d}.{p}"],
-                                                  dtype=self.dtype)
-                          for p in spec.param_names()}
-                         for d in range(spec.directions)]
-                        for l, spec in enumerate(layers)]
+        self.weights = _frozen([[{p: tensors[f"layers.{l}.{d}.{p}"] for p in spec.param_names()}
+                                 for d in range(spec.directions)]
+                                for l, spec in enumerate(layers)], self.dtype)
         self._plans = {}
         self._lock = threading.Lock()
 
     def __getstate__(self):
         # The lock and the library's layer objects are not copied (deepcopy, pickle): a copy
-        # makes its own at its first forward.
-        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_plans")}
+        # makes its own at its first forward. The weights as plain lists and dicts (a mapping
+        # proxy does not pickle), read-only again in the copy.
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_plans")}
+        state["weights"] = [[dict(params) for params in per_dir] for per_dir in self.weights]
+        return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.weights = _frozen(self.weights, self.dtype)
         self._plans = {}
         self._lock = threading.Lock()
 

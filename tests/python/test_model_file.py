@@ -96,6 +96,32 @@ def test_round_trip_is_bit_exact(tmp_path, dtype):
     assert np.array_equal(y1, y2)
 
 
+def test_weights_are_the_models_own_and_read_only():
+    # The layer objects pack the weights at their first use, so a later write could not reach
+    # them: the Model keeps its own read-only copies (it does not alias the arrays it was
+    # given) in read-only containers, and a write is refused instead of silently ignored. A
+    # copy (pickle, deepcopy) is read-only too and computes the same.
+    import copy
+    import pickle
+    layers = [LayerConfig("BlockLSTM", 3, name="a")]
+    given = _weights(np.random.default_rng(2), layers, 3, np.float32)
+    m = Model(np.float32, 3, layers, given)
+    x = np.random.default_rng(3).uniform(-1, 1, (4, 2, 3)).astype(np.float32)
+    y, _ = m.forward(x)
+    given[0][0]["w"][...] = 0.0  # the caller's array: not the model's
+    assert np.array_equal(m.forward(x)[0], y)
+    for model in (m, pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        w = model.weights[0][0]["w"]
+        assert not w.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            w[0, 0] = 1.0
+        with pytest.raises(TypeError):
+            model.weights[0][0]["w"] = np.zeros_like(w)
+        with pytest.raises(TypeError):
+            model.weights[0] = ({},)
+        assert np.array_equal(model.forward(x)[0], y)
+
+
 def test_safetensors_package_reads_our_files(model_file):
     safetensors = pytest.importorskip("safetensors.numpy")
     tensors = safetensors.load_file(str(model_file))
