@@ -24,6 +24,7 @@ read the per-round ratios. This is a tool, not a test: nothing here asserts a sp
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -284,9 +285,10 @@ BF16_PEERS = ("torch_bf16",)
 
 
 def torch_available():
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    """Whether PyTorch is installed, without importing it: this process must stay small, as
+    every peer it starts reports its peak RSS, and on Linux a child's ru_maxrss starts at
+    the parent's resident size when it forks (an imported torch made every row ~500 MB)."""
+    if importlib.util.find_spec("torch") is None:
         print("torch missing: no PyTorch peers", file=sys.stderr)
         return False
     return True
