@@ -17,27 +17,15 @@ inline bool is_16bit_float(DType dtype) {
   return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
 }
 
-// n elements of `src` (float16 or bfloat16, as `dtype`) widened to float32 into `dst`.
-inline void widen_to_float(DType dtype, const void* src, float* dst, std::int64_t n) {
-  if (dtype == DType::kBFloat16) {
-    const BFloat16* s = static_cast<const BFloat16*>(src);
-    for (std::int64_t e = 0; e < n; ++e) dst[e] = bf16_to_float(s[e].bits);
-  } else {
-    const Half* s = static_cast<const Half*>(src);
-    for (std::int64_t e = 0; e < n; ++e) dst[e] = half_to_float(s[e]);
-  }
-}
+// n elements of `src` (float16 or bfloat16, as `dtype`) widened to float32 into `dst`, split
+// over the call's threads (each element is converted alone: the bits do not depend on the
+// split). Defined in lowp.cc, which is built with OpenMP (this header is also read by code
+// that is not).
+void widen_to_float(DType dtype, const void* src, float* dst, std::int64_t n);
 
-// n float32 values of `src` rounded once to `dtype` (float16 or bfloat16) into `dst`.
-inline void narrow_from_float(DType dtype, const float* src, void* dst, std::int64_t n) {
-  if (dtype == DType::kBFloat16) {
-    BFloat16* d = static_cast<BFloat16*>(dst);
-    for (std::int64_t e = 0; e < n; ++e) d[e].bits = bf16_from_float(src[e]);
-  } else {
-    Half* d = static_cast<Half*>(dst);
-    for (std::int64_t e = 0; e < n; ++e) d[e] = float_to_half(src[e]);
-  }
-}
+// n float32 values of `src` rounded once to `dtype` (float16 or bfloat16) into `dst`, split over
+// the call's threads as widen_to_float.
+void narrow_from_float(DType dtype, const float* src, void* dst, std::int64_t n);
 
 // v rounded to `dtype`'s precision and widened back (float16 or bfloat16; v itself otherwise).
 inline float round_to_dtype(DType dtype, float v) {

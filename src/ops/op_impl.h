@@ -164,9 +164,11 @@ void dispatch_float(DType dtype, const InFields& in_fields, const In& in,
     throw Error(ErrorCode::kInternal, "dispatch_float: not a floating dtype");
   }
   // float16 and bfloat16 alike (core/lowp.h): widened once, computed in float32, rounded once.
+  // The copies are left uninitialised: each input's is widened into, each output's written
+  // whole by the kernel (as a caller's float32 outputs are).
   In in32 = in;
   Out out32 = out;
-  std::vector<std::vector<float>> copies;
+  std::vector<std::unique_ptr<float[]>> copies;
   copies.reserve(std::size(in_fields) + std::size(out_fields));
   for (const auto& field : in_fields) {
     TensorView& t = in32.*field.view;
@@ -174,23 +176,26 @@ void dispatch_float(DType dtype, const InFields& in_fields, const In& in,
     // says float16) and no data.
     if (field.kind != InputKind::kFloat || t.dtype != dtype) continue;
     const std::int64_t n = t.shape.num_elements();
-    std::vector<float>& copy = copies.emplace_back(static_cast<std::size_t>(n));
-    widen_to_float(dtype, t.data, copy.data(), n);
-    t = TensorView(copy.data(), DType::kFloat32, t.shape);
+    float* const copy =
+        copies.emplace_back(std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(n)))
+            .get();
+    widen_to_float(dtype, t.data, copy, n);
+    t = TensorView(copy, DType::kFloat32, t.shape);
   }
   const std::size_t first_out = copies.size();
   for (const auto& field : out_fields) {
     MutableTensorView& t = out32.*field.view;
-    std::vector<float>& scratch =
-        copies.emplace_back(static_cast<std::size_t>(t.shape.num_elements()));
-    t = MutableTensorView(scratch.data(), DType::kFloat32, t.shape);
+    float* const scratch = copies
+                               .emplace_back(std::make_unique_for_overwrite<float[]>(
+                                   static_cast<std::size_t>(t.shape.num_elements())))
+                               .get();
+    t = MutableTensorView(scratch, DType::kFloat32, t.shape);
   }
   f.template operator()<float>(in32, out32);
   std::size_t k = first_out;
   for (const auto& field : out_fields) {
-    const std::vector<float>& src = copies[k++];
-    narrow_from_float(dtype, src.data(), (out.*field.view).data,
-                      static_cast<std::int64_t>(src.size()));
+    const MutableTensorView& t = out32.*field.view;
+    narrow_from_float(dtype, copies[k++].get(), (out.*field.view).data, t.shape.num_elements());
   }
 }
 
