@@ -389,7 +389,7 @@ def write_docs(results, peaks, bf16_peaks, table, a):
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_ylabel("GFLOP/s of GEMM work (forward + backward)")
         ax.set_ylim(bottom=0)
-        ax.set_title("blockrnn vs peers, float32 (higher is better)")
+        ax.set_title("blockrnn vs peers, float32 and bfloat16 (higher is better)")
         ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # headroom for the legend above the peaks
         ax.legend(fontsize=8, ncol=3, loc="upper left")
         fig.tight_layout()
@@ -439,7 +439,8 @@ def write_docs(results, peaks, bf16_peaks, table, a):
         f.write(f"- Measured bfloat16 dot-product peak (`bench/peers/fma_peak --isa avx512_bf16`, "
                 f"vdpbf16ps chains): {bf16_txt}\n")
         f.write(f"- blockrnn ISA path: {isa_txt}\n\n")
-        f.write("Work: one layer, float32, forward + backward. `GFLOP/s` counts the GEMM work "
+        f.write("Work: one layer, float32 (the `_bf16` rows: bfloat16), forward + backward. "
+                "`GFLOP/s` counts the GEMM work "
                 "of the layer (3 × 2·T·B·(I+H)·G·H, G = 4 for LSTM, 3 for GRU) over the "
                 "measured time. `% FMA peak` is that GFLOP/s figure as a percentage of the FMA "
                 "peak measured above at the same thread count: the fraction of the physical "
