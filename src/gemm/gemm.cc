@@ -42,28 +42,42 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
 
-// The output tiling: MT rows (all of M, rounded up to MR, when M fits one tile) × NT columns
-// (wider for transposed A).
-// A function of (M, N, K, path) only — never of the thread count.
+// Threads a product of this size may use: about 2^17 multiply-adds per thread at least (below
+// that a parallel region costs more than it saves). The team is also capped by the tiles.
 template <typename T>
-void set_tiling(const detail::Blocking& bl, detail::Problem<T>& p) {
-  p.mt = std::min<std::int64_t>(ceil_div(p.m, bl.mr) * bl.mr, bl.mt_max);
-  // Transposed A is packed per tile and K block: wider tiles pack it fewer times (the weight
-  // gradients, K = T·B, gained 73 → 88 GFLOP/s on one Zen 4 core).
-  p.nt = std::min<std::int64_t>(ceil_div(p.n, bl.nr) * bl.nr, p.trans_a ? bl.nt_trans_a : bl.nt);
-  p.tiles_m = ceil_div(p.m, p.mt);
-  p.tiles_n = ceil_div(p.n, p.nt);
-}
-
-// Threads for one product: no more than there are tiles, and about 2^17 multiply-adds per
-// thread at least (below that a parallel region costs more than it saves).
-template <typename T>
-int threads_for(const detail::Problem<T>& p) {
-  const std::int64_t tiles = p.tiles_m * p.tiles_n;
+int threads_by_work(const detail::Problem<T>& p) {
   const double work = double(p.m) * double(p.n) * double(p.k);
   const std::int64_t by_work =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(work / 131072.0));
-  return static_cast<int>(std::min<std::int64_t>({get_num_threads(), tiles, by_work}));
+  return static_cast<int>(std::min<std::int64_t>(get_num_threads(), by_work));
+}
+
+// The output tiling for a team of `threads`: NT columns (all of N, rounded up to NR, up to the
+// path's width; wider for transposed A) × MT rows, with as few row tiles of at most MT_max rows
+// as fit — more while the tiles would not divide evenly over the threads (a weight gradient of
+// M = 256 rows made 96 + 96 + 64-row tiles, two for one thread and one for the other, and its
+// team waited a third of the product) — and those rows cut into tiles of equal size (rounded up
+// to MR: 88 + … + 72 rows at M = 512 where 96 + … + 32 left one thread 64 rows more).
+// The tiling decides only which thread computes which outputs, never an output's value: each
+// one is the same in-order chain over k on every tiling (gemm.h), so the bits do not depend on
+// the thread count through it.
+template <typename T>
+void set_tiling(const detail::Blocking& bl, int threads, detail::Problem<T>& p) {
+  // Transposed A is packed per tile and K block: wider tiles pack it fewer times (the weight
+  // gradients, K = T·B, gained 73 → 88 GFLOP/s on one Zen 4 core).
+  p.nt = std::min<std::int64_t>(ceil_div(p.n, bl.nr) * bl.nr, p.trans_a ? bl.nt_trans_a : bl.nt);
+  p.tiles_n = ceil_div(p.n, p.nt);
+  const std::int64_t strips = ceil_div(p.m, bl.mr);
+  std::int64_t tiles_m = std::min(strips, ceil_div(p.m, bl.mt_max));
+  while ((tiles_m * p.tiles_n) % threads != 0 && tiles_m < strips) ++tiles_m;
+  p.mt = ceil_div(ceil_div(p.m, tiles_m), bl.mr) * bl.mr;
+  p.tiles_m = ceil_div(p.m, p.mt);
+}
+
+// Threads for one product: threads_by_work, and no more than there are tiles.
+template <typename T>
+int threads_for(const detail::Problem<T>& p) {
+  return static_cast<int>(std::min<std::int64_t>(threads_by_work(p), p.tiles_m * p.tiles_n));
 }
 
 void check_dims(const char* what, std::initializer_list<std::int64_t> dims) {
@@ -232,7 +246,7 @@ void gemm(Trans trans_a, Trans trans_b, std::int64_t m, std::int64_t n, std::int
   p.beta = beta;
   p.c = c;
   p.ldc = ldc;
-  set_tiling(kern.blocking, p);
+  set_tiling(kern.blocking, threads_by_work(p), p);
   if (p.tiles_m > 1) {
     // More than one row tile would pack each block of B once per row tile: pack all of op(B)
     // once instead (the panels then stream from cache for every row tile).
@@ -255,7 +269,7 @@ template <typename T>
 detail::Problem<T> packed_problem(const detail::PathKernels<T>& kern, bool trans_a, std::int64_t m,
                                   const T* a, std::int64_t lda, const PackedB<T>& b,
                                   std::int64_t k0, std::int64_t k1, std::int64_t p0, std::int64_t n,
-                                  T beta, T* c, std::int64_t ldc) {
+                                  T beta, T* c, std::int64_t ldc, bool one_thread) {
   const std::int64_t nr = kern.blocking.nr;
   detail::Problem<T> p;
   p.trans_a = trans_a;
@@ -269,7 +283,7 @@ detail::Problem<T> packed_problem(const detail::PathKernels<T>& kern, bool trans
   p.beta = beta;
   p.c = c + p0 * nr;
   p.ldc = ldc;
-  set_tiling(kern.blocking, p);
+  set_tiling(kern.blocking, one_thread ? 1 : threads_by_work(p), p);
   return p;
 }
 
@@ -290,7 +304,8 @@ void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const Pac
   if (k1 == k0) return scale_c(m, n, beta, c, ldc);
   // The panels were laid out for the path active when b was packed.
   const detail::PathKernels<T>& kern = kernels_for<T>(b.isa());
-  run(kern, packed_problem(kern, trans_a == Trans::kYes, m, a, lda, b, k0, k1, 0, n, beta, c, ldc));
+  run(kern, packed_problem(kern, trans_a == Trans::kYes, m, a, lda, b, k0, k1, 0, n, beta, c, ldc,
+                           /*one_thread=*/false));
 }
 
 template <typename T>
@@ -303,7 +318,7 @@ void gemm_panels(std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>&
   if (m == 0 || n <= 0) return;
   if (b.k() == 0) return scale_c(m, n, beta, c + p0 * nr, ldc);
   const detail::Problem<T> p =
-      packed_problem(kern, false, m, a, lda, b, 0, b.k(), p0, n, beta, c, ldc);
+      packed_problem(kern, false, m, a, lda, b, 0, b.k(), p0, n, beta, c, ldc, /*one_thread=*/true);
   kern.run_tiles(p, 0, p.tiles_m * p.tiles_n, nullptr);  // packed B, row-major A: no scratch
 }
 

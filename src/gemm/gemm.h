@@ -6,10 +6,11 @@
 // chain over k = 0, 1, …, K−1 in order, seeded with beta·C (0 when beta = 0, C itself when
 // beta = 1):  c = fma(a[K−1]·b[K−1], … fma(a[0]·b[0], beta·c)).  The K blocking only stores
 // and reloads the running value (exact), so the bits depend on neither the blocking nor the
-// thread count. The output is cut into tiles whose shape depends only on (M, N, K, ISA); one
-// thread computes one tile over the whole K; K is never split across threads. The avx512 and
-// avx2 paths therefore give identical bits; the baseline path (SSE2, no FMA instruction)
-// rounds the product and the sum separately.
+// tiling. The output is cut into tiles (their shape from M, N, K, the ISA and the team's size,
+// gemm.cc); one thread computes one tile over the whole K; K is never split across threads: so
+// the bits do not depend on the thread count either. The avx512 and avx2 paths give identical
+// bits (one FMA per step); the baseline path (SSE2, no FMA instruction) rounds the product and
+// the sum separately.
 //
 // Speed. Register-blocked micro-kernels (per ISA: MR rows × NR columns of accumulators) over
 // B packed into NR-wide column panels; A is read in place. PackedB packs a B once for many

@@ -16,7 +16,7 @@ struct Blocking {
   int mr, nr, kc, mt_max, nt, nt_trans_a;
 };
 
-// One product, with the output tiling chosen (depends only on M, N, K and the path).
+// One product, with the output tiling chosen (gemm.cc, set_tiling).
 template <typename T>
 struct Problem {
   bool trans_a = false, trans_b = false;

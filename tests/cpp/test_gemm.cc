@@ -226,7 +226,10 @@ TEST(Gemm, BitsDoNotDependOnTheThreadCount) {
                {{1, 2048, 512}, false, false, true},
                {{64, 1024, 256}, false, true, true},
                {{300, 160, 1500}, true, false, false},
-               {{129, 257, 255}, false, true, false}};
+               {{129, 257, 255}, false, true, false},
+               // A weight gradient whose row tiles change with the team (gemm.cc, set_tiling:
+               // 3 tiles of ≤ 96 rows at one thread, 4 at two and four, 7 at seven).
+               {{200, 300, 400}, true, false, true}};
   on_every_path([&](Isa isa, bool) {
     for (const auto& cs : cases) {
       const Operands<float> o = make<float>(cs.s, cs.ta, cs.tb, rng);
