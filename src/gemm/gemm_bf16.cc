@@ -260,7 +260,12 @@ void PackedBBf16::pack_to(Trans tb, int64_t k, int64_t n, const TB* b, int64_t l
     widened_ = PackedB<float>();
     const int threads = team_size(panels, double(panels) * double(kp) * nr);
     core::run_team(threads, [&](int id, int nt) {
-      pack_b_pairs(trans, k, n, b, ldb, nr, panels * id / nt, panels * (id + 1) / nt, mem);
+      const int64_t q0 = panels * id / nt, q1 = panels * (id + 1) / nt;
+      if constexpr (std::is_same_v<TB, float>) {
+        dpbf16().pack_pairs(trans, k, n, b, ldb, q0, q1, mem);  // vector code, the same bits
+      } else {
+        pack_b_pairs(trans, k, n, b, ldb, nr, q0, q1, mem);
+      }
     });
   }
   k_ = k;

@@ -89,6 +89,11 @@ struct Bf16Kernels {
   // dst[0:n] = the bfloat16 bits of src[0:n], bit for bit bf16_from_float (bf16.h) in vector
   // code: rounds the float32 rows of A for run_tiles.
   void (*round_row)(const float* src, std::int64_t n, std::uint16_t* dst);
+  // Panels [p0, p1) of op(B) [k, n] (float32 B stored [k, n], or [n, k] when trans) as
+  // bfloat16 pairs (the layout above), rounded bit for bit as bf16_from_float, zero past k
+  // and n: PackedBBf16's packing of a float32 B, in vector code.
+  void (*pack_pairs)(bool trans, std::int64_t k, std::int64_t n, const float* b, std::int64_t ldb,
+                     std::int64_t p0, std::int64_t p1, std::uint16_t* dst);
 };
 
 // The AVX512_BF16 kernels (vdpbf16ps); only run on a CPU that has them.

@@ -166,6 +166,70 @@ void round_row(const float* src, int64_t n, std::uint16_t* dst) {
   }
 }
 
+// Two rows of 16 float32 bit patterns (masked-off lanes zero) as 16 pairs: lane j holds the
+// bfloat16 of even[j] in its low half and of odd[j] in its high half (the pair layout of
+// kernels.h; a zero lane rounds to the pair 0).
+__m512i pairs16(__m512i even, __m512i odd) {
+  const __mmask16 all = 0xffff;  // masked forms: see round16
+  const __m512i lo = _mm512_maskz_cvtepu16_epi32(all, round16(even));
+  const __m512i hi = _mm512_maskz_cvtepu16_epi32(all, round16(odd));
+  return _mm512_or_si512(lo, _mm512_maskz_slli_epi32(all, hi, 16));
+}
+
+// The first n of 16 lanes.
+__mmask16 first_lanes(int64_t n) {
+  return n >= kLanes ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// Panels [p0, p1) of op(B) [k, n] (B stored [k, n], or [n, k] when trans; row stride ldb) as
+// bfloat16 pairs, each value rounded as round16 does (bf16_from_float): pair p of column j of
+// panel q is the 32-bit word dst32[q·kp·NR + p·NR + j] (kernels.h), zero past k and n.
+void pack_pairs(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb, int64_t p0,
+                int64_t p1, std::uint16_t* dst) {
+  const int64_t kp = (k + 1) / 2;
+  std::uint32_t* const words = reinterpret_cast<std::uint32_t*>(dst);
+  for (int64_t q = p0; q < p1; ++q) {
+    std::uint32_t* const panel = words + q * kp * kNR;
+    const int64_t j0 = q * kNR, w = min64(kNR, n - j0);
+    if (!trans) {
+      // Rows 2p and 2p+1 of B, 16 columns at a time.
+      for (int64_t p = 0; p < kp; ++p) {
+        const float* even = b + 2 * p * ldb + j0;
+        const bool has_odd = 2 * p + 1 < k;
+        for (int v = 0; v < kNV; ++v) {
+          const __mmask16 cols = first_lanes(w - v * kLanes);
+          const __m512i e = _mm512_maskz_loadu_epi32(cols, even + v * kLanes);
+          const __m512i o = has_odd ? _mm512_maskz_loadu_epi32(cols, even + ldb + v * kLanes)
+                                    : _mm512_setzero_si512();
+          _mm512_storeu_si512(panel + p * kNR + v * kLanes, pairs16(e, o));
+        }
+      }
+      continue;
+    }
+    // Column j of op(B) is row j0 + j of B: its pairs are consecutive floats there, rounded 16
+    // pairs (32 floats) at a time and stored down the panel (one word per NR).
+    for (int64_t j = 0; j < kNR; ++j) {
+      const float* row = j < w ? b + (j0 + j) * ldb : nullptr;
+      for (int64_t p = 0; p < kp; p += kLanes) {
+        const int64_t pairs = min64(kLanes, kp - p);
+        alignas(64) std::uint32_t out[kLanes];
+        if (row == nullptr) {
+          _mm512_store_si512(out, _mm512_setzero_si512());
+        } else {
+          // Floats 2p … 2p+31 of the row, in two halves: the first 16 are pairs p … p+7.
+          const __m512i first = _mm512_maskz_loadu_epi32(first_lanes(k - 2 * p), row + 2 * p);
+          const __m512i second =
+              _mm512_maskz_loadu_epi32(first_lanes(k - 2 * p - kLanes), row + 2 * p + kLanes);
+          // 16 bfloat16 each: pairs p … p+7, then p+8 … p+15.
+          _mm256_store_si256(reinterpret_cast<__m256i*>(out), round16(first));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(out + kLanes / 2), round16(second));
+        }
+        for (int64_t i = 0; i < pairs; ++i) panel[(p + i) * kNR + j] = out[i];
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace blockrnn::gemm::avx512_bf16
 
@@ -180,5 +244,6 @@ const Bf16Kernels kAvx512Bf16Kernels = {
     .nt = avx512_bf16::kNR * avx512_bf16::kNTPanels,
     .run_tiles = &avx512_bf16::run_tiles,
     .round_row = &avx512_bf16::round_row,
+    .pack_pairs = &avx512_bf16::pack_pairs,
 };
 }  // namespace blockrnn::gemm::detail

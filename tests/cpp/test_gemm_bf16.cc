@@ -111,6 +111,51 @@ TEST(Bf16Conversion, VectorRoundingMatchesScalar) {
   }
 }
 
+// PackedBBf16 of a float32 B (vector code, kernels_bf16_avx512.cc): every pair word is the
+// scalar rounding of its two elements (specials, ties, subnormals and random patterns), in the
+// layout of kernels.h, zero past K and N; both transposes, odd K, ragged last panels.
+TEST(Bf16Conversion, PackedPairsMatchTheScalarRounding) {
+  if (!core::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  const std::uint32_t specials[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+                                    0x7f800001u, 0xffbfffffu, 0x7fc00000u, 0x7f7fffffu,
+                                    0x7f7f8000u, 0x00008000u, 0x00018000u, 0x3f808000u,
+                                    0x3f818000u, 0xbf818000u, 0x00000001u, 0x807fffffu};
+  std::mt19937_64 rng(59);
+  const int nr = gemm::detail::kAvx512Bf16Kernels.nr;
+  const struct {
+    std::int64_t k, n;
+  } dims[] = {{1, 1}, {2, 32}, {3, 33}, {31, 17}, {32, 64}, {33, 70}, {65, 31}, {130, 95}};
+  for (const auto& d : dims) {
+    for (bool trans : {false, true}) {
+      // B [k, n] (or [n, k]) with a row stride past its row, filled with the patterns.
+      const std::int64_t rows = trans ? d.n : d.k, cols = trans ? d.k : d.n, ldb = cols + 3;
+      std::vector<float> b(static_cast<std::size_t>(rows * ldb));
+      for (std::size_t i = 0; i < b.size(); ++i) {
+        b[i] = from_bits(i % 5 == 0 ? specials[(i / 5) % 16] : static_cast<std::uint32_t>(rng()));
+      }
+      gemm::PackedBBf16 packed;
+      packed.pack(trans ? Trans::kYes : Trans::kNo, d.k, d.n, b.data(), ldb, Isa::kAvx512,
+                  Bf16Kernel::kDpbf16);
+      const auto op_b = [&](std::int64_t kk, std::int64_t j) -> std::uint16_t {
+        if (kk >= d.k || j >= d.n) return 0;
+        return bf16_from_float(trans ? b[j * ldb + kk] : b[kk * ldb + j]);
+      };
+      const std::int64_t kp = (d.k + 1) / 2, panels = (d.n + nr - 1) / nr;
+      for (std::int64_t q = 0; q < panels; ++q) {
+        for (std::int64_t p = 0; p < kp; ++p) {
+          for (std::int64_t j = 0; j < nr; ++j) {
+            const std::uint16_t* pair = packed.pairs() + ((q * kp + p) * nr + j) * 2;
+            ASSERT_EQ(pair[0], op_b(2 * p, q * nr + j))
+                << "k=" << d.k << " n=" << d.n << " trans=" << trans << " p=" << p << " j=" << j;
+            ASSERT_EQ(pair[1], op_b(2 * p + 1, q * nr + j))
+                << "k=" << d.k << " n=" << d.n << " trans=" << trans << " p=" << p << " j=" << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 std::vector<Isa> supported_paths() {
   std::vector<Isa> out;
   for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kBaseline}) {
