@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "blockrnn/error.h"
+#include "core/first_touch.h"
 #include "cpu/sequence_common.h"
 #include "gemm/bf16.h"
 #include "gemm/gemm.h"
@@ -239,6 +240,7 @@ class Bf16Scratch {
     try {
       // Uninitialised, as the allocations it replaces: every user writes what it reads.
       own_.push_back(std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(floats)));
+      core::fault_in(own_.back().get(), static_cast<std::size_t>(floats) * sizeof(float));
       return own_.back().get();
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::kResourceExhausted,

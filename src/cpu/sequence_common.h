@@ -18,6 +18,7 @@
 #include "blockrnn/context.h"
 #include "blockrnn/error.h"
 #include "core/cancel.h"
+#include "core/first_touch.h"
 #include "core/isa.h"
 #include "core/parallel.h"
 #include "gemm/gemm.h"
@@ -52,6 +53,7 @@ class Workspace {
     } catch (const std::bad_alloc&) {
       overflow(op);
     }
+    core::fault_in(buffer_.get(), static_cast<std::size_t>(total) * sizeof(T));
     base_ = buffer_.get();
   }
   T* slice(std::size_t k) { return base_ + offsets_[k]; }

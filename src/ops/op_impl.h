@@ -23,6 +23,7 @@
 
 #include "blockrnn/context.h"
 #include "blockrnn/ops.h"
+#include "core/first_touch.h"
 #include "core/lowp.h"
 #include "core/validate.h"
 
@@ -185,10 +186,9 @@ void dispatch_float(DType dtype, const InFields& in_fields, const In& in,
   const std::size_t first_out = copies.size();
   for (const auto& field : out_fields) {
     MutableTensorView& t = out32.*field.view;
-    float* const scratch = copies
-                               .emplace_back(std::make_unique_for_overwrite<float[]>(
-                                   static_cast<std::size_t>(t.shape.num_elements())))
-                               .get();
+    const std::size_t n = static_cast<std::size_t>(t.shape.num_elements());
+    float* const scratch = copies.emplace_back(std::make_unique_for_overwrite<float[]>(n)).get();
+    fault_in(scratch, n * sizeof(float));  // written by the kernel's loops
     t = MutableTensorView(scratch, DType::kFloat32, t.shape);
   }
   f.template operator()<float>(in32, out32);
@@ -387,6 +387,14 @@ class Adapter final : public OpAdapter {
                  memory.allocates_outputs, memory.extra);
     std::span<TensorView> all(views, op_.inputs.size());
     const std::vector<MutableTensorView> outs = setup(p.spec(), all);
+    // Outputs the binding allocated for this call are the op's to write whole: their pages are
+    // faulted in now, split over the threads, not by whichever thread first writes each page
+    // inside a time loop (core/first_touch.h).
+    if (memory.allocates_outputs) {
+      for (const MutableTensorView& o : outs) {
+        fault_in(o.data, static_cast<std::size_t>(o.shape.num_elements()) * dtype_size(o.dtype));
+      }
+    }
     for (std::size_t k = 0; k < all.size(); ++k) in.*op_.inputs[k].view = all[k];
     op_.finish(p, in, outs, a, /*memory=*/false, /*fresh=*/memory.allocates_outputs);
   }
