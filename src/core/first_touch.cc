@@ -7,7 +7,7 @@
 namespace blockrnn::core {
 
 void fault_in(void* p, std::size_t bytes) {
-  if (p == nullptr || bytes < kFaultInFromBytes) return;
+  if (p == nullptr || bytes < kFaultInFromBytes || bytes > kFaultInUpToBytes) return;
   // One write per 4 KiB page (every page size is a multiple of it).
   constexpr std::int64_t kPage = 4096;
   char* const first_byte = static_cast<char*>(p);

@@ -18,14 +18,18 @@
 
 namespace blockrnn::core {
 
-// Buffers smaller than this are left to fault as they are written.
+// Buffers smaller than kFaultInFromBytes are left to fault as they are written, and so are
+// buffers larger than kFaultInUpToBytes: faulting in is work no cancel check can interrupt (a
+// Ctrl-C must stop a T = 10⁶ call within a bounded time, and its outputs alone are GBs), and in
+// a loop over that many steps the faults are spread thin anyway.
 inline constexpr std::size_t kFaultInFromBytes = std::size_t{4} << 20;
+inline constexpr std::size_t kFaultInUpToBytes = std::size_t{64} << 20;
 
-// For a buffer just allocated, before its first use, of at least kFaultInFromBytes: writes a
-// zero byte into each of its 4 KiB pages, the pages split over the threads a parallel region
-// gets (core::parallel_for), so that each thread faults in its share now. The contents are then
-// unspecified, as they were: only for buffers whose users write before they read. Nothing for
-// a smaller buffer.
+// For a buffer just allocated, before its first use, of kFaultInFromBytes to kFaultInUpToBytes:
+// writes a zero byte into each of its 4 KiB pages, the pages split over the threads a parallel
+// region gets (core::parallel_for), so that each thread faults in its share now. The contents
+// are then unspecified, as they were: only for buffers whose users write before they read.
+// Nothing for a smaller or a larger buffer.
 void fault_in(void* p, std::size_t bytes);
 
 }  // namespace blockrnn::core
