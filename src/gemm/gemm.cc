@@ -264,12 +264,13 @@ std::int64_t PackedB<T>::panel_width() const {
 
 namespace {
 
-// The problem C[:, j0:j0+n] = beta·C + op(A)·B[k0:k1, j0:j0+n] on a packed B (j0 = p0·NR).
+// The problem C[:, j0:j0+n] = beta·C + op(A)·B[k0:k1, j0:j0+n] on a packed B (j0 = p0·NR), its
+// tiling left to the caller (set_tiling).
 template <typename T>
 detail::Problem<T> packed_problem(const detail::PathKernels<T>& kern, bool trans_a, std::int64_t m,
                                   const T* a, std::int64_t lda, const PackedB<T>& b,
                                   std::int64_t k0, std::int64_t k1, std::int64_t p0, std::int64_t n,
-                                  T beta, T* c, std::int64_t ldc, bool one_thread) {
+                                  T beta, T* c, std::int64_t ldc) {
   const std::int64_t nr = kern.blocking.nr;
   detail::Problem<T> p;
   p.trans_a = trans_a;
@@ -283,7 +284,6 @@ detail::Problem<T> packed_problem(const detail::PathKernels<T>& kern, bool trans
   p.beta = beta;
   p.c = c + p0 * nr;
   p.ldc = ldc;
-  set_tiling(kern.blocking, one_thread ? 1 : threads_by_work(p), p);
   return p;
 }
 
@@ -304,8 +304,10 @@ void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const Pac
   if (k1 == k0) return scale_c(m, n, beta, c, ldc);
   // The panels were laid out for the path active when b was packed.
   const detail::PathKernels<T>& kern = kernels_for<T>(b.isa());
-  run(kern, packed_problem(kern, trans_a == Trans::kYes, m, a, lda, b, k0, k1, 0, n, beta, c, ldc,
-                           /*one_thread=*/false));
+  detail::Problem<T> p =
+      packed_problem(kern, trans_a == Trans::kYes, m, a, lda, b, k0, k1, 0, n, beta, c, ldc);
+  set_tiling(kern.blocking, threads_by_work(p), p);
+  run(kern, p);
 }
 
 template <typename T>
@@ -317,8 +319,9 @@ void gemm_panels(std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>&
   const std::int64_t n = std::min(p1 * nr, b.n()) - p0 * nr;
   if (m == 0 || n <= 0) return;
   if (b.k() == 0) return scale_c(m, n, beta, c + p0 * nr, ldc);
-  const detail::Problem<T> p =
-      packed_problem(kern, false, m, a, lda, b, 0, b.k(), p0, n, beta, c, ldc, /*one_thread=*/true);
+  // One thread's share of a product split by the caller: tiled for a team of one.
+  detail::Problem<T> p = packed_problem(kern, false, m, a, lda, b, 0, b.k(), p0, n, beta, c, ldc);
+  set_tiling(kern.blocking, 1, p);
   kern.run_tiles(p, 0, p.tiles_m * p.tiles_n, nullptr);  // packed B, row-major A: no scratch
 }
 

@@ -82,7 +82,9 @@ std::vector<T> make_buffer(int64_t elems, const char* what) {
   }
 }
 
-// op(B) panels [p0, p1) as bfloat16 pairs (kernels.h layout), zero past K and N.
+// op(B) panels [p0, p1) as bfloat16 pairs (kernels.h layout), zero past K and N: the scalar
+// packer, for a B already in bfloat16 (a float32 B is rounded and packed by the vector
+// Bf16Kernels::pack_pairs).
 template <typename TB>
 void pack_b_pairs(bool trans_b, int64_t k, int64_t n, const TB* b, int64_t ldb, int nr, int64_t p0,
                   int64_t p1, std::uint16_t* dst) {

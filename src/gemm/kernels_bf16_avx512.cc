@@ -153,6 +153,11 @@ __m256i round16(__m512i u) {
   return _mm512_maskz_cvtepi32_epi16(all, _mm512_mask_mov_epi32(rounded, nan, quiet));
 }
 
+// The first n of 16 lanes.
+__mmask16 first_lanes(int64_t n) {
+  return n >= kLanes ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
 void round_row(const float* src, int64_t n, std::uint16_t* dst) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -160,7 +165,7 @@ void round_row(const float* src, int64_t n, std::uint16_t* dst) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), round16(u));
   }
   if (i < n) {
-    const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __mmask16 tail = first_lanes(n - i);
     const __m512i u = _mm512_maskz_loadu_epi32(tail, src + i);
     _mm256_mask_storeu_epi16(dst + i, tail, round16(u));
   }
@@ -174,11 +179,6 @@ __m512i pairs16(__m512i even, __m512i odd) {
   const __m512i lo = _mm512_maskz_cvtepu16_epi32(all, round16(even));
   const __m512i hi = _mm512_maskz_cvtepu16_epi32(all, round16(odd));
   return _mm512_or_si512(lo, _mm512_maskz_slli_epi32(all, hi, 16));
-}
-
-// The first n of 16 lanes.
-__mmask16 first_lanes(int64_t n) {
-  return n >= kLanes ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
 // Panels [p0, p1) of op(B) [k, n] (B stored [k, n], or [n, k] when trans; row stride ldb) as
