@@ -20,7 +20,7 @@ struct Avx2::Vec<float> {
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V bcast(const float* p) { return _mm256_set1_ps(*p); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
 };
@@ -31,7 +31,7 @@ struct Avx2::Vec<double> {
   static V zero() { return _mm256_setzero_pd(); }
   static V load(const double* p) { return _mm256_loadu_pd(p); }
   static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
-  static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
+  static V bcast(const double* p) { return _mm256_set1_pd(*p); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
 };
