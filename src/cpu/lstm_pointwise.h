@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include <type_traits>
 
@@ -121,14 +122,18 @@ LSTMBwdParams<T> lstm_bwd_params(std::int64_t H, const Args<T>& a) {
 
 namespace detail {
 
-// The forward pass over rows [n0, n1) and columns [j0, j1), peephole terms compiled in or out.
-template <typename T, bool kPeephole>
+// The forward pass over rows [n0, n1) and columns [j0, j1), peephole terms and the bias compiled
+// in or out (a load under a run-time condition keeps GCC from vectorising the loop for AVX2,
+// which has no masked arithmetic).
+template <typename T, bool kPeephole, bool kBias>
 inline void lstm_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t n0,
                       std::int64_t n1, std::int64_t j0, std::int64_t j1) {
   const std::int64_t H = p.H;
   const LSTMGateBlocks g = lstm_gate_blocks(p.layout);
-  const T fb = p.forget_bias, clip = p.cell_clip;
-  const bool do_clip = clip > T(0);  // false for NaN
+  const T fb = p.forget_bias;
+  // The clip bound: cell_clip when positive, else +inf, which clips nothing (a NaN cell_clip
+  // too: `cell_clip > 0` is false). One select per bound and no run-time branch in the loop.
+  const T clip = p.cell_clip > T(0) ? p.cell_clip : std::numeric_limits<T>::infinity();
   for (std::int64_t n = n0; n < n1; ++n) {
     const T* gates = s.gates + n * (s.gates_ld ? s.gates_ld : 4 * H);
     const T* gi = gates + g.i * H;
@@ -140,7 +145,7 @@ inline void lstm_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::i
 #pragma GCC ivdep
     for (std::int64_t j = j0; j < j1; ++j) {
       T zi = gi[j], zc = gc[j], zf = gf[j], zo = go[j];
-      if (p.b != nullptr) {
+      if constexpr (kBias) {
         zi = zi + p.b[g.i * H + j];
         zc = zc + p.b[g.c * H + j];
         zf = zf + p.b[g.f * H + j];
@@ -154,10 +159,9 @@ inline void lstm_rows(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::i
       if constexpr (kPeephole) zf = zf + cp * p.wcf[j];
       const T vf = act_sigmoid(zf);
       T vcs = vi * vci + vf * cp;
-      if (do_clip) {  // min(max(cs, −clip), clip); a NaN cs stays NaN, as in TensorFlow
-        if (vcs < -clip) vcs = -clip;
-        if (vcs > clip) vcs = clip;
-      }
+      // min(max(cs, −clip), clip); a NaN cs stays NaN, as in TensorFlow
+      vcs = vcs < -clip ? -clip : vcs;
+      vcs = vcs > clip ? clip : vcs;
       const T vco = act_tanh(vcs);
       if constexpr (kPeephole) zo = zo + vcs * p.wco[j];
       const T vo = act_sigmoid(zo);
@@ -206,9 +210,21 @@ inline void lstm_rows(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::i
   }
 }
 
-// Either pass (by the type of p), with the peephole terms as p.use_peephole says.
-template <typename T, template <typename> class Params, template <typename> class Step>
-inline void lstm_rows_generic(const Params<T>& p, const Step<T>& s, std::int64_t n0,
+// The forward pass with the peephole terms as p.use_peephole says and the bias when p.b is given.
+template <typename T>
+inline void lstm_rows_generic(const LSTMFwdParams<T>& p, const LSTMFwdStep<T>& s, std::int64_t n0,
+                              std::int64_t n1, std::int64_t j0, std::int64_t j1) {
+  if (p.use_peephole) {
+    if (p.b != nullptr) return lstm_rows<T, true, true>(p, s, n0, n1, j0, j1);
+    return lstm_rows<T, true, false>(p, s, n0, n1, j0, j1);
+  }
+  if (p.b != nullptr) return lstm_rows<T, false, true>(p, s, n0, n1, j0, j1);
+  lstm_rows<T, false, false>(p, s, n0, n1, j0, j1);
+}
+
+// The backward pass with the peephole terms as p.use_peephole says.
+template <typename T>
+inline void lstm_rows_generic(const LSTMBwdParams<T>& p, const LSTMBwdStep<T>& s, std::int64_t n0,
                               std::int64_t n1, std::int64_t j0, std::int64_t j1) {
   if (p.use_peephole) {
     lstm_rows<T, true>(p, s, n0, n1, j0, j1);
