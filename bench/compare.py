@@ -125,9 +125,13 @@ def read_shapes(path):
     return shapes
 
 
-def peer_commands(shape, threads, reps, peer_exe, torch_peers):
+def peer_commands(shape, threads, reps, peer_exe, torch_peers, bf16_peers):
     """The command line of every peer for one shape at one thread count: name → list of
-    commands (the GEMM floors have two each, padded rows or not; the faster one counts)."""
+    commands (the GEMM floors have two each, padded rows or not; the faster one counts).
+    bf16_peers: the bfloat16 rows (blockrnn_bf16, torch_bf16), left out on a CPU without
+    AVX512_BF16, where blockrnn's bfloat16 runs its float32 kernels on widened operands and
+    PyTorch's CPU bfloat16 is emulated (more than a minute a run at T50 B64 on an AVX2-only
+    Zen 3): neither says anything about bfloat16 speed there."""
     cell, T, B, I, H = shape["cell"], shape["T"], shape["B"], shape["I"], shape["H"]
     dims = ["--T", str(T), "--B", str(B), "--I", str(I), "--H", str(H),
             "--threads", str(threads), "--reps", str(reps), "--warmup", "2"]
@@ -138,14 +142,17 @@ def peer_commands(shape, threads, reps, peer_exe, torch_peers):
         ours_op = "block_lstm" if cell == "lstm" else "block_gru"
         tf_op = "block_lstm" if cell == "lstm" else "gru_seq"
         tf_extra = []
-    cmds = {"blockrnn": [[PY, "bench/blockrnn_rnn.py", "--op", ours_op] + dims],
-            "blockrnn_bf16": [[PY, "bench/blockrnn_rnn.py", "--op", ours_op, "--dtype",
-                               "bfloat16"] + dims],
-            "tensorflow": [[PY, "bench/peers/tf_rnn.py", "--op", tf_op] + dims + tf_extra]}
+    cmds = {"blockrnn": [[PY, "bench/blockrnn_rnn.py", "--op", ours_op] + dims]}
+    if bf16_peers:
+        cmds["blockrnn_bf16"] = [[PY, "bench/blockrnn_rnn.py", "--op", ours_op, "--dtype",
+                                  "bfloat16"] + dims]
+    cmds["tensorflow"] = [[PY, "bench/peers/tf_rnn.py", "--op", tf_op] + dims + tf_extra]
     if T > 1:
         cmds["onednn"] = [[peer_exe, "--cell", cell] + dims]
     if torch_peers:
         for dtype, name in (("float32", "torch_fp32"), ("bfloat16", "torch_bf16")):
+            if dtype == "bfloat16" and not bf16_peers:
+                continue
             cmds[name] = [[PY, "bench/peers/torch_rnn.py", "--cell", cell, "--dtype", dtype]
                           + dims]
     for lib in ("openblas", "onednn"):
@@ -170,7 +177,7 @@ def noise(rec):
     return rec["fwdbwd_ms"] / rec["fwdbwd_min_ms"] - 1.0 if rec.get("fwdbwd_min_ms") else 0.0
 
 
-def measure(shape, threads, reps, rounds, max_noise, retries, peer_exe, torch_peers):
+def measure(shape, threads, reps, rounds, max_noise, retries, peer_exe, torch_peers, bf16_peers):
     """Interleaved rounds: each round runs every peer once (one process each), in an order
     rotated by one per round (A B C, B C A, …), so that a load change on the shared machine
     hits every peer alike. A round in which some process's median lies more than max_noise
@@ -178,7 +185,7 @@ def measure(shape, threads, reps, rounds, max_noise, retries, peer_exe, torch_pe
     counted as noisy). Per peer: the median over rounds of the per-round medians; per peer
     and round: the ratio of its time to blockrnn's in that round, summarised as the median
     ratio and its range over rounds."""
-    cmds = peer_commands(shape, threads, reps, peer_exe, torch_peers)
+    cmds = peer_commands(shape, threads, reps, peer_exe, torch_peers, bf16_peers)
     names = list(cmds)
     per_round, noisy_rounds = [], 0
     for r in range(rounds):
@@ -250,6 +257,9 @@ def main():
         shapes = list(firsts.values())
     results, peaks, bf16_peaks = [], {}, {}
     has_bf16 = cpu_info()["flags"]["avx512_bf16"]
+    if not has_bf16:
+        print("note: no avx512_bf16 on this CPU: the bfloat16 rows are left out",
+              file=sys.stderr, flush=True)
     for threads in a.threads:
         print(f"== FMA peak threads={threads}", file=sys.stderr, flush=True)
         peaks[threads] = measure_fma_peak(fma_exe, threads)
@@ -264,7 +274,7 @@ def main():
         for s in shapes:
             print(f"== {s['name']} threads={threads}", file=sys.stderr, flush=True)
             rows, ratios, noisy = measure(s, threads, a.reps, a.rounds, a.max_noise, a.retries,
-                                          peer_exe, torch_peers)
+                                          peer_exe, torch_peers, has_bf16)
             results.append(dict(shape=s, threads=threads, rows=rows, ratios=ratios,
                                 noisy_rounds=noisy))
     for th in peaks:
