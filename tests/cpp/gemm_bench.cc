@@ -18,8 +18,9 @@
 // share the machine's state, so they survive a loaded machine better than absolute figures.
 // The peaks turn the figures into fractions of the physical limit: with --fma-peak (the
 // bench/peers/fma_peak program) both are measured in every round, interleaved with the
-// products (`fma_peak --isa avx512` and `--isa avx512_bf16`), and a fraction is the median of
-// the per-round fractions; else --fp32-peak / --bf16-peak are taken as given.
+// products (`fma_peak --isa <the active path>` and `--isa avx512_bf16` where the CPU has it),
+// and a fraction is the median of the per-round fractions; else --fp32-peak / --bf16-peak are
+// taken as given.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -179,8 +180,11 @@ int main(int argc, char** argv) {
     for (int r = 0; r < opt.rounds; ++r) {
       double fp32_peak = opt.fp32_peak, bf16_peak = opt.bf16_peak;
       if (!opt.fma_peak.empty()) {
-        fp32_peak = measure_peak(opt.fma_peak, "avx512", opt.seconds);
-        bf16_peak = measure_peak(opt.fma_peak, "avx512_bf16", opt.seconds);
+        // The active path's own FMA peak (fma_peak knows the avx512 and avx2 instructions; the
+        // baseline path has no FMA and no peak), and the bf16 peak where vdpbf16ps runs.
+        const std::string path = blockrnn::get_isa();
+        fp32_peak = path == "baseline" ? 0 : measure_peak(opt.fma_peak, path.c_str(), opt.seconds);
+        bf16_peak = dpbf16 ? measure_peak(opt.fma_peak, "avx512_bf16", opt.seconds) : 0;
         fp32_peaks.push_back(fp32_peak);
         bf16_peaks.push_back(bf16_peak);
       }
