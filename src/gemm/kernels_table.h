@@ -8,7 +8,8 @@
 // the objects define no weak code symbols: tests/cpp/check_isa_objects.sh checks).
 //
 // Shape letters: M, N, K of C[M,N] = beta·C + op(A)[M,K]·op(B)[K,N]; MR × NR the accumulator
-// tile (NV vectors of L lanes per row); KC the K block; MT × NT the output tile of one thread.
+// tile (NV vectors of L lanes per row); KC the K block (at most kPackedPerTileKC rows where B
+// is packed per tile, kernels.h); MT × NT the output tile of one thread.
 //
 // Per output tile (rows i0.., columns j0..):
 //   for each K block [k0, k0+KC):
@@ -172,14 +173,15 @@ void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
   constexpr int MR = O::kMR, NR = O::kNV * O::kLanes, KC = O::kKC;
   // Scratch: the packed B block of a tile (unless B is prepacked), then the packed A block
   // (transposed A only).
+  const int64_t kc_max = k_block_rows(KC, p.packed != nullptr, p.k);
   T* const b_block = scratch;
-  T* const a_block = scratch + (p.packed != nullptr ? 0 : int64_t(KC) * p.nt);
+  T* const a_block = scratch + (p.packed != nullptr ? 0 : kc_max * p.nt);
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t im = t % p.tiles_m, in = t / p.tiles_m;
     const int64_t i0 = im * p.mt, j0 = in * p.nt;
     const int64_t mt = min64(p.mt, p.m - i0), nt = min64(p.nt, p.n - j0);
-    for (int64_t k0 = 0; k0 < p.k; k0 += KC) {
-      const int64_t kc = min64(KC, p.k - k0);
+    for (int64_t k0 = 0; k0 < p.k; k0 += kc_max) {
+      const int64_t kc = min64(kc_max, p.k - k0);
       // Panels of this block: prepacked ([K][NR] per panel, this block at row k0) or packed
       // now ([kc][NR] per panel).
       const T* panels;

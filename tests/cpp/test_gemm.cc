@@ -55,11 +55,12 @@ struct Shape {
   std::int64_t m, n, k;
 };
 
-// Shapes around the tiles of every path: MR ∈ {4, 6, 8}, NR ∈ {4, 8, 16, 32}, KC ∈ {128, 256},
-// output tiles of up to 96 rows and 4–8 panels.
-const Shape kShapes[] = {{1, 1, 1},      {1, 33, 7},    {2, 17, 3},    {5, 9, 257}, {7, 31, 129},
-                         {8, 32, 256},   {9, 33, 255},  {13, 64, 600}, {64, 16, 5}, {97, 129, 17},
-                         {100, 300, 33}, {6, 130, 513}, {193, 3, 40},  {3, 257, 2}};
+// Shapes around the tiles of every path: MR ∈ {4, 6, 8}, NR ∈ {4, 8, 16, 32}, KC ∈ {128, 256,
+// 1024} (256 where B is packed per tile), output tiles of up to 96 or 144 rows and 4–8 panels.
+const Shape kShapes[] = {{1, 1, 1},    {1, 33, 7},    {2, 17, 3},     {5, 9, 257},
+                         {7, 31, 129}, {8, 32, 256},  {9, 33, 255},   {13, 64, 600},
+                         {64, 16, 5},  {97, 129, 17}, {100, 300, 33}, {6, 130, 513},
+                         {193, 3, 40}, {3, 257, 2},   {7, 33, 1100},  {150, 40, 1030}};
 
 // f(isa, fused, shape) for every shape of kShapes on every path.
 template <typename F>
@@ -227,8 +228,9 @@ TEST(Gemm, BitsDoNotDependOnTheThreadCount) {
                {{64, 1024, 256}, false, true, true},
                {{300, 160, 1500}, true, false, false},
                {{129, 257, 255}, false, true, false},
-               // A weight gradient whose row tiles change with the team (gemm.cc, set_tiling:
-               // 3 tiles of ≤ 96 rows at one thread, 4 at two and four, 7 at seven).
+               // A weight gradient whose row tiles change with the team (gemm.cc, set_tiling;
+               // avx512: 3 tiles of ≤ 96 rows at one thread, 4 at two and four, 7 at seven;
+               // avx2: 2 of ≤ 144 rows at one and two threads, 4 at four, 7 at seven).
                {{200, 300, 400}, true, false, true}};
   on_every_path([&](Isa isa, bool) {
     for (const auto& cs : cases) {
