@@ -19,8 +19,10 @@
 //       for each MR-row strip:       A strip from L1/L2
 //         acc = (first block ? beta·C : C);  acc += a[:,k]·b[k,:] for k in the block, in order;
 //         C = acc
-// Edges: a strip of fewer than MR rows runs a kernel instantiated for that many rows; a panel
-// narrower than NR computes into a local MR × NR tile and copies the valid columns.
+// A tile of a single strip of one or two rows takes its panels in groups of 4 or 2 per kernel
+// call (grouped_panels). Edges: a strip of fewer than MR rows runs a kernel instantiated for that
+// many rows; a panel narrower than NR computes into a local MR × NR tile and copies the valid
+// columns.
 #pragma once
 
 #include <cstdint>
@@ -47,63 +49,55 @@ static inline int64_t min64(int64_t a, int64_t b) {
 // How the accumulators start: from zero, from C, or from beta·C.
 enum class Init { kZero, kLoad, kScale };
 
-// acc[ROWS][NV] over one K block: C[r, :NR] = init + Σ_k A(r, k)·panel[k, :], k in order.
+// acc[ROWS][PANELS·NV] over one K block: C[r, :PANELS·NR] = init + Σ_k A(r, k)·B[k, :], k in
+// order, B's columns taken from PANELS consecutive panels, panel p at panel + p·panel_stride.
 // A(r, k) is a[r·lda + k] (A row-major) or a[k·lda + r] (TRANS_A: A stored [K, M]).
-// panel: [kc][NR] contiguous. c: ROWS rows of NR values, row stride ldc.
-template <class Isa, typename T, int ROWS, bool TRANS_A>
-void micro_kernel(int64_t kc, const T* a, int64_t lda, const T* panel, T* c, int64_t ldc, Init init,
-                  T beta) {
+// A panel: [kc][NR] contiguous. c: ROWS rows of PANELS·NR values, row stride ldc.
+// Every accumulator is its own output's chain over k: grouping panels changes no bit, it only
+// gives a strip of one or two rows enough independent chains to cover the FMA latency (a
+// 1 × NR tile has NV chains, too few to keep both FMA ports busy: the B = 1 recurrent step).
+template <class Isa, typename T, int ROWS, int PANELS, bool TRANS_A>
+void micro_kernel(int64_t kc, const T* a, int64_t lda, const T* panel, int64_t panel_stride, T* c,
+                  int64_t ldc, Init init, T beta) {
   using O = VecOf<Isa, T>;
   using V = typename O::V;
-  constexpr int L = O::kLanes, NV = O::kNV, NR = NV * L;
-  V acc[ROWS][NV];
+  constexpr int L = O::kLanes, NV = O::kNV, NR = NV * L, W = PANELS * NV;
+  V acc[ROWS][W];
   if (init == Init::kZero) {
     for (int r = 0; r < ROWS; ++r)
-      for (int v = 0; v < NV; ++v) acc[r][v] = O::zero();
+      for (int v = 0; v < W; ++v) acc[r][v] = O::zero();
   } else if (init == Init::kLoad) {
     for (int r = 0; r < ROWS; ++r)
-      for (int v = 0; v < NV; ++v) acc[r][v] = O::load(c + r * ldc + v * L);
+      for (int v = 0; v < W; ++v) acc[r][v] = O::load(c + r * ldc + v * L);
   } else {
     const V bv = O::bcast(&beta);
     for (int r = 0; r < ROWS; ++r)
-      for (int v = 0; v < NV; ++v) acc[r][v] = O::mul(bv, O::load(c + r * ldc + v * L));
+      for (int v = 0; v < W; ++v) acc[r][v] = O::mul(bv, O::load(c + r * ldc + v * L));
   }
-  if constexpr (TRANS_A) {
-    for (int64_t k = 0; k < kc; ++k) {
-      const T* ak = a + k * lda;
-      const T* bk = panel + k * NR;
-      V bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = O::load(bk + v * L);
-      for (int r = 0; r < ROWS; ++r) {
-        const V av = O::bcast(ak + r);
-        for (int v = 0; v < NV; ++v) acc[r][v] = O::fmadd(av, bv[v], acc[r][v]);
-      }
-    }
-  } else {
-    for (int64_t k = 0; k < kc; ++k) {
-      const T* bk = panel + k * NR;
-      V bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = O::load(bk + v * L);
-      for (int r = 0; r < ROWS; ++r) {
-        const V av = O::bcast(a + r * lda + k);
-        for (int v = 0; v < NV; ++v) acc[r][v] = O::fmadd(av, bv[v], acc[r][v]);
-      }
+  for (int64_t k = 0; k < kc; ++k) {
+    V bv[W];
+    for (int p = 0; p < PANELS; ++p)
+      for (int v = 0; v < NV; ++v)
+        bv[p * NV + v] = O::load(panel + p * panel_stride + k * NR + v * L);
+    for (int r = 0; r < ROWS; ++r) {
+      const V av = O::bcast(TRANS_A ? a + k * lda + r : a + r * lda + k);
+      for (int v = 0; v < W; ++v) acc[r][v] = O::fmadd(av, bv[v], acc[r][v]);
     }
   }
   for (int r = 0; r < ROWS; ++r)
-    for (int v = 0; v < NV; ++v) O::store(c + r * ldc + v * L, acc[r][v]);
+    for (int v = 0; v < W; ++v) O::store(c + r * ldc + v * L, acc[r][v]);
 }
 
 template <typename T>
-using KernelFn = void (*)(int64_t, const T*, int64_t, const T*, T*, int64_t, Init, T);
+using KernelFn = void (*)(int64_t, const T*, int64_t, const T*, int64_t, T*, int64_t, Init, T);
 
-// kernel_for<Isa, T, TRANS_A>(rows): the micro-kernel for 1..MR rows.
+// kernel_for<Isa, T, TRANS_A>(rows): the one-panel micro-kernel for 1..MR rows.
 template <class Isa, typename T, bool TRANS_A, int... R>
 constexpr auto make_table(std::integer_sequence<int, R...>) {
   struct Table {
     KernelFn<T> fn[sizeof...(R)];
   };
-  return Table{{&micro_kernel<Isa, T, R + 1, TRANS_A>...}};
+  return Table{{&micro_kernel<Isa, T, R + 1, 1, TRANS_A>...}};
 }
 
 template <class Isa, typename T, bool TRANS_A>
@@ -111,6 +105,19 @@ KernelFn<T> kernel_for(int rows) {
   static constexpr auto table =
       make_table<Isa, T, TRANS_A>(std::make_integer_sequence<int, VecOf<Isa, T>::kMR>{});
   return table.fn[rows - 1];
+}
+
+// Panels per call of a tile whose only strip has `rows` rows: four for one row, two for two
+// (eight accumulator vectors or more at NV = 2), else one.
+constexpr int grouped_panels(int64_t rows) {
+  return rows == 1 ? 4 : rows == 2 ? 2 : 1;
+}
+
+// The grouped micro-kernel for a strip of 1 or 2 rows (grouped_panels).
+template <class Isa, typename T, bool TRANS_A>
+KernelFn<T> grouped_kernel_for(int rows) {
+  return rows == 1 ? &micro_kernel<Isa, T, 1, grouped_panels(1), TRANS_A>
+                   : &micro_kernel<Isa, T, 2, grouped_panels(2), TRANS_A>;
 }
 
 // Packs op(B)[k0:k0+kc, j0:j0+nc] into NR-wide panels [kc][NR] at dst (panel q at
@@ -199,7 +206,19 @@ void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
                         : p.beta == T(0) ? Init::kZero
                         : p.beta == T(1) ? Init::kLoad
                                          : Init::kScale;
-      for (int64_t q = 0; q * NR < nt; ++q) {
+      // A tile of one strip of one or two rows (the recurrent step of a small batch): its full
+      // panels in groups (grouped_panels), the rest one by one below.
+      int64_t q = 0;
+      if (const int group = grouped_panels(mt); group > 1) {
+        const KernelFn<T> kernel = grouped_kernel_for<Isa, T, TRANS_A>(static_cast<int>(mt));
+        const T* a = TRANS_A ? a_block : p.a + i0 * p.lda + k0;
+        const int64_t lda = TRANS_A ? MR : p.lda;
+        for (; (q + group) * NR <= nt; q += group) {
+          kernel(kc, a, lda, panels + q * panel_stride, panel_stride,
+                 p.c + i0 * p.ldc + j0 + q * NR, p.ldc, init, p.beta);
+        }
+      }
+      for (; q * NR < nt; ++q) {
         const T* panel = panels + q * panel_stride;
         const int64_t jq = j0 + q * NR, w = min64(NR, nt - q * NR);
         for (int64_t i = 0; i < mt; i += MR) {
@@ -211,7 +230,7 @@ void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
           T* c = p.c + row * p.ldc + jq;
           const KernelFn<T> kernel = kernel_for<Isa, T, TRANS_A>(rows);
           if (w == NR) {
-            kernel(kc, a, lda, panel, c, p.ldc, init, p.beta);
+            kernel(kc, a, lda, panel, panel_stride, c, p.ldc, init, p.beta);
           } else {
             // Narrow last panel: compute on a full-width local tile, copy the valid columns.
             alignas(64) T tile[MR * NR];
@@ -219,7 +238,7 @@ void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
               for (int r = 0; r < rows; ++r)
                 for (int64_t j = 0; j < NR; ++j) tile[r * NR + j] = j < w ? c[r * p.ldc + j] : T(0);
             }
-            kernel(kc, a, lda, panel, tile, NR, init, p.beta);
+            kernel(kc, a, lda, panel, panel_stride, tile, NR, init, p.beta);
             for (int r = 0; r < rows; ++r)
               for (int64_t j = 0; j < w; ++j) c[r * p.ldc + j] = tile[r * NR + j];
           }

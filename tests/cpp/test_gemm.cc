@@ -56,11 +56,13 @@ struct Shape {
 };
 
 // Shapes around the tiles of every path: MR ∈ {4, 6, 8}, NR ∈ {4, 8, 16, 32}, KC ∈ {128, 256,
-// 1024} (256 where B is packed per tile), output tiles of up to 96 or 144 rows and 4–8 panels.
-const Shape kShapes[] = {{1, 1, 1},    {1, 33, 7},    {2, 17, 3},     {5, 9, 257},
-                         {7, 31, 129}, {8, 32, 256},  {9, 33, 255},   {13, 64, 600},
-                         {64, 16, 5},  {97, 129, 17}, {100, 300, 33}, {6, 130, 513},
-                         {193, 3, 40}, {3, 257, 2},   {7, 33, 1100},  {150, 40, 1030}};
+// 1024} (256 where B is packed per tile), output tiles of up to 96 or 144 rows and 4–8 panels;
+// strips of one and two rows over groups of 4 and 2 panels, with panels left over and a
+// narrow last one.
+const Shape kShapes[] = {{1, 1, 1},       {1, 33, 7},    {2, 17, 3},    {5, 9, 257}, {7, 31, 129},
+                         {8, 32, 256},    {9, 33, 255},  {13, 64, 600}, {64, 16, 5}, {97, 129, 17},
+                         {100, 300, 33},  {6, 130, 513}, {193, 3, 40},  {3, 257, 2}, {7, 33, 1100},
+                         {150, 40, 1030}, {1, 200, 37},  {2, 100, 300}};
 
 // f(isa, fused, shape) for every shape of kShapes on every path.
 template <typename F>
