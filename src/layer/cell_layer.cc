@@ -67,10 +67,22 @@ std::int64_t batch_of(const Check& check, const CellLayerShape& shape, std::int6
   if (B < min_batch || B > shape.max_batch) {
     check.fail("x has batch " + std::to_string(B) + ", the layer was created for " +
                std::to_string(min_batch) + " to " + std::to_string(shape.max_batch) +
-               " (max_batch" + (min_batch > 0 ? "; LSTMBlockCell refuses an empty batch)" : ")"));
+               " (max_batch)");
   }
   check.tensor("x", x, Shape{B, shape.input_size}, "batch, input_size", shape.dtype);
   return B;
+}
+
+// The batch of an LSTM cell call (batch_of, from 1): an empty one is refused as LSTMBlockCell
+// refuses it, in the op's words (ops::empty_lstm_cell_state), once cs_prev agrees with x.
+std::int64_t lstm_batch_of(const Check& check, const CellLayerShape& shape, const TensorView& x,
+                           const TensorView& cs_prev) {
+  check.rank("x", x, 2);
+  if (x.shape[0] == 0) {
+    check.tensor("cs_prev", cs_prev, Shape{0, shape.hidden_size}, ops::kStateDims, shape.dtype);
+    check.fail(ops::empty_lstm_cell_state(cs_prev.shape));
+  }
+  return batch_of(check, shape, 1, x);
 }
 
 // The end of every call's checks, then its workspace: the caller's (checked: at least
@@ -257,7 +269,7 @@ void LSTMCellLayer::forward(const LSTMCellLayerInputs& in, const LSTMBlockCellOu
   const Check check{name_, "forward", m.forward_name.c_str()};
   const layer::OneCall one(check, m.busy);
   if (!has_weights_) check.fail("set_weights has not been called");
-  const std::int64_t B = batch_of(check, shape_, 1, in.x);
+  const std::int64_t B = lstm_batch_of(check, shape_, in.x, in.cs_prev);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const std::array<Check::Arg, 2> states{{{"cs_prev", in.cs_prev}, {"h_prev", in.h_prev}}};
@@ -292,7 +304,7 @@ void LSTMCellLayer::backward(const LSTMCellLayerGradInputs& in, const LSTMCellLa
   const Check check{name_, "backward", m.backward_name.c_str()};
   const layer::OneCall one(check, m.busy);
   if (!has_weights_) check.fail("set_weights has not been called");
-  const std::int64_t B = batch_of(check, shape_, 1, in.x);
+  const std::int64_t B = lstm_batch_of(check, shape_, in.x, in.cs_prev);
   const std::int64_t I = shape_.input_size, H = shape_.hidden_size;
   const DType dt = shape_.dtype;
   const std::array<Check::Arg, 10> steps{{{"cs_prev", in.cs_prev},

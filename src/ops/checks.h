@@ -93,6 +93,13 @@ struct GRUState {
   }
 };
 
+// The LSTM cell ops' refusal of an empty state (B = 0 or H = 0, as TensorFlow), in the words the
+// ops and the cell layers both use.
+inline std::string empty_lstm_cell_state(const Shape& cs_prev) {
+  return "cs_prev is empty, got shape " + cs_prev.to_string() +
+         " (batch_size and cell_size must be positive)";
+}
+
 // The state and weights of the LSTM ops: cs_prev and h_prev [B, H], w [I+H, 4H], the peephole
 // vectors wci, wcf, wco [H] and b [4H]. H is cs_prev's, or w's (w.dim(1) / 4, which must be a
 // positive integer) with `h_from_w` (the sequence grads, as TensorFlow). `nonempty` (the cell
@@ -123,10 +130,7 @@ struct LSTMState {
               std::int64_t H) const {
     const auto [K, G] = fused_weight_dims(check, "w", 4, I, H);
     check.shape("cs_prev", cs_prev, {B, H}, kStateDims);
-    if (nonempty && (B == 0 || H == 0)) {
-      check.fail("cs_prev is empty, got shape " + cs_prev.shape.to_string() +
-                 " (batch_size and cell_size must be positive)");
-    }
+    if (nonempty && (B == 0 || H == 0)) check.fail(empty_lstm_cell_state(cs_prev.shape));
     check.shape("h_prev", h_prev, {B, H}, kStateDims);
     check.input_weight("w", w, {K, G}, "input_size + cell_size, 4 * cell_size", x, H);
     check.shape("wci", wci, {H}, "cell_size");

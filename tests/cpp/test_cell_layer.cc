@@ -279,7 +279,9 @@ TEST(CellLayerErrors, NameTheLayerAndTheArgument) {
       [&] {
         lstm.forward({empty_x, empty_s, empty_s}, out);
       },
-      ErrorCode::kInvalidArgument, "LSTMBlockCell refuses an empty batch");
+      ErrorCode::kInvalidArgument,
+      "LSTMCellLayer.forward: cs_prev is empty, got shape [0, 2] (batch_size and cell_size must "
+      "be positive)");
   expect_error(
       [&] {
         lstm.forward({x, Tensor(f, {2, 3}), s}, out);
