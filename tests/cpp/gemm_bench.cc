@@ -222,8 +222,15 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (!fp32_peaks.empty()) {
-    std::printf("# peaks measured per round by %s (median): fp32 FMA %.1f GFLOP/s, bf16 %.1f\n",
-                opt.fma_peak.c_str(), median(fp32_peaks), median(bf16_peaks));
+    // A peak of 0: not measured on this path (no FMA on the baseline path, no vdpbf16ps).
+    const auto peak_text = [](double gflops) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f GFLOP/s", gflops);
+      return gflops > 0 ? std::string(buf) : std::string("not measured on this path");
+    };
+    std::printf("# peaks measured per round by %s (median): fp32 FMA %s, bf16 %s\n",
+                opt.fma_peak.c_str(), peak_text(median(fp32_peaks)).c_str(),
+                peak_text(median(bf16_peaks)).c_str());
   }
   return 0;
 }
