@@ -10,6 +10,14 @@
 
 --dtype bfloat16 runs the same ops on bfloat16 inputs (peer blockrnn_bf16).
 
+--plan (block_lstm, block_gru) runs the same work on the library's layer object, the plan
+(`blockrnn/layer.h`'s BlockLSTMLayer / BlockGRULayer through the binding, what blockrnn.layers,
+blockrnn.torch and a C++ caller hold; peer blockrnn_plan): the weights set and packed once
+before the clock starts, as the oneDNN peer reorders its weights once, and the outputs,
+gradients and workspace allocated once and reused by every repetition, as the oneDNN peer's
+are. The one-shot ops (without --plan) pack the weights and allocate their workspace and
+outputs at every call.
+
 One JSON object on stdout: peer, op, T, B, I, H, threads, fwd_ms, fwdbwd_ms (medians),
 fwd_min_ms, fwdbwd_min_ms, reps, warmup, peak_rss_mb, rss_increase_mb, and isa (the kernel
 path blockrnn.get_isa() reports, null if this build of the package has no get_isa).
@@ -25,6 +33,41 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pee
 from rnn_timing import current_rss_mb, peak_rss_mb, time_fwd_bwd  # noqa: E402
 
 
+def plan_calls(op, kw, cs_grad, h_grad, T, B, I, H):
+    """fwd() and bwd(outputs) of the sequence op `op` on a layer object made and given the
+    weights of `kw` here (the one-shot ops' inputs), every output and gradient allocated here
+    once."""
+    from blockrnn import _core
+    x = kw["x"]
+    empty = lambda *shape: np.empty(shape, np.float32)  # noqa: E731
+    if op == "block_lstm":
+        layer = _core.LSTMLayer(I, H, "float32", T, B, v2=False, forget_bias=1.0,
+                                cell_clip=-1.0, use_peephole=False)
+        layer.set_weights(kw["w"], kw["b"], kw["wci"], kw["wcf"], kw["wco"])
+        states = [kw["cs_prev"], kw["h_prev"]]
+        outs = [empty(T, B, H) for _ in range(7)]  # i cs f o ci co h
+        grads = [empty(T, B, I), empty(B, H), empty(B, H), empty(I + H, 4 * H),
+                 empty(H), empty(H), empty(H), empty(4 * H)]
+        incoming = [cs_grad, h_grad]
+    else:
+        layer = _core.GRULayer(I, H, "float32", T, B)
+        layer.set_weights(kw["w_ru"], kw["w_c"], kw["b_ru"], kw["b_c"])
+        states = [kw["h_prev"]]
+        outs = [empty(T, B, H) for _ in range(4)]  # r u c h
+        grads = [empty(T, B, I), empty(B, H), empty(I + H, 2 * H), empty(I + H, H),
+                 empty(2 * H), empty(H)]
+        incoming = [h_grad]
+
+    def fwd():
+        layer.forward(x, *states, outs)
+        return outs
+
+    def bwd(o):
+        layer.backward(x, *states, o, *incoming, grads)
+        return grads
+    return fwd, bwd
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--op", choices=["block_lstm", "block_gru", "lstm_cell", "gru_cell"],
@@ -36,7 +79,12 @@ def main():
                    help="bfloat16: every input in ml_dtypes.bfloat16 (the ops' bfloat16 path: "
                         "bfloat16 products on a CPU with AVX512_BF16); the record's peer is "
                         "then blockrnn_bf16")
+    p.add_argument("--plan", action="store_true",
+                   help="the layer object (plan) instead of the one-shot ops: block_lstm and "
+                        "block_gru, float32; the record's peer is then blockrnn_plan")
     a = p.parse_args()
+    if a.plan and (a.op not in ("block_lstm", "block_gru") or a.dtype != "float32"):
+        p.error("--plan times the float32 sequence ops (block_lstm, block_gru)")
 
     import blockrnn
     blockrnn.set_num_threads(a.threads)
@@ -98,11 +146,16 @@ def main():
         def bwd(o):
             return grads.GRUBlockCell(**kw, r=o.r, u=o.u, c=o.c, d_h=d_h)
 
+    if a.plan:
+        fwd, bwd = plan_calls(a.op, kw, cs_grad if a.op == "block_lstm" else None, h_grad, T, B,
+                              I, H)
+
     for _ in range(a.warmup):
         bwd(fwd())
     fwd_t, all_t = time_fwd_bwd(fwd, bwd, a.reps)  # timed as the TensorFlow peer
     peak = peak_rss_mb()
-    rec = dict(peer="blockrnn" if a.dtype == "float32" else "blockrnn_bf16", op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
+    peer = "blockrnn_plan" if a.plan else "blockrnn" if a.dtype == "float32" else "blockrnn_bf16"
+    rec = dict(peer=peer, op=a.op, T=T, B=B, I=I, H=H, threads=a.threads,
                fwd_ms=float(np.median(fwd_t)), fwdbwd_ms=float(np.median(all_t)),
                fwd_min_ms=min(fwd_t), fwdbwd_min_ms=min(all_t), reps=a.reps, warmup=a.warmup,
                peak_rss_mb=peak, rss_baseline_mb=baseline, rss_increase_mb=peak - baseline,

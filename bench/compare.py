@@ -143,6 +143,8 @@ def peer_commands(shape, threads, reps, peer_exe, torch_peers, bf16_peers):
         tf_op = "block_lstm" if cell == "lstm" else "gru_seq"
         tf_extra = []
     cmds = {"blockrnn": [[PY, "bench/blockrnn_rnn.py", "--op", ours_op] + dims]}
+    if T > 1:  # the layer object, weights packed once: the oneDNN peer's terms
+        cmds["blockrnn_plan"] = [[PY, "bench/blockrnn_rnn.py", "--op", ours_op, "--plan"] + dims]
     if bf16_peers:
         cmds["blockrnn_bf16"] = [[PY, "bench/blockrnn_rnn.py", "--op", ours_op, "--dtype",
                                   "bfloat16"] + dims]
@@ -286,8 +288,8 @@ def main():
         write_docs(results, peaks, bf16_peaks, lines, a)
 
 
-PEER_ORDER = ["blockrnn", "blockrnn_bf16", "tensorflow", "onednn", "torch_fp32", "torch_bf16",
-              "openblas_gemm_floor", "onednn_gemm_floor"]
+PEER_ORDER = ["blockrnn", "blockrnn_plan", "blockrnn_bf16", "tensorflow", "onednn", "torch_fp32",
+              "torch_bf16", "openblas_gemm_floor", "onednn_gemm_floor"]
 
 
 # Peers computing in bfloat16, whose speedup is also given over blockrnn's bfloat16 row.
@@ -466,7 +468,9 @@ def write_docs(results, peaks, bf16_peaks, table, a):
                 "for the C++ peers the whole process's peak RSS.\n\n")
         f.write("What each peer runs: blockrnn `BlockLSTM`+`BlockLSTMGrad`, `BlockGRU`+"
                 "`BlockGRUGrad`, or at T = 1 the cell op + `gradients.<Cell>` (`blockrnn_bf16`: "
-                "the same ops on bfloat16 inputs); TensorFlow "
+                "the same ops on bfloat16 inputs; `blockrnn_plan`: the same work on the layer "
+                "object, weights packed once and every buffer allocated once, as the oneDNN "
+                "peer's; the one-shot ops pack and allocate at every call); TensorFlow "
                 "`BlockLSTM`+`BlockLSTMGrad`, for GRU `GRUBlockCell`+`GRUBlockCellGrad` stepped "
                 "in a `tf.function` with the weight-gradient matmuls, at T = 1 the cell op + "
                 "grad + matmuls; oneDNN's LSTM and vanilla-GRU primitives; PyTorch "
