@@ -152,9 +152,10 @@ def peer_commands(shape, threads, reps, peer_exe, torch_peers, bf16_peers):
     if T > 1:
         cmds["onednn"] = [[peer_exe, "--cell", cell] + dims]
     if torch_peers:
-        for dtype, name in (("float32", "torch_fp32"), ("bfloat16", "torch_bf16")):
-            if dtype == "bfloat16" and not bf16_peers:
-                continue
+        torch_dtypes = [("float32", "torch_fp32")]
+        if bf16_peers:
+            torch_dtypes.append(("bfloat16", "torch_bf16"))
+        for dtype, name in torch_dtypes:
             cmds[name] = [[PY, "bench/peers/torch_rnn.py", "--cell", cell, "--dtype", dtype]
                           + dims]
     for lib in ("openblas", "onednn"):
