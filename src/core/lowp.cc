@@ -2,6 +2,7 @@
 #include "core/lowp.h"
 
 #include "core/isa.h"
+#include "core/lowp_f16c.h"
 #include "core/parallel.h"
 
 namespace blockrnn::core {

@@ -27,14 +27,8 @@ void widen_to_float(DType dtype, const void* src, float* dst, std::int64_t n);
 // the call's threads as widen_to_float.
 void narrow_from_float(DType dtype, const float* src, void* dst, std::int64_t n);
 
-// The float16 conversions of widen_to_float / narrow_from_float on n values with F16C
-// (lowp_avx2.cc, compiled for it; the same bits as the scalar half_to_float / float_to_half):
-// only where has_f16c_conversions().
-void widen_half_f16c(const Half* src, float* dst, std::int64_t n);
-void narrow_half_f16c(const float* src, Half* dst, std::int64_t n);
-
-// Whether the float16 array conversions run on F16C now: the CPU has it and the active path is
-// not baseline (which stays the plain C++ of every conversion).
+// Whether the float16 array conversions run on F16C now (core/lowp_f16c.h): the CPU has it and
+// the active path is not baseline (which stays the plain C++ of every conversion).
 bool has_f16c_conversions();
 
 // v rounded to `dtype`'s precision and widened back (float16 or bfloat16; v itself otherwise).

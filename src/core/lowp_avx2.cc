@@ -3,13 +3,13 @@
 // a path other than baseline). They give the bits of the scalar half_to_float / float_to_half
 // (blockrnn/tensor.h) for every input: tests/cpp/test_lowp.cc compares all 65536 halves and
 // every float bit pattern class, with and without the host's flush-to-zero and
-// denormals-are-zero modes. Two places where the instructions alone would differ, both NaN:
-// vcvtph2ps quiets a signalling NaN, the scalar widening keeps its bits, so NaN lanes are
-// widened with integer operations as the scalar code does; vcvtps2ph keeps a quiet NaN and
-// truncates its payload as float_to_half does.
+// denormals-are-zero modes. One place where the instruction alone would differ: vcvtph2ps
+// quiets a signalling NaN, the scalar widening keeps its bits, so NaN lanes are widened with
+// integer operations as the scalar code does. vcvtps2ph rounds as float_to_half does, NaNs
+// included (made quiet, the payload truncated).
 #include <immintrin.h>
 
-#include "core/lowp.h"
+#include "core/lowp_f16c.h"
 
 namespace blockrnn::core {
 

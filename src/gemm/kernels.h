@@ -52,8 +52,9 @@ struct PathKernels {
 constexpr std::int64_t kPackedPerTileKC = 256;
 
 // The rows of the K blocks of a product: KC (capped as above when B is packed per tile), or
-// all of K when K is shorter.
-inline std::int64_t k_block_rows(std::int64_t kc, bool prepacked, std::int64_t k) {
+// all of K when K is shorter. Internal linkage (static): the per-path files call it too, and a
+// copy compiled with their instruction sets must never be the one the linker keeps.
+static inline std::int64_t k_block_rows(std::int64_t kc, bool prepacked, std::int64_t k) {
   const std::int64_t block = prepacked || kc < kPackedPerTileKC ? kc : kPackedPerTileKC;
   return k < block ? k : block;
 }

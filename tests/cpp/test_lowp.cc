@@ -16,6 +16,7 @@
 #include "blockrnn/context.h"
 #include "core/isa.h"
 #include "core/lowp.h"
+#include "core/lowp_f16c.h"
 
 namespace blockrnn {
 namespace {
