@@ -3,6 +3,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <iterator>
 #include <string>
 
@@ -40,6 +43,15 @@ bool cpu_has_avx512_bf16() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   return cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_f16c() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
 #else
   return false;
 #endif

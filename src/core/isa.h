@@ -30,6 +30,11 @@ bool isa_supported(Isa isa);
 // of its own: the bfloat16 GEMM (src/gemm/gemm_bf16.h) uses it when the avx512 path is active.
 bool cpu_has_avx512_bf16();
 
+// Whether this CPU has F16C (vcvtph2ps / vcvtps2ph: CPUID leaf 1, ECX bit 29; every CPU of the
+// avx2 and avx512 paths has it). Read from CPUID directly: not every compiler's
+// __builtin_cpu_supports knows "f16c" (clang 14 does not).
+bool cpu_has_f16c();
+
 // Parses "avx512" | "avx2" | "baseline" | "auto" ("auto" gives the CPU's best).
 Isa parse_isa(std::string_view name, const char* what);
 

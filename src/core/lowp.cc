@@ -8,8 +8,8 @@
 namespace blockrnn::core {
 
 bool has_f16c_conversions() {
-  static const bool cpu_has_f16c = __builtin_cpu_supports("f16c");
-  return cpu_has_f16c && active_isa() != Isa::kBaseline;
+  static const bool f16c = cpu_has_f16c();
+  return f16c && active_isa() != Isa::kBaseline;
 }
 
 void widen_to_float(DType dtype, const void* src, float* dst, std::int64_t n) {

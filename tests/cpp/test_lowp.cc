@@ -89,18 +89,14 @@ long f16c_mismatches(std::string& first) {
   return bad;
 }
 
-bool cpu_has_f16c() {
-  return __builtin_cpu_supports("f16c");
-}
-
 TEST(HalfArrays, F16cGivesTheScalarBits) {
-  if (!cpu_has_f16c()) GTEST_SKIP() << "this CPU has no F16C";
+  if (!core::cpu_has_f16c()) GTEST_SKIP() << "this CPU has no F16C";
   std::string first;
   EXPECT_EQ(f16c_mismatches(first), 0) << first;
 }
 
 TEST(HalfArrays, F16cGivesTheScalarBitsWithDenormalsFlushed) {
-  if (!cpu_has_f16c()) GTEST_SKIP() << "this CPU has no F16C";
+  if (!core::cpu_has_f16c()) GTEST_SKIP() << "this CPU has no F16C";
   const FlushDenormals flush;
   std::string first;
   EXPECT_EQ(f16c_mismatches(first), 0) << first;
@@ -114,7 +110,7 @@ TEST(HalfArrays, EveryPathAndThreadCountConvertsAlike) {
   for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kBaseline}) {
     if (!core::isa_supported(isa)) continue;
     set_isa(isa_name(isa));
-    EXPECT_EQ(core::has_f16c_conversions(), isa != Isa::kBaseline && cpu_has_f16c());
+    EXPECT_EQ(core::has_f16c_conversions(), isa != Isa::kBaseline && core::cpu_has_f16c());
     for (int t : {1, 3}) {
       set_num_threads(t);
       std::vector<float> widened(halves.size() - 1);  // 65535: odd
