@@ -206,15 +206,19 @@ void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
                         : p.beta == T(0) ? Init::kZero
                         : p.beta == T(1) ? Init::kLoad
                                          : Init::kScale;
+      // The A strip of the tile's rows i..i+MR: the packed [kc][MR] strip (transposed A, row
+      // stride MR) or A's rows in place (row stride lda).
+      const int64_t lda = TRANS_A ? MR : p.lda;
+      const auto a_strip = [&](int64_t i) -> const T* {
+        return TRANS_A ? a_block + (i / MR) * kc * MR : p.a + (i0 + i) * p.lda + k0;
+      };
       // A tile of one strip of one or two rows (the recurrent step of a small batch): its full
       // panels in groups (grouped_panels), the rest one by one below.
       int64_t q = 0;
       if (const int group = grouped_panels(mt); group > 1) {
         const KernelFn<T> kernel = grouped_kernel_for<Isa, T, TRANS_A>(static_cast<int>(mt));
-        const T* a = TRANS_A ? a_block : p.a + i0 * p.lda + k0;
-        const int64_t lda = TRANS_A ? MR : p.lda;
         for (; (q + group) * NR <= nt; q += group) {
-          kernel(kc, a, lda, panels + q * panel_stride, panel_stride,
+          kernel(kc, a_strip(0), lda, panels + q * panel_stride, panel_stride,
                  p.c + i0 * p.ldc + j0 + q * NR, p.ldc, init, p.beta);
         }
       }
@@ -224,9 +228,7 @@ void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
         for (int64_t i = 0; i < mt; i += MR) {
           const int rows = static_cast<int>(min64(MR, mt - i));
           const int64_t row = i0 + i;
-          // A strip: the packed [kc][MR] strip (transposed A) or A's rows in place.
-          const T* a = TRANS_A ? a_block + (i / MR) * kc * MR : p.a + row * p.lda + k0;
-          const int64_t lda = TRANS_A ? MR : p.lda;
+          const T* a = a_strip(i);
           T* c = p.c + row * p.ldc + jq;
           const KernelFn<T> kernel = kernel_for<Isa, T, TRANS_A>(rows);
           if (w == NR) {
