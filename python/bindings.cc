@@ -309,6 +309,8 @@ NB_MODULE(_core, m) {
   m.def("max_threads", &blockrnn::max_threads);
   m.def("set_memory_limit", &blockrnn::set_memory_limit, nb::arg("bytes"));
   m.def("get_memory_limit", &blockrnn::get_memory_limit);
+  m.def("set_workspace_cache_limit", &blockrnn::set_workspace_cache_limit, nb::arg("bytes"));
+  m.def("get_workspace_cache_limit", &blockrnn::get_workspace_cache_limit);
   m.def(
       "set_isa", [](const std::string& name) { blockrnn::set_isa(name); }, nb::arg("name"));
   m.def("get_isa", &blockrnn::get_isa);

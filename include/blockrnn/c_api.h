@@ -183,6 +183,12 @@ BLOCKRNN_API int blockrnn_max_threads(void);
 BLOCKRNN_API void blockrnn_set_memory_limit(int64_t bytes);
 BLOCKRNN_API int64_t blockrnn_get_memory_limit(void);
 
+/* Workspace cache: the most bytes of one-shot op workspace kept between calls, over all calling
+ * threads (each keeps at most one buffer for its next call); default 256 MiB, 0 keeps none,
+ * bytes < 0 restores the default. blockrnn/context.h, set_workspace_cache_limit. */
+BLOCKRNN_API void blockrnn_set_workspace_cache_limit(int64_t bytes);
+BLOCKRNN_API int64_t blockrnn_get_workspace_cache_limit(void);
+
 /* Cancellation, per calling thread: a long call asks check(user) at its step boundaries and
  * stops with BLOCKRNN_CANCELLED when it returns nonzero. check == NULL removes it. The check
  * must not call back into blockrnn. */

@@ -52,6 +52,16 @@ BLOCKRNN_API int get_num_threads();
 BLOCKRNN_API void set_memory_limit(long long bytes);
 BLOCKRNN_API long long get_memory_limit();
 
+// Workspace cache: a one-shot op keeps its per-call workspace for the next call on the same
+// thread (a layer object owns its own instead), so that repeated calls do not map, fault in and
+// zero tens of MB afresh each time (docs/performance.md). Each calling thread keeps at most one
+// buffer; all of them together stay within this limit, default 256 MiB; 0 keeps none, a
+// negative value restores the default. Lowering it frees the calling thread's buffer when it no
+// longer fits; another thread's goes at its next call or when it ends. The memory limit counts
+// a call's workspace whether it is kept or new.
+BLOCKRNN_API void set_workspace_cache_limit(long long bytes);
+BLOCKRNN_API long long get_workspace_cache_limit();
+
 // Cancellation: a long call asks `check(user)` at its step boundaries (on the thread that made
 // the call); when it returns true, the call stops and throws Error(kCancelled). The check is per
 // calling thread; nullptr removes it. The Python bindings install one that looks for pending

@@ -75,6 +75,26 @@ def get_memory_limit() -> int:
     return _core.get_memory_limit()
 
 
+def set_workspace_cache_limit(nbytes) -> None:
+    """The most bytes of one-shot op workspace kept between calls, over all calling threads:
+    each thread keeps its last workspace for its next call instead of mapping and faulting in
+    tens of MB afresh (a layer object owns its own). Default 256 MiB; 0 keeps none; None
+    restores the default. Lowering it frees this thread's buffer when it no longer fits."""
+    if nbytes is None:
+        nbytes = -1
+    elif isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) or \
+            not 0 <= int(nbytes) < 2**63:
+        raise InvalidArgumentError(
+            f"set_workspace_cache_limit: nbytes must be an integer in [0, 2**63) or None, "
+            f"got {nbytes!r}")
+    _core.set_workspace_cache_limit(int(nbytes))
+
+
+def get_workspace_cache_limit() -> int:
+    """The workspace cache limit in bytes (see set_workspace_cache_limit)."""
+    return _core.get_workspace_cache_limit()
+
+
 def set_isa(name: str) -> None:
     """Force the CPU kernels' instruction-set path: "avx512", "avx2", "baseline" or "auto"
     ("" returns to the default: BLOCKRNN_ISA, else the best this CPU has). A path the CPU
@@ -99,6 +119,7 @@ def force_reference() -> bool:
 __all__ = ["raw_ops", "gradients", "layers", "model", "Model", "load_model", "load_tensor_file", "InvalidArgumentError", "UnimplementedError",
            "ResourceExhaustedError", "InternalError", "set_num_threads", "get_num_threads", "max_threads",
            "set_memory_limit", "get_memory_limit",
+           "set_workspace_cache_limit", "get_workspace_cache_limit",
            "set_isa", "get_isa",
            "set_force_reference", "force_reference", "has_cuda", "cuda_stream", "to_device",
            "DeviceArray", "__version__"]

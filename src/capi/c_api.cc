@@ -554,6 +554,16 @@ int64_t blockrnn_get_memory_limit(void) {
   return bytes;
 }
 
+void blockrnn_set_workspace_cache_limit(int64_t bytes) {
+  attempted([&] { set_workspace_cache_limit(bytes); });
+}
+
+int64_t blockrnn_get_workspace_cache_limit(void) {
+  int64_t bytes = -1;
+  attempted([&] { bytes = get_workspace_cache_limit(); });
+  return bytes;
+}
+
 void blockrnn_set_cancel_check(blockrnn_cancel_check check, void* user) {
   attempted([&] {
     t_cancel.check = check;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -20,16 +21,18 @@
 #include "core/cancel.h"
 #include "core/first_touch.h"
 #include "core/isa.h"
+#include "core/kept_buffer.h"
 #include "core/parallel.h"
 #include "gemm/gemm.h"
 
 namespace blockrnn::cpu {
 
 // One allocation per call, carved into named slices before the time loop; nothing inside the
-// loop allocates. The memory is left uninitialised (every slice is fully written before it is
-// read). Sizes are overflow-checked and allocation failure is a library error. Given `external`
-// memory (a plan-once caller's, sized by the kernel's *_workspace_elems bound), the slices are
-// carved from it and nothing is allocated.
+// loop allocates. The memory is the calling thread's kept workspace when it is large enough
+// (core/kept_buffer.h), else new; either way it is left uninitialised (every slice is fully
+// written before it is read). Sizes are overflow-checked and allocation failure is a library error.
+// Given `external` memory (a plan-once caller's, sized by the kernel's *_workspace_elems bound),
+// the slices are carved from it and nothing is allocated.
 template <typename T>
 class Workspace {
  public:
@@ -48,13 +51,15 @@ class Workspace {
       base_ = external;
       return;
     }
+    if (total == 0) return;
+    const std::size_t bytes = static_cast<std::size_t>(total) * sizeof(T);
     try {
-      buffer_ = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(total));
+      buffer_.emplace(bytes);
     } catch (const std::bad_alloc&) {
       overflow(op);
     }
-    core::fault_in(buffer_.get(), static_cast<std::size_t>(total) * sizeof(T));
-    base_ = buffer_.get();
+    if (!buffer_->reused()) core::fault_in(buffer_->data(), bytes);
+    base_ = static_cast<T*>(buffer_->data());
   }
   T* slice(std::size_t k) { return base_ + offsets_[k]; }
 
@@ -63,7 +68,7 @@ class Workspace {
     throw Error(ErrorCode::kResourceExhausted,
                 std::string(op) + ": cannot allocate the workspace for this problem size");
   }
-  std::unique_ptr<T[]> buffer_;
+  std::optional<core::KeptBuffer> buffer_;
   T* base_ = nullptr;
   std::int64_t offsets_[kMaxSlices] = {};
   std::size_t n_ = 0;

@@ -465,6 +465,11 @@ static void check_api(void) {
         "16-byte memory limit: %s", blockrnn_last_error());
   blockrnn_set_memory_limit(0);
   CHECK(blockrnn_get_memory_limit() == limit, "default restored");
+  CHECK(blockrnn_get_workspace_cache_limit() == (int64_t)256 << 20, "default workspace cache");
+  blockrnn_set_workspace_cache_limit(0);
+  CHECK(blockrnn_get_workspace_cache_limit() == 0, "workspace cache off");
+  blockrnn_set_workspace_cache_limit(-1);
+  CHECK(blockrnn_get_workspace_cache_limit() == (int64_t)256 << 20, "cache default restored");
   CHECK(blockrnn_get_isa() != NULL, "isa");
   CHECK(blockrnn_set_isa("pentium") == BLOCKRNN_INVALID_ARGUMENT, "bad isa");
   CHECK(blockrnn_set_isa("") == BLOCKRNN_OK, "default isa");

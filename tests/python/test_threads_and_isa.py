@@ -75,6 +75,34 @@ def test_set_num_threads_range():
         blockrnn.set_num_threads(saved)
 
 
+def test_workspace_cache_limit_round_trips_and_keeps_the_bits():
+    """The workspace cache (blockrnn.set_workspace_cache_limit): a sequence op that reuses its
+    thread's kept workspace gives the bits of one that allocates its own."""
+    assert blockrnn.get_workspace_cache_limit() == 256 << 20
+    for bad in (-1, 2**63, 2.5, "1", True):
+        with pytest.raises(blockrnn.InvalidArgumentError, match="set_workspace_cache_limit"):
+            blockrnn.set_workspace_cache_limit(bad)
+    rng = np.random.default_rng(5)
+    T, B, I, H = 7, 5, 6, 9
+    inputs = dict(seq_len_max=np.int64(T), x=rng.uniform(-1, 1, (T, B, I)).astype(np.float32),
+                  h_prev=rng.uniform(-1, 1, (B, H)).astype(np.float32),
+                  w_ru=rng.uniform(-0.3, 0.3, (I + H, 2 * H)).astype(np.float32),
+                  w_c=rng.uniform(-0.3, 0.3, (I + H, H)).astype(np.float32),
+                  b_ru=np.zeros(2 * H, np.float32), b_c=np.zeros(H, np.float32))
+    try:
+        blockrnn.set_workspace_cache_limit(0)
+        assert blockrnn.get_workspace_cache_limit() == 0
+        uncached = blockrnn.raw_ops.BlockGRU(**inputs)
+        blockrnn.set_workspace_cache_limit(None)
+        assert blockrnn.get_workspace_cache_limit() == 256 << 20
+        blockrnn.raw_ops.BlockGRU(**inputs)
+        cached = blockrnn.raw_ops.BlockGRU(**inputs)
+        for a, b in zip(uncached, cached):
+            assert a.tobytes() == b.tobytes()
+    finally:
+        blockrnn.set_workspace_cache_limit(None)
+
+
 def test_isa_variable_forces_a_path_or_is_an_error():
     assert probe(BLOCKRNN_ISA="baseline").split() [2] == "baseline"
     out = probe(BLOCKRNN_ISA="sse9")

@@ -378,6 +378,15 @@ JNIEXPORT jlong JNICALL Java_org_blockrnn_RawOps_getMemoryLimit(JNIEnv*, jclass)
   return blockrnn_get_memory_limit();
 }
 
+JNIEXPORT void JNICALL Java_org_blockrnn_RawOps_setWorkspaceCacheLimit(JNIEnv*, jclass,
+                                                                       jlong bytes) {
+  blockrnn_set_workspace_cache_limit(bytes);
+}
+
+JNIEXPORT jlong JNICALL Java_org_blockrnn_RawOps_getWorkspaceCacheLimit(JNIEnv*, jclass) {
+  return blockrnn_get_workspace_cache_limit();
+}
+
 JNIEXPORT void JNICALL Java_org_blockrnn_RawOps_setCancelFlag(JNIEnv* env, jclass, jobject flag) {
   guarded<int>(env, 0, [&] {
     if (flag == nullptr) {

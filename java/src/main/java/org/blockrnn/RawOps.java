@@ -191,6 +191,23 @@ public final class RawOps {
    */
   public static native long getMemoryLimit();
 
+  /**
+   * Sets the workspace cache limit: the most bytes of op workspace the calling threads keep
+   * between calls, all together (each keeps at most one buffer for its next call, so that
+   * repeated calls do not map and fault in tens of MB afresh). Lowering it frees this thread's
+   * buffer when it no longer fits.
+   *
+   * @param bytes the limit; 0 keeps none, less than 0 restores the default (256 MiB)
+   */
+  public static native void setWorkspaceCacheLimit(long bytes);
+
+  /**
+   * The workspace cache limit, in bytes.
+   *
+   * @return the limit
+   */
+  public static native long getWorkspaceCacheLimit();
+
   private static final ThreadLocal<Cancellation> CANCELLATION = new ThreadLocal<>();
 
   /**

@@ -1,5 +1,6 @@
 package org.blockrnn;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -52,6 +53,27 @@ class HostileTest {
     assertEquals(12345, RawOps.getMemoryLimit());
     RawOps.setMemoryLimit(0);
     assertEquals(machine, RawOps.getMemoryLimit(), "0 restores the default");
+  }
+
+  @Test
+  void workspaceCacheLimitRoundTripsAndKeepsTheBits() {
+    assertEquals(256L << 20, RawOps.getWorkspaceCacheLimit(), "the default");
+    RawOps.setWorkspaceCacheLimit(0);
+    assertEquals(0, RawOps.getWorkspaceCacheLimit());
+    float[] uncached = rampLstm().h().data();
+    RawOps.setWorkspaceCacheLimit(-1);
+    assertEquals(256L << 20, RawOps.getWorkspaceCacheLimit(), "less than 0 restores the default");
+    rampLstm();
+    float[] cached = rampLstm().h().data();
+    assertTrue(cached[cached.length - 1] != 0f, "a non-trivial output");
+    assertArrayEquals(uncached, cached, "a kept workspace, the same bits");
+  }
+
+  static BlockLSTM<FloatTensor> rampLstm() {
+    long t = 5, b = 3, i = 4, h = 6;
+    return BlockLSTM.create(t, ApiTest.ramp(0.1f, t, b, i), FloatTensor.zeros(b, h),
+        FloatTensor.zeros(b, h), ApiTest.ramp(0.01f, i + h, 4 * h), FloatTensor.zeros(h),
+        FloatTensor.zeros(h), FloatTensor.zeros(h), ApiTest.ramp(0.02f, 4 * h));
   }
 
   @Test
