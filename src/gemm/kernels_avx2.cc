@@ -4,6 +4,7 @@
 
 #include "gemm/kernels.h"
 #include "gemm/kernels_table.h"
+#include "gemm/transpose_avx.h"
 
 namespace blockrnn::gemm::detail {
 namespace {
@@ -26,6 +27,10 @@ struct Avx2::Vec<float> {
   static V bcast(const float* p) { return _mm256_set1_ps(*p); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  // The transposed B's packing (pack_block) moves 8 × 8 blocks through AVX registers.
+  static void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+    transpose_8x8(src, lds, dst, ldd);
+  }
 };
 template <>
 struct Avx2::Vec<double> {
