@@ -51,8 +51,8 @@ class Workspace {
       base_ = external;
       return;
     }
-    if (total == 0) return;
-    const std::size_t bytes = static_cast<std::size_t>(total) * sizeof(T);
+    // At least one byte: an empty workspace still has an address, as a new[0] had.
+    const std::size_t bytes = std::max<std::size_t>(static_cast<std::size_t>(total) * sizeof(T), 1);
     try {
       buffer_.emplace(bytes);
     } catch (const std::bad_alloc&) {
