@@ -56,6 +56,12 @@ def get_num_threads() -> int:
     return _core.get_num_threads()
 
 
+def _is_byte_count(nbytes) -> bool:
+    """An integer (not a bool) in [0, 2**63): what the byte limits below take."""
+    return not isinstance(nbytes, (bool, np.bool_)) and isinstance(nbytes, numbers.Integral) \
+        and 0 <= int(nbytes) < 2**63
+
+
 def set_memory_limit(nbytes) -> None:
     """Refuse (ResourceExhaustedError, before allocating anything) any call whose outputs,
     workspace and input copies together need more than `nbytes`; None or 0 restores the default:
@@ -63,8 +69,7 @@ def set_memory_limit(nbytes) -> None:
     memory.max, whichever is smallest)."""
     if nbytes is None:
         nbytes = 0
-    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) or \
-            not 0 <= int(nbytes) < 2**63:
+    if not _is_byte_count(nbytes):
         raise InvalidArgumentError(
             f"set_memory_limit: nbytes must be an integer in [0, 2**63), got {nbytes!r}")
     _core.set_memory_limit(int(nbytes))
@@ -82,8 +87,7 @@ def set_workspace_cache_limit(nbytes) -> None:
     restores the default. Lowering it frees this thread's buffer when it no longer fits."""
     if nbytes is None:
         nbytes = -1
-    elif isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral) or \
-            not 0 <= int(nbytes) < 2**63:
+    elif not _is_byte_count(nbytes):
         raise InvalidArgumentError(
             f"set_workspace_cache_limit: nbytes must be an integer in [0, 2**63) or None, "
             f"got {nbytes!r}")

@@ -139,24 +139,23 @@ void pack_block(bool trans_b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, co
       }
     } else {
       // op(B)[k, j] = B[j, k]: 8 × 8 blocks transposed in registers where the path has a
-      // transpose (float on avx2 and avx512: 16 loads and stores of 8 values per 64 values;
-      // one at a time, the scattered stores ran at a fifth of a plain copy's speed), then each
-      // of the remaining rows of B read along k.
+      // transpose (float on avx2 and avx512: 8 loads and 8 stores of 8 values per 64 values;
+      // one at a time, the scattered stores ran at a fifth of a plain copy's speed) cover the
+      // first j8 rows' first k8 values; the rest is read along each row of B, one at a time.
       int64_t j8 = 0, k8 = 0;
       if constexpr (requires { VecOf<Isa, T>::transpose8; }) {
+        j8 = w - w % 8;
         k8 = kc - kc % 8;
-        for (; j8 + 8 <= w; j8 += 8) {
-          const T* src = b + (jq + j8) * ldb + k0;
+        for (int64_t j = 0; j < j8; j += 8) {
+          const T* src = b + (jq + j) * ldb + k0;
           for (int64_t k = 0; k < k8; k += 8) {
-            VecOf<Isa, T>::transpose8(src + k, ldb, panel + k * NR + j8, NR);
+            VecOf<Isa, T>::transpose8(src + k, ldb, panel + k * NR + j, NR);
           }
-          for (int64_t j = j8; j < j8 + 8; ++j)
-            for (int64_t k = k8; k < kc; ++k) panel[k * NR + j] = b[(jq + j) * ldb + k0 + k];
         }
       }
-      for (int64_t j = j8; j < w; ++j) {
+      for (int64_t j = 0; j < w; ++j) {
         const T* src = b + (jq + j) * ldb + k0;
-        for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = src[k];
+        for (int64_t k = j < j8 ? k8 : 0; k < kc; ++k) panel[k * NR + j] = src[k];
       }
       for (int64_t j = w; j < NR; ++j)
         for (int64_t k = 0; k < kc; ++k) panel[k * NR + j] = T(0);
