@@ -398,8 +398,8 @@ void register_layers(nb::module_& m) {
       .def(
           "backward",
           [](RNN& r, In x, OptIn h0, OptIn c0, OptIn lengths, OptIn mask, In y_grad, OptIn h_n_grad,
-             OptIn c_n_grad, std::optional<Out> x_grad, Out h0_grad, std::optional<Out> c0_grad,
-             std::vector<Out> param_grads, OptIn reserve) {
+             OptIn c_n_grad, std::optional<Out> x_grad, std::optional<Out> h0_grad,
+             std::optional<Out> c0_grad, std::vector<Out> param_grads, OptIn reserve) {
             const blockrnn::RNNInputs in{.x = view(x),
                                          .h0 = view(h0),
                                          .c0 = view(c0),
@@ -408,16 +408,15 @@ void register_layers(nb::module_& m) {
             const blockrnn::RNNGradInputs g{view(y_grad), view(h_n_grad), view(c_n_grad)};
             std::vector<blockrnn::MutableTensorView> pv;
             for (const Out& p : param_grads) pv.push_back(mview(p));
-            const blockrnn::RNNGradOutputs o{
-                x_grad ? mview(*x_grad) : blockrnn::MutableTensorView(), mview(h0_grad),
-                c0_grad ? mview(*c0_grad) : blockrnn::MutableTensorView(), pv};
+            const blockrnn::RNNGradOutputs o{mview(x_grad), mview(h0_grad), mview(c0_grad), pv};
             const blockrnn::TensorView res = view(reserve);
             compute([&] { r.backward(in, g, o, res); });
           },
           nb::arg("x"), nb::arg("h0").none(), nb::arg("c0").none(), nb::arg("seq_lengths").none(),
           nb::arg("dropout_mask").none(), nb::arg("y_grad"), nb::arg("h_n_grad").none(),
-          nb::arg("c_n_grad").none(), nb::arg("x_grad").none(), nb::arg("h0_grad"),
+          nb::arg("c_n_grad").none(), nb::arg("x_grad").none(), nb::arg("h0_grad").none(),
           nb::arg("c0_grad").none(), nb::arg("param_grads"), nb::arg("reserve").none() = nb::none(),
           "Fills x_grad, h0_grad, c0_grad and param_grads (set_weights' order, layer-major); "
-          "x_grad None: the input gradient is not computed.");
+          "x_grad None: the input gradient is not computed; h0_grad (c0_grad) None: that initial "
+          "state's gradient is not computed.");
 }

@@ -169,8 +169,10 @@ class BLOCKRNN_API BlockLayer : public SequenceLayer {
   // The op (BlockLSTM(V2), BlockGRU, BlockGRUResetAfter): fills out, each [T, B, H].
   void forward(const Inputs& in, const Outputs& out, LayerWorkspace workspace = {});
   // The op's grad: every gradient of out (the weights' in the op's layout). An absent x_grad
-  // (a default view): the input gradient is not computed (its products are skipped); the other
-  // gradients are bit for bit those of a call with x_grad.
+  // (a default view): the input gradient is not computed (its products are skipped). An absent
+  // h_prev_grad (or the LSTM's cs_prev_grad): that initial-state gradient is not computed
+  // (without h_prev_grad the first step's recurrent product is skipped). The other gradients
+  // are bit for bit those of a call with every output.
   void backward(const GradInputs& in, const GradOutputs& out, LayerWorkspace workspace = {});
 
  protected:
@@ -426,8 +428,9 @@ struct RNNGradInputs {
 struct RNNGradOutputs {
   MutableTensorView x_grad;   // [T, B, I]; absent: not computed (the first layer's input
                               // gradient products are skipped; nothing else changes)
-  MutableTensorView h0_grad;  // [L·D, B, H]
-  MutableTensorView c0_grad;  // [L·D, B, H] (LSTM modes; ignored otherwise)
+  MutableTensorView h0_grad;  // [L·D, B, H]; absent: not computed (the first step's recurrent
+                              // products are skipped; nothing else changes)
+  MutableTensorView c0_grad;  // [L·D, B, H] (LSTM modes; ignored otherwise); absent: not computed
   // The gradients of every layer's parameters, in set_weights' order, layer-major then
   // direction: (l, d) holds params_per_layer() views starting at (l·D + d)·params_per_layer().
   std::span<const MutableTensorView> params;

@@ -206,14 +206,14 @@ namespace {
 // own) (the bfloat16 products round the own columns of d_c_bar[t] there), the barrier,
 // dhr_product(t, m, own): d_hr = d_c_bar[t]·w_c_hᵀ on the own columns, the second pass
 // (d_r_bar[t], hr[t], the carry), rounded(t, 1, own) (the own columns of d_ru[t]), the step's
-// barrier, carry_product(t, m, own): carry += d_ru[t]·w_ru_hᵀ on the own columns.
+// barrier, carry_product(t, m, own): carry += d_ru[t]·w_ru_hᵀ on the own columns. Without a
+// d_h_prev the last step's carry product, which only d_h_prev reads, is skipped.
 template <typename T, class DhrProduct, class CarryProduct, class Rounded>
 void gru_bwd_loop(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const ActiveRows& act,
-                  T* d_ru, std::int64_t R, T* d_c, T* hr, T* d_hr, std::int64_t panels,
+                  T* d_ru, std::int64_t R, T* d_c, T* hr, T* d_hr, T* carry, std::int64_t panels,
                   std::int64_t nr, DhrProduct&& dhr_product, CarryProduct&& carry_product,
                   Rounded&& rounded) {
   const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, BH = B * H;
-  T* const carry = a.d_h_prev;
   const TimeLoop loop{"BlockGRUGrad", S, panels, nr, H, 3.0 * double(B) * H * H};
   loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, j1 = own.j1, w = j1 - j0;
@@ -265,7 +265,7 @@ void gru_bwd_loop(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const Acti
           [](std::int64_t) {});
       rounded(t, 1, own);
       if (end_step(S - 1 - t)) break;
-      carry_product(t, m, own);
+      if (t > 0 || a.d_h_prev) carry_product(t, m, own);
     }
   });
 }
@@ -388,7 +388,7 @@ template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
   if (a.d_x) zero(a.d_x, d.T * B * I);
-  zero(a.d_h_prev, BH);
+  if (a.d_h_prev) zero(a.d_h_prev, BH);
   zero(a.d_w_ru, K * 2 * H);
   zero(a.d_w_c, K * H);
   zero(a.d_b_ru, 2 * H);
@@ -400,16 +400,18 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   // bfloat16 products pack their own operands: no slice for the float packs.
   bool bf16 = false;
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
-  Workspace<T> ws(
-      "BlockGRUGrad",
-      {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H,
-       bf16 ? 0 : gemm::packed_elems_bound(N, 2 * H), bf16 ? 0 : gemm::packed_elems_bound(N, H)},
-      a.workspace);
+  Workspace<T> ws("BlockGRUGrad",
+                  {S * B * R, S * BH, S * BH, BH, Nc * R, Nc * H, Nc * I, Nc * H, Nc * H,
+                   bf16 ? 0 : gemm::packed_elems_bound(N, 2 * H),
+                   bf16 ? 0 : gemm::packed_elems_bound(N, H), a.d_h_prev ? 0 : BH},
+                  a.workspace);
   T* const d_ru = ws.slice(0);
   T* const d_c = ws.slice(1);
   T* const hr = ws.slice(2);
   T* const d_hr = ws.slice(3);
-  T* const carry = a.d_h_prev;
+  // The carry lives in d_h_prev, or without one (no h_prev gradient wanted) in the workspace.
+  T* const carry = a.d_h_prev ? a.d_h_prev : ws.slice(11);
+  if (!a.d_h_prev) zero(carry, BH);
   // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
   std::optional<Bf16Scratch> scratch;
   if (bf16) {
@@ -427,7 +429,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
       Bf16Lhs drb("BlockGRUGrad", B, 2 * H, w_c_h_t.kernel(),
                   scratch->take(Bf16Lhs::storage_floats(B, 2 * H)));
       gru_bwd_loop(
-          d, a, act, d_ru, R, d_c, hr, d_hr, w_c_h_t.panels(), w_c_h_t.panel_width(),
+          d, a, act, d_ru, R, d_c, hr, d_hr, carry, w_c_h_t.panels(), w_c_h_t.panel_width(),
           [&](std::int64_t, std::int64_t m, const UnitSplit& own) {
             dcb.product(0, m, w_c_h_t, own.p0, own.p1, 0.0f, d_hr, H);
           },
@@ -450,7 +452,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
     const Packed<T> w_c_h_t(a.plan ? &a.plan->w_c_h_t : nullptr, Trans::kYes, H, H, a.w_c + I * H,
                             H);
     gru_bwd_loop(
-        d, a, act, d_ru, R, d_c, hr, d_hr, w_c_h_t->panels(), w_c_h_t->panel_width(),
+        d, a, act, d_ru, R, d_c, hr, d_hr, carry, w_c_h_t->panels(), w_c_h_t->panel_width(),
         [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {
           gemm::gemm_panels(m, d_c + t * BH, H, *w_c_h_t, own.p0, own.p1, T(0), d_hr, H);
         },

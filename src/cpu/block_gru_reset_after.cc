@@ -172,14 +172,14 @@ namespace {
 // The backward's time loop: per step the pass into d_gh[t] (row stride R), d_n_bar[t] and the
 // carry, rounded(t, own) (the bfloat16 products round the own columns of d_gh[t] there), the
 // step's barrier, then carry_product(t, m, own): carry += d_gh[t]·w_hᵀ on the own columns over
-// the first m rows.
+// the first m rows. Without a d_h_prev the last step's product, which only d_h_prev reads, is
+// skipped.
 template <typename T, class CarryProduct, class Rounded>
 void gru_reset_after_bwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a,
-                              const ActiveRows& act, T* d_g, std::int64_t R, T* d_n,
+                              const ActiveRows& act, T* d_g, std::int64_t R, T* d_n, T* carry,
                               std::int64_t panels, std::int64_t nr, CarryProduct&& carry_product,
                               Rounded&& rounded) {
   const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, BH = B * H;
-  T* const carry = a.d_h_prev;
   const TimeLoop loop{"BlockGRUResetAfterGrad", S, panels, nr, H, 3.0 * double(B) * H * H};
   loop.run([&](const UnitSplit& own, const auto& end_step) {
     const std::int64_t j0 = own.j0, w = own.j1 - own.j0;
@@ -205,7 +205,7 @@ void gru_reset_after_bwd_loop(const BlockGRUDims& d, const BlockGRUResetAfterBwd
           });
       rounded(t, own);
       if (end_step(S - 1 - t)) break;
-      carry_product(t, act.gemm_rows(t), own);
+      if (t > 0 || a.d_h_prev) carry_product(t, act.gemm_rows(t), own);
     }
   });
 }
@@ -319,7 +319,7 @@ template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
   if (a.d_x) zero(a.d_x, d.T * B * I);
-  zero(a.d_h_prev, BH);
+  if (a.d_h_prev) zero(a.d_h_prev, BH);
   zero(a.d_w_i, I * H3);
   zero(a.d_w_h, H * H3);
   zero(a.d_b_i, H3);
@@ -331,14 +331,16 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   // bfloat16 products pack their own operands: no slice for the float packs.
   bool bf16 = false;
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
-  Workspace<T> ws(
-      "BlockGRUResetAfterGrad",
-      {S * B * R, S * BH, Nc * R, Nc * H, Nc * I, bf16 ? 0 : gemm::packed_elems_bound(N, H3)},
-      a.workspace);
+  Workspace<T> ws("BlockGRUResetAfterGrad",
+                  {S * B * R, S * BH, Nc * R, Nc * H, Nc * I,
+                   bf16 ? 0 : gemm::packed_elems_bound(N, H3), a.d_h_prev ? 0 : BH},
+                  a.workspace);
   T* const packed = ws.slice(5);  // d_gh, then d_gi, of the active rows packed (float products)
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
-  T* const carry = a.d_h_prev;
+  // The carry lives in d_h_prev, or without one (no h_prev gradient wanted) in the workspace.
+  T* const carry = a.d_h_prev ? a.d_h_prev : ws.slice(6);
+  if (!a.d_h_prev) zero(carry, BH);
   // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
   std::optional<Bf16Scratch> scratch;
   std::optional<Bf16GradOperands> bf16_operands;
@@ -353,7 +355,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
       Bf16Lhs dgb("BlockGRUResetAfterGrad", B, H3, w_h_t.kernel(),
                   scratch->take(Bf16Lhs::storage_floats(B, H3)));
       gru_reset_after_bwd_loop(
-          d, a, act, d_g, R, d_n, w_h_t.panels(), w_h_t.panel_width(),
+          d, a, act, d_g, R, d_n, carry, w_h_t.panels(), w_h_t.panel_width(),
           [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {
             dgb.product(int(t % 2), m, w_h_t, own.p0, own.p1, 1.0f, carry, H);
           },
@@ -366,7 +368,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   } else {
     const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
     gru_reset_after_bwd_loop(
-        d, a, act, d_g, R, d_n, w_h_t->panels(), w_h_t->panel_width(),
+        d, a, act, d_g, R, d_n, carry, w_h_t->panels(), w_h_t->panel_width(),
         [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {
           gemm::gemm_panels(m, d_g + t * B * R, R, *w_h_t, own.p0, own.p1, T(1), carry, H);
         },

@@ -217,14 +217,13 @@ namespace {
 // Gp) and carry_cs, then rounded(t, own) (the bfloat16 products round the own columns of
 // d_gates[t] there), the barrier, then carry(t, m, d_gates[t], own): the own columns of
 // carry_h = d_gates[t]·w_hᵀ over the first m rows (rows past them stay zero, as no later step
-// had them active either).
+// had them active either). Without a d_h_prev the last step's product, which only d_h_prev
+// reads, is skipped.
 template <typename T, class Carry, class Rounded>
 void lstm_bwd_loop(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const ActiveRows& act,
-                   T* d_gates, std::int64_t Gp, std::int64_t panels, std::int64_t nr, Carry&& carry,
-                   Rounded&& rounded) {
+                   T* d_gates, std::int64_t Gp, T* carry_cs, T* carry_h, std::int64_t panels,
+                   std::int64_t nr, Carry&& carry, Rounded&& rounded) {
   const std::int64_t B = d.B, H = d.H, S = d.seq_len_max, BH = B * H, G = 4 * H;
-  T* const carry_cs = a.d_cs_prev;
-  T* const carry_h = a.d_h_prev;
   const LSTMBwdParams<T> p = lstm_bwd_params(H, a);
   const TimeLoop loop{block_lstm_op_name(a.layout, true), S, panels, nr, H, double(B) * G * H};
   loop.run([&](const UnitSplit& u, const auto& end_step) {
@@ -254,7 +253,7 @@ void lstm_bwd_loop(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const A
           });
       rounded(t, u);
       if (end_step(S - 1 - t)) break;
-      carry(t, act.gemm_rows(t), d_gates_t, u);
+      if (t > 0 || a.d_h_prev) carry(t, act.gemm_rows(t), d_gates_t, u);
     }
   });
 }
@@ -343,8 +342,8 @@ template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
   if (a.d_x) zero(a.d_x, d.T * B * I);
-  zero(a.d_cs_prev, BH);
-  zero(a.d_h_prev, BH);
+  if (a.d_cs_prev) zero(a.d_cs_prev, BH);
+  if (a.d_h_prev) zero(a.d_h_prev, BH);
   zero(a.d_wci, H);
   zero(a.d_wcf, H);
   zero(a.d_wco, H);
@@ -359,13 +358,20 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   bool bf16 = false;
   if constexpr (std::is_same_v<T, float>) bf16 = a.bf16_products;
   Workspace<T> ws(op,
-                  {S * B * Gp, Nc * Gp, Nc * I, Nc * H, bf16 ? 0 : gemm::packed_elems_bound(N, G)},
+                  {S * B * Gp, Nc * Gp, Nc * I, Nc * H, bf16 ? 0 : gemm::packed_elems_bound(N, G),
+                   a.d_cs_prev ? 0 : BH, a.d_h_prev ? 0 : BH},
                   a.workspace);
   T* const d_gates = ws.slice(0);
   T* const dgc = ws.slice(1);     // [N, 4H] (row stride Gp)  d_gates of the active rows
   T* const xc = ws.slice(2);      // [N, I]  their x rows, then their d_x rows
   T* const hc = ws.slice(3);      // [N, H]  their h[t−1] rows (h_prev at t = 0)
   T* const packed = ws.slice(4);  // the active rows' d_gates packed (the float products)
+  // The carries live in d_cs_prev and d_h_prev, or without them (no state gradient wanted) in
+  // the workspace.
+  T* const carry_cs = a.d_cs_prev ? a.d_cs_prev : ws.slice(5);
+  T* const carry_h = a.d_h_prev ? a.d_h_prev : ws.slice(6);
+  if (!a.d_cs_prev) zero(carry_cs, BH);
+  if (!a.d_h_prev) zero(carry_h, BH);
   // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
   std::optional<Bf16Scratch> scratch;
   if (bf16) {
@@ -377,9 +383,9 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
           bf16_weight(p ? &p->w_h_t : nullptr, w_h_t_now, Trans::kYes, G, H, a.w + I * G, G);
       Bf16Lhs dg(op, B, G, w_h_t.kernel(), scratch->take(Bf16Lhs::storage_floats(B, G)));
       lstm_bwd_loop(
-          d, a, act, d_gates, Gp, w_h_t.panels(), w_h_t.panel_width(),
+          d, a, act, d_gates, Gp, carry_cs, carry_h, w_h_t.panels(), w_h_t.panel_width(),
           [&](std::int64_t t, std::int64_t m, const float*, const UnitSplit& u) {
-            dg.product(int(t % 2), m, w_h_t, u.p0, u.p1, 0.0f, a.d_h_prev, H);
+            dg.product(int(t % 2), m, w_h_t, u.p0, u.p1, 0.0f, carry_h, H);
           },
           [&](std::int64_t t, const UnitSplit& u) {
             for (std::int64_t q = 0; q < 4; ++q) {
@@ -390,9 +396,9 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   } else {
     const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
     lstm_bwd_loop(
-        d, a, act, d_gates, Gp, w_h_t->panels(), w_h_t->panel_width(),
+        d, a, act, d_gates, Gp, carry_cs, carry_h, w_h_t->panels(), w_h_t->panel_width(),
         [&](std::int64_t, std::int64_t m, const T* d_gates_t, const UnitSplit& u) {
-          gemm::gemm_panels(m, d_gates_t, Gp, *w_h_t, u.p0, u.p1, T(0), a.d_h_prev, H);
+          gemm::gemm_panels(m, d_gates_t, Gp, *w_h_t, u.p0, u.p1, T(0), carry_h, H);
         },
         [](std::int64_t, const UnitSplit&) {});
   }

@@ -108,28 +108,28 @@ template struct GRUResetAfterPlan<double>;
 namespace blockrnn::cpu {
 
 // fwd: [S·B, Gp];  bwd: [S·B, Gp] + with lengths [N, Gp], [N, I], [N, H] + d_gates [N, 4H]
-// packed
+// packed + the carries [B, H] each when no d_cs_prev / d_h_prev is wanted
 std::int64_t block_lstm_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                         std::int64_t H) {
   const std::int64_t SB = S * B;
-  return SB * (2 * padded_ld(4 * H) + I + H) + gemm::packed_elems_bound(SB, 4 * H);
+  return SB * (2 * padded_ld(4 * H) + I + H) + gemm::packed_elems_bound(SB, 4 * H) + 2 * B * H;
 }
 
 // fwd: [S·B, R], [B, H];  bwd: [S·B, R], 2 [S·B, H], [B, H] + with lengths [N, R], [N, I],
-// 3 [N, H] + d_ru [N, 2H] and d_c_bar [N, H] packed
+// 3 [N, H] + d_ru [N, 2H] and d_c_bar [N, H] packed + the carry [B, H] when no d_h_prev is wanted
 std::int64_t block_gru_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                        std::int64_t H) {
   const std::int64_t SB = S * B;
-  return SB * (2 * padded_ld(2 * H) + 5 * H + I) + B * H + gemm::packed_elems_bound(SB, 2 * H) +
+  return SB * (2 * padded_ld(2 * H) + 5 * H + I) + 2 * B * H + gemm::packed_elems_bound(SB, 2 * H) +
          gemm::packed_elems_bound(SB, H);
 }
 
 // fwd: [S·B, R], [B, R2];  bwd: [S·B, R], [S·B, H] + with lengths [N, R], [N, H], [N, I] + d_gh,
-// then d_gi, [N, 3H] packed
+// then d_gi, [N, 3H] packed + the carry [B, H] when no d_h_prev is wanted
 std::int64_t block_gru_reset_after_workspace_elems(std::int64_t S, std::int64_t B, std::int64_t I,
                                                    std::int64_t H) {
   const std::int64_t SB = S * B;
-  return SB * (2 * padded_ld(3 * H) + 2 * H + I) + B * padded_ld(2 * H) +
+  return SB * (2 * padded_ld(3 * H) + 2 * H + I) + B * padded_ld(2 * H) + B * H +
          gemm::packed_elems_bound(SB, 3 * H);
 }
 

@@ -52,7 +52,7 @@ struct BlockGRUBwdArgs {
   const T *r, *u, *c, *h;              // [T, B, H] each, forward outputs
   const T* d_h;                        // [T, B, H]  external ∂L/∂h[t]
   T* d_x;                              // [T, B, I]; null (T·B·I > 0): not computed
-  T* d_h_prev;                         // [B, H]
+  T* d_h_prev;                         // [B, H]; null: not computed (fast path)
   T *d_w_ru, *d_w_c, *d_b_ru, *d_b_c;  // [I+H, 2H], [I+H, H], [2H], [H]
   // Plan once, run many (kernel/dims.h): GRUPlan, block_gru_workspace_elems.
   const GRUPlan<T>* plan = nullptr;

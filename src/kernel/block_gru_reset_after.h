@@ -56,7 +56,7 @@ struct BlockGRUResetAfterBwdArgs {
   const T *r, *u, *n, *hn, *h;       // [T, B, H] each, forward outputs
   const T* d_h;                      // [T, B, H]  external ∂L/∂h[t]
   T* d_x;                            // [T, B, I]; null (T·B·I > 0): not computed
-  T* d_h_prev;                       // [B, H]
+  T* d_h_prev;                       // [B, H]; null: not computed (fast path)
   T *d_w_i, *d_w_h, *d_b_i, *d_b_h;  // [I, 3H], [H, 3H], [3H], [3H]
   // Plan once, run many (kernel/dims.h): GRUResetAfterPlan,
   // block_gru_reset_after_workspace_elems.

@@ -63,7 +63,7 @@ struct BlockLSTMBwdArgs {
   const T *i, *cs, *f, *o, *ci, *co, *h;  // [T, B, H] each, forward outputs
   const T *d_cs, *d_h;                    // [T, B, H] each, external ∂L/∂cs[t], ∂L/∂h[t]
   T* d_x;                                 // [T, B, I]; null (T·B·I > 0): not computed
-  T *d_cs_prev, *d_h_prev;                // [B, H] each
+  T *d_cs_prev, *d_h_prev;                // [B, H] each; null: not computed (fast path)
   T* d_w;                                 // [I+H, 4H]  in `layout`
   T *d_wci, *d_wcf, *d_wco;               // [H] each (zeros without peepholes)
   T* d_b;                                 // [4H]  in `layout`

@@ -786,9 +786,13 @@ void BlockLayer<In, Out, GradIn, GradOut>::backward(const GradIn& in, const Grad
     check.output("x_grad", out.x_grad, in.x.shape, dt);
     args.output("x_grad", out.x_grad);
   }
-  const auto state_grads = Family::state_grads(out);
-  check.outputs(state_grads, Shape{c.B, H}, dt);
-  args.outputs(state_grads);
+  // An absent state gradient (h_prev_grad; the LSTM's cs_prev_grad): not computed (a stack whose
+  // initial states need none). Without h_prev_grad the last step's recurrent product is skipped.
+  for (const Check::Arg& state_grad : Family::state_grads(out)) {
+    if (is_absent_input(state_grad.view)) continue;
+    check.output(state_grad.name, state_grad.view, Shape{c.B, H}, dt);
+    args.output(state_grad.name, state_grad.view);
+  }
   const auto grads = Family::weight_grads(out);
   for (std::size_t k = 0; k < grads.size(); ++k) {
     const layer::WeightSpec& w = Family::kWeights[k];

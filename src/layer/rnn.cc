@@ -228,7 +228,6 @@ struct RNN::Impl {
   std::atomic<bool> busy{false};   // a call is running (layer::OneCall)
   Tensor zeros_bh;                 // [B, H]
   Tensor hg, cg;                   // [T, B, H]  (backward)
-  Tensor hpg_scratch;              // [B, H]     (backward)
   Tensor dx, dy, xg_rev;           // [T, B, F]  (backward)
   std::vector<std::int64_t> lens;  // [B]  L_b of the call
   layer::CallArgs args;            // the views of the current call
@@ -401,7 +400,6 @@ void RNN::Impl::prepare(const Check& check, std::int64_t T_, std::int64_t B, boo
                         {&reserve, own_reserve && !backward ? layout(T_, B).total : 0},
                         {&hg, backward ? TB * H : 0},
                         {&cg, backward ? TB * H : 0},
-                        {&hpg_scratch, backward ? B * H : 0},
                         {&dx, backward ? TB * F : 0},
                         {&dy, backward ? TB * F : 0},
                         {&xg_rev, backward ? TB * F : 0}};
@@ -636,20 +634,26 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       const TensorView h0 = initial_state<T>(x.h0, ld, B);
       const TensorView c0 = initial_state<T>(lstm ? x.c0 : TensorView(), ld, B);
       T* const xg = dx_l == nullptr ? nullptr : d == 0 ? dx_l : xg_rev.data_as<T>();
-      T* const h0g = layer::data<T>(go.h0_grad) + ld * BH;
-      T* const c0g = lstm ? layer::data<T>(go.c0_grad) + ld * BH : hpg_scratch.data_as<T>();
+      // The initial states' gradients of (l, d), null when absent (not computed).
+      auto state_grad = [&](const MutableTensorView& v) -> T* {
+        return is_absent_input(v) ? nullptr : layer::data<T>(v) + ld * BH;
+      };
+      T* const h0g = state_grad(go.h0_grad);
+      T* const c0g = lstm ? state_grad(go.c0_grad) : nullptr;
+      auto view_bh = [&](T* p) {
+        return p ? MutableTensorView(p, o.dtype, Shape{B, H}) : MutableTensorView();
+      };
       layer_backward(
           ld, src, h0, c0, x.seq_lengths, tbh, res + ld * A * lay.TBH,
           xg ? MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}) : MutableTensorView(),
-          MutableTensorView(h0g, o.dtype, Shape{B, H}),
-          MutableTensorView(c0g, o.dtype, Shape{B, H}),
+          view_bh(h0g), view_bh(c0g),
           go.params.subspan(static_cast<std::size_t>(ld * P), static_cast<std::size_t>(P)));
       // An example with no step returns its final state's gradient to its initial state.
       for (std::int64_t b = 0; b < B; ++b) {
         if (lens[static_cast<std::size_t>(b)] > 0) continue;
         for (std::int64_t j = 0; j < H; ++j) {
-          if (hng) add_to(h0g[b * H + j], hng[b * H + j]);
-          if (cng) add_to(c0g[b * H + j], cng[b * H + j]);
+          if (hng && h0g) add_to(h0g[b * H + j], hng[b * H + j]);
+          if (cng && c0g) add_to(c0g[b * H + j], cng[b * H + j]);
         }
       }
       if (d == 1 && xg) {
@@ -818,8 +822,12 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   if (!is_absent_input(out.x_grad)) {
     check.tensor("x_grad", out.x_grad, in.x.shape, "time, batch, input_size", dt);
   }
-  check.tensor("h0_grad", out.h0_grad, states, kStackStateDims, dt);
-  if (lstm) {
+  // An absent h0_grad / c0_grad: not computed (without h0_grad the first step's recurrent
+  // products are skipped).
+  if (!is_absent_input(out.h0_grad)) {
+    check.tensor("h0_grad", out.h0_grad, states, kStackStateDims, dt);
+  }
+  if (lstm && !is_absent_input(out.c0_grad)) {
     check.tensor("c0_grad", out.c0_grad, states, kStackStateDims, dt);
   }
   const std::size_t want = static_cast<std::size_t>(m.L * m.D * m.P);
@@ -844,8 +852,8 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   if (lstm) args.input("c_n_grad", g.c_n_grad);
   if (!own) args.input("reserve", reserve);
   if (!is_absent_input(out.x_grad)) args.output("x_grad", out.x_grad);
-  args.output("h0_grad", out.h0_grad);
-  if (lstm) args.output("c0_grad", out.c0_grad);
+  if (!is_absent_input(out.h0_grad)) args.output("h0_grad", out.h0_grad);
+  if (lstm && !is_absent_input(out.c0_grad)) args.output("c0_grad", out.c0_grad);
   for (std::size_t k = 0; k < out.params.size(); ++k) {
     args.output(m.param_names[k].c_str(), out.params[k]);
   }

@@ -41,7 +41,7 @@ void block_gru_fwd(const BlockGRUDims& d, const BlockGRUFwdArgs<T>& a) {
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H;
-  if (run_without_d_x<T>(block_gru_bwd<T>, d, a)) return;
+  if (run_without_unwanted_grads<T>(block_gru_bwd<T>, d, a)) return;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
     using A = BlockGRUBwdArgs<T>;
     return each_example<T>(

@@ -56,7 +56,7 @@ void block_gru_reset_after_fwd(const BlockGRUDims& d, const BlockGRUResetAfterFw
 template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, H3 = 3 * H;
-  if (run_without_d_x<T>(block_gru_reset_after_bwd<T>, d, a)) return;
+  if (run_without_unwanted_grads<T>(block_gru_reset_after_bwd<T>, d, a)) return;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
     using A = BlockGRUResetAfterBwdArgs<T>;
     return each_example<T>(

@@ -69,7 +69,7 @@ void block_lstm_fwd(const BlockLSTMDims& d, const BlockLSTMFwdArgs<T>& a) {
 template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, BH = B * H, K = I + H, G = 4 * H;
-  if (run_without_d_x<T>(block_lstm_bwd<T>, d, a)) return;
+  if (run_without_unwanted_grads<T>(block_lstm_bwd<T>, d, a)) return;
   if (d.lengths != nullptr) {  // seq_lengths: each example alone (ref/per_example.h)
     using A = BlockLSTMBwdArgs<T>;
     return each_example<T>(

@@ -35,16 +35,30 @@ void backward_steps(const char* op, std::int64_t S, Step step) {
   }
 }
 
-// A sequence backward whose caller wants no input gradient (a.d_x null with T·B·I > 0: a
-// layer's absent x_grad; an empty d_x may be null anyway) runs `bwd` with d_x written to a
-// scratch array (the reference computes it anyway); returns whether it did, so the caller
-// returns at once.
+// A sequence backward whose caller wants no input gradient or no initial-state gradient (a.d_x,
+// a.d_h_prev or a.d_cs_prev null where it has elements: a layer's absent x_grad, h_prev_grad or
+// cs_prev_grad) runs `bwd` with each of those written to a scratch array (the reference computes
+// them anyway); returns whether it did, so the caller returns at once.
 template <typename T, class Dims, class Args>
-bool run_without_d_x(void (*bwd)(const Dims&, const Args&), const Dims& d, const Args& a) {
-  if (a.d_x != nullptr || d.T * d.B * d.I == 0) return false;
-  std::vector<T> scratch(static_cast<std::size_t>(d.T * d.B * d.I));
+bool run_without_unwanted_grads(void (*bwd)(const Dims&, const Args&), const Dims& d,
+                                const Args& a) {
+  const std::int64_t BH = d.B * d.H;
+  bool unwanted = (a.d_x == nullptr && d.T * d.B * d.I > 0) || (a.d_h_prev == nullptr && BH > 0);
+  if constexpr (requires { a.d_cs_prev; })
+    unwanted = unwanted || (a.d_cs_prev == nullptr && BH > 0);
+  if (!unwanted) return false;
+  std::vector<T> d_x(a.d_x ? 0 : static_cast<std::size_t>(d.T * d.B * d.I));
+  std::vector<T> d_h_prev(a.d_h_prev ? 0 : static_cast<std::size_t>(BH));
   Args with = a;
-  with.d_x = scratch.data();
+  if (!a.d_x) with.d_x = d_x.data();
+  if (!a.d_h_prev) with.d_h_prev = d_h_prev.data();
+  std::vector<T> d_cs_prev;
+  if constexpr (requires { a.d_cs_prev; }) {
+    if (!a.d_cs_prev) {
+      d_cs_prev.resize(static_cast<std::size_t>(BH));
+      with.d_cs_prev = d_cs_prev.data();
+    }
+  }
   bwd(d, with);
   return true;
 }

@@ -868,15 +868,17 @@ INSTANTIATE_TEST_SUITE_P(Cases, StackSixteenBitTest,
                          ::testing::Combine(::testing::Range(0, 5),
                                             ::testing::Values(DType::kFloat16, DType::kBFloat16)));
 
-// ---- An absent x_grad ---------------------------------------------------------------------------
+// ---- Absent x_grad, h0_grad, c0_grad ----------------------------------------------------------
 
-class StackWithoutXGradTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
+class StackWithoutSomeGradsTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
 
 // A backward without x_grad (the caller's input needs no gradient) skips the first layer's
-// input-gradient products and changes nothing else: the states' and every parameter's gradients
-// are bit for bit those of a backward with x_grad, in every dtype (bfloat16 with its own
-// products), with and without lengths, dropout and a reverse direction.
-TEST_P(StackWithoutXGradTest, GivesTheOtherGradientsBitForBit) {
+// input-gradient products; one without h0_grad (and c0_grad: initial states that need none)
+// skips each layer's first-step recurrent products. Neither changes anything else: every
+// gradient still asked for is bit for bit that of a backward with every output, in every dtype
+// (bfloat16 with its own products), with and without lengths (an example of no steps among
+// them), dropout and a reverse direction, on the fast path and the reference.
+TEST_P(StackWithoutSomeGradsTest, GivesTheOtherGradientsBitForBit) {
   const StackCase& c = kStackCases[std::get<0>(GetParam())];
   const DType dt = std::get<1>(GetParam());
   const std::int64_t T = 4, B = 3, I = 24, H = 16, D = c.bidirectional ? 2 : 1, L = c.layers;
@@ -901,33 +903,51 @@ TEST_P(StackWithoutXGradTest, GivesTheOtherGradientsBitForBit) {
   const RNNInputs in = stack_inputs(c, x, h0, c0, lens, mask);
   Tensor y(dt, {T, B, D * H}), h_n(dt, {L * D, B, H}), c_n(dt, {L * D, B, H});
   rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
-  const Tensor gy = converted(random_tensor(DType::kFloat64, y.shape(), rng), dt);
+  const Tensor gy = converted(random_tensor(DType::kFloat64, y.shape(), rng), dt),
+               ghn = converted(random_tensor(DType::kFloat64, h_n.shape(), rng), dt),
+               gcn = converted(random_tensor(DType::kFloat64, c_n.shape(), rng), dt);
   struct Grads {
     Tensor x, h0, c0;
     std::vector<Tensor> params;
   };
-  auto backward = [&](bool with_x_grad) {
+  struct Wanted {
+    bool x, h0, c0;
+  };
+  auto backward = [&](Wanted want) {
     Grads g{poisoned(dt, x.shape()), poisoned(dt, h0.shape()), poisoned(dt, c0.shape()), {}};
     std::vector<MutableTensorView> pv;
     for (const Tensor& p : params)
       pv.push_back(g.params.emplace_back(poisoned(dt, p.shape())).mutable_view());
-    rnn.backward(in, {gy},
-                 {with_x_grad ? g.x.mutable_view() : MutableTensorView(), g.h0.mutable_view(),
-                  g.c0.mutable_view(), pv});
+    auto out = [](bool wanted, Tensor& t) {
+      return wanted ? t.mutable_view() : MutableTensorView();
+    };
+    rnn.backward(in, {gy, ghn, lstm ? TensorView(gcn) : TensorView()},
+                 {out(want.x, g.x), out(want.h0, g.h0), out(want.c0, g.c0), pv});
     return g;
   };
-  const Grads with = backward(true), without = backward(false);
   auto same_bits = [](const Tensor& a, const Tensor& b) {
     return std::memcmp(a.data(), b.data(), a.num_elements() * dtype_size(a.dtype())) == 0;
   };
-  EXPECT_TRUE(same_bits(with.h0, without.h0));
-  if (lstm) EXPECT_TRUE(same_bits(with.c0, without.c0));
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    EXPECT_TRUE(same_bits(with.params[k], without.params[k])) << "param " << k;
+  for (const bool reference : {false, true}) {
+    const ReferenceMode mode(reference);
+    const Grads all = backward({true, true, true});
+    for (const Wanted want :
+         {Wanted{false, true, true}, Wanted{true, false, false}, Wanted{false, false, false},
+          Wanted{true, false, true}, Wanted{true, true, false}}) {
+      SCOPED_TRACE(::testing::Message() << "reference " << reference << ", x_grad " << want.x
+                                        << ", h0_grad " << want.h0 << ", c0_grad " << want.c0);
+      const Grads some = backward(want);
+      if (want.x) EXPECT_TRUE(same_bits(all.x, some.x));
+      if (want.h0) EXPECT_TRUE(same_bits(all.h0, some.h0));
+      if (lstm && want.c0) EXPECT_TRUE(same_bits(all.c0, some.c0));
+      for (std::size_t k = 0; k < params.size(); ++k) {
+        EXPECT_TRUE(same_bits(all.params[k], some.params[k])) << "param " << k;
+      }
+    }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, StackWithoutXGradTest,
+INSTANTIATE_TEST_SUITE_P(Cases, StackWithoutSomeGradsTest,
                          ::testing::Combine(::testing::Range(0, 5),
                                             ::testing::Values(DType::kFloat64, DType::kFloat32,
                                                               DType::kFloat16, DType::kBFloat16)));

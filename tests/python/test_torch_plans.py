@@ -84,20 +84,54 @@ def test_an_input_without_grad_changes_no_other_gradient(mode, kw, dtype):
         assert torch.equal(a, b)
 
 
-def test_the_grad_op_returns_no_x_grad_when_none_is_wanted():
-    ref, mine = _pair("GRU")
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("x_wanted, states_wanted", [(False, True), (True, False),
+                                                      (False, False)])
+def test_the_grad_op_returns_no_gradient_that_is_not_wanted(mode, x_wanted, states_wanted):
+    # x_grad_wanted=False skips the input-gradient products, states_grad_wanted=False the first
+    # step's recurrent products (h0_grad, c0_grad); the gradients returned are bit for bit the
+    # full call's.
+    ref, mine = _pair(mode)
     x = torch.randn(T, B, I, dtype=torch.float64)
-    h0 = torch.zeros(4, B, H, dtype=torch.float64)
+    h0 = torch.randn(4, B, H, dtype=torch.float64)
+    lstm = mode == "LSTM"
+    c0 = torch.randn(4, B, H, dtype=torch.float64) if lstm else None
     params = list(mine.parameters())
-    attrs = ("gru_reset_after", 2, True, True, 0.0, 0.0, False)
-    y, hn, cn, reserve = brt.ops.nn_rnn(x, h0, None, params, None, None, *attrs)
-    gy = torch.randn_like(y)
-    full = brt.ops.nn_rnn_grad(x, h0, None, params, None, None, reserve, gy,
-                               torch.zeros_like(hn), None, *attrs)
-    part = brt.ops.nn_rnn_grad(x, h0, None, params, None, None, reserve, gy,
-                               torch.zeros_like(hn), None, *attrs, x_grad_wanted=False)
-    assert full[0].shape == x.shape and part[0].shape == (0,)
-    for a, b in zip(full[1:], part[1:]):
+    attrs = ("lstm_v2" if lstm else "gru_reset_after", 2, True, True, 0.0, 0.0, False)
+    lens = torch.tensor([T, 1, T - 1])[:B]
+    y, hn, cn, reserve = brt.ops.nn_rnn(x, h0, c0, params, lens, None, *attrs)
+    gy, ghn = torch.randn_like(y), torch.randn_like(hn)
+    gcn = torch.randn_like(cn) if lstm else None
+    full = brt.ops.nn_rnn_grad(x, h0, c0, params, lens, None, reserve, gy, ghn, gcn, *attrs)
+    part = brt.ops.nn_rnn_grad(x, h0, c0, params, lens, None, reserve, gy, ghn, gcn, *attrs,
+                               x_grad_wanted=x_wanted, states_grad_wanted=states_wanted)
+    assert full[0].shape == x.shape and part[0].shape == (x.shape if x_wanted else (0,))
+    assert part[1].shape == (h0.shape if states_wanted else (0,))
+    assert part[2].shape == (h0.shape if states_wanted and lstm else (0,))
+    kept = [k for k in range(len(full)) if part[k].numel() > 0]
+    assert kept[-len(params):] == list(range(3, 3 + len(params)))
+    for k in kept:
+        assert torch.equal(full[k], part[k])
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_initial_states_without_gradient_give_the_same_parameter_gradients(mode):
+    # torch.nn's zero initial states need no gradient, and the backward then computes none
+    # (states_grad_wanted=False); the parameters' gradients are those of a call whose given
+    # initial states require one, bit for bit.
+    ref, mine = _pair(mode)
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    grads = []
+    for wanted in (True, False):
+        h0 = torch.randn(4, B, H, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+        h0.requires_grad_(wanted)
+        hx = (h0, h0.detach().clone().requires_grad_(wanted)) if mode == "LSTM" else h0
+        out, _ = mine(x, hx)
+        grads.append(torch.autograd.grad(out.square().sum(), list(mine.parameters())))
+        if wanted:
+            hn_grad = torch.autograd.grad(mine(x, hx)[0].sum(), h0)[0]
+            assert hn_grad.abs().sum() > 0
+    for a, b in zip(*grads):
         assert torch.equal(a, b)
 
 

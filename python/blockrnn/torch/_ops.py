@@ -744,7 +744,8 @@ def _ops_layout_grads(plan: _Plan, cfg: _Config, x: Tensor) -> List[Tensor]:
 
 def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad,
                     h_n_grad, c_n_grad, mode, num_layers, bidirectional, has_bias, forget_bias,
-                    cell_clip, use_peephole, flat: bool = False, x_grad_wanted: bool = True):
+                    cell_clip, use_peephole, flat: bool = False, x_grad_wanted: bool = True,
+                    states_grad_wanted: bool = True):
     cfg = _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bias,
                   cell_clip, use_peephole, op)
     _check_params(cfg, params, op)
@@ -758,8 +759,12 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
     # returned empty and the library skips the input-gradient products.
     x_grad = torch.empty_like(x, memory_format=torch.contiguous_format) if x_grad_wanted else \
         x.new_empty((0,))
-    h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format)
-    c0_grad = x.new_empty(tuple(h0.shape) if lstm_ else (0,))
+    # states_grad_wanted False (neither h0 nor c0 needs a gradient, as torch.nn's zero initial
+    # states): h0_grad and c0_grad are returned empty and the library skips the first step's
+    # recurrent products (a third of a one-step backward's work).
+    h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format) \
+        if states_grad_wanted else x.new_empty((0,))
+    c0_grad = x.new_empty(tuple(h0.shape) if lstm_ and states_grad_wanted else (0,))
     owner = "flat" if flat else (id(params[0]) if layout == "nn" else None)
     plan = _plan(cfg, owner, T, B)
     if layout == "ops":
@@ -772,8 +777,10 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
                           lens, _opt(dropout_mask, op, "dropout_mask"),
                           _core_np(y_grad, op, "y_grad"), _core_np(h_n_grad, op, "h_n_grad"),
                           _opt(c_n_grad, op, "c_n_grad"),
-                          _out_np(x_grad) if x_grad_wanted else None, _out_np(h0_grad),
-                          _out_np(c0_grad) if lstm_ else None, [_out_np(g) for g in grads],
+                          _out_np(x_grad) if x_grad_wanted else None,
+                          _out_np(h0_grad) if states_grad_wanted else None,
+                          _out_np(c0_grad) if lstm_ and states_grad_wanted else None,
+                          [_out_np(g) for g in grads],
                           _core_np(reserve, op, "reserve"))
         if layout == "nn":  # while the plan's buffers are ours
             Q = 5 if lstm_ else 4
@@ -793,20 +800,22 @@ def _stack_fake(x, h0, mode, num_layers, bidirectional):
             x.new_empty((num_layers * D, B, H) if lstm_ else (0,)), x.new_empty((elems,)))
 
 
-def _stack_grad_fake(x, h0, params, mode, x_grad_wanted):
+def _stack_grad_fake(x, h0, params, mode, x_grad_wanted, states_grad_wanted):
     lstm_ = mode.startswith("lstm")
-    return [x.new_empty(x.shape if x_grad_wanted else (0,)), x.new_empty(h0.shape),
-            x.new_empty(tuple(h0.shape) if lstm_ else (0,)), *[p.new_empty(p.shape)
-                                                                for p in params]]
+    return [x.new_empty(x.shape if x_grad_wanted else (0,)),
+            x.new_empty(h0.shape if states_grad_wanted else (0,)),
+            x.new_empty(tuple(h0.shape) if lstm_ and states_grad_wanted else (0,)),
+            *[p.new_empty(p.shape) for p in params]]
 
 
 def _wire_stack(fwd, grad, layout: str):
     """register_autograd for a stack op pair: fwd(x, h0, c0, params, seq_lengths,
     dropout_mask, *attrs) -> (y, h_n, c_n, reserve); grad(x, h0, c0, params, seq_lengths,
-    dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, *attrs, x_grad_wanted) -> [x_grad,
-    h0_grad, c0_grad, *param grads]. attrs: mode, num_layers, bidirectional, (has_bias: the
-    "nn" layout), forget_bias, cell_clip, use_peephole. x_grad_wanted is whether x needs a
-    gradient (torch.nn computes none for an input that does not require one, nor do we)."""
+    dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, *attrs, x_grad_wanted,
+    states_grad_wanted) -> [x_grad, h0_grad, c0_grad, *param grads]. attrs: mode, num_layers,
+    bidirectional, (has_bias: the "nn" layout), forget_bias, cell_clip, use_peephole.
+    x_grad_wanted is whether x needs a gradient, states_grad_wanted whether h0 or c0 does
+    (torch.nn computes none for an input that does not require one, nor do we)."""
     n_attrs = 7 if layout == "nn" else 6
     def setup(ctx, inputs, output):
         x, h0, c0, params, seq_lengths, mask = inputs[:6]
@@ -851,10 +860,13 @@ def _wire_stack(fwd, grad, layout: str):
             # it takes and returns plain tensors: the flat twin of the grad op
             g = _flat_grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, layout, *attrs)
         else:
+            states_wanted = ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
             g = grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, *ctx.attrs,
-                     ctx.needs_input_grad[0])
+                     ctx.needs_input_grad[0], states_wanted)
             if not ctx.needs_input_grad[0]:
                 g = [None, *g[1:]]
+            if not states_wanted:
+                g = [g[0], None, None, *g[3:]]
         return (g[0], g[1], g[2] if ctx.has_c0 else None, list(g[3:]), None, None,
                 *([None] * n_attrs))
 
@@ -941,19 +953,21 @@ def rnn_grad(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
              seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], reserve: Tensor,
              y_grad: Tensor, h_n_grad: Tensor, c_n_grad: Optional[Tensor], mode: str,
              num_layers: int, bidirectional: bool, forget_bias: float, cell_clip: float,
-             use_peephole: bool, x_grad_wanted: bool = True) -> List[Tensor]:
+             use_peephole: bool, x_grad_wanted: bool = True,
+             states_grad_wanted: bool = True) -> List[Tensor]:
     """The stack's backward: [x_grad (empty when not x_grad_wanted), h0_grad, c0_grad (LSTM;
-    else empty), *param grads]."""
+    else empty; both empty when not states_grad_wanted), *param grads]."""
     return _stack_backward("blockrnn::rnn_grad", "ops", x, h0, c0, params, seq_lengths,
                            dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode, num_layers,
                            bidirectional, True, forget_bias, cell_clip, use_peephole,
-                           x_grad_wanted=x_grad_wanted)
+                           x_grad_wanted=x_grad_wanted, states_grad_wanted=states_grad_wanted)
 
 
 @rnn_grad.register_fake
 def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode,
-      num_layers, bidirectional, forget_bias, cell_clip, use_peephole, x_grad_wanted=True):
-    return _stack_grad_fake(x, h0, params, mode, x_grad_wanted)
+      num_layers, bidirectional, forget_bias, cell_clip, use_peephole, x_grad_wanted=True,
+      states_grad_wanted=True):
+    return _stack_grad_fake(x, h0, params, mode, x_grad_wanted, states_grad_wanted)
 
 
 _wire_stack(rnn, rnn_grad, "ops")
@@ -982,20 +996,22 @@ def nn_rnn_grad(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor
                 seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], reserve: Tensor,
                 y_grad: Tensor, h_n_grad: Tensor, c_n_grad: Optional[Tensor], mode: str,
                 num_layers: int, bidirectional: bool, has_bias: bool, forget_bias: float,
-                cell_clip: float, use_peephole: bool, x_grad_wanted: bool = True) -> List[Tensor]:
+                cell_clip: float, use_peephole: bool, x_grad_wanted: bool = True,
+                states_grad_wanted: bool = True) -> List[Tensor]:
     """The backward of nn_rnn: [x_grad (empty when not x_grad_wanted), h0_grad, c0_grad (LSTM;
-    else empty), *param grads in torch.nn's layout, contiguous]."""
+    else empty; both empty when not states_grad_wanted), *param grads in torch.nn's layout,
+    contiguous]."""
     return _stack_backward("blockrnn::nn_rnn_grad", "nn", x, h0, c0, params, seq_lengths,
                            dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode, num_layers,
                            bidirectional, has_bias, forget_bias, cell_clip, use_peephole,
-                           x_grad_wanted=x_grad_wanted)
+                           x_grad_wanted=x_grad_wanted, states_grad_wanted=states_grad_wanted)
 
 
 @nn_rnn_grad.register_fake
 def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c_n_grad, mode,
       num_layers, bidirectional, has_bias, forget_bias, cell_clip, use_peephole,
-      x_grad_wanted=True):
-    return _stack_grad_fake(x, h0, params, mode, x_grad_wanted)
+      x_grad_wanted=True, states_grad_wanted=True):
+    return _stack_grad_fake(x, h0, params, mode, x_grad_wanted, states_grad_wanted)
 
 
 _wire_stack(nn_rnn, nn_rnn_grad, "nn")
