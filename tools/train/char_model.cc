@@ -246,7 +246,7 @@ void CharModel<T>::forward(std::span<const int32_t> inputs, int64_t steps, int64
     logits_.assign(Tn * B * V, T(0));
     dy_.assign(Tn * B * H, T(0));
     dx_.assign(Tn * B * D, T(0));
-    for (auto* v : {&h0_, &c0_, &hn_, &cn_, &dh0_, &dc0_}) v->assign(L * B * H, T(0));
+    for (auto* v : {&h0_, &c0_, &hn_, &cn_}) v->assign(L * B * H, T(0));
     peephole_grad_.assign(L * 3 * H, T(0));
     ws_steps_ = Tn;
     ws_batch_ = B;
@@ -341,10 +341,10 @@ void CharModel<T>::backward(std::span<const int32_t> inputs, int64_t steps, int6
                                              grad(2, Shape{2 * H}), grad(3, Shape{H})});
     }
   }
+  // No h0_grad / c0_grad: the carried state is a constant of this window (truncated
+  // backpropagation through time), so its gradients are not computed.
   RNNGradOutputs out;
   out.x_grad = MutableTensorView(dx_.data(), dt, Shape{Tn, B, D});
-  out.h0_grad = MutableTensorView(dh0_.data(), dt, Shape{L, B, H});
-  out.c0_grad = MutableTensorView(dc0_.data(), dt, Shape{L, B, H});
   out.params = param_grads;
   rnn_->backward(rnn_inputs(), g, out);
 

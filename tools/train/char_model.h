@@ -168,7 +168,6 @@ class CharModel {
   std::vector<T> y_;              // [T, B, H]   the top layer's h
   std::vector<T> logits_;         // [T·B, V]  (then dlogits)
   std::vector<T> dy_, dx_;        // [T, B, H], [T, B, D]
-  std::vector<T> dh0_, dc0_;      // [L, B, H]   discarded initial-state gradients
   std::vector<T> peephole_grad_;  // [L, 3, H]   discarded (the LSTM has no peepholes)
   std::vector<MutableTensorView> param_grads_;  // the views of grads_ RNN::backward writes
 };
