@@ -218,6 +218,23 @@ static void test_lstm_v2(void) {
     CHECK(same(rdh0, dh0, sizeof dh0) && same(rdc0, dc0, sizeof dc0) && same(rdw, dw, sizeof dw) &&
               same(rdb, db, sizeof db),
           "backward without x_grad: the other gradients, bitwise");
+    /* Absent h0_grad and c0_grad as well (initial states that need no gradient): not computed
+     * (their buffers keep what they held), the parameters' gradients keep their bits. */
+    memset(rdh0, 0, sizeof rdh0);
+    memset(rdc0, 0, sizeof rdc0);
+    memset(rdw, 0, sizeof rdw);
+    memset(rdb, 0, sizeof rdb);
+    gout2.h0_grad = absent();
+    gout2.c0_grad = absent();
+    CHECK(blockrnn_rnn_backward(rnn, &in, &gin, &gout2, NULL) == BLOCKRNN_OK,
+          "backward, no x_grad, h0_grad, c0_grad");
+    CHECK(same(rdw, dw, sizeof dw) && same(rdb, db, sizeof db),
+          "backward without the inputs' gradients: the parameters' gradients, bitwise");
+    {
+      static const float zeros[B * H];
+      CHECK(same(rdh0, zeros, sizeof zeros) && same(rdc0, zeros, sizeof zeros),
+            "absent h0_grad and c0_grad: not written");
+    }
   }
 
   /* A strided x (a transposed [B, T, I] buffer seen as [T, B, I]) and a caller's reserve give the

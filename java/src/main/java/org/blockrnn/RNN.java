@@ -328,21 +328,45 @@ public final class RNN implements AutoCloseable {
    */
   public synchronized Gradients backward(Tensor x, Tensor h0, Tensor c0, LongTensor seqLengths,
       Tensor dropoutMask, Tensor yGrad, Tensor hNGrad, Tensor cNGrad, boolean withXGrad) {
+    return backward(x, h0, c0, seqLengths, dropoutMask, yGrad, hNGrad, cNGrad, withXGrad, true);
+  }
+
+  /**
+   * The same, with or without the gradient of x and with or without the initial states'
+   * gradients: without them (initial states that need none, as a training window's carried
+   * state) the first step's recurrent products are skipped and {@link Gradients#h0Grad} and
+   * {@link Gradients#c0Grad} are null; the parameters' gradients are bit for bit the same.
+   *
+   * @param x as the forward
+   * @param h0 as the forward
+   * @param c0 as the forward
+   * @param seqLengths as the forward
+   * @param dropoutMask as the forward
+   * @param yGrad [T, B, D*H]
+   * @param hNGrad [L*D, B, H], or null for zeros
+   * @param cNGrad [L*D, B, H] in the LSTM modes, or null for zeros (must be null otherwise)
+   * @param withXGrad whether to compute the gradient of x
+   * @param withStateGrads whether to compute the gradients of h0 (and c0)
+   * @return the gradients of x and of the initial states (or null), and of every parameter
+   */
+  public synchronized Gradients backward(Tensor x, Tensor h0, Tensor c0, LongTensor seqLengths,
+      Tensor dropoutMask, Tensor yGrad, Tensor hNGrad, Tensor cNGrad, boolean withXGrad,
+      boolean withStateGrads) {
     long h = live();
     long[] tb = timeBatch(x, "backward");
     Tensor[] in = {x, h0, c0, seqLengths, dropoutMask, yGrad, hNGrad, cNGrad};
     long[] state = {states, tb[1], hidden};
     long[][] outShapes = new long[3 + numParams][];
     outShapes[0] = withXGrad ? new long[] {tb[0], tb[1], inputSize} : null;
-    outShapes[1] = state;
-    outShapes[2] = lstm ? state : null; // the parameters' shapes are filled by the native side
+    outShapes[1] = withStateGrads ? state : null;
+    outShapes[2] = lstm && withStateGrads ? state : null; // the parameters' by the native side
     Object[] out = backwardNative(h, directions, arrays(in), shapes(in), outShapes);
     Tensor[] params = new Tensor[numParams];
     for (int k = 0; k < numParams; ++k) {
       params[k] = wrap(out[3 + k], outShapes[3 + k]);
     }
     return new Gradients(wrap(out[0], outShapes[0]), wrap(out[1], outShapes[1]),
-        lstm ? wrap(out[2], outShapes[2]) : null, params);
+        wrap(out[2], outShapes[2]), params);
   }
 
   /** Frees the native handle; later calls throw {@link IllegalStateException}. Idempotent. */

@@ -109,6 +109,14 @@ class RNNTest {
       for (int k = 0; k < 4; ++k) {
         assertEquals(grads[2 + k], noX.params[k], "param gradient " + k + " without x_grad");
       }
+      // Without the gradients of x and h0: neither returned, the parameters' the same.
+      RNN.Gradients onlyParams =
+          rnn.backward(x, asState(h0), null, null, null, yGrad, null, null, false, false);
+      assertNull(onlyParams.xGrad);
+      assertNull(onlyParams.h0Grad);
+      for (int k = 0; k < 4; ++k) {
+        assertEquals(grads[2 + k], onlyParams.params[k], "param gradient " + k + " alone");
+      }
       e = assertThrows(IllegalArgumentException.class,
           () -> rnn.forward(x, asState(h0), asState(h0), null, null));
       assertTrue(e.getMessage().contains("c0 must be absent"), e.getMessage());
