@@ -387,15 +387,23 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
 template <typename T>
 void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H;
-  if (a.d_x) zero(a.d_x, d.T * B * I);
   if (a.d_h_prev) zero(a.d_h_prev, BH);
-  zero(a.d_w_ru, K * 2 * H);
-  zero(a.d_w_c, K * H);
-  zero(a.d_b_ru, 2 * H);
-  zero(a.d_b_c, H);
   const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
-  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
+  // d_x: an all-active call's products write the rows of its S steps whole (beta = 0); the rest
+  // (the steps past S, or with lengths every row but the scattered active ones) is zero.
+  if (a.d_x) {
+    const std::int64_t written = N > 0 && act.all ? S * B * I : 0;
+    zero(a.d_x + written, d.T * B * I - written);
+  }
+  if (N == 0) {  // S = 0 or no active rows: the gradients are zeros
+    zero(a.d_w_ru, K * 2 * H);
+    zero(a.d_w_c, K * H);
+    zero(a.d_b_ru, 2 * H);
+    zero(a.d_b_c, H);
+    return;
+  }
+  // Past here each parameter gradient is written whole by its product (beta = 0) or column sum.
   const std::int64_t R = padded_ld(2 * H);
   // bfloat16 products pack their own operands: no slice for the float packs.
   bool bf16 = false;

@@ -318,15 +318,23 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
 template <typename T>
 void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, H3 = 3 * H;
-  if (a.d_x) zero(a.d_x, d.T * B * I);
   if (a.d_h_prev) zero(a.d_h_prev, BH);
-  zero(a.d_w_i, I * H3);
-  zero(a.d_w_h, H * H3);
-  zero(a.d_b_i, H3);
-  zero(a.d_b_h, H3);
   const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
-  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
+  // d_x: an all-active call's products write the rows of its S steps whole (beta = 0); the rest
+  // (the steps past S, or with lengths every row but the scattered active ones) is zero.
+  if (a.d_x) {
+    const std::int64_t written = N > 0 && act.all ? S * B * I : 0;
+    zero(a.d_x + written, d.T * B * I - written);
+  }
+  if (N == 0) {  // S = 0 or no active rows: the gradients are zeros
+    zero(a.d_w_i, I * H3);
+    zero(a.d_w_h, H * H3);
+    zero(a.d_b_i, H3);
+    zero(a.d_b_h, H3);
+    return;
+  }
+  // Past here each parameter gradient is written whole by its product (beta = 0) or column sum.
   const std::int64_t R = padded_ld(H3);
   // bfloat16 products pack their own operands: no slice for the float packs.
   bool bf16 = false;

@@ -341,17 +341,26 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
 template <typename T>
 void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, BH = B * H, K = I + H, G = 4 * H;
-  if (a.d_x) zero(a.d_x, d.T * B * I);
   if (a.d_cs_prev) zero(a.d_cs_prev, BH);
   if (a.d_h_prev) zero(a.d_h_prev, BH);
   zero(a.d_wci, H);
   zero(a.d_wcf, H);
   zero(a.d_wco, H);
-  zero(a.d_w, K * G);
-  zero(a.d_b, G);
   const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
-  if (N == 0) return;  // S = 0 or no active rows: the gradients are the zeros above
+  // d_x: an all-active call's products write the rows of its S steps whole (beta = 0); the rest
+  // (the steps past S, or with lengths every row but the scattered active ones) is zero.
+  if (a.d_x) {
+    const std::int64_t written = N > 0 && act.all ? S * B * I : 0;
+    zero(a.d_x + written, d.T * B * I - written);
+  }
+  if (N == 0) {  // S = 0 or no active rows: the gradients are zeros
+    zero(a.d_w, K * G);
+    zero(a.d_b, G);
+    return;
+  }
+  // Past here d_w and d_b are written whole by their products (beta = 0) and column sums (the
+  // peephole gradients, zeroed above, only with use_peephole).
   const std::int64_t Gp = padded_ld(G);
   const char* const op = block_lstm_op_name(a.layout, true);
   // bfloat16 products pack their own operands: no slice for the float packs.
