@@ -150,7 +150,9 @@ BLOCKRNN_API blockrnn_status blockrnn_layer_forward(blockrnn_layer* layer,
  * order: BlockLSTMGrad(V2) 8 (x_grad, cs_prev_grad, h_prev_grad, w_grad, wci_grad, wcf_grad,
  * wco_grad, b_grad; the peephole gradients zero without peepholes), BlockGRUGrad 6 (x_grad,
  * h_prev_grad, w_ru_grad, w_c_grad, b_ru_grad, b_c_grad), BlockGRUResetAfterGrad 6 (x_grad,
- * h_prev_grad, w_i_grad, w_h_grad, b_i_grad, b_h_grad). workspace as the forward's. */
+ * h_prev_grad, w_i_grad, w_h_grad, b_i_grad, b_h_grad). x_grad, cs_prev_grad and h_prev_grad
+ * may be absent: not computed (the parameters' gradients keep their bits). workspace as the
+ * forward's. */
 BLOCKRNN_API blockrnn_status blockrnn_layer_backward(blockrnn_layer* layer,
                                                      const blockrnn_layer_inputs* inputs,
                                                      const blockrnn_layer_grad_inputs* grads,

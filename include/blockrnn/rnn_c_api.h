@@ -107,8 +107,10 @@ typedef struct blockrnn_rnn_grad_inputs {
 /* The backward's outputs, dense, in the dtype. */
 typedef struct blockrnn_rnn_grad_outputs {
   blockrnn_tensor x_grad;  /* [T, B, I]; absent: not computed (its products are skipped) */
-  blockrnn_tensor h0_grad; /* [L*D, B, H] */
-  blockrnn_tensor c0_grad; /* [L*D, B, H], LSTM modes (must be absent otherwise) */
+  blockrnn_tensor h0_grad; /* [L*D, B, H]; absent: not computed (the first step's recurrent
+                            * products are skipped) */
+  blockrnn_tensor c0_grad; /* [L*D, B, H], LSTM modes (must be absent otherwise); absent: not
+                            * computed */
   /* The gradients of every parameter, in blockrnn_rnn_set_weights' order, layer-major then
    * direction: (l, d) holds params_per_layer tensors from (l*D + d) * params_per_layer. An LSTM
    * without peepholes still has its three peephole gradients ([H] each, zeros). */
