@@ -52,9 +52,11 @@ int threads_by_work(const detail::Problem<T>& p) {
   return static_cast<int>(std::min<std::int64_t>(get_num_threads(), by_work));
 }
 
-// The output tiling for a team of `threads`: NT columns (all of N, rounded up to NR, up to the
-// path's width; wider for transposed A) × MT rows, with as few row tiles of at most MT_max rows
-// as fit — more while the tiles would not divide evenly over the threads (a weight gradient of
+// The output tiling for a team of `threads`: as few column tiles of at most the path's width
+// (wider for transposed A) as cover N, cut into tiles of equal width rounded up to NR (a weight
+// gradient of N = 1536 at a width of 1024 made a 1024- and a 512-column tile, one per thread,
+// and the team waited a third of the product) × MT rows, with as few row tiles of at most MT_max
+// rows as fit — more while the tiles would not divide evenly over the threads (a weight gradient of
 // M = 256 rows made 96 + 96 + 64-row tiles, two for one thread and one for the other, and its
 // team waited a third of the product) — and those rows cut into tiles of equal size (rounded up
 // to MR: 88 + … + 72 rows at M = 512 where 96 + … + 32 left one thread 64 rows more).
@@ -65,7 +67,8 @@ template <typename T>
 void set_tiling(const detail::Blocking& bl, int threads, detail::Problem<T>& p) {
   // Transposed A is packed per tile and K block: wider tiles pack it fewer times (the weight
   // gradients, K = T·B, gained 73 → 88 GFLOP/s on one Zen 4 core).
-  p.nt = std::min<std::int64_t>(ceil_div(p.n, bl.nr) * bl.nr, p.trans_a ? bl.nt_trans_a : bl.nt);
+  const std::int64_t tiles_n = ceil_div(p.n, p.trans_a ? bl.nt_trans_a : bl.nt);
+  p.nt = ceil_div(ceil_div(p.n, tiles_n), bl.nr) * bl.nr;
   p.tiles_n = ceil_div(p.n, p.nt);
   const std::int64_t strips = ceil_div(p.m, bl.mr);
   std::int64_t tiles_m = std::min(strips, ceil_div(p.m, bl.mt_max));
