@@ -390,12 +390,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   if (a.d_h_prev) zero(a.d_h_prev, BH);
   const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
-  // d_x: an all-active call's products write the rows of its S steps whole (beta = 0); the rest
-  // (the steps past S, or with lengths every row but the scattered active ones) is zero.
-  if (a.d_x) {
-    const std::int64_t written = N > 0 && act.all ? S * B * I : 0;
-    zero(a.d_x + written, d.T * B * I - written);
-  }
+  zero_unwritten_d_x(a.d_x, act, d.T, I);
   if (N == 0) {  // S = 0 or no active rows: the gradients are zeros
     zero(a.d_w_ru, K * 2 * H);
     zero(a.d_w_c, K * H);
@@ -418,8 +413,7 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
   T* const hr = ws.slice(2);
   T* const d_hr = ws.slice(3);
   // The carry lives in d_h_prev, or without one (no h_prev gradient wanted) in the workspace.
-  T* const carry = a.d_h_prev ? a.d_h_prev : ws.slice(11);
-  if (!a.d_h_prev) zero(carry, BH);
+  T* const carry = carry_storage(a.d_h_prev, ws.slice(11), BH);
   // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
   std::optional<Bf16Scratch> scratch;
   if (bf16) {

@@ -15,7 +15,8 @@
 // all of h[t−1]) and runs the pass on them; one barrier per step, before the next product reads
 // the whole new h.
 //
-// Backward. The carry lives in the output d_h_prev. Per step t = S−1 … 0:
+// Backward. The carry lives in the output d_h_prev (a workspace slice when no h_prev gradient is
+// wanted). Per step t = S−1 … 0:
 //   pass: d_h = carry + d_h[t];  d_gh[t] = [d_r_bar, d_u_bar, d_hn];  d_n_bar[t];  carry = d_h⊙u
 //   carry += d_gh[t]·w_hᵀ        [B, H] += [B, 3H]·[H, 3H]ᵀ
 // one barrier per step (the product reads every column of d_gh[t]). After the loop, over all S·B
@@ -321,12 +322,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   if (a.d_h_prev) zero(a.d_h_prev, BH);
   const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
-  // d_x: an all-active call's products write the rows of its S steps whole (beta = 0); the rest
-  // (the steps past S, or with lengths every row but the scattered active ones) is zero.
-  if (a.d_x) {
-    const std::int64_t written = N > 0 && act.all ? S * B * I : 0;
-    zero(a.d_x + written, d.T * B * I - written);
-  }
+  zero_unwritten_d_x(a.d_x, act, d.T, I);
   if (N == 0) {  // S = 0 or no active rows: the gradients are zeros
     zero(a.d_w_i, I * H3);
     zero(a.d_w_h, H * H3);
@@ -347,8 +343,7 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
   T* const d_g = ws.slice(0);
   T* const d_n = ws.slice(1);
   // The carry lives in d_h_prev, or without one (no h_prev gradient wanted) in the workspace.
-  T* const carry = a.d_h_prev ? a.d_h_prev : ws.slice(6);
-  if (!a.d_h_prev) zero(carry, BH);
+  T* const carry = carry_storage(a.d_h_prev, ws.slice(6), BH);
   // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
   std::optional<Bf16Scratch> scratch;
   std::optional<Bf16GradOperands> bf16_operands;

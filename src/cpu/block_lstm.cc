@@ -348,12 +348,7 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   zero(a.d_wco, H);
   const ActiveRows act(d.lengths, S, B, d.index);
   const std::int64_t N = act.total(), Nc = act.compacted();
-  // d_x: an all-active call's products write the rows of its S steps whole (beta = 0); the rest
-  // (the steps past S, or with lengths every row but the scattered active ones) is zero.
-  if (a.d_x) {
-    const std::int64_t written = N > 0 && act.all ? S * B * I : 0;
-    zero(a.d_x + written, d.T * B * I - written);
-  }
+  zero_unwritten_d_x(a.d_x, act, d.T, I);
   if (N == 0) {  // S = 0 or no active rows: the gradients are zeros
     zero(a.d_w, K * G);
     zero(a.d_b, G);
@@ -377,10 +372,8 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
   T* const packed = ws.slice(4);  // the active rows' d_gates packed (the float products)
   // The carries live in d_cs_prev and d_h_prev, or without them (no state gradient wanted) in
   // the workspace.
-  T* const carry_cs = a.d_cs_prev ? a.d_cs_prev : ws.slice(5);
-  T* const carry_h = a.d_h_prev ? a.d_h_prev : ws.slice(6);
-  if (!a.d_cs_prev) zero(carry_cs, BH);
-  if (!a.d_h_prev) zero(carry_h, BH);
+  T* const carry_cs = carry_storage(a.d_cs_prev, ws.slice(5), BH);
+  T* const carry_h = carry_storage(a.d_h_prev, ws.slice(6), BH);
   // bfloat16 products: their operands in the caller's bf16_workspace, else allocated per call.
   std::optional<Bf16Scratch> scratch;
   if (bf16) {

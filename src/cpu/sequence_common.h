@@ -373,6 +373,27 @@ void scatter_rows(const std::vector<std::int64_t>& rows, const T* src, std::int6
   });
 }
 
+// The backward's d_x [T·B, I] outside what its products write: an all-active call's products
+// write the rows of its S steps whole (beta = 0); the rest (the steps past S, or with lengths
+// every row but the scattered active ones, which are added later) is zero. No d_x (no input
+// gradient wanted): nothing.
+template <typename T>
+void zero_unwritten_d_x(T* d_x, const ActiveRows& act, std::int64_t T_steps, std::int64_t I) {
+  if (!d_x) return;
+  const std::int64_t written = act.total() > 0 && act.all ? act.S * act.B * I : 0;
+  zero(d_x + written, T_steps * act.B * I - written);
+}
+
+// Where a backward carries a state gradient between steps: the caller's output `wanted`, or
+// where that gradient is not wanted (null) the workspace slice `slice` of n elements, zeroed
+// (the output itself is zeroed at the top of the call, before any early return).
+template <typename T>
+T* carry_storage(T* wanted, T* slice, std::int64_t n) {
+  if (wanted) return wanted;
+  zero(slice, n);
+  return slice;
+}
+
 // The inputs of the given rows t·B + b, compacted for the weight gradients: their x rows into
 // xc [N, I] and their h[t−1] rows (h_prev [B, H] at t = 0, else h [T, B, H]) into hc [N, H].
 template <typename T>

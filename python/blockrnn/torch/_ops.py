@@ -764,7 +764,8 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
     # recurrent products (a third of a one-step backward's work).
     h0_grad = torch.empty_like(h0, memory_format=torch.contiguous_format) \
         if states_grad_wanted else x.new_empty((0,))
-    c0_grad = x.new_empty(tuple(h0.shape) if lstm_ and states_grad_wanted else (0,))
+    c0_wanted = lstm_ and states_grad_wanted
+    c0_grad = x.new_empty(tuple(h0.shape) if c0_wanted else (0,))
     owner = "flat" if flat else (id(params[0]) if layout == "nn" else None)
     plan = _plan(cfg, owner, T, B)
     if layout == "ops":
@@ -779,7 +780,7 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
                           _opt(c_n_grad, op, "c_n_grad"),
                           _out_np(x_grad) if x_grad_wanted else None,
                           _out_np(h0_grad) if states_grad_wanted else None,
-                          _out_np(c0_grad) if lstm_ and states_grad_wanted else None,
+                          _out_np(c0_grad) if c0_wanted else None,
                           [_out_np(g) for g in grads],
                           _core_np(reserve, op, "reserve"))
         if layout == "nn":  # while the plan's buffers are ours
