@@ -387,3 +387,74 @@ def test_float16_weight_gradients_have_torch_nn_s_layout(mode, kw):
     grads = torch.autograd.grad(_loss(m, x), list(m.parameters()))
     for (name, p), g in zip(m.named_parameters(), grads):
         assert g.dtype == torch.float16 and g.stride() == p.stride(), name
+
+
+def _fill_sizes(fn):
+    """The element counts of the tensors that torch fills (zeros) while fn runs."""
+    with torch.profiler.profile(record_shapes=True) as prof:
+        fn()
+    sizes = []
+    for event in prof.events():
+        if event.name in ("aten::fill_", "aten::zero_") and event.input_shapes:
+            shape = event.input_shapes[0]
+            sizes.append(int(torch.tensor(shape).prod()) if shape else 1)
+    return sizes
+
+
+@pytest.mark.parametrize("mode, used", [("LSTM", "y"), ("LSTM", "h_n"), ("LSTM", "c_n"),
+                                        ("LSTM", "h_n c_n"), ("GRU", "y"), ("GRU", "h_n")])
+def test_a_loss_that_leaves_outputs_unused_gets_torch_nn_s_gradients(mode, used):
+    # The gradients of outputs the loss leaves unused reach the backward as None: the stack
+    # op's reserve (its fourth output, never differentiated) is not filled with zeros at each
+    # backward, and a missing y, h_n or c_n gradient is a zero the backward makes itself.
+    ref, mine = _pair(mode)
+    torch.manual_seed(11)
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    h0 = torch.randn(4, B, H, dtype=torch.float64)
+    states = (h0, torch.randn(4, B, H, dtype=torch.float64)) if mode == "LSTM" else h0
+
+    def grads(m):
+        xs = x.clone().requires_grad_()
+        st = tuple(s.clone().requires_grad_() for s in states) if mode == "LSTM" else \
+            states.clone().requires_grad_()
+        y, final = m(xs, st)
+        h_n, c_n = final if mode == "LSTM" else (final, None)
+        parts = {"y": y, "h_n": h_n, "c_n": c_n}
+        loss = sum((parts[k] * torch.linspace(-1, 1, parts[k].numel(), dtype=y.dtype)
+                    .view(parts[k].shape)).sum() for k in used.split())
+        inputs = [xs, *(st if mode == "LSTM" else (st,)), *m.parameters()]
+        out = []
+        sizes = _fill_sizes(lambda: out.extend(torch.autograd.grad(loss, inputs)))
+        return out, sizes, y.numel()
+
+    want, _, _ = grads(ref)
+    got, sizes, y_elems = grads(mine)
+    for w, g in zip(want, got):
+        torch.testing.assert_close(g, w, atol=F64, rtol=0)
+    # nothing larger than y is filled: the reserve (every step's gates) is not
+    assert all(n <= y_elems for n in sizes), (sizes, y_elems)
+
+
+@pytest.mark.parametrize("op", ["lstm", "gru_reset_after", "gru_reset_before"])
+def test_the_sequence_ops_fill_no_zero_gradients_for_outputs_they_never_read(op):
+    # The one-op autograd reads the gradients of cs and h (LSTM) or h (GRU) only; the other
+    # outputs' (i, f, o, ci, co; r, u, n, hn or c) are never read, so none is made as zeros.
+    torch.manual_seed(3)
+    r = lambda *shape: torch.randn(*shape, dtype=torch.float64, requires_grad=True)  # noqa: E731
+    x = r(T, B, I)
+    if op == "lstm":
+        outs = brt.ops.lstm(x, r(B, H), r(B, H), r(I + H, 4 * H), r(H), r(H), r(H), r(4 * H),
+                            1.0, -1.0, True, True)
+        used = [outs[1], outs[6]]  # cs, h
+    elif op == "gru_reset_after":
+        outs = brt.ops.gru_reset_after(x, r(B, H), r(I, 3 * H), r(H, 3 * H), r(3 * H),
+                                       r(3 * H))
+        used = [outs[-1]]
+    else:
+        outs = brt.ops.gru_reset_before(x, r(B, H), r(I + H, 2 * H), r(I + H, H), r(2 * H),
+                                        r(H))
+        used = [outs[-1]]
+    loss = sum((t * torch.linspace(-1, 1, t.numel(), dtype=t.dtype).view(t.shape)).sum()
+               for t in used)
+    sizes = _fill_sizes(lambda: torch.autograd.grad(loss, [x]))
+    assert all(n < T * B * H for n in sizes), sizes
