@@ -18,7 +18,12 @@
 //     kernel: no registry lookup and, once the workspace holds the call, no allocation of data
 //     (the backward packs the gate gradients for its weight-gradient products into the
 //     workspace; the index of seq_lengths' active rows is kept by the layer, in buffers that
-//     keep their capacity; a bfloat16 call's bfloat16 product operands live in the workspace).
+//     keep their capacity; a bfloat16 call's bfloat16 product operands live in the workspace);
+//   - the weights packed transposed, which only the backward multiplies by (its d_x and carry
+//     products), are packed at the first backward after set_weights that needs them (the input
+//     rows' only when x_grad is wanted), not by set_weights: a layer that only runs forward (a
+//     model loaded for inference) never holds them, and a backward without x_grad never packs
+//     the input rows transposed. The bits are the same either way.
 // Memory: every allocation is counted against get_memory_limit() (blockrnn/context.h) by the
 // accounting the one-shot ops use, before anything is allocated: at creation the weights the
 // layer will hold (their copies and packed panels), at set_weights the same, at a call the

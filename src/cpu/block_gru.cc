@@ -281,8 +281,9 @@ void gru_param_grads(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a, const A
                      const T* d_ru, std::int64_t R, const T* d_c, const T* hr, T* d_ruc, T* d_cc,
                      T* xc, T* hc, T* hrc, T* ru_packed, T* c_packed) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, N = act.total();
-  const gemm::PackedB<T>* const w_ru_x_t = a.plan ? &a.plan->w_ru_x_t : nullptr;
-  const gemm::PackedB<T>* const w_c_x_t = a.plan ? &a.plan->w_c_x_t : nullptr;
+  const bool planned_x_t = a.plan && a.plan->has_x_t;
+  const gemm::PackedB<T>* const w_ru_x_t = planned_x_t ? &a.plan->w_ru_x_t : nullptr;
+  const gemm::PackedB<T>* const w_c_x_t = planned_x_t ? &a.plan->w_c_x_t : nullptr;
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_x[0:S] = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ
@@ -338,8 +339,9 @@ void gru_param_grads_bf16(const BlockGRUDims& d, const BlockGRUBwdArgs<float>& a
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max;
   const std::int64_t rows = act.all ? S * B : act.total();
   const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
-  const gemm::PackedBBf16* const w_ru_x_t = p ? &p->w_ru_x_t : nullptr;
-  const gemm::PackedBBf16* const w_c_x_t = p ? &p->w_c_x_t : nullptr;
+  const bool planned_x_t = p && a.plan->has_x_t;
+  const gemm::PackedBBf16* const w_ru_x_t = planned_x_t ? &p->w_ru_x_t : nullptr;
+  const gemm::PackedBBf16* const w_c_x_t = planned_x_t ? &p->w_c_x_t : nullptr;
   float* const a_scratch =
       scratch.take(lhs_scratch_floats({{rows, 2 * H}, {rows, H}, {I, rows}, {H, rows}}));
   PackedBBf16 d_ru_packed, d_c_packed;
@@ -422,10 +424,12 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
                       block_gru_bf16_bwd_workspace_floats(S, B, I, H));
       const GRUPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 now[2];
-      const gemm::PackedBBf16& w_ru_h_t = bf16_weight(
-          p ? &p->w_ru_h_t : nullptr, now[0], Trans::kYes, 2 * H, H, a.w_ru + I * 2 * H, 2 * H);
-      const gemm::PackedBBf16& w_c_h_t =
-          bf16_weight(p ? &p->w_c_h_t : nullptr, now[1], Trans::kYes, H, H, a.w_c + I * H, H);
+      const bool planned_h_t = p && a.plan->has_h_t;
+      const gemm::PackedBBf16& w_ru_h_t =
+          bf16_weight(planned_h_t ? &p->w_ru_h_t : nullptr, now[0], Trans::kYes, 2 * H, H,
+                      a.w_ru + I * 2 * H, 2 * H);
+      const gemm::PackedBBf16& w_c_h_t = bf16_weight(planned_h_t ? &p->w_c_h_t : nullptr, now[1],
+                                                     Trans::kYes, H, H, a.w_c + I * H, H);
       Bf16Lhs dcb("BlockGRUGrad", B, H, w_c_h_t.kernel(),
                   scratch->take(Bf16Lhs::storage_floats(B, H)));
       Bf16Lhs drb("BlockGRUGrad", B, 2 * H, w_c_h_t.kernel(),
@@ -449,10 +453,11 @@ void block_gru_bwd(const BlockGRUDims& d, const BlockGRUBwdArgs<T>& a) {
           });
     }
   } else {
-    const Packed<T> w_ru_h_t(a.plan ? &a.plan->w_ru_h_t : nullptr, Trans::kYes, 2 * H, H,
+    const bool planned_h_t = a.plan && a.plan->has_h_t;
+    const Packed<T> w_ru_h_t(planned_h_t ? &a.plan->w_ru_h_t : nullptr, Trans::kYes, 2 * H, H,
                              a.w_ru + I * 2 * H, 2 * H);
-    const Packed<T> w_c_h_t(a.plan ? &a.plan->w_c_h_t : nullptr, Trans::kYes, H, H, a.w_c + I * H,
-                            H);
+    const Packed<T> w_c_h_t(planned_h_t ? &a.plan->w_c_h_t : nullptr, Trans::kYes, H, H,
+                            a.w_c + I * H, H);
     gru_bwd_loop(
         d, a, act, d_ru, R, d_c, hr, d_hr, carry, w_c_h_t->panels(), w_c_h_t->panel_width(),
         [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {

@@ -285,7 +285,7 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
         gemm::gemm_bf16(Trans::kYes, I, x, I, d_gi_packed, 0.0f, a.d_w_i, H3, bf16->a_scratch);
       }
       const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
-      const gemm::PackedBBf16* const w_i_t = p ? &p->w_i_t : nullptr;
+      const gemm::PackedBBf16* const w_i_t = p && a.plan->has_x_t ? &p->w_i_t : nullptr;
       if (a.d_x) {
         product_weight_t_bf16(w_i_t, rows, I, H3, d_gi, R, a.w_i, H3, 0.0f, d_x, I,
                               bf16->a_scratch);
@@ -300,8 +300,8 @@ void reset_after_input_grads(const BlockGRUDims& d, const BlockGRUResetAfterBwdA
       gemm<T>(Trans::kYes, I, x, I, d_gi_packed, T(0), a.d_w_i, H3);
     }
     if (a.d_x) {
-      product_weight_t(a.plan ? &a.plan->w_i_t : nullptr, rows, I, H3, d_gi, R, a.w_i, H3, T(0),
-                       d_x, I);
+      product_weight_t(a.plan && a.plan->has_x_t ? &a.plan->w_i_t : nullptr, rows, I, H3, d_gi, R,
+                       a.w_i, H3, T(0), d_x, I);
     }
   }
   if (a.d_x && !act.all) scatter_rows(act.rows, xc, I, a.d_x);
@@ -353,8 +353,8 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
                       block_gru_reset_after_bf16_bwd_workspace_floats(S, B, I, H));
       const GRUResetAfterPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 w_h_t_now;
-      const gemm::PackedBBf16& w_h_t =
-          bf16_weight(p ? &p->w_h_t : nullptr, w_h_t_now, Trans::kYes, H3, H, a.w_h, H3);
+      const gemm::PackedBBf16& w_h_t = bf16_weight(p && a.plan->has_h_t ? &p->w_h_t : nullptr,
+                                                   w_h_t_now, Trans::kYes, H3, H, a.w_h, H3);
       Bf16Lhs dgb("BlockGRUResetAfterGrad", B, H3, w_h_t.kernel(),
                   scratch->take(Bf16Lhs::storage_floats(B, H3)));
       gru_reset_after_bwd_loop(
@@ -369,7 +369,8 @@ void block_gru_reset_after_bwd(const BlockGRUDims& d, const BlockGRUResetAfterBw
           });
     }
   } else {
-    const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H, a.w_h, H3);
+    const Packed<T> w_h_t(a.plan && a.plan->has_h_t ? &a.plan->w_h_t : nullptr, Trans::kYes, H3, H,
+                          a.w_h, H3);
     gru_reset_after_bwd_loop(
         d, a, act, d_g, R, d_n, carry, w_h_t->panels(), w_h_t->panel_width(),
         [&](std::int64_t t, std::int64_t m, const UnitSplit& own) {

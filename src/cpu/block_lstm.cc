@@ -267,7 +267,7 @@ template <typename T>
 void lstm_weight_grads(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a, const ActiveRows& act,
                        const T* d_gates, std::int64_t Gp, T* dgc, T* xc, T* hc, T* packed) {
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H, N = act.total();
-  const gemm::PackedB<T>* const w_x_t = a.plan ? &a.plan->w_x_t : nullptr;
+  const gemm::PackedB<T>* const w_x_t = a.plan && a.plan->has_x_t ? &a.plan->w_x_t : nullptr;
   if (act.all) {  // every row active: the products over all S·B rows, in place
     const std::int64_t SB = S * B;
     // d_x[0:S] = d_gates·w_xᵀ      [S·B, I] = [S·B, 4H]·[I, 4H]ᵀ
@@ -307,7 +307,7 @@ void lstm_weight_grads_bf16(const BlockLSTMDims& d, const BlockLSTMBwdArgs<float
   const std::int64_t B = d.B, I = d.I, H = d.H, S = d.seq_len_max, G = 4 * H;
   const std::int64_t rows = act.all ? S * B : act.total();
   const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
-  const gemm::PackedBBf16* const w_x_t = p ? &p->w_x_t : nullptr;
+  const gemm::PackedBBf16* const w_x_t = p && a.plan->has_x_t ? &p->w_x_t : nullptr;
   float* const a_scratch = scratch.take(lhs_scratch_floats({{rows, G}, {I, rows}, {H, rows}}));
   gemm::PackedBBf16 d_gates_packed;
   if (act.all) {
@@ -381,8 +381,8 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
       scratch.emplace(op, a.bf16_workspace, block_lstm_bf16_bwd_workspace_floats(S, B, I, H));
       const LSTMPlan<float>::Bf16* const p = bf16_packs(a.plan);
       gemm::PackedBBf16 w_h_t_now;
-      const gemm::PackedBBf16& w_h_t =
-          bf16_weight(p ? &p->w_h_t : nullptr, w_h_t_now, Trans::kYes, G, H, a.w + I * G, G);
+      const gemm::PackedBBf16& w_h_t = bf16_weight(p && a.plan->has_h_t ? &p->w_h_t : nullptr,
+                                                   w_h_t_now, Trans::kYes, G, H, a.w + I * G, G);
       Bf16Lhs dg(op, B, G, w_h_t.kernel(), scratch->take(Bf16Lhs::storage_floats(B, G)));
       lstm_bwd_loop(
           d, a, act, d_gates, Gp, carry_cs, carry_h, w_h_t.panels(), w_h_t.panel_width(),
@@ -396,7 +396,8 @@ void block_lstm_bwd(const BlockLSTMDims& d, const BlockLSTMBwdArgs<T>& a) {
           });
     }
   } else {
-    const Packed<T> w_h_t(a.plan ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H, a.w + I * G, G);
+    const Packed<T> w_h_t(a.plan && a.plan->has_h_t ? &a.plan->w_h_t : nullptr, Trans::kYes, G, H,
+                          a.w + I * G, G);
     lstm_bwd_loop(
         d, a, act, d_gates, Gp, carry_cs, carry_h, w_h_t->panels(), w_h_t->panel_width(),
         [&](std::int64_t, std::int64_t m, const T* d_gates_t, const UnitSplit& u) {

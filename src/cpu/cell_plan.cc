@@ -15,8 +15,16 @@ void LSTMCellPlan<T>::pack(std::int64_t I, std::int64_t H, const T* wp) {
   const std::int64_t G = 4 * H;
   isa = core::active_isa();
   w.pack(Trans::kNo, I + H, G, wp, G, isa);
+  has_transposed = false;
+}
+
+template <typename T>
+void LSTMCellPlan<T>::pack_transposed(std::int64_t I, std::int64_t H, const T* wp) {
+  if (has_transposed) return;
+  const std::int64_t G = 4 * H;
   w_x_t.pack(Trans::kYes, G, I, wp, G, isa);
   w_h_t.pack(Trans::kYes, G, H, wp + I * G, G, isa);
+  has_transposed = true;
 }
 
 template <typename T>
@@ -24,10 +32,17 @@ void GRUCellPlan<T>::pack(std::int64_t I, std::int64_t H, const T* wru, const T*
   isa = core::active_isa();
   w_ru.pack(Trans::kNo, I + H, 2 * H, wru, 2 * H, isa);
   w_c.pack(Trans::kNo, I + H, H, wc, H, isa);
+  has_transposed = false;
+}
+
+template <typename T>
+void GRUCellPlan<T>::pack_transposed(std::int64_t I, std::int64_t H, const T* wru, const T* wc) {
+  if (has_transposed) return;
   w_ru_x_t.pack(Trans::kYes, 2 * H, I, wru, 2 * H, isa);
   w_ru_h_t.pack(Trans::kYes, 2 * H, H, wru + I * 2 * H, 2 * H, isa);
   w_c_x_t.pack(Trans::kYes, H, I, wc, H, isa);
   w_c_h_t.pack(Trans::kYes, H, H, wc + I * H, H, isa);
+  has_transposed = true;
 }
 
 template struct LSTMCellPlan<float>;

@@ -8,6 +8,10 @@
 //
 // Shape letters: B batch, I input size, H cell size.
 // pack() allocates (PackedB); it runs when the weights are set, never inside forward/backward.
+// It packs what the forward multiplies by; pack_transposed() packs the transposes the backward
+// multiplies by (d_x, d_h_prev), which the cell layers call at their first backward after
+// set_weights, so that a layer that only runs forward never holds them. A backward given a plan
+// reads its transposes: has_transposed must be set.
 // The panels belong to the ISA path active at pack time: `isa` says which (a caller that sees
 // get_isa() change repacks).
 #pragma once
@@ -25,24 +29,28 @@ namespace blockrnn {
 // LSTMBlockCell: w [I+H, 4H].
 template <typename T>
 struct LSTMCellPlan {
-  gemm::PackedB<T> w;      // w [I+H, 4H]: gates = x·w[0:I] + h_prev·w[I:] (two row ranges)
-  gemm::PackedB<T> w_x_t;  // w[0:I]ᵀ [4H, I]:  d_x = d_gates·w_xᵀ
-  gemm::PackedB<T> w_h_t;  // w[I:]ᵀ  [4H, H]:  d_h_prev = d_gates·w_hᵀ
+  gemm::PackedB<T> w;           // w [I+H, 4H]: gates = x·w[0:I] + h_prev·w[I:] (two row ranges)
+  gemm::PackedB<T> w_x_t;       // w[0:I]ᵀ [4H, I]:  d_x = d_gates·w_xᵀ
+  gemm::PackedB<T> w_h_t;       // w[I:]ᵀ  [4H, H]:  d_h_prev = d_gates·w_hᵀ
+  bool has_transposed = false;  // w_x_t, w_h_t packed
   Isa isa = Isa::kBaseline;
   void pack(std::int64_t I, std::int64_t H, const T* w);
+  void pack_transposed(std::int64_t I, std::int64_t H, const T* w);
 };
 
 // GRUBlockCell: w_ru [I+H, 2H], w_c [I+H, H].
 template <typename T>
 struct GRUCellPlan {
-  gemm::PackedB<T> w_ru;      // [I+H, 2H]: ru_bar = x·w_ru[0:I] + h_prev·w_ru[I:]
-  gemm::PackedB<T> w_c;       // [I+H, H]:  c_bar = x·w_c[0:I] + (h_prev⊙r)·w_c[I:]
-  gemm::PackedB<T> w_ru_x_t;  // w_ru[0:I]ᵀ [2H, I]
-  gemm::PackedB<T> w_ru_h_t;  // w_ru[I:]ᵀ  [2H, H]
-  gemm::PackedB<T> w_c_x_t;   // w_c[0:I]ᵀ  [H, I]
-  gemm::PackedB<T> w_c_h_t;   // w_c[I:]ᵀ   [H, H]
+  gemm::PackedB<T> w_ru;        // [I+H, 2H]: ru_bar = x·w_ru[0:I] + h_prev·w_ru[I:]
+  gemm::PackedB<T> w_c;         // [I+H, H]:  c_bar = x·w_c[0:I] + (h_prev⊙r)·w_c[I:]
+  gemm::PackedB<T> w_ru_x_t;    // w_ru[0:I]ᵀ [2H, I]
+  gemm::PackedB<T> w_ru_h_t;    // w_ru[I:]ᵀ  [2H, H]
+  gemm::PackedB<T> w_c_x_t;     // w_c[0:I]ᵀ  [H, I]
+  gemm::PackedB<T> w_c_h_t;     // w_c[I:]ᵀ   [H, H]
+  bool has_transposed = false;  // the four transposes packed
   Isa isa = Isa::kBaseline;
   void pack(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_c);
+  void pack_transposed(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_c);
 };
 
 }  // namespace blockrnn

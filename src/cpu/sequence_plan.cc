@@ -2,6 +2,8 @@
 // bound is the sum of the slices its kernel's Workspace carves, with N = S·B active rows).
 #include "cpu/sequence_plan.h"
 
+#include <type_traits>
+
 #include "core/isa.h"
 #include "cpu/sequence_common.h"
 
@@ -10,15 +12,29 @@ namespace blockrnn {
 
 using gemm::Trans;
 
+namespace {
+
+// Packs op(b) into the float member `f` of a plan holding float packs, or into its bfloat16 twin
+// `h` when the plan holds the bfloat16 products' packs (has_bf16; float weights only), as pack()
+// and pack_bf16() pack the rest.
+template <typename Plan, typename T>
+void pack_of_kind(const Plan& plan, gemm::PackedB<T>& f, gemm::PackedBBf16& h, Trans tb,
+                  std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (plan.has_bf16) return h.pack(tb, k, n, b, ldb);
+  }
+  f.pack(tb, k, n, b, ldb, plan.isa);
+}
+
+}  // namespace
+
 template <typename T>
 void LSTMPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w) {
   const std::int64_t G = 4 * H;
   isa = core::active_isa();
   w_x.pack(Trans::kNo, I, G, w, G, isa);
   for (std::int64_t q = 0; q < 4; ++q) w_h[q].pack(Trans::kNo, H, H, w + I * G + q * H, G, isa);
-  w_h_t.pack(Trans::kYes, G, H, w + I * G, G, isa);
-  w_x_t.pack(Trans::kYes, G, I, w, G, isa);
-  has_bf16 = false;
+  has_bf16 = has_x_t = has_h_t = false;
 }
 
 // The packs of block_lstm.cc's bfloat16 products, made once (PackedBBf16::pack on the active
@@ -30,9 +46,21 @@ void LSTMPlan<T>::pack_bf16(std::int64_t I, std::int64_t H, const float* w) {
   has_bf16 = false;
   bf16.w_x.pack(Trans::kNo, I, G, w, G);
   for (std::int64_t q = 0; q < 4; ++q) bf16.w_h[q].pack(Trans::kNo, H, H, w + I * G + q * H, G);
-  bf16.w_h_t.pack(Trans::kYes, G, H, w + I * G, G);
-  bf16.w_x_t.pack(Trans::kYes, G, I, w, G);
+  has_x_t = has_h_t = false;
   has_bf16 = true;
+}
+
+template <typename T>
+void LSTMPlan<T>::pack_transposed(std::int64_t I, std::int64_t H, const T* w, bool x_t, bool h_t) {
+  const std::int64_t G = 4 * H;
+  if (h_t && !has_h_t) {
+    pack_of_kind(*this, w_h_t, bf16.w_h_t, Trans::kYes, G, H, w + I * G, G);
+    has_h_t = true;
+  }
+  if (x_t && !has_x_t) {
+    pack_of_kind(*this, w_x_t, bf16.w_x_t, Trans::kYes, G, I, w, G);
+    has_x_t = true;
+  }
 }
 
 template <typename T>
@@ -43,11 +71,7 @@ void GRUPlan<T>::pack(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_
   w_r_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H, 2 * H, isa);
   w_u_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H + H, 2 * H, isa);
   w_c_h.pack(Trans::kNo, H, H, w_c + I * H, H, isa);
-  w_ru_h_t.pack(Trans::kYes, 2 * H, H, w_ru + I * 2 * H, 2 * H, isa);
-  w_c_h_t.pack(Trans::kYes, H, H, w_c + I * H, H, isa);
-  w_ru_x_t.pack(Trans::kYes, 2 * H, I, w_ru, 2 * H, isa);
-  w_c_x_t.pack(Trans::kYes, H, I, w_c, H, isa);
-  has_bf16 = false;
+  has_bf16 = has_x_t = has_h_t = false;
 }
 
 // The packs of block_gru.cc's bfloat16 products, made once (as LSTMPlan::pack_bf16).
@@ -60,11 +84,23 @@ void GRUPlan<T>::pack_bf16(std::int64_t I, std::int64_t H, const float* w_ru, co
   bf16.w_r_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H, 2 * H);
   bf16.w_u_h.pack(Trans::kNo, H, H, w_ru + I * 2 * H + H, 2 * H);
   bf16.w_c_h.pack(Trans::kNo, H, H, w_c + I * H, H);
-  bf16.w_ru_h_t.pack(Trans::kYes, 2 * H, H, w_ru + I * 2 * H, 2 * H);
-  bf16.w_c_h_t.pack(Trans::kYes, H, H, w_c + I * H, H);
-  bf16.w_ru_x_t.pack(Trans::kYes, 2 * H, I, w_ru, 2 * H);
-  bf16.w_c_x_t.pack(Trans::kYes, H, I, w_c, H);
+  has_x_t = has_h_t = false;
   has_bf16 = true;
+}
+
+template <typename T>
+void GRUPlan<T>::pack_transposed(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_c,
+                                 bool x_t, bool h_t) {
+  if (h_t && !has_h_t) {
+    pack_of_kind(*this, w_ru_h_t, bf16.w_ru_h_t, Trans::kYes, 2 * H, H, w_ru + I * 2 * H, 2 * H);
+    pack_of_kind(*this, w_c_h_t, bf16.w_c_h_t, Trans::kYes, H, H, w_c + I * H, H);
+    has_h_t = true;
+  }
+  if (x_t && !has_x_t) {
+    pack_of_kind(*this, w_ru_x_t, bf16.w_ru_x_t, Trans::kYes, 2 * H, I, w_ru, 2 * H);
+    pack_of_kind(*this, w_c_x_t, bf16.w_c_x_t, Trans::kYes, H, I, w_c, H);
+    has_x_t = true;
+  }
 }
 
 template <typename T>
@@ -75,9 +111,7 @@ void GRUResetAfterPlan<T>::pack(std::int64_t I, std::int64_t H, const T* wi, con
   w_h_r.pack(Trans::kNo, H, H, wh, H3, isa);
   w_h_z.pack(Trans::kNo, H, H, wh + H, H3, isa);
   w_h_n.pack(Trans::kNo, H, H, wh + 2 * H, H3, isa);
-  w_h_t.pack(Trans::kYes, H3, H, wh, H3, isa);
-  w_i_t.pack(Trans::kYes, H3, I, wi, H3, isa);
-  has_bf16 = false;
+  has_bf16 = has_x_t = has_h_t = false;
 }
 
 // The packs of block_gru_reset_after.cc's bfloat16 products, made once (as LSTMPlan::pack_bf16).
@@ -91,9 +125,22 @@ void GRUResetAfterPlan<T>::pack_bf16(std::int64_t I, std::int64_t H, const float
   bf16.w_h_r.pack(Trans::kNo, H, H, wh, H3);
   bf16.w_h_z.pack(Trans::kNo, H, H, wh + H, H3);
   bf16.w_h_n.pack(Trans::kNo, H, H, wh + 2 * H, H3);
-  bf16.w_h_t.pack(Trans::kYes, H3, H, wh, H3);
-  bf16.w_i_t.pack(Trans::kYes, H3, I, wi, H3);
+  has_x_t = has_h_t = false;
   has_bf16 = true;
+}
+
+template <typename T>
+void GRUResetAfterPlan<T>::pack_transposed(std::int64_t I, std::int64_t H, const T* wi, const T* wh,
+                                           bool x_t, bool h_t) {
+  const std::int64_t H3 = 3 * H;
+  if (h_t && !has_h_t) {
+    pack_of_kind(*this, w_h_t, bf16.w_h_t, Trans::kYes, H3, H, wh, H3);
+    has_h_t = true;
+  }
+  if (x_t && !has_x_t) {
+    pack_of_kind(*this, w_i_t, bf16.w_i_t, Trans::kYes, H3, I, wi, H3);
+    has_x_t = true;
+  }
 }
 
 template struct LSTMPlan<float>;

@@ -5,9 +5,19 @@
 // weight pointers' rows for its products; the results are bit for bit those of the call without
 // a plan (a GEMM's bits do not depend on when or how often B was packed, gemm/gemm.h).
 //
-// pack() allocates (PackedB); it runs when the weights are set, never inside forward/backward.
+// pack() allocates (PackedB); it runs when the weights are set, never inside forward/backward
+// (pack_transposed, below, runs at a backward).
 // The panels belong to the ISA path active at pack time: `isa` says which (a caller that sees
 // get_isa() change repacks).
+//
+// The transposed packs (w_x_tᵀ-style members: the backward's d_x and carry products) are not made
+// by pack() / pack_bf16(): pack_transposed() makes them, of the kind the plan holds, at the first
+// backward that multiplies by them (the carry's at every backward, the input rows' only when d_x is
+// wanted), and has_x_t / has_h_t say which the plan holds. A layer that only runs forward (a model
+// loaded for inference) never holds them, which halves its packed panels; a stack's first layer,
+// whose input needs no gradient, never packs its input rows transposed. A kernel reads a
+// transposed pack only when its flag is set, and otherwise packs that operand per call (the same
+// bits).
 //
 // A bfloat16 call (bf16_products) multiplies bfloat16 operands (cpu/bf16_products.h): its plan
 // is packed by pack_bf16 instead (float only), the same matrices as PackedBBf16 in the `bf16`
@@ -42,8 +52,10 @@ struct LSTMPlan {
   } bf16;
   bool has_bf16 = false;
   Isa isa = Isa::kBaseline;
+  bool has_x_t = false, has_h_t = false;  // w_x_t, w_h_t (or bf16's) packed
   void pack(std::int64_t I, std::int64_t H, const T* w);
   void pack_bf16(std::int64_t I, std::int64_t H, const float* w);
+  void pack_transposed(std::int64_t I, std::int64_t H, const T* w, bool x_t, bool h_t);
 };
 
 // BlockGRU: w_ru [I+H, 2H], w_c [I+H, H].
@@ -59,8 +71,11 @@ struct GRUPlan {
   } bf16;
   bool has_bf16 = false;
   Isa isa = Isa::kBaseline;
+  bool has_x_t = false, has_h_t = false;  // w_ru_x_t and w_c_x_t, w_ru_h_t and w_c_h_t packed
   void pack(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_c);
   void pack_bf16(std::int64_t I, std::int64_t H, const float* w_ru, const float* w_c);
+  void pack_transposed(std::int64_t I, std::int64_t H, const T* w_ru, const T* w_c, bool x_t,
+                       bool h_t);
 };
 
 // BlockGRUResetAfter: w_i [I, 3H], w_h [H, 3H].
@@ -76,8 +91,11 @@ struct GRUResetAfterPlan {
   } bf16;
   bool has_bf16 = false;
   Isa isa = Isa::kBaseline;
+  bool has_x_t = false, has_h_t = false;  // w_i_t, w_h_t (or bf16's) packed
   void pack(std::int64_t I, std::int64_t H, const T* w_i, const T* w_h);
   void pack_bf16(std::int64_t I, std::int64_t H, const float* w_i, const float* w_h);
+  void pack_transposed(std::int64_t I, std::int64_t H, const T* w_i, const T* w_h, bool x_t,
+                       bool h_t);
 };
 
 }  // namespace blockrnn

@@ -215,6 +215,9 @@ struct LSTMCellLayer::Impl {
     if (force_reference()) return;
     LSTMCellPlan<T>& p = plans.template get<T>();
     if (p.isa != core::active_isa()) p.pack(s.input_size, s.hidden_size, w.data_as<T>());
+    // a backward: the transposes it multiplies by, packed at the first one (cpu/cell_plan.h)
+    if constexpr (requires { a.d_x; })
+      p.pack_transposed(s.input_size, s.hidden_size, w.data_as<T>());
     a.plan = &p;
     a.workspace = static_cast<T*>(workspace);
   }
@@ -388,6 +391,10 @@ struct GRUCellLayer::Impl {
     GRUCellPlan<T>& p = plans.template get<T>();
     if (p.isa != core::active_isa()) {
       p.pack(s.input_size, s.hidden_size, w_ru.data_as<T>(), w_c.data_as<T>());
+    }
+    // a backward: the transposes it multiplies by, packed at the first one (cpu/cell_plan.h)
+    if constexpr (requires { a.d_x; }) {
+      p.pack_transposed(s.input_size, s.hidden_size, w_ru.data_as<T>(), w_c.data_as<T>());
     }
     a.plan = &p;
     a.workspace = static_cast<T*>(workspace);

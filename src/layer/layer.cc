@@ -562,6 +562,9 @@ void run(Args& a, const CallDims& c, Impl& impl, const LayerShape& shape) {
   if (!force_reference()) {
     auto& plan = impl.plans.template get<T>();
     if (plan.isa != core::active_isa()) impl.pack(plan, shape);
+    // A backward: the transposed packs it multiplies by, made at the first backward that needs
+    // them (cpu/sequence_plan.h): the carry's always, the input rows' when d_x is wanted.
+    if constexpr (requires { a.d_x; }) impl.pack_transposed(plan, shape, a.d_x != nullptr);
     a.plan = &plan;
     a.workspace = static_cast<T*>(c.workspace);
   }
@@ -598,6 +601,15 @@ struct BlockLayer<In, Out, GradIn, GradOut>::Impl {
       }
     }
     p.pack(s.input_size, s.hidden_size, own[K].template data_as<T>()...);
+  }
+  template <typename T>
+  void pack_transposed(typename Family::template Plan<T>& p, const LayerShape& s, bool x_t) {
+    pack_transposed(p, s, x_t, std::make_index_sequence<Family::kPacked>());
+  }
+  template <typename T, std::size_t... K>
+  void pack_transposed(typename Family::template Plan<T>& p, const LayerShape& s, bool x_t,
+                       std::index_sequence<K...>) {
+    p.pack_transposed(s.input_size, s.hidden_size, own[K].template data_as<T>()..., x_t, true);
   }
   template <std::size_t... K>
   void view_weights(std::index_sequence<K...>) {

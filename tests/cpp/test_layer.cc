@@ -952,6 +952,86 @@ INSTANTIATE_TEST_SUITE_P(Cases, StackWithoutSomeGradsTest,
                                             ::testing::Values(DType::kFloat64, DType::kFloat32,
                                                               DType::kFloat16, DType::kBFloat16)));
 
+class LazyTransposedPacksTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
+
+// A layer packs its weights transposed (for the backward's d_x and carry products) only at the
+// first backward that multiplies by them, and again after each set_weights. A backward without
+// x_grad first, then one with every gradient, gives the bits of an RNN whose first backward
+// wanted every gradient; so does a backward after set_weights replaced weights whose transposes
+// were packed (a stale transposed pack would give the old weights' d_x and carries).
+TEST_P(LazyTransposedPacksTest, GiveTheBitsOfPacksMadeUpFront) {
+  const StackCase& c = kStackCases[std::get<0>(GetParam())];
+  const DType dt = std::get<1>(GetParam());
+  const std::int64_t T = 4, B = 3, I = 24, H = 16, D = c.bidirectional ? 2 : 1, L = c.layers;
+  const bool lstm = is_lstm(c.mode);
+  std::mt19937_64 rng(97 + std::get<0>(GetParam()));
+  auto random_weights = [&] {
+    std::vector<std::vector<Tensor>> w;
+    for (std::int64_t k = 0; k < L * D; ++k) {
+      w.emplace_back();
+      for (const Tensor& t : random_params(c.mode, k / D == 0 ? I : D * H, H, rng)) {
+        w.back().push_back(converted(t, dt));
+      }
+    }
+    return w;
+  };
+  const std::vector<std::vector<Tensor>> first = random_weights(), second = random_weights();
+  auto set = [&](RNN& rnn, const std::vector<std::vector<Tensor>>& w) {
+    for (std::int64_t k = 0; k < L * D; ++k) {
+      const std::vector<TensorView> v(w[k].begin(), w[k].end());
+      rnn.set_weights(k / D, k % D, v);
+    }
+  };
+  const Tensor x = converted(random_tensor(DType::kFloat64, {T, B, I}, rng), dt),
+               h0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt),
+               c0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt);
+  const Tensor mask = dropout_mask(c, dt, T, B, H, 2.0, rng);
+  const Tensor lens = lengths_tensor(c.lengths);
+  const RNNInputs in = stack_inputs(c, x, h0, c0, lens, mask);
+  const Tensor gy = converted(random_tensor(DType::kFloat64, {T, B, D * H}, rng), dt),
+               ghn = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt),
+               gcn = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt);
+  // forward, then backward with or without x_grad: every gradient computed, x_grad first
+  auto grads = [&](RNN& rnn, bool with_x_grad) {
+    Tensor y(dt, {T, B, D * H}), h_n(dt, {L * D, B, H}), c_n(dt, {L * D, B, H});
+    rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
+    std::vector<Tensor> g;
+    for (const Tensor* t : {&x, &h0, &c0}) g.push_back(poisoned(dt, t->shape()));
+    std::vector<MutableTensorView> pv;
+    for (const std::vector<Tensor>& w : first) {
+      for (const Tensor& p : w)
+        pv.push_back(g.emplace_back(poisoned(dt, p.shape())).mutable_view());
+    }
+    rnn.backward(in, {gy, ghn, lstm ? TensorView(gcn) : TensorView()},
+                 {with_x_grad ? g[0].mutable_view() : MutableTensorView(), g[1].mutable_view(),
+                  lstm ? g[2].mutable_view() : MutableTensorView(), pv});
+    if (!lstm) g.erase(g.begin() + 2);  // no c0_grad
+    return g;
+  };
+  auto expect_same_bits = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(
+          std::memcmp(a[k].data(), b[k].data(), a[k].num_elements() * dtype_size(a[k].dtype())), 0)
+          << "gradient " << k;
+    }
+  };
+  RNN lazy(stack_options(c, I, H, dt, T, B)), upfront(stack_options(c, I, H, dt, T, B));
+  set(lazy, first);
+  set(upfront, first);
+  grads(lazy, false);  // packs the carries' transposes, not the input rows'
+  expect_same_bits(grads(lazy, true), grads(upfront, true));
+  set(lazy, second);  // the transposes of `first` must not survive
+  RNN fresh(stack_options(c, I, H, dt, T, B));
+  set(fresh, second);
+  expect_same_bits(grads(lazy, true), grads(fresh, true));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, LazyTransposedPacksTest,
+                         ::testing::Combine(::testing::Range(0, 5),
+                                            ::testing::Values(DType::kFloat64, DType::kFloat32,
+                                                              DType::kFloat16, DType::kBFloat16)));
+
 TEST(RNN, OneLayerEqualsTheOpAndValidates) {
   std::mt19937_64 rng(5);
   const DType dt = DType::kFloat32;
