@@ -1,6 +1,6 @@
 // The plan objects' promise that a call after the first does no heap allocation: the sequence
-// layers' forward (every family, float32, float64, float16 and bfloat16) and backward (all but
-// bfloat16), on every CPU path, with and without seq_lengths (the 16-bit layers' float32 copies,
+// layers' forward and backward (every family, float32, float64, float16 and bfloat16), on every
+// CPU path, with and without seq_lengths (the 16-bit layers' float32 copies,
 // the bfloat16 forward's product operands and the backward's packed gate gradients live in the
 // workspace; the active-row index in buffers the layer keeps), and the cell layers' forward and
 // backward (at an input size past one GEMM tile, where the one-shot op packs whole operands),
