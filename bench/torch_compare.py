@@ -2,8 +2,11 @@
 """blockrnn.torch.LSTM / GRU against torch.nn.LSTM / GRU: forward + backward on the same shapes,
 the same thread count (torch.set_num_threads and blockrnn.set_num_threads) and machine.
 
-    .venv/bin/python bench/torch_compare.py --threads 2
+    .venv/bin/python bench/torch_compare.py --threads 1 2 --clock process
     .venv/bin/python bench/torch_compare.py --threads 2 --shapes T50,B64,I512,H512 --reps 10
+
+Without --shapes, the shapes of bench/compare_shapes.txt (the ones the speed targets name), each
+for both modules. Several --threads values run one after the other, each with its own table.
 
 Each measurement: the module's forward on x [T,B,I] (time-major, zero initial state), then
 backward of sum(output * g) for a fixed g, parameter gradients zeroed in between (with --train,
@@ -26,6 +29,7 @@ take on a loaded machine). With more threads it would miss the worker threads' t
 workers' spinning too.
 """
 import argparse
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -36,7 +40,21 @@ import torch
 import blockrnn
 import blockrnn.torch as brt
 
-DEFAULT_SHAPES = ["T50,B64,I512,H512", "T20,B16,I128,H128", "T100,B32,I256,H256"]
+SHAPES_FILE = pathlib.Path(__file__).with_name("compare_shapes.txt")
+
+
+def default_shapes():
+    """The distinct (T, B, I, H) of bench/compare_shapes.txt ("name mode T B I H" per line, #
+    comments), in file order, as T..,B..,I..,H.. strings."""
+    shapes = []
+    for line in SHAPES_FILE.read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) != 6:
+            continue
+        shape = "T{},B{},I{},H{}".format(*fields[2:])
+        if shape not in shapes:
+            shapes.append(shape)
+    return shapes
 
 
 def cpu_name():
@@ -96,9 +114,11 @@ def loadavg():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, nargs="+", default=[2],
+                    help="thread counts, one table each (default 2)")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--shapes", nargs="*", default=DEFAULT_SHAPES)
+    ap.add_argument("--shapes", nargs="*", default=None,
+                    help="T..,B..,I..,H.. each (default: the shapes of bench/compare_shapes.txt)")
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     ap.add_argument("--train", action="store_true",
                     help="an SGD step after each backward (the weights change every step)")
@@ -108,10 +128,17 @@ def main():
     args = ap.parse_args()
     global clock
     clock = CLOCKS[args.clock]
-    torch.set_num_threads(args.threads)
-    blockrnn.set_num_threads(args.threads)
+    shapes = args.shapes if args.shapes is not None else default_shapes()
+    for threads in args.threads:
+        table(threads, shapes, args)
+
+
+def table(threads, shapes, args):
+    """One table: every shape, both modules, at `threads` threads."""
+    torch.set_num_threads(threads)
+    blockrnn.set_num_threads(threads)
     dtype = getattr(torch, args.dtype)
-    print(f"CPU: {cpu_name()}; threads {args.threads} (torch and blockrnn); {args.dtype}; "
+    print(f"CPU: {cpu_name()}; threads {threads} (torch and blockrnn); {args.dtype}; "
           f"{'training loop (SGD step each run)' if args.train else 'fixed weights'}; "
           f"clock {args.clock}; "
           f"torch {torch.__version__}, blockrnn {blockrnn.__version__}; ISA {blockrnn.get_isa()}")
@@ -119,7 +146,7 @@ def main():
     print(f"load average (1 min) before: {loadavg()}")
     print(f"{'shape':<20}{'module':<6}{'torch.nn min/median ms':>24}"
           f"{'blockrnn min/median ms':>24}{'ratio':>7}{'rounds':>8}{'packs/step':>12}")
-    for shape in args.shapes:
+    for shape in shapes:
         T, B, I, H = parse(shape)
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(T, B, I, generator=gen, dtype=dtype)
@@ -135,7 +162,6 @@ def main():
             print(f"{shape:<20}{name:<6}{r_min:12.1f} /{r_med:9.1f}{m_min:14.1f} /{m_med:9.1f}"
                   f"{m_min / r_min:7.2f}{rounds:8.2f}{packs:12.1f}", flush=True)
     print(f"load average (1 min) after: {loadavg()}")
-
 
 if __name__ == "__main__":
     main()
