@@ -185,6 +185,23 @@ std::size_t CellLayer::workspace_bytes(std::int64_t B) const {
          dtype_size(shape_.dtype);
 }
 
+namespace {
+
+// Sets a cell call's plan `p` and the kernel's workspace on its arguments `a`, unless in
+// reference mode: the plan repacked when the ISA path changed since set_weights, and for a
+// backward the transposes it multiplies by, packed at the first one (cpu/cell_plan.h).
+// `weights`: the layer's weight copies, as the plan's pack functions take them.
+template <typename T, typename Args, typename Plan, typename... W>
+void use_plan(Args& a, Plan& p, const CellLayerShape& s, void* workspace, const W*... weights) {
+  if (force_reference()) return;
+  if (p.isa != core::active_isa()) p.pack(s.input_size, s.hidden_size, weights...);
+  if constexpr (requires { a.d_x; }) p.pack_transposed(s.input_size, s.hidden_size, weights...);
+  a.plan = &p;
+  a.workspace = static_cast<T*>(workspace);
+}
+
+}  // namespace
+
 // ---- LSTMCellLayer ---------------------------------------------------------------------------
 
 struct LSTMCellLayer::Impl {
@@ -208,18 +225,9 @@ struct LSTMCellLayer::Impl {
     in.b = b.view();
     return in;
   }
-  // Sets the plan and the kernel's workspace on `a` unless in reference mode (repacking when the
-  // ISA path changed since set_weights).
   template <typename T, typename Args>
   void plan(Args& a, const CellLayerShape& s, void* workspace) {
-    if (force_reference()) return;
-    LSTMCellPlan<T>& p = plans.template get<T>();
-    if (p.isa != core::active_isa()) p.pack(s.input_size, s.hidden_size, w.data_as<T>());
-    // a backward: the transposes it multiplies by, packed at the first one (cpu/cell_plan.h)
-    if constexpr (requires { a.d_x; })
-      p.pack_transposed(s.input_size, s.hidden_size, w.data_as<T>());
-    a.plan = &p;
-    a.workspace = static_cast<T*>(workspace);
+    use_plan<T>(a, plans.template get<T>(), s, workspace, w.data_as<T>());
   }
 };
 
@@ -387,17 +395,7 @@ struct GRUCellLayer::Impl {
   }
   template <typename T, typename Args>
   void plan(Args& a, const CellLayerShape& s, void* workspace) {
-    if (force_reference()) return;
-    GRUCellPlan<T>& p = plans.template get<T>();
-    if (p.isa != core::active_isa()) {
-      p.pack(s.input_size, s.hidden_size, w_ru.data_as<T>(), w_c.data_as<T>());
-    }
-    // a backward: the transposes it multiplies by, packed at the first one (cpu/cell_plan.h)
-    if constexpr (requires { a.d_x; }) {
-      p.pack_transposed(s.input_size, s.hidden_size, w_ru.data_as<T>(), w_c.data_as<T>());
-    }
-    a.plan = &p;
-    a.workspace = static_cast<T*>(workspace);
+    use_plan<T>(a, plans.template get<T>(), s, workspace, w_ru.data_as<T>(), w_c.data_as<T>());
   }
 };
 
