@@ -11,7 +11,8 @@
 // It packs what the forward multiplies by; pack_transposed() packs the transposes the backward
 // multiplies by (d_x, d_h_prev), which the cell layers call at their first backward after
 // set_weights, so that a layer that only runs forward never holds them. A backward given a plan
-// reads its transposes: has_transposed must be set.
+// reads its transposes only when has_transposed is set, and otherwise multiplies by the weight
+// pointers' rows (the same bits), as the sequence kernels do with their plans.
 // The panels belong to the ISA path active at pack time: `isa` says which (a caller that sees
 // get_isa() change repacks).
 #pragma once

@@ -2,9 +2,10 @@
 // concatenation) and one fused element-wise pass per stage (the row kernels of
 // src/cpu/gru_pointwise.h, shared with BlockGRU). Same math and signature as
 // src/ref/gru_cell.cc; see there for the equations.
-// With a plan (src/cpu/cell_plan.h: the cell layer objects) every product multiplies by the
-// plan's packed weights and the scratch lives in the call's workspace: the same products, the
-// same bits, nothing packed from the weights and nothing allocated.
+// With a plan (src/cpu/cell_plan.h: the cell layer objects) the products multiply by the
+// plan's packed weights (the backward's transposed ones when the plan holds them, else by the
+// weights' rows) and the scratch lives in the call's workspace: the same products, the same
+// bits, nothing allocated.
 #include <vector>
 
 #include "core/parallel.h"
@@ -83,8 +84,11 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
                      a.d_c_bar + n * H, a.d_r_bar_u_bar + n * 2 * H + H);
     }
   });
+  // The transposed weights' products on the plan's panels when it holds them (packed at a cell
+  // layer's first backward), else on the weights' rows: the same bits.
+  const bool planned_t = a.plan != nullptr && a.plan->has_transposed;
   // d_hr = d_c_bar·w_c_hᵀ      [B,H] = [B,H]·[H,H]ᵀ
-  if (a.plan != nullptr) {
+  if (planned_t) {
     gemm<T>(Trans::kNo, B, a.d_c_bar, H, a.plan->w_c_h_t, T(0), d_hr, H);
   } else {
     gemm<T>(Trans::kNo, Trans::kYes, B, H, H, a.d_c_bar, H, w_c_h, H, T(0), d_hr, H);
@@ -96,7 +100,7 @@ void gru_cell_bwd(const GRUDims& d, const GRUCellBwdArgs<T>& a) {
   });
   // d_x = d_ru·w_ru_xᵀ + d_c_bar·w_c_xᵀ      [B,I] = [B,2H]·[I,2H]ᵀ + [B,H]·[I,H]ᵀ
   // d_h_prev = d_ru·w_ru_hᵀ + d_hr⊙r + d_h⊙u      [B,H] = [B,2H]·[H,2H]ᵀ
-  if (a.plan != nullptr) {
+  if (planned_t) {
     gemm<T>(Trans::kNo, B, d_ru, 2 * H, a.plan->w_ru_x_t, T(0), a.d_x, I);
     gemm<T>(Trans::kNo, B, a.d_c_bar, H, a.plan->w_c_x_t, T(1), a.d_x, I);
     gemm<T>(Trans::kNo, B, d_ru, 2 * H, a.plan->w_ru_h_t, T(0), a.d_h_prev, H);

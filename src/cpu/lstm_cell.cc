@@ -2,9 +2,10 @@
 // and the fused element-wise passes of src/cpu/lstm_pointwise.h. Same math and signature as
 // src/ref/lstm_cell.cc; see there and lstm_pointwise.h for the equations.
 // Shape letters: B batch, I input size, H cell size; w_x = w[0:I, :], w_h = w[I:I+H, :].
-// With a plan (src/cpu/cell_plan.h: the cell layer objects) every product multiplies by the
-// plan's packed weights and the scratch lives in the call's workspace: the same products, the
-// same bits, nothing packed from w and nothing allocated.
+// With a plan (src/cpu/cell_plan.h: the cell layer objects) the products multiply by the
+// plan's packed weights (the backward's transposed ones when the plan holds them, else by w's
+// rows) and the scratch lives in the call's workspace: the same products, the same bits,
+// nothing allocated.
 #include <vector>
 
 #include "cpu/cell_plan.h"
@@ -54,29 +55,31 @@ void lstm_cell_bwd(const LSTMDims& d, const LSTMCellBwdArgs<T>& a) {
     for (std::int64_t j = 0; j < H; ++j) a.d_wci[j] = a.d_wcf[j] = a.d_wco[j] = T(0);
   }
   if (!a.full) return;
-  const T* w_x = a.w;          // [I, 4H]
-  const T* w_h = a.w + I * G;  // [H, 4H]
-  if (a.plan != nullptr) {
-    // The same products on the plan's panels; d_gates packed once into the workspace for both
-    // weight-gradient products.
+  const T* w_x = a.w;                                 // [I, 4H]
+  const T* w_h = a.w + I * G;                         // [H, 4H]
+  if (a.plan != nullptr && a.plan->has_transposed) {  // the same products on the plan's panels
     gemm<T>(Trans::kNo, B, a.d_gates, G, a.plan->w_x_t, T(0), a.d_x, I);       // d_gates·w_xᵀ
     gemm<T>(Trans::kNo, B, a.d_gates, G, a.plan->w_h_t, T(0), a.d_h_prev, H);  // d_gates·w_hᵀ
+  } else {
+    // d_x = d_gates·w_xᵀ      [B,I] = [B,4H]·[I,4H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, B, I, G, a.d_gates, G, w_x, G, T(0), a.d_x, I);
+    // d_h_prev = d_gates·w_hᵀ      [B,H] = [B,4H]·[H,4H]ᵀ
+    gemm<T>(Trans::kNo, Trans::kYes, B, H, G, a.d_gates, G, w_h, G, T(0), a.d_h_prev, H);
+  }
+  // d_w = [x, h_prev]ᵀ·d_gates      [I+H,4H] = [B,I+H]ᵀ·[B,4H], as two row blocks:
+  //   d_w[0:I]   = xᵀ·d_gates        [I,4H] = [B,I]ᵀ·[B,4H]
+  //   d_w[I:I+H] = h_prevᵀ·d_gates   [H,4H] = [B,H]ᵀ·[B,4H]
+  if (a.plan != nullptr) {
+    // d_gates packed once into the workspace for both products.
     const std::int64_t packed_elems = gemm::packed_elems_bound(B, G);
     std::vector<T> own;  // without a workspace
     if (a.workspace == nullptr) own.resize(packed_elems);
     gemm::PackedB<T> d_gates_packed;  // [B, 4H]
     d_gates_packed.pack_into(Trans::kNo, B, G, a.d_gates, G, a.plan->isa,
                              a.workspace != nullptr ? a.workspace : own.data(), packed_elems);
-    gemm<T>(Trans::kYes, I, a.x, I, d_gates_packed, T(0), a.d_w, G);               // xᵀ·d_gates
-    gemm<T>(Trans::kYes, H, a.h_prev, H, d_gates_packed, T(0), a.d_w + I * G, G);  // h_prevᵀ·…
+    gemm<T>(Trans::kYes, I, a.x, I, d_gates_packed, T(0), a.d_w, G);
+    gemm<T>(Trans::kYes, H, a.h_prev, H, d_gates_packed, T(0), a.d_w + I * G, G);
   } else {
-    // d_x = d_gates·w_xᵀ      [B,I] = [B,4H]·[I,4H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, B, I, G, a.d_gates, G, w_x, G, T(0), a.d_x, I);
-    // d_h_prev = d_gates·w_hᵀ      [B,H] = [B,4H]·[H,4H]ᵀ
-    gemm<T>(Trans::kNo, Trans::kYes, B, H, G, a.d_gates, G, w_h, G, T(0), a.d_h_prev, H);
-    // d_w = [x, h_prev]ᵀ·d_gates      [I+H,4H] = [B,I+H]ᵀ·[B,4H], as two row blocks:
-    //   d_w[0:I]   = xᵀ·d_gates        [I,4H] = [B,I]ᵀ·[B,4H]
-    //   d_w[I:I+H] = h_prevᵀ·d_gates   [H,4H] = [B,H]ᵀ·[B,4H]
     gemm<T>(Trans::kYes, Trans::kNo, I, G, B, a.x, I, a.d_gates, G, T(0), a.d_w, G);
     gemm<T>(Trans::kYes, Trans::kNo, H, G, B, a.h_prev, H, a.d_gates, G, T(0), a.d_w + I * G, G);
   }

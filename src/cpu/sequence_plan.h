@@ -10,7 +10,7 @@
 // The panels belong to the ISA path active at pack time: `isa` says which (a caller that sees
 // get_isa() change repacks).
 //
-// The transposed packs (w_x_tᵀ-style members: the backward's d_x and carry products) are not made
+// The transposed packs (the members named *_t: the backward's d_x and carry products) are not made
 // by pack() / pack_bf16(): pack_transposed() makes them, of the kind the plan holds, at the first
 // backward that multiplies by them (the carry's at every backward, the input rows' only when d_x is
 // wanted), and has_x_t / has_h_t say which the plan holds. A layer that only runs forward (a model

@@ -2,6 +2,8 @@
 // shapes and float16.
 #include <array>
 
+#include "cpu/cell_plan.h"
+#include "kernel/gru_cell.h"
 #include "test_util.h"
 
 namespace blockrnn {
@@ -149,6 +151,54 @@ TEST(GRUBlockCell, Validation) {
                         c.w_c, c.b_ru, c.b_c});
       },
       "negative dimension");
+}
+
+// A backward given a plan that holds no transposed packs (a cell layer packs them at its first
+// backward only) multiplies by the weights' rows instead: every output has the bits of the
+// backward without a plan and of one whose plan holds the transposes.
+TEST(GRUKernels, PlanWithoutTransposesGivesTheBitsOfOneWithThem) {
+  std::mt19937_64 rng(17);
+  const std::int64_t B = 5, I = 7, H = 9;
+  const DType dt = DType::kFloat32;
+  const GRUCase c(dt, B, I, H, rng);
+  const GRUBlockCellResult f = gru_block_cell(c.inputs());
+  const Tensor h_grad = random_tensor(dt, {B, H}, rng);
+  const float *w_ru = c.w_ru.data_as<float>(), *w_c = c.w_c.data_as<float>();
+  GRUCellPlan<float> forward_only, with_transposes;
+  forward_only.pack(I, H, w_ru, w_c);
+  with_transposes.pack(I, H, w_ru, w_c);
+  with_transposes.pack_transposed(I, H, w_ru, w_c);
+  auto backward = [&](const GRUCellPlan<float>* plan) {
+    // d_x, d_h_prev, d_c_bar, d_r_bar_u_bar, d_w_ru, d_w_c, d_b_ru, d_b_c
+    std::vector<Tensor> g = poisoned_each(
+        dt, {{B, I}, {B, H}, {B, H}, {B, 2 * H}, {I + H, 2 * H}, {I + H, H}, {2 * H}, {H}});
+    auto out = [&](int k) { return g[k].data_as<float>(); };
+    GRUCellBwdArgs<float> a{};
+    a.x = c.x.data_as<float>();
+    a.h_prev = c.h_prev.data_as<float>();
+    a.w_ru = w_ru;
+    a.w_c = w_c;
+    a.r = f.r.data_as<float>();
+    a.u = f.u.data_as<float>();
+    a.c = f.c.data_as<float>();
+    a.d_h = h_grad.data_as<float>();
+    a.d_x = out(0);
+    a.d_h_prev = out(1);
+    a.d_c_bar = out(2);
+    a.d_r_bar_u_bar = out(3);
+    a.full = true;
+    a.d_w_ru = out(4);
+    a.d_w_c = out(5);
+    a.d_b_ru = out(6);
+    a.d_b_c = out(7);
+    a.plan = plan;
+    cpu::gru_cell_bwd<float>(GRUDims{B, I, H}, a);
+    return g;
+  };
+  const std::vector<Tensor> none = backward(nullptr), lazy = backward(&forward_only),
+                            full = backward(&with_transposes);
+  expect_bitwise_equal(lazy, none);
+  expect_bitwise_equal(full, none);
 }
 
 }  // namespace

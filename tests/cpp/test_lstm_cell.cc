@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 
+#include "cpu/cell_plan.h"
 #include "cpu/lstm_pointwise.h"
 #include "cpu/sequence_common.h"
 #include "kernel/lstm_cell.h"
@@ -239,6 +240,63 @@ TEST(LSTMKernels, IFCOIsICFOWithBlocksSwapped) {
       EXPECT_TRUE(all_close(r2.bg, swap_blocks(r1.bg, 1), 1e-13, 1e-13));
     }
   }
+}
+
+// A backward given a plan that holds no transposed packs (a cell layer packs them at its first
+// backward only) multiplies by w's rows instead: every output has the bits of the backward
+// without a plan and of one whose plan holds the transposes.
+TEST(LSTMKernels, PlanWithoutTransposesGivesTheBitsOfOneWithThem) {
+  std::mt19937_64 rng(13);
+  const std::int64_t B = 5, I = 7, H = 9, G = 4 * H;
+  const DType dt = DType::kFloat32;
+  const LSTMCase c(dt, B, I, H, rng);
+  const LSTMBlockCellResult f = lstm_block_cell(c.inputs(), {1.0, 3.0, true});
+  const Tensor cs_grad = random_tensor(dt, {B, H}, rng), h_grad = random_tensor(dt, {B, H}, rng);
+  const float* w = c.w.data_as<float>();
+  LSTMCellPlan<float> forward_only, with_transposes;
+  forward_only.pack(I, H, w);
+  with_transposes.pack(I, H, w);
+  with_transposes.pack_transposed(I, H, w);
+  auto backward = [&](const LSTMCellPlan<float>* plan) {
+    // d_cs_prev, d_gates, d_wci, d_wcf, d_wco, d_x, d_h_prev, d_w, d_b
+    std::vector<Tensor> g =
+        poisoned_each(dt, {{B, H}, {B, G}, {H}, {H}, {H}, {B, I}, {B, H}, {I + H, G}, {G}});
+    auto out = [&](int k) { return g[k].data_as<float>(); };
+    LSTMCellBwdArgs<float> a{};
+    a.x = c.x.data_as<float>();
+    a.cs_prev = c.cs_prev.data_as<float>();
+    a.h_prev = c.h_prev.data_as<float>();
+    a.w = w;
+    a.wci = c.wci.data_as<float>();
+    a.wcf = c.wcf.data_as<float>();
+    a.wco = c.wco.data_as<float>();
+    a.i = f.i.data_as<float>();
+    a.cs = f.cs.data_as<float>();
+    a.f = f.f.data_as<float>();
+    a.o = f.o.data_as<float>();
+    a.ci = f.ci.data_as<float>();
+    a.co = f.co.data_as<float>();
+    a.d_cs = cs_grad.data_as<float>();
+    a.d_h = h_grad.data_as<float>();
+    a.d_cs_prev = out(0);
+    a.d_gates = out(1);
+    a.d_wci = out(2);
+    a.d_wcf = out(3);
+    a.d_wco = out(4);
+    a.use_peephole = true;
+    a.full = true;
+    a.d_x = out(5);
+    a.d_h_prev = out(6);
+    a.d_w = out(7);
+    a.d_b = out(8);
+    a.plan = plan;
+    cpu::lstm_cell_bwd<float>(LSTMDims{B, I, H}, a);
+    return g;
+  };
+  const std::vector<Tensor> none = backward(nullptr), lazy = backward(&forward_only),
+                            full = backward(&with_transposes);
+  expect_bitwise_equal(lazy, none);
+  expect_bitwise_equal(full, none);
 }
 
 // The per-step interface of lstm_pointwise.h that the sequence ops use: carries are added to the

@@ -71,6 +71,13 @@ inline Tensor poisoned(DType dtype, Shape shape) {
   return t;
 }
 
+// poisoned() tensors of `dtype`, one per shape (the outputs of a kernel call).
+inline std::vector<Tensor> poisoned_each(DType dtype, const std::vector<Shape>& shapes) {
+  std::vector<Tensor> r;
+  for (const Shape& s : shapes) r.push_back(poisoned(dtype, s));
+  return r;
+}
+
 inline Tensor scalar_int64(std::int64_t v) {
   Tensor t(DType::kInt64, Shape{});
   t.data_as<std::int64_t>()[0] = v;
@@ -105,6 +112,13 @@ inline bool all_zero(const Tensor& t, std::int64_t from = 0) {
 inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&
          (a.num_bytes() == 0 || std::memcmp(a.data(), b.data(), a.num_bytes()) == 0);
+}
+
+// Expects a[k] and b[k] equal bit for bit for every k (as many tensors on each side).
+inline void expect_bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t k = 0; k < a.size(); ++k)
+    EXPECT_TRUE(bitwise_equal(a[k], b[k])) << "tensor " << k;
 }
 
 // Expects `f` to throw blockrnn::Error(kInvalidArgument) whose message contains `needle`.
