@@ -509,6 +509,40 @@ RNNInputs stack_inputs(const StackCase& c, const Tensor& x, const Tensor& h0, co
           .dropout_mask = c.dropout && c.layers > 1 ? mask.view() : TensorView()};
 }
 
+// t's values in `dtype` (each rounded once).
+Tensor converted(const Tensor& t, DType dtype) {
+  Tensor r(dtype, t.shape());
+  for (std::int64_t e = 0; e < t.num_elements(); ++e) set(r, e, get(t, e));
+  return r;
+}
+
+// One call of a StackCase in dt with random values (float64 values rounded to dt): x, h0, c0,
+// the dropout mask (elements `kept` or 0) and the lengths, the RNNInputs on them, and the
+// gradients of y, h_n and c_n a backward takes. Made in place: `in` views the tensors.
+struct StackCall {
+  StackCall(const StackCase& c, DType dt, std::int64_t T, std::int64_t B, std::int64_t I,
+            std::int64_t H, double kept, std::mt19937_64& rng)
+      : D(c.bidirectional ? 2 : 1),
+        x(random_in(dt, {T, B, I}, rng)),
+        h0(random_in(dt, {c.layers * D, B, H}, rng)),
+        c0(random_in(dt, {c.layers * D, B, H}, rng)),
+        mask(dropout_mask(c, dt, T, B, H, kept, rng)),
+        lens(lengths_tensor(c.lengths)),
+        in(stack_inputs(c, x, h0, c0, lens, mask)),
+        gy(random_in(dt, {T, B, D * H}, rng)),
+        g_h_n(random_in(dt, h0.shape(), rng)),
+        g_c_n(random_in(dt, c0.shape(), rng)) {}
+  StackCall(const StackCall&) = delete;
+  StackCall& operator=(const StackCall&) = delete;
+  static Tensor random_in(DType dt, const Shape& shape, std::mt19937_64& rng) {
+    return converted(random_tensor(DType::kFloat64, shape, rng), dt);
+  }
+  const std::int64_t D;
+  const Tensor x, h0, c0, mask, lens;
+  const RNNInputs in;
+  const Tensor gy, g_h_n, g_c_n;
+};
+
 class StackTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
@@ -659,13 +693,6 @@ TEST_P(StackTest, EqualsEachExampleThroughOneShotOpsAndFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Cases, StackTest, ::testing::Range(0, 5));
 
 // ---- RNN in float16 and bfloat16 -------------------------------------------------------------
-
-// t's values in `dtype` (each rounded once).
-Tensor converted(const Tensor& t, DType dtype) {
-  Tensor r(dtype, t.shape());
-  for (std::int64_t e = 0; e < t.num_elements(); ++e) set(r, e, get(t, e));
-  return r;
-}
 
 // Elements [from, from + n) of src copied into dst at `to` (the same dtype).
 void copy_elems(const Tensor& src, std::int64_t from, Tensor& dst, std::int64_t to,
@@ -895,17 +922,10 @@ TEST_P(StackWithoutSomeGradsTest, GivesTheOtherGradientsBitForBit) {
       rnn.set_weights(l, d, v);
     }
   }
-  const Tensor x = converted(random_tensor(DType::kFloat64, {T, B, I}, rng), dt),
-               h0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt),
-               c0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt);
-  const Tensor mask = dropout_mask(c, dt, T, B, H, 2.0, rng);
-  const Tensor lens = lengths_tensor(c.lengths);
-  const RNNInputs in = stack_inputs(c, x, h0, c0, lens, mask);
+  const StackCall call(c, dt, T, B, I, H, 2.0, rng);
+  const RNNInputs& in = call.in;
   Tensor y(dt, {T, B, D * H}), h_n(dt, {L * D, B, H}), c_n(dt, {L * D, B, H});
   rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
-  const Tensor gy = converted(random_tensor(DType::kFloat64, y.shape(), rng), dt),
-               ghn = converted(random_tensor(DType::kFloat64, h_n.shape(), rng), dt),
-               gcn = converted(random_tensor(DType::kFloat64, c_n.shape(), rng), dt);
   struct Grads {
     Tensor x, h0, c0;
     std::vector<Tensor> params;
@@ -914,14 +934,17 @@ TEST_P(StackWithoutSomeGradsTest, GivesTheOtherGradientsBitForBit) {
     bool x, h0, c0;
   };
   auto backward = [&](Wanted want) {
-    Grads g{poisoned(dt, x.shape()), poisoned(dt, h0.shape()), poisoned(dt, c0.shape()), {}};
+    Grads g{poisoned(dt, call.x.shape()),
+            poisoned(dt, call.h0.shape()),
+            poisoned(dt, call.c0.shape()),
+            {}};
     std::vector<MutableTensorView> pv;
     for (const Tensor& p : params)
       pv.push_back(g.params.emplace_back(poisoned(dt, p.shape())).mutable_view());
     auto out = [](bool wanted, Tensor& t) {
       return wanted ? t.mutable_view() : MutableTensorView();
     };
-    rnn.backward(in, {gy, ghn, lstm ? TensorView(gcn) : TensorView()},
+    rnn.backward(in, {call.gy, call.g_h_n, lstm ? TensorView(call.g_c_n) : TensorView()},
                  {out(want.x, g.x), out(want.h0, g.h0), out(want.c0, g.c0), pv});
     return g;
   };
@@ -982,49 +1005,33 @@ TEST_P(LazyTransposedPacksTest, GiveTheBitsOfPacksMadeUpFront) {
       rnn.set_weights(k / D, k % D, v);
     }
   };
-  const Tensor x = converted(random_tensor(DType::kFloat64, {T, B, I}, rng), dt),
-               h0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt),
-               c0 = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt);
-  const Tensor mask = dropout_mask(c, dt, T, B, H, 2.0, rng);
-  const Tensor lens = lengths_tensor(c.lengths);
-  const RNNInputs in = stack_inputs(c, x, h0, c0, lens, mask);
-  const Tensor gy = converted(random_tensor(DType::kFloat64, {T, B, D * H}, rng), dt),
-               ghn = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt),
-               gcn = converted(random_tensor(DType::kFloat64, {L * D, B, H}, rng), dt);
+  const StackCall call(c, dt, T, B, I, H, 2.0, rng);
   // forward, then backward with or without x_grad: every gradient computed, x_grad first
   auto grads = [&](RNN& rnn, bool with_x_grad) {
     Tensor y(dt, {T, B, D * H}), h_n(dt, {L * D, B, H}), c_n(dt, {L * D, B, H});
-    rnn.forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
+    rnn.forward(call.in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
     std::vector<Tensor> g;
-    for (const Tensor* t : {&x, &h0, &c0}) g.push_back(poisoned(dt, t->shape()));
+    for (const Tensor* t : {&call.x, &call.h0, &call.c0}) g.push_back(poisoned(dt, t->shape()));
     std::vector<MutableTensorView> pv;
     for (const std::vector<Tensor>& w : first) {
       for (const Tensor& p : w)
         pv.push_back(g.emplace_back(poisoned(dt, p.shape())).mutable_view());
     }
-    rnn.backward(in, {gy, ghn, lstm ? TensorView(gcn) : TensorView()},
+    rnn.backward(call.in, {call.gy, call.g_h_n, lstm ? TensorView(call.g_c_n) : TensorView()},
                  {with_x_grad ? g[0].mutable_view() : MutableTensorView(), g[1].mutable_view(),
                   lstm ? g[2].mutable_view() : MutableTensorView(), pv});
     if (!lstm) g.erase(g.begin() + 2);  // no c0_grad
     return g;
   };
-  auto expect_same_bits = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      EXPECT_EQ(
-          std::memcmp(a[k].data(), b[k].data(), a[k].num_elements() * dtype_size(a[k].dtype())), 0)
-          << "gradient " << k;
-    }
-  };
   RNN lazy(stack_options(c, I, H, dt, T, B)), upfront(stack_options(c, I, H, dt, T, B));
   set(lazy, first);
   set(upfront, first);
   grads(lazy, false);  // packs the carries' transposes, not the input rows'
-  expect_same_bits(grads(lazy, true), grads(upfront, true));
+  expect_bitwise_equal(grads(lazy, true), grads(upfront, true));
   set(lazy, second);  // the transposes of `first` must not survive
   RNN fresh(stack_options(c, I, H, dt, T, B));
   set(fresh, second);
-  expect_same_bits(grads(lazy, true), grads(fresh, true));
+  expect_bitwise_equal(grads(lazy, true), grads(fresh, true));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, LazyTransposedPacksTest,
