@@ -8,7 +8,9 @@
 Needs torch (`pip install blockrnn[torch]`); the core package `blockrnn` never imports it.
 The modules run their whole stack (layers, directions, dropout, lengths) through the library in
 one custom op each way, `blockrnn::nn_rnn` and `blockrnn::nn_rnn_grad` (on the modules' own
-parameters; `blockrnn::rnn` and `blockrnn::rnn_grad` take the ops' layout); the per-op custom ops
+parameters; `blockrnn::rnn` and `blockrnn::rnn_grad` take the ops' layout; in eager mode the
+modules call the same code as an autograd.Function, which torch.func's transforms accept);
+the per-op custom ops
 `blockrnn::lstm`, `blockrnn::lstm_grad`, `blockrnn::gru_reset_after(_grad)`,
 `blockrnn::gru_reset_before(_grad)` serve the padded fallback. ONNX export:
 `blockrnn.torch.onnx_export(model, args, f)` (ONNX LSTM / GRU nodes). See docs/torch.md.

@@ -77,7 +77,12 @@ class _ClippedLSTMLayer(torch.autograd.Function):
     x arrives twice: `x` carries the gradient (the previous layer's output from this
     Function: TensorFlow's rule) and `x_value`, the same values from a plain graph, is what the
     backward recomputes from, so that the second derivative follows the previous layer's
-    clipped values exactly (through `x` it would see the pass-through rule)."""
+    clipped values exactly (through `x` it would see the pass-through rule).
+
+    Forward and backward are torch operations, so torch.vmap maps them (generate_vmap_rule:
+    per-example gradients of a clipped LSTM through torch.func)."""
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(x, x_value, h0, c0, w, b, wci, wcf, wco, m, tf_order, forget_bias, clip):
@@ -241,10 +246,12 @@ def _stack(cfg, x, h0, c0, params, seq_lengths: Optional[Tensor],
 
 
 def stack_gradients(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h_n_grad,
-                    c_n_grad) -> List[Optional[Tensor]]:
+                    c_n_grad) -> Optional[List[Optional[Tensor]]]:
     """[x_grad, h0_grad, c0_grad, *param grads] of the stack (the library's first-order
     gradients) as a graph autograd can differentiate again; None for tensors that do not
-    require a gradient."""
+    require a gradient. None in place of the list when none of them requires one here: the
+    values are then the library backward's, and there is no graph to build (torch.func.vjp's
+    function, called after the transform returned, holds tensors whose level has ended)."""
     inputs = [x, h0, c0, *params]
     with torch.enable_grad():
         # aliases: the gradient is taken with respect to these nodes, so that a parameter
@@ -259,6 +266,30 @@ def stack_gradients(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h
             outs.append(c_n)
             gouts.append(c_n_grad)
         wrt = [a for a in alias if a is not None and a.requires_grad]
+        if not wrt:
+            return None
         grads = iter(torch.autograd.grad(outs, wrt, gouts, create_graph=True,
                                          allow_unused=True, materialize_grads=True))
     return [next(grads) if a is not None and a.requires_grad else None for a in alias]
+
+
+def stack_vjp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h_n_grad,
+              c_n_grad) -> List[Optional[Tensor]]:
+    """[x_grad, h0_grad, c0_grad (None without c0), *param grads] of the stack, as
+    stack_gradients, through torch.func.vjp of the recomputed recurrence: differentiable at
+    every torch.func level that encloses the call (jacfwd(jacrev(f)), hessian, jacrev of
+    jacrev, vmap), whether or not the saved tensors still require grad at the level of the
+    backward (a torch.func.vjp function runs after its transform has returned)."""
+    lstm = cfg.mode.startswith("lstm")
+    has_c0 = c0 is not None
+
+    def stack(x, h0, *rest):
+        c, ps = (rest[0], rest[1:]) if has_c0 else (None, rest)
+        y, h_n, c_n = _stack(cfg, x, h0, c, list(ps), seq_lengths, dropout_mask)
+        return (y, h_n, c_n) if lstm else (y, h_n)
+
+    _, pull = torch.func.vjp(stack, x, h0, *([c0] if has_c0 else []), *params)
+    g = pull((y_grad, h_n_grad, c_n_grad) if lstm else (y_grad, h_n_grad))
+    if has_c0:
+        return list(g)
+    return [g[0], g[1], None, *g[2:]]

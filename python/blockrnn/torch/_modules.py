@@ -3,9 +3,11 @@
 Layers, directions, dropout between layers and per-example lengths run in the library: one
 blockrnn::nn_rnn custom op call for the forward of the whole stack and one blockrnn::nn_rnn_grad
 for its backward (blockrnn.RNN, blockrnn/layer.h), on the module's parameters themselves (the
-op maps them onto the ops' layout when it packs them). This module checks the call as
-torch.nn does, draws the dropout masks with torch's RNG, and handles PackedSequence,
-batch_first, unbatched input and hx, in float32, float64, float16 and bfloat16 alike. Only the
+op maps them onto the ops' layout when it packs them; in eager mode the same code runs as an
+autograd.Function, _ops.nn_rnn_call, so that torch.func's transforms work). This module
+checks the call as torch.nn does, draws the dropout masks with torch's RNG, and handles
+PackedSequence, batch_first, unbatched input and hx, in float32, float64, float16 and bfloat16
+alike. Only the
 padded fallback (USE_SEQ_LENGTHS = False) goes layer by layer through the one-shot ops; see
 docs/torch.md.
 """
@@ -421,12 +423,26 @@ class RNNBase(nn.Module):
         c0: Optional[Tensor] = None
         if len(init_states) > 1:
             c0 = init_states[1].contiguous()
-        y, h_n, c_n, _ = torch.ops.blockrnn.nn_rnn(
-            x, h0, c0, self._params(), seq_lengths, self._dropout_masks(x, T, B),
-            mode, self.num_layers, self._num_directions == 2, self.bias, fb, clip, peep)
+        if torch.jit.is_scripting():
+            y, h_n, c_n, _ = torch.ops.blockrnn.nn_rnn(
+                x, h0, c0, self._params(), seq_lengths, self._dropout_masks(x, T, B),
+                mode, self.num_layers, self._num_directions == 2, self.bias, fb, clip, peep)
+        else:
+            y, h_n, c_n, _ = self._eager_stack(x, h0, c0, seq_lengths, T, B)
         if c0 is not None:
             return y, [h_n, c_n]
         return y, [h_n]
+
+    @torch.jit.unused
+    def _eager_stack(self, x: Tensor, h0: Tensor, c0: Optional[Tensor],
+                     seq_lengths: Optional[Tensor], T: int,
+                     B: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """nn_rnn outside TorchScript (_ops.nn_rnn_call: the op under a compiler or tracer, the
+        autograd.Function that torch.func's transforms accept in eager mode)."""
+        mode, fb, clip, peep = self._stack_mode()
+        return _ops.nn_rnn_call(x, h0, c0, self._params(), seq_lengths,
+                                self._dropout_masks(x, T, B), mode, self.num_layers,
+                                self._num_directions == 2, self.bias, fb, clip, peep)
 
     def _params(self) -> List[Tensor]:
         """The parameters in blockrnn::nn_rnn's order (scripted: as they were when scripted)."""

@@ -813,6 +813,88 @@ def _stack_grad_fake(x, h0, params, mode, x_grad_wanted, states_grad_wanted):
             *[p.new_empty(p.shape) for p in params]]
 
 
+def _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, attrs, reserve) -> None:
+    """What a stack op's backward keeps of its forward call (the setup_context of both the
+    custom op's autograd and _NNStack)."""
+    # Gradients of outputs the loss does not use arrive as None, not as zeros that autograd
+    # would fill: the reserve is never differentiated, and a zero tensor of its size (the
+    # gates of every step) cost ~6 ms a step at T = 50, B = 64, H = 512; the backward makes
+    # the small zero state gradients it needs itself.
+    ctx.set_materialize_grads(False)
+    ctx.attrs = tuple(attrs)
+    ctx.n_params = len(params)
+    ctx.has_c0 = c0 is not None
+    ctx.lens = seq_lengths
+    ctx.has_mask = mask is not None
+    saved = [x, h0, reserve, *params]
+    if c0 is not None:
+        saved.append(c0)
+    if mask is not None:
+        saved.append(mask)
+    ctx.save_for_backward(*saved)
+    ctx.save_for_forward(*saved)  # (forward-mode AD: _NNStack.jvp)
+
+
+def _stack_saved(ctx) -> tuple:
+    """(x, h0, c0, params, dropout_mask, reserve) as _stack_setup saved them."""
+    saved = list(ctx.saved_tensors)
+    x, h0, reserve = saved[:3]
+    params = saved[3:3 + ctx.n_params]
+    rest = saved[3 + ctx.n_params:]
+    c0 = rest.pop(0) if ctx.has_c0 else None
+    mask = rest.pop(0) if ctx.has_mask else None
+    return x, h0, c0, params, mask, reserve
+
+
+def _stack_grads(ctx, grad, layout: str, gy, ghn, gcn) -> list:
+    """A stack op's backward from what _stack_setup kept: [x_grad, h0_grad, c0_grad, *param
+    grads], None where no gradient is wanted. ctx.needs_input_grad[0:3] are x's, h0's, c0's.
+    attrs: mode, num_layers, bidirectional, (has_bias: the "nn" layout), forget_bias,
+    cell_clip, use_peephole."""
+    x, h0, c0, params, mask, reserve = _stack_saved(ctx)
+    mode = ctx.attrs[0]
+    D = 2 if ctx.attrs[2] else 1
+    H = h0.shape[2]
+    gy = gy if gy is not None else x.new_zeros((x.shape[0], x.shape[1], D * H))
+    ghn = ghn if ghn is not None else torch.zeros_like(h0)
+    if mode.startswith("lstm"):
+        gcn = gcn if gcn is not None else torch.zeros_like(h0)
+    else:
+        gcn = None
+    grads = (gy.contiguous(), ghn.contiguous(), None if gcn is None else gcn.contiguous())
+    attrs = ctx.attrs if layout == "nn" else (*ctx.attrs[:3], True, *ctx.attrs[3:])
+    g = None
+    if torch._C._functorch.maybe_current_level() is not None:
+        # inside a torch.func transform (grad, vjp, jacrev, jacfwd, hessian, vmap): the
+        # gradients through torch.func.vjp of the recurrence in torch operations, which every
+        # enclosing transform differentiates or maps (the library's backward would be a
+        # constant to them: a zero second derivative)
+        cfg = _config(layout, mode, x, h0, *attrs[1:], "blockrnn: torch.func backward")
+        g = _differentiable.stack_vjp(cfg, x, h0, c0, params, ctx.lens, mask, *grads)
+    elif torch.is_grad_enabled():
+        # create_graph=True: the gradients as a differentiable graph (double backward),
+        # computed with torch operations instead of the library's backward (None: nothing
+        # here requires grad)
+        cfg = _config(layout, mode, x, h0, *attrs[1:], "blockrnn: double backward")
+        g = _differentiable.stack_gradients(cfg, x, h0, c0, params, ctx.lens, mask, *grads)
+    if g is not None:
+        return [g[0], g[1], g[2] if ctx.has_c0 else None, *g[3:]]
+    if any(t is not None and torch._C._functorch.is_legacy_batchedtensor(t) for t in grads):
+        # torch.autograd.grad(is_grads_batched=True) and gradcheck's batched check vmap
+        # this backward with torch's legacy vmap, which loops over an op for us only when
+        # it takes and returns plain tensors: the flat twin of the grad op
+        g = _flat_grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, layout, *attrs)
+    else:
+        states_wanted = ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
+        g = grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, *ctx.attrs,
+                 ctx.needs_input_grad[0], states_wanted)
+        if not ctx.needs_input_grad[0]:
+            g = [None, *g[1:]]
+        if not states_wanted:
+            g = [g[0], None, None, *g[3:]]
+    return [g[0], g[1], g[2] if ctx.has_c0 else None, *g[3:]]
+
+
 def _wire_stack(fwd, grad, layout: str):
     """register_autograd for a stack op pair: fwd(x, h0, c0, params, seq_lengths,
     dropout_mask, *attrs) -> (y, h_n, c_n, reserve); grad(x, h0, c0, params, seq_lengths,
@@ -822,63 +904,14 @@ def _wire_stack(fwd, grad, layout: str):
     x_grad_wanted is whether x needs a gradient, states_grad_wanted whether h0 or c0 does
     (torch.nn computes none for an input that does not require one, nor do we)."""
     n_attrs = 7 if layout == "nn" else 6
+
     def setup(ctx, inputs, output):
-        # Gradients of outputs the loss does not use arrive as None, not as zeros that autograd
-        # would fill: the reserve is never differentiated, and a zero tensor of its size (the
-        # gates of every step) cost ~6 ms a step at T = 50, B = 64, H = 512; the backward makes
-        # the small zero state gradients it needs itself.
-        ctx.set_materialize_grads(False)
         x, h0, c0, params, seq_lengths, mask = inputs[:6]
-        ctx.attrs = inputs[6:]
-        ctx.n_params = len(params)
-        ctx.has_c0 = c0 is not None
-        ctx.lens = seq_lengths
-        ctx.has_mask = mask is not None
-        saved = [x, h0, output[3], *params]
-        if c0 is not None:
-            saved.append(c0)
-        if mask is not None:
-            saved.append(mask)
-        ctx.save_for_backward(*saved)
+        _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, inputs[6:], output[3])
 
     def backward(ctx, gy, ghn, gcn, _greserve):
-        saved = list(ctx.saved_tensors)
-        x, h0, reserve = saved[:3]
-        params = saved[3:3 + ctx.n_params]
-        rest = saved[3 + ctx.n_params:]
-        c0 = rest.pop(0) if ctx.has_c0 else None
-        mask = rest.pop(0) if ctx.has_mask else None
-        mode = ctx.attrs[0]
-        D = 2 if ctx.attrs[2] else 1
-        H = h0.shape[2]
-        gy = gy if gy is not None else x.new_zeros((x.shape[0], x.shape[1], D * H))
-        ghn = ghn if ghn is not None else torch.zeros_like(h0)
-        if mode.startswith("lstm"):
-            gcn = gcn if gcn is not None else torch.zeros_like(h0)
-        else:
-            gcn = None
-        grads = (gy.contiguous(), ghn.contiguous(), None if gcn is None else gcn.contiguous())
-        attrs = ctx.attrs if layout == "nn" else (*ctx.attrs[:3], True, *ctx.attrs[3:])
-        if torch.is_grad_enabled():
-            # create_graph=True: the gradients as a differentiable graph (double backward),
-            # computed with torch operations instead of the library's backward
-            cfg = _config(layout, mode, x, h0, *attrs[1:], "blockrnn: double backward")
-            g = _differentiable.stack_gradients(cfg, x, h0, c0, params, ctx.lens, mask, *grads)
-        elif any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
-            # torch.autograd.grad(is_grads_batched=True) and gradcheck's batched check vmap
-            # this backward with torch's legacy vmap, which loops over an op for us only when
-            # it takes and returns plain tensors: the flat twin of the grad op
-            g = _flat_grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, layout, *attrs)
-        else:
-            states_wanted = ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
-            g = grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, *ctx.attrs,
-                     ctx.needs_input_grad[0], states_wanted)
-            if not ctx.needs_input_grad[0]:
-                g = [None, *g[1:]]
-            if not states_wanted:
-                g = [g[0], None, None, *g[3:]]
-        return (g[0], g[1], g[2] if ctx.has_c0 else None, list(g[3:]), None, None,
-                *([None] * n_attrs))
+        g = _stack_grads(ctx, grad, layout, gy, ghn, gcn)
+        return (g[0], g[1], g[2], list(g[3:]), None, None, *([None] * n_attrs))
 
     fwd.register_autograd(backward, setup_context=setup)
 
@@ -1025,6 +1058,91 @@ def _(x, h0, c0, params, seq_lengths, dropout_mask, reserve, y_grad, h_n_grad, c
 
 
 _wire_stack(nn_rnn, nn_rnn_grad, "nn")
+
+
+class _NNStack(torch.autograd.Function):
+    """blockrnn::nn_rnn and its backward as an autograd.Function: the modules' path in eager
+    mode. It runs what the custom op pair runs (the op's implementation forward, the grad op
+    backward, through the same _stack_setup / _stack_grads), and differs in two ways that
+    matter to a caller. torch.func's transforms (grad, vjp, jacrev, vmap of them: per-example
+    gradients, functional_call training) accept an autograd.Function with setup_context and a
+    vmap rule, and refuse a custom op's register_autograd. And a call skips the custom op's
+    dispatch wrappers (the arguments' pytree flattening and default filling: ~0.1 ms a
+    training step, a tenth of a small model's). Under torch.compile, torch.export (ONNX) and
+    jit tracing the modules call the custom op itself (nn_rnn_call)."""
+
+    @staticmethod
+    def forward(x, h0, c0, seq_lengths, dropout_mask, attrs, *params):
+        return _stack_forward("blockrnn::nn_rnn", "nn", x, h0, c0, list(params), seq_lengths,
+                              dropout_mask, *attrs)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, h0, c0, seq_lengths, mask, attrs, *params = inputs
+        ctx.mark_non_differentiable(output[3])
+        _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, attrs, output[3])
+
+    @staticmethod
+    def backward(ctx, gy, ghn, gcn, _greserve):
+        g = _stack_grads(ctx, nn_rnn_grad, "nn", gy, ghn, gcn)
+        return (g[0], g[1], g[2], None, None, None, *g[3:])
+
+    @staticmethod
+    def jvp(ctx, tx, th0, tc0, _tlens, _tmask, _tattrs, *tparams):
+        # Forward-mode AD (torch.func.jvp, jacfwd, hessian): the tangents of the recurrence
+        # recomputed with torch operations (_differentiable: the library's gate formulas),
+        # whose derivative is the library's gradient's transpose.
+        x, h0, c0, params, mask, _ = _stack_saved(ctx)
+        cfg = _config("nn", ctx.attrs[0], x, h0, *ctx.attrs[1:], "blockrnn::nn_rnn")
+        if cfg.mode.startswith("lstm") and _unbits(cfg.cell_clip) > 0:
+            raise NotImplementedError(
+                "blockrnn.torch.LSTM: forward-mode AD (torch.func.jvp, jacfwd, hessian) of an "
+                "LSTM with cell_clip > 0 is not supported: its gradient (TensorFlow's) passes "
+                "through the clip as if unclipped, which no forward derivative matches; use "
+                "reverse mode (torch.func.grad, vjp, jacrev)")
+        lstm_, has_c0 = cfg.mode.startswith("lstm"), c0 is not None
+
+        def stack(x, h0, *rest):
+            c, ps = (rest[0], rest[1:]) if has_c0 else (None, rest)
+            y, h_n, c_n = _differentiable._stack(cfg, x, h0, c, list(ps), ctx.lens, mask)
+            return (y, h_n, c_n) if lstm_ else (y, h_n)
+
+        primals = (x, h0, *([c0] if has_c0 else []), *params)
+        tangents = [torch.zeros_like(p) if t is None else t
+                    for p, t in zip(primals, (tx, th0, *([tc0] if has_c0 else []), *tparams))]
+        _, outs = torch.func.jvp(stack, primals, tuple(tangents))
+        c_n_tangent = outs[2] if lstm_ else x.new_zeros((0,))
+        return outs[0], outs[1], c_n_tangent, None
+
+    @staticmethod
+    def vmap(info, in_dims, x, h0, c0, seq_lengths, dropout_mask, attrs, *params):
+        # one call per batch entry, stacked, as the custom ops' vmap rule (below) does
+        args = (x, h0, c0, seq_lengths, dropout_mask, attrs, *params)
+        outs = [_NNStack.apply(*[_vmap_slice(a, d, k) for a, d in zip(args, in_dims)])
+                for k in range(info.batch_size)]
+        return tuple(torch.stack([o[n] for o in outs]) for n in range(4)), (0, 0, 0, 0)
+
+
+def _traced() -> bool:
+    """True while torch.compile / torch.export (dynamo) or torch.jit.trace records the call:
+    they need the custom op (opaque to them, with its fake implementation and ONNX
+    translation), not the Python autograd.Function."""
+    return torch.compiler.is_compiling() or torch.jit.is_tracing()
+
+
+def nn_rnn_call(x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
+                seq_lengths: Optional[Tensor], dropout_mask: Optional[Tensor], mode: str,
+                num_layers: int, bidirectional: bool, has_bias: bool, forget_bias: float,
+                cell_clip: float, use_peephole: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """blockrnn::nn_rnn's call, differentiable: the op itself where a compiler or tracer
+    records it, else _NNStack (eager: torch.func's transforms work, less dispatch)."""
+    if _traced():
+        return torch.ops.blockrnn.nn_rnn(x, h0, c0, params, seq_lengths, dropout_mask, mode,
+                                         num_layers, bidirectional, has_bias, forget_bias,
+                                         cell_clip, use_peephole)
+    return _NNStack.apply(x, h0, c0, seq_lengths, dropout_mask,
+                          (mode, num_layers, bidirectional, has_bias, forget_bias, cell_clip,
+                           use_peephole), *params)
 
 
 # ------------------------------------------------------------------------------ vmap
