@@ -1,7 +1,8 @@
 """torch.func's transforms over blockrnn.torch modules, as over torch.nn's: grad, vjp, jacrev,
 per-example gradients (vmap of grad), model ensembles (vmap over stacked parameters),
 gradients of gradients, and forward mode (jvp, jacfwd, hessian), through
-torch.func.functional_call.
+torch.func.functional_call; and forward mode through torch.autograd.forward_ad's dual tensors
+and gradcheck.
 
 Oracles: torch.nn itself for the variants it has (float64, 1e-12: the same formulas summed in
 another order, ~1e-15 observed on O(1) values, as in test_torch_modules.py); for TensorFlow's
@@ -194,3 +195,30 @@ def test_an_ensemble_vmapped_over_stacked_parameters_is_each_model(mode):
     for k, m in enumerate(models):
         want = torch.autograd.grad((m(x)[0] ** 2).sum(), list(m.parameters()))
         _assert_close({n: g[k] for n, g in grads.items()}, dict(zip(params, want)))
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_forward_ad_dual_tensors_match_torch_nn(mode):
+    # torch.autograd.forward_ad (dual tensors, no torch.func): the modules' jvp takes the
+    # tangent in reverse mode twice there, since dual levels do not nest
+    import torch.autograd.forward_ad as fwAD
+    ref, mine = _pair(mode, dict(num_layers=2, bidirectional=True))
+    x = torch.randn(T, B, I, dtype=torch.float64)
+    t = torch.randn_like(x)
+    out = []
+    for m in (ref, mine):
+        with fwAD.dual_level():
+            y, state = m(fwAD.make_dual(x, t))
+            out.append((fwAD.unpack_dual(y).tangent, fwAD.unpack_dual(_final_h(state)).tangent))
+    _assert_close(out[1][0], out[0][0])
+    _assert_close(out[1][1], out[0][1])
+
+
+@pytest.mark.parametrize("mode, kw", [("LSTM", dict(use_peephole=True)), ("GRU", {}),
+                                      ("GRU", dict(reset_after=False))])
+def test_gradcheck_with_forward_ad(mode, kw):
+    torch.manual_seed(19)
+    m = getattr(brt, mode)(2, 2, **kw).double()
+    x = torch.randn(3, 2, 2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: m(x)[0], (x,), check_forward_ad=True,
+                                    check_batched_forward_grad=True)

@@ -293,3 +293,32 @@ def stack_vjp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h_n_gra
     if has_c0:
         return list(g)
     return [g[0], g[1], None, *g[2:]]
+
+
+def stack_jvp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, tangents) -> List[Tensor]:
+    """The tangents [y, h_n, (c_n: LSTM)] of the stack at (x, h0, c0, params) along
+    `tangents` (one per tensor of x, h0, c0 when given, params; zeros where none): forward-mode
+    AD of the recomputed recurrence. Inside a torch.func transform, torch.func.jvp; under
+    torch.autograd.forward_ad's dual levels, which do not nest, the tangent is taken in
+    reverse mode twice instead: the vector-Jacobian product u ↦ Jᵀu is linear in u, and its
+    own vector-Jacobian product with the tangent t is J·t."""
+    lstm = cfg.mode.startswith("lstm")
+    has_c0 = c0 is not None
+
+    def stack(x, h0, *rest):
+        c, ps = (rest[0], rest[1:]) if has_c0 else (None, rest)
+        y, h_n, c_n = _stack(cfg, x, h0, c, list(ps), seq_lengths, dropout_mask)
+        return (y, h_n, c_n) if lstm else (y, h_n)
+
+    primals = (x, h0, *([c0] if has_c0 else []), *params)
+    if torch._C._functorch.maybe_current_level() is not None:
+        return list(torch.func.jvp(stack, primals, tuple(tangents))[1])
+    with torch.enable_grad():
+        xs = [p.detach().requires_grad_() for p in primals]
+        outs = stack(*xs)
+        us = [torch.zeros_like(o, requires_grad=True) for o in outs]
+        vjps = torch.autograd.grad(outs, xs, us, create_graph=True, allow_unused=True,
+                                   materialize_grads=True)
+        pairs = [(g, t) for g, t in zip(vjps, tangents) if g.requires_grad]
+        return list(torch.autograd.grad([g for g, _ in pairs], us, [t for _, t in pairs],
+                                        allow_unused=True, materialize_grads=True))

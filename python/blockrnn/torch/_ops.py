@@ -1123,18 +1123,12 @@ class _NNStack(torch.autograd.Function):
                 "LSTM with cell_clip > 0 is not supported: its gradient (TensorFlow's) passes "
                 "through the clip as if unclipped, which no forward derivative matches; use "
                 "reverse mode (torch.func.grad, vjp, jacrev)")
-        lstm_, has_c0 = cfg.mode.startswith("lstm"), c0 is not None
-
-        def stack(x, h0, *rest):
-            c, ps = (rest[0], rest[1:]) if has_c0 else (None, rest)
-            y, h_n, c_n = _differentiable._stack(cfg, x, h0, c, list(ps), ctx.lens, mask)
-            return (y, h_n, c_n) if lstm_ else (y, h_n)
-
+        has_c0 = c0 is not None
         primals = (x, h0, *([c0] if has_c0 else []), *params)
         tangents = [torch.zeros_like(p) if t is None else t
                     for p, t in zip(primals, (tx, th0, *([tc0] if has_c0 else []), *tparams))]
-        _, outs = torch.func.jvp(stack, primals, tuple(tangents))
-        c_n_tangent = outs[2] if lstm_ else x.new_zeros((0,))
+        outs = _differentiable.stack_jvp(cfg, x, h0, c0, params, ctx.lens, mask, tangents)
+        c_n_tangent = outs[2] if cfg.mode.startswith("lstm") else x.new_zeros((0,))
         return outs[0], outs[1], c_n_tangent, None
 
     @staticmethod
