@@ -273,6 +273,18 @@ def stack_gradients(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h
     return [next(grads) if a is not None and a.requires_grad else None for a in alias]
 
 
+def _stack_of_tensors(cfg, has_c0: bool, seq_lengths, dropout_mask):
+    """_stack as a function of tensors only, f(x, h0, [c0,] *params) -> (y, h_n[, c_n]), for
+    torch.func.vjp / jvp (c0 an argument when given; c_n a result for the LSTM modes)."""
+    lstm = cfg.mode.startswith("lstm")
+
+    def stack(x, h0, *rest):
+        c, ps = (rest[0], rest[1:]) if has_c0 else (None, rest)
+        y, h_n, c_n = _stack(cfg, x, h0, c, list(ps), seq_lengths, dropout_mask)
+        return (y, h_n, c_n) if lstm else (y, h_n)
+    return stack
+
+
 def stack_vjp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h_n_grad,
               c_n_grad) -> List[Optional[Tensor]]:
     """[x_grad, h0_grad, c0_grad (None without c0), *param grads] of the stack, as
@@ -280,16 +292,10 @@ def stack_vjp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h_n_gra
     every torch.func level that encloses the call (jacfwd(jacrev(f)), hessian, jacrev of
     jacrev, vmap), whether or not the saved tensors still require grad at the level of the
     backward (a torch.func.vjp function runs after its transform has returned)."""
-    lstm = cfg.mode.startswith("lstm")
     has_c0 = c0 is not None
-
-    def stack(x, h0, *rest):
-        c, ps = (rest[0], rest[1:]) if has_c0 else (None, rest)
-        y, h_n, c_n = _stack(cfg, x, h0, c, list(ps), seq_lengths, dropout_mask)
-        return (y, h_n, c_n) if lstm else (y, h_n)
-
+    stack = _stack_of_tensors(cfg, has_c0, seq_lengths, dropout_mask)
     _, pull = torch.func.vjp(stack, x, h0, *([c0] if has_c0 else []), *params)
-    g = pull((y_grad, h_n_grad, c_n_grad) if lstm else (y_grad, h_n_grad))
+    g = pull((y_grad, h_n_grad, c_n_grad) if cfg.mode.startswith("lstm") else (y_grad, h_n_grad))
     if has_c0:
         return list(g)
     return [g[0], g[1], None, *g[2:]]
@@ -302,14 +308,8 @@ def stack_jvp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, tangents) -> Li
     torch.autograd.forward_ad's dual levels, which do not nest, the tangent is taken in
     reverse mode twice instead: the vector-Jacobian product u ↦ Jᵀu is linear in u, and its
     own vector-Jacobian product with the tangent t is J·t."""
-    lstm = cfg.mode.startswith("lstm")
     has_c0 = c0 is not None
-
-    def stack(x, h0, *rest):
-        c, ps = (rest[0], rest[1:]) if has_c0 else (None, rest)
-        y, h_n, c_n = _stack(cfg, x, h0, c, list(ps), seq_lengths, dropout_mask)
-        return (y, h_n, c_n) if lstm else (y, h_n)
-
+    stack = _stack_of_tensors(cfg, has_c0, seq_lengths, dropout_mask)
     primals = (x, h0, *([c0] if has_c0 else []), *params)
     if torch._C._functorch.maybe_current_level() is not None:
         return list(torch.func.jvp(stack, primals, tuple(tangents))[1])
