@@ -301,9 +301,11 @@ def stack_vjp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, y_grad, h_n_gra
     return [g[0], g[1], None, *g[2:]]
 
 
-def stack_jvp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, tangents) -> List[Tensor]:
+def stack_jvp(cfg, x, h0, c0, params, seq_lengths, dropout_mask,
+              tangents: List[Optional[Tensor]]) -> List[Tensor]:
     """The tangents [y, h_n, (c_n: LSTM)] of the stack at (x, h0, c0, params) along
-    `tangents` (one per tensor of x, h0, c0 when given, params; zeros where none): forward-mode
+    `tangents` (those of x, h0, c0, *params in that order; None: zeros; c0's ignored without
+    c0): forward-mode
     AD of the recomputed recurrence. Inside a torch.func transform, torch.func.jvp; under
     torch.autograd.forward_ad's dual levels, which do not nest, the tangent is taken in
     reverse mode twice instead: the vector-Jacobian product u ↦ Jᵀu is linear in u, and its
@@ -311,6 +313,9 @@ def stack_jvp(cfg, x, h0, c0, params, seq_lengths, dropout_mask, tangents) -> Li
     has_c0 = c0 is not None
     stack = _stack_of_tensors(cfg, has_c0, seq_lengths, dropout_mask)
     primals = (x, h0, *([c0] if has_c0 else []), *params)
+    tx, th0, tc0, *tparams = tangents
+    tangents = [torch.zeros_like(p) if t is None else t
+                for p, t in zip(primals, (tx, th0, *([tc0] if has_c0 else []), *tparams))]
     if torch._C._functorch.maybe_current_level() is not None:
         return list(torch.func.jvp(stack, primals, tuple(tangents))[1])
     with torch.enable_grad():

@@ -423,25 +423,26 @@ class RNNBase(nn.Module):
         c0: Optional[Tensor] = None
         if len(init_states) > 1:
             c0 = init_states[1].contiguous()
+        params, masks = self._params(), self._dropout_masks(x, T, B)
         if torch.jit.is_scripting():
             y, h_n, c_n, _ = torch.ops.blockrnn.nn_rnn(
-                x, h0, c0, self._params(), seq_lengths, self._dropout_masks(x, T, B),
-                mode, self.num_layers, self._num_directions == 2, self.bias, fb, clip, peep)
+                x, h0, c0, params, seq_lengths, masks, mode, self.num_layers,
+                self._num_directions == 2, self.bias, fb, clip, peep)
         else:
-            y, h_n, c_n, _ = self._eager_stack(x, h0, c0, seq_lengths, T, B)
+            y, h_n, c_n, _ = self._eager_stack(x, h0, c0, params, seq_lengths, masks, mode, fb,
+                                               clip, peep)
         if c0 is not None:
             return y, [h_n, c_n]
         return y, [h_n]
 
     @torch.jit.unused
-    def _eager_stack(self, x: Tensor, h0: Tensor, c0: Optional[Tensor],
-                     seq_lengths: Optional[Tensor], T: int,
-                     B: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _eager_stack(self, x: Tensor, h0: Tensor, c0: Optional[Tensor], params: List[Tensor],
+                     seq_lengths: Optional[Tensor], masks: Optional[Tensor], mode: str,
+                     fb: float, clip: float,
+                     peep: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """nn_rnn outside TorchScript (_ops.nn_rnn_call: the op under a compiler or tracer, the
         autograd.Function that torch.func's transforms accept in eager mode)."""
-        mode, fb, clip, peep = self._stack_mode()
-        return _ops.nn_rnn_call(x, h0, c0, self._params(), seq_lengths,
-                                self._dropout_masks(x, T, B), mode, self.num_layers,
+        return _ops.nn_rnn_call(x, h0, c0, params, seq_lengths, masks, mode, self.num_layers,
                                 self._num_directions == 2, self.bias, fb, clip, peep)
 
     def _params(self) -> List[Tensor]:

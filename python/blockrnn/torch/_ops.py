@@ -819,9 +819,9 @@ def _stack_grad_fake(x, h0, params, mode, x_grad_wanted, states_grad_wanted):
             *[p.new_empty(p.shape) for p in params]]
 
 
-def _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, attrs, reserve) -> None:
+def _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, attrs, reserve) -> list:
     """What a stack op's backward keeps of its forward call (the setup_context of both the
-    custom op's autograd and _NNStack)."""
+    custom op's autograd and _NNStack): the saved tensors, which _stack_saved reads back."""
     # Gradients of outputs the loss does not use arrive as None, not as zeros that autograd
     # would fill: the reserve is never differentiated, and a zero tensor of its size (the
     # gates of every step) cost ~6 ms a step at T = 50, B = 64, H = 512; the backward makes
@@ -838,7 +838,7 @@ def _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, attrs, reserve) -> N
     if mask is not None:
         saved.append(mask)
     ctx.save_for_backward(*saved)
-    ctx.save_for_forward(*saved)  # (forward-mode AD: _NNStack.jvp)
+    return saved
 
 
 def _stack_saved(ctx) -> tuple:
@@ -883,14 +883,13 @@ def _stack_grads(ctx, grad, layout: str, gy, ghn, gcn) -> list:
         # here requires grad)
         cfg = _config(layout, mode, x, h0, *attrs[1:], "blockrnn: double backward")
         g = _differentiable.stack_gradients(cfg, x, h0, c0, params, ctx.lens, mask, *grads)
-    if g is not None:
-        return [g[0], g[1], g[2] if ctx.has_c0 else None, *g[3:]]
-    if any(t is not None and torch._C._functorch.is_legacy_batchedtensor(t) for t in grads):
+    if g is None and any(t is not None and torch._C._functorch.is_legacy_batchedtensor(t)
+                         for t in grads):
         # torch.autograd.grad(is_grads_batched=True) and gradcheck's batched check vmap
         # this backward with torch's legacy vmap, which loops over an op for us only when
         # it takes and returns plain tensors: the flat twin of the grad op
         g = _flat_grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, layout, *attrs)
-    else:
+    elif g is None:
         states_wanted = ctx.needs_input_grad[1] or ctx.needs_input_grad[2]
         g = grad(x, h0, c0, params, ctx.lens, mask, reserve, *grads, *ctx.attrs,
                  ctx.needs_input_grad[0], states_wanted)
@@ -1103,7 +1102,8 @@ class _NNStack(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         x, h0, c0, seq_lengths, mask, attrs, *params = inputs
         ctx.mark_non_differentiable(output[3])
-        _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, attrs, output[3])
+        saved = _stack_setup(ctx, x, h0, c0, params, seq_lengths, mask, attrs, output[3])
+        ctx.save_for_forward(*saved)  # the same tensors for jvp (forward-mode AD)
 
     @staticmethod
     def backward(ctx, gy, ghn, gcn, _greserve):
@@ -1123,21 +1123,15 @@ class _NNStack(torch.autograd.Function):
                 "LSTM with cell_clip > 0 is not supported: its gradient (TensorFlow's) passes "
                 "through the clip as if unclipped, which no forward derivative matches; use "
                 "reverse mode (torch.func.grad, vjp, jacrev)")
-        has_c0 = c0 is not None
-        primals = (x, h0, *([c0] if has_c0 else []), *params)
-        tangents = [torch.zeros_like(p) if t is None else t
-                    for p, t in zip(primals, (tx, th0, *([tc0] if has_c0 else []), *tparams))]
-        outs = _differentiable.stack_jvp(cfg, x, h0, c0, params, ctx.lens, mask, tangents)
+        outs = _differentiable.stack_jvp(cfg, x, h0, c0, params, ctx.lens, mask,
+                                         [tx, th0, tc0, *tparams])
         c_n_tangent = outs[2] if cfg.mode.startswith("lstm") else x.new_zeros((0,))
         return outs[0], outs[1], c_n_tangent, None
 
     @staticmethod
-    def vmap(info, in_dims, x, h0, c0, seq_lengths, dropout_mask, attrs, *params):
+    def vmap(info, in_dims, *args):
         # one call per batch entry, stacked, as the custom ops' vmap rule (below) does
-        args = (x, h0, c0, seq_lengths, dropout_mask, attrs, *params)
-        outs = [_NNStack.apply(*[_vmap_slice(a, d, k) for a, d in zip(args, in_dims)])
-                for k in range(info.batch_size)]
-        return tuple(torch.stack([o[n] for o in outs]) for n in range(4)), (0, 0, 0, 0)
+        return _vmap_by_loop(_NNStack.apply, info, in_dims, args)
 
 
 def _traced() -> bool:
@@ -1178,18 +1172,21 @@ def _vmap_slice(a, dim, k: int):
     return a if dim is None else a.select(dim, k)
 
 
-def _loop_vmap(op):
-    def rule(info, in_dims, *args):
-        outs = [op(*[_vmap_slice(a, d, k) for a, d in zip(args, in_dims)])
-                for k in range(info.batch_size)]
-        if isinstance(outs[0], Tensor):
-            return torch.stack(outs), 0
-        stacked = [torch.stack([o[n] for o in outs]) for n in range(len(outs[0]))]
-        if isinstance(outs[0], tuple):
-            return tuple(stacked), tuple(0 for _ in stacked)
-        return stacked, [0 for _ in stacked]
+def _vmap_by_loop(fn, info, in_dims, args):
+    """A vmap rule's result for fn over args batched along in_dims: fn once per batch entry,
+    its outputs (a tensor, a tuple or a list of tensors) stacked along dimension 0."""
+    outs = [fn(*[_vmap_slice(a, d, k) for a, d in zip(args, in_dims)])
+            for k in range(info.batch_size)]
+    if isinstance(outs[0], Tensor):
+        return torch.stack(outs), 0
+    stacked = [torch.stack([o[n] for o in outs]) for n in range(len(outs[0]))]
+    if isinstance(outs[0], tuple):
+        return tuple(stacked), tuple(0 for _ in stacked)
+    return stacked, [0 for _ in stacked]
 
-    op.register_vmap(rule)
+
+def _loop_vmap(op):
+    op.register_vmap(lambda info, in_dims, *args: _vmap_by_loop(op, info, in_dims, args))
 
 
 for _op in (lstm, lstm_grad, gru_reset_after, gru_reset_after_grad, gru_reset_before,
