@@ -102,6 +102,13 @@ blockrnn::LayerShape layer_shape(int64_t I, int64_t H, const std::string& dtype,
           .max_batch = max_batch};
 }
 
+blockrnn::ParamLayout parse_param_layout(const std::string& s) {
+  if (s == "ops") return blockrnn::ParamLayout::kOps;
+  if (s == "torch") return blockrnn::ParamLayout::kTorch;
+  throw blockrnn::Error(blockrnn::ErrorCode::kInvalidArgument,
+                        "RNN.create: param_layout must be 'ops' or 'torch', got '" + s + "'");
+}
+
 blockrnn::RNNMode parse_mode(const std::string& s) {
   if (s == "lstm") return blockrnn::RNNMode::kLSTM;
   if (s == "lstm_v2") return blockrnn::RNNMode::kLSTMV2;
@@ -348,7 +355,7 @@ void register_layers(nb::module_& m) {
           [](RNN* self, const std::string& mode, int64_t I, int64_t H, int64_t num_layers,
              bool bidirectional, const std::string& dtype, int64_t max_time, int64_t max_batch,
              std::optional<double> forget_bias, std::optional<double> cell_clip, bool use_peephole,
-             bool caller_reserve) {
+             bool caller_reserve, const std::string& param_layout) {
             new (self) RNN({.mode = parse_mode(mode),
                             .input_size = I,
                             .hidden_size = H,
@@ -360,20 +367,22 @@ void register_layers(nb::module_& m) {
                             .lstm = {.forget_bias = forget_bias,
                                      .cell_clip = cell_clip,
                                      .use_peephole = use_peephole},
-                            .caller_reserve = caller_reserve});
+                            .caller_reserve = caller_reserve,
+                            .param_layout = parse_param_layout(param_layout)});
           },
           nb::arg("mode"), nb::arg("input_size"), nb::arg("hidden_size"), nb::arg("num_layers"),
           nb::arg("bidirectional"), nb::arg("dtype"), nb::arg("max_time"), nb::arg("max_batch"),
           nb::arg("forget_bias") = nb::none(), nb::arg("cell_clip") = nb::none(),
-          nb::arg("use_peephole") = false, nb::arg("caller_reserve") = false)
+          nb::arg("use_peephole") = false, nb::arg("caller_reserve") = false,
+          nb::arg("param_layout") = "ops")
       .def_prop_ro("params_per_layer", &RNN::params_per_layer)
       .def_prop_ro("num_directions", &RNN::num_directions)
       .def("reserve_elems", &RNN::reserve_elems, nb::arg("T"), nb::arg("B"))
       .def(
           "set_weights",
-          [](RNN& r, int64_t layer, int64_t direction, std::vector<In> params) {
+          [](RNN& r, int64_t layer, int64_t direction, std::vector<OptIn> params) {
             std::vector<blockrnn::TensorView> v;
-            for (const In& p : params) v.push_back(view(p));
+            for (const OptIn& p : params) v.push_back(view(p));
             r.set_weights(layer, direction, v);
           },
           nb::arg("layer"), nb::arg("direction"), nb::arg("params"))
@@ -399,7 +408,8 @@ void register_layers(nb::module_& m) {
           "backward",
           [](RNN& r, In x, OptIn h0, OptIn c0, OptIn lengths, OptIn mask, In y_grad, OptIn h_n_grad,
              OptIn c_n_grad, std::optional<Out> x_grad, std::optional<Out> h0_grad,
-             std::optional<Out> c0_grad, std::vector<Out> param_grads, OptIn reserve) {
+             std::optional<Out> c0_grad, std::vector<std::optional<Out>> param_grads,
+             OptIn reserve) {
             const blockrnn::RNNInputs in{.x = view(x),
                                          .h0 = view(h0),
                                          .c0 = view(c0),
@@ -407,7 +417,7 @@ void register_layers(nb::module_& m) {
                                          .dropout_mask = view(mask)};
             const blockrnn::RNNGradInputs g{view(y_grad), view(h_n_grad), view(c_n_grad)};
             std::vector<blockrnn::MutableTensorView> pv;
-            for (const Out& p : param_grads) pv.push_back(mview(p));
+            for (const std::optional<Out>& p : param_grads) pv.push_back(mview(p));
             const blockrnn::RNNGradOutputs o{mview(x_grad), mview(h0_grad), mview(c0_grad), pv};
             const blockrnn::TensorView res = view(reserve);
             compute([&] { r.backward(in, g, o, res); });

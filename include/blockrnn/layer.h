@@ -399,6 +399,23 @@ enum class RNNMode : std::uint8_t {
   kGRUResetAfter,  // BlockGRUResetAfter (torch.nn.GRU)
 };
 
+// How RNN::set_weights takes each (layer, direction)'s parameters and RNN::backward writes their
+// gradients.
+enum class ParamLayout : std::uint8_t {
+  // The layer objects' (their set_weights): LSTM w [I+H, 4H], b [4H], wci, wcf, wco [H]; GRU
+  // w_ru [I+H, 2H], w_c [I+H, H], b_ru [2H], b_c [H]; GRU reset-after w_i [I, 3H], w_h [H, 3H],
+  // b_i [3H], b_h [3H].
+  kOps,
+  // torch.nn's, for kLSTMV2 and kGRUResetAfter only: weight_ih [G, I], weight_hh [G, H],
+  // bias_ih [G], bias_hh [G] (G = 4H, gates i, f, g, o; or 3H, gates r, z, n), then the LSTM's
+  // peepholes wci, wcf, wco [H] — the tensors of torch.nn.LSTM / torch.nn.GRU as they are, with
+  // no transposing copy by the caller. The stack converts them to the layers' layout (the
+  // weights transposed, the LSTM's two biases summed in the dtype) and the gradients back, so the
+  // values are the kOps stack's, bit for bit. Absent biases (bias=False) are zeros; an absent
+  // gradient view is not written.
+  kTorch,
+};
+
 struct RNNOptions {
   RNNMode mode = RNNMode::kLSTMV2;
   std::int64_t input_size = 0;
@@ -411,6 +428,7 @@ struct RNNOptions {
   LSTMLayerAttrs lstm;  // the LSTM modes' attrs (v2 is set from mode)
   // true: the RNN allocates no reserve of its own; every forward and backward passes one.
   bool caller_reserve = false;
+  ParamLayout param_layout = ParamLayout::kOps;
 };
 
 struct RNNInputs {
@@ -453,9 +471,11 @@ class BLOCKRNN_API RNN {
   std::int64_t num_directions() const noexcept;
   // Parameters per (layer, direction): LSTM 5 (w, b, wci, wcf, wco), GRU 4 (w_ru, w_c, b_ru,
   // b_c), GRU reset-after 4 (w_i, w_h, b_i, b_h); shapes as the layer objects' set_weights.
+  // ParamLayout::kTorch: LSTM 7 (weight_ih, weight_hh, bias_ih, bias_hh, wci, wcf, wco), GRU
+  // reset-after 4 (weight_ih, weight_hh, bias_ih, bias_hh).
   int params_per_layer() const noexcept;
   // Sets the parameters of (layer, direction), in the order above (LSTM without peepholes: the
-  // three peephole views may be absent).
+  // three peephole views may be absent, or left out: w, b; kTorch: the four without them).
   void set_weights(std::int64_t layer, std::int64_t direction, std::span<const TensorView> params);
   // Elements of the reserve of a call with T steps and B examples (T, B within max_time,
   // max_batch).

@@ -185,15 +185,21 @@ void PackedB<T>::pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std:
     throw Error(ErrorCode::kResourceExhausted, "gemm: packed matrix too large");
   }
   const std::int64_t elems = std::max<std::int64_t>(panels * k * nr, 1);
-  T* mem = nullptr;
-  try {
-    mem = static_cast<T*>(
-        ::operator new[](static_cast<std::size_t>(elems) * sizeof(T), std::align_val_t(64)));
-  } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate a packed matrix");
+  // A repack that fits the panels this PackedB owns reuses them: a plan repacked at every
+  // training step would otherwise fault in fresh megabytes each time.
+  if (!data_ || !data_.get_deleter().owned || capacity_ < elems) {
+    data_.reset();  // free first: the peak is the new panels, not both
+    T* mem = nullptr;
+    try {
+      mem = static_cast<T*>(
+          ::operator new[](static_cast<std::size_t>(elems) * sizeof(T), std::align_val_t(64)));
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::kResourceExhausted, "gemm: cannot allocate a packed matrix");
+    }
+    data_.reset(mem);
+    data_.get_deleter().owned = true;
+    capacity_ = elems;
   }
-  data_.reset(mem);
-  data_.get_deleter().owned = true;
   fill(tb, k, n, b, ldb, isa);
 }
 
@@ -208,6 +214,7 @@ void PackedB<T>::pack_into(Trans tb, std::int64_t k, std::int64_t n, const T* b,
   }
   data_.reset(storage);
   data_.get_deleter().owned = false;
+  capacity_ = capacity;
   fill(tb, k, n, b, ldb, isa);
 }
 
@@ -328,8 +335,43 @@ void gemm_panels(std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>&
   kern.run_tiles(p, 0, p.tiles_m * p.tiles_n, nullptr);  // packed B, row-major A: no scratch
 }
 
+template <typename T>
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t lds, T* dst,
+               std::int64_t ldd) {
+  check_dims("transpose dimension", {rows, cols, lds, ldd});
+  // Threads take bands of 64 source rows (at least 2^16 values each, as the packing's panels).
+  constexpr std::int64_t kBand = 64;
+  const std::int64_t bands = (rows + kBand - 1) / kBand;
+  const int threads = static_cast<int>(std::min<std::int64_t>(
+      {get_num_threads(), bands, std::max<std::int64_t>(1, rows * cols / 65536)}));
+  core::run_team(std::max(threads, 1), [&](int id, int nt) {
+    const std::int64_t r0 = bands * id / nt * kBand,
+                       r1 = std::min(rows, bands * (id + 1) / nt * kBand);
+    if (r0 >= r1) return;
+    if constexpr (sizeof(T) == 2) {
+      // 16-bit values: tiles of 64 × 64, one value at a time (no register transpose of halves).
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kBand) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+          for (std::int64_t c = c0; c < std::min(cols, c0 + kBand); ++c) {
+            dst[c * ldd + r] = src[r * lds + c];
+          }
+        }
+      }
+    } else {
+      kernels_for<T>(core::active_isa())
+          .transpose(r1 - r0, cols, src + r0 * lds, lds, dst + r0, ldd);
+    }
+  });
+}
+
 template class PackedB<float>;
 template class PackedB<double>;
+template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*,
+                               std::int64_t);
+template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*,
+                                std::int64_t);
+template void transpose<std::uint16_t>(std::int64_t, std::int64_t, const std::uint16_t*,
+                                       std::int64_t, std::uint16_t*, std::int64_t);
 template void gemm<float>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, const float*,
                           std::int64_t, const float*, std::int64_t, float, float*, std::int64_t);
 template void gemm<double>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, const double*,

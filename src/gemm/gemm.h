@@ -37,7 +37,8 @@ class PackedB {
  public:
   PackedB() = default;
   // Packs op(B) (B is [K, N] when tb = kNo, [N, K] when tb = kYes) for the active ISA path,
-  // threaded over panels. Allocates; throws Error(kResourceExhausted) when it cannot.
+  // threaded over panels. Allocates, unless the panels this PackedB owns from an earlier pack
+  // hold the new ones; throws Error(kResourceExhausted) when it cannot.
   void pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb);
   // The same for a given path (it must be one this CPU supports).
   void pack(Trans tb, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, Isa isa);
@@ -64,6 +65,7 @@ class PackedB {
     void operator()(T* p) const;
   };
   std::unique_ptr<T, Free> data_;
+  std::int64_t capacity_ = 0;  // elements at data_
   std::int64_t k_ = 0, n_ = 0;
   Isa isa_ = Isa::kBaseline;
 };
@@ -98,5 +100,13 @@ void gemm(Trans trans_a, std::int64_t m, const T* a, std::int64_t lda, const Pac
 template <typename T>
 void gemm_panels(std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>& b, std::int64_t p0,
                  std::int64_t p1, T beta, T* c, std::int64_t ldc);
+
+// dst = srcᵀ: src [rows, cols] (row stride lds) into dst [cols, rows] (row stride ldd),
+// threaded over bands of rows, allocating nothing (copies only: the same values on every path
+// and thread count). float and double on the active ISA path's kernels; 16-bit values (float16
+// and bfloat16 bits) one at a time in tiles.
+template <typename T>
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t lds, T* dst,
+               std::int64_t ldd);
 
 }  // namespace blockrnn::gemm

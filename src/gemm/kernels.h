@@ -43,6 +43,9 @@ struct PathKernels {
   // Packs op(B) panels [p0, p1) into dst (PackedB layout: panel p at dst + p·K·NR).
   void (*pack_panels)(bool trans_b, std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb,
                       std::int64_t p0, std::int64_t p1, T* dst);
+  // dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols (gemm.h's transpose).
+  void (*transpose)(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t lds, T* dst,
+                    std::int64_t ldd);
 };
 
 // The K block of a product whose B is packed per tile (not prepacked): at most this many rows,

@@ -264,6 +264,33 @@ void run_tiles_impl(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
   }
 }
 
+// dst[c·ldd + r] = src[r·lds + c]: tiles of 64 × 64 values, whose rows read and columns written
+// stay in L1, each tile in 8 × 8 blocks transposed in registers where the path has a transpose
+// (float on avx2 and avx512), one value at a time elsewhere and at the tiles' ragged edges.
+template <class Isa, typename T>
+void transpose(int64_t rows, int64_t cols, const T* src, int64_t lds, T* dst, int64_t ldd) {
+  constexpr int64_t kTile = 64;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = min64(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = min64(cols, c0 + kTile);
+      int64_t r8 = r0, c8 = c0;  // [r0, r8) × [c0, c8) done in blocks
+      if constexpr (requires { VecOf<Isa, T>::transpose8; }) {
+        r8 = r0 + (r1 - r0) / 8 * 8;
+        c8 = c0 + (c1 - c0) / 8 * 8;
+        for (int64_t r = r0; r < r8; r += 8) {
+          for (int64_t c = c0; c < c8; c += 8) {
+            VecOf<Isa, T>::transpose8(src + r * lds + c, lds, dst + c * ldd + r, ldd);
+          }
+        }
+      }
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = r < r8 ? c8 : c0; c < c1; ++c) dst[c * ldd + r] = src[r * lds + c];
+      }
+    }
+  }
+}
+
 template <class Isa, typename T>
 void run_tiles(const Problem<T>& p, int64_t t0, int64_t t1, T* scratch) {
   if (p.trans_a) {
@@ -279,7 +306,8 @@ constexpr PathKernels<T> path_kernels() {
   constexpr int nr = O::kNV * O::kLanes;
   return {{O::kMR, nr, O::kKC, O::kMTMax, nr * O::kNTPanels, nr * O::kNTPanels * 8},
           &run_tiles<Isa, T>,
-          &pack_panels<Isa, T>};
+          &pack_panels<Isa, T>,
+          &transpose<Isa, T>};
 }
 
 // The table of the path `Isa`: what kAvx512Path, kAvx2Path and kBaselinePath are (kernels.h).

@@ -126,9 +126,11 @@ void replace_weights(const Check& check, std::span<const CellWeight> spec,
   }
   has_weights = false;
   for (std::size_t k = 0; k < spec.size(); ++k) {
-    *own[k] =
-        k < n ? layer::copy_weight(check, spec[k].name, given[k], spec[k].shape, spec[k].dims, dt)
-              : Tensor(dt, spec[k].shape);
+    if (k < n) {
+      layer::copy_weight(check, spec[k].name, given[k], spec[k].shape, spec[k].dims, dt, *own[k]);
+    } else {
+      *own[k] = Tensor(dt, spec[k].shape);
+    }
   }
 }
 

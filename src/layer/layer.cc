@@ -178,17 +178,18 @@ void prepare_call(const Check& check, const SequenceLayer& layer, CallDims& c, C
   c.workspace = given.data != nullptr ? given.data : own.data();
 }
 
-Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
-                   const char* dims, DType dtype) {
+void copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
+                 const char* dims, DType dtype, Tensor& own) {
   check.tensor(arg, t, want, dims, dtype);
-  Tensor copy(compute_dtype(dtype), want);
-  if (core::is_16bit_float(dtype)) {
-    core::widen_to_float(dtype, t.data, copy.data_as<float>(), copy.num_elements());
-  } else if (copy.num_bytes() > 0) {
-    std::copy_n(static_cast<const char*>(t.data), copy.num_bytes(),
-                static_cast<char*>(copy.data()));
+  if (own.dtype() != compute_dtype(dtype) || own.shape() != want) {
+    own = Tensor();  // free first: the peak is the new copy, not both
+    own = Tensor(compute_dtype(dtype), want);
   }
-  return copy;
+  if (core::is_16bit_float(dtype)) {
+    core::widen_to_float(dtype, t.data, own.data_as<float>(), own.num_elements());
+  } else if (own.num_bytes() > 0) {
+    std::copy_n(static_cast<const char*>(t.data), own.num_bytes(), static_cast<char*>(own.data()));
+  }
 }
 
 namespace {
@@ -756,9 +757,11 @@ void BlockLayer<In, Out, GradIn, GradOut>::set_weight_views(std::span<const Tens
   has_weights_ = false;
   for (std::size_t k = 0; k < m.own.size(); ++k) {
     const layer::WeightSpec& w = Impl::Family::kWeights[k];
-    m.own[k] = k < weights.size() ? layer::copy_weight(check, w.name, weights[k], w.shape(I, H),
-                                                       w.dims, shape_.dtype)
-                                  : Tensor(shape_.dtype, w.shape(I, H));
+    if (k < weights.size()) {
+      layer::copy_weight(check, w.name, weights[k], w.shape(I, H), w.dims, shape_.dtype, m.own[k]);
+    } else {
+      m.own[k] = Tensor(shape_.dtype, w.shape(I, H));
+    }
   }
   m.view_weights(std::make_index_sequence<std::size(Impl::Family::kWeights)>());
   layer::pack_plan(m, shape_);

@@ -193,10 +193,11 @@ struct Plans {
   }
 };
 
-// The weight views set_weights takes: shape, dtype, data; copied into an owned Tensor of the
-// compute dtype (a float16 or bfloat16 weight widened to float32, exactly).
-Tensor copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
-                   const char* dims, DType dtype);
+// The weight views set_weights takes: shape, dtype, data; copied into `own`, the layer's Tensor
+// of the compute dtype (a float16 or bfloat16 weight widened to float32, exactly), whose memory
+// is reused when it has that shape already (a training loop sets new weights at every step).
+void copy_weight(const Check& check, const char* arg, const TensorView& t, const Shape& want,
+                 const char* dims, DType dtype, Tensor& own);
 
 // The dtype a layer computes in: its own for float32 and float64; float32 for float16 and
 // bfloat16 (core/lowp.h), whose weights the layer holds widened and whose per-call views it

@@ -27,6 +27,7 @@
 // directions' input gradients) is one float32 operation on the 16-bit operands, rounded once to
 // the dtype: what torch computes for the same elementwise ops on 16-bit tensors.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -36,6 +37,7 @@
 
 #include "blockrnn/layer.h"
 #include "core/lowp.h"
+#include "gemm/gemm.h"
 #include "layer/layer_common.h"
 #include "ops/checks.h"
 
@@ -96,6 +98,60 @@ void add_to(T& a, T b) {
   } else {
     a = narrow<T>(widen(a) + widen(b));
   }
+}
+
+// dst [cols, rows] = srcᵀ (row strides lds, ldd) on the stack's element type: gemm::transpose,
+// the 16-bit types as their bits.
+template <typename T>
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t lds, T* dst,
+               std::int64_t ldd) {
+  if constexpr (std::is_floating_point_v<T>) {
+    gemm::transpose(rows, cols, src, lds, dst, ldd);
+  } else {
+    static_assert(sizeof(T) == sizeof(std::uint16_t));
+    gemm::transpose(rows, cols, reinterpret_cast<const std::uint16_t*>(src), lds,
+                    reinterpret_cast<std::uint16_t*>(dst), ldd);
+  }
+}
+
+// ---- torch.nn's parameter layout (ParamLayout::kTorch) -------------------------------------
+//
+// One (layer, direction)'s parameters as torch.nn holds them, and where each lands in the layer
+// objects' layout. The layers' weights are [weight_ihᵀ; weight_hhᵀ], [I + H, G] (the LSTM's w;
+// the reset-after GRU's w_i [I, G] followed by w_h [H, G]), then the biases (LSTM: b = bias_ih +
+// bias_hh; GRU: b_i = bias_ih, b_h = bias_hh), then the LSTM's peepholes. The stack stages one
+// (layer, direction) in a buffer of that layout (Impl::ops_params): set_weights converts the
+// caller's tensors into it and hands its views to the layer, which copies them; backward has the
+// layer write its gradients there and converts them into the caller's tensors.
+constexpr const char* kTorchParamNames[] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh",
+                                            "wci",       "wcf",       "wco"};
+
+struct TorchLayout {
+  bool lstm;
+  std::int64_t I, H, G;  // G: 4H (LSTM), 3H (GRU)
+  std::int64_t bias_offset() const { return (I + H) * G; }
+  std::int64_t elems() const { return bias_offset() + (lstm ? G + 3 * H : 2 * G); }
+  // The shape of torch.nn's parameter k and its words.
+  Shape shape(std::size_t k) const {
+    if (k == 0) return Shape{G, I};
+    if (k == 1) return Shape{G, H};
+    return k < 4 ? Shape{G} : Shape{H};
+  }
+  const char* dims(std::size_t k) const {
+    if (k == 0)
+      return lstm ? "4 * hidden_size, layer input size" : "3 * hidden_size, layer input size";
+    if (k == 1) return lstm ? "4 * hidden_size, hidden_size" : "3 * hidden_size, hidden_size";
+    if (k < 4) return lstm ? "4 * hidden_size" : "3 * hidden_size";
+    return "hidden_size";
+  }
+};
+
+// torch.nn's name of parameter k of every (layer, direction), layer-major: weight_ih_l0,
+// bias_hh_l1_reverse, ... (wci_l0 for the LSTM's peepholes).
+std::string torch_param_name(std::int64_t k, std::int64_t D, int P) {
+  const std::int64_t l = k / (D * P), d = k / P % D;
+  return std::string(kTorchParamNames[k % P]) + "_l" + std::to_string(l) +
+         (d == 1 ? "_reverse" : "");
 }
 
 // f.template operator()<T>() with T the stack's element type of `dtype`.
@@ -236,6 +292,35 @@ struct RNN::Impl {
   std::int64_t forward_T = 0, forward_B = 0;
   bool forward_dropout = false;
   std::vector<std::string> param_names;  // "params[k]", for the overlap check's messages
+  // ParamLayout::kTorch: torch.nn's name of each parameter ("weight_ih_l0"), and one (layer,
+  // direction)'s parameters in the layers' layout (TorchLayout: set_weights' staging, backward's
+  // gradient scratch).
+  std::vector<std::string> torch_names;
+  Tensor ops_params;
+
+  bool torch_layout() const { return o.param_layout == ParamLayout::kTorch; }
+  TorchLayout torch_layout(std::int64_t I) const {
+    return {is_lstm(o.mode), I, H, (is_lstm(o.mode) ? 4 : 3) * H};
+  }
+  // The layer's views of ops_params: LSTM w, b, wci, wcf, wco; GRU w_i, w_h, b_i, b_h.
+  std::array<MutableTensorView, 5> ops_views(const TorchLayout& t) {
+    char* const base = static_cast<char*>(ops_params.data());
+    auto at = [&](std::int64_t offset, Shape shape) {
+      return MutableTensorView(base + offset * std::int64_t(dtype_size(o.dtype)), o.dtype, shape);
+    };
+    const std::int64_t bo = t.bias_offset(), G = t.G;
+    if (t.lstm) {
+      return {at(0, Shape{t.I + H, G}), at(bo, Shape{G}), at(bo + G, Shape{H}),
+              at(bo + G + H, Shape{H}), at(bo + G + 2 * H, Shape{H})};
+    }
+    return {at(0, Shape{t.I, G}), at(t.I * G, Shape{H, G}), at(bo, Shape{G}), at(bo + G, Shape{G}),
+            MutableTensorView()};
+  }
+  void set_torch_weights(const Check& check, std::int64_t ld, std::span<const TensorView> p);
+  // The gradients the layer wrote into ops_params, into the caller's views of torch.nn's
+  // layout (absent views skipped).
+  template <typename T>
+  void torch_grads(const TorchLayout& t, std::span<const MutableTensorView> out) const;
 
   // The elements of the layers' shared workspace for a call of T steps and B examples.
   std::int64_t workspace_elems(std::int64_t T_, std::int64_t B) const {
@@ -308,6 +393,16 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
     check.fail("mode must be kLSTM, kLSTMV2, kGRU or kGRUResetAfter, got " +
                std::to_string(static_cast<int>(options.mode)));
   }
+  if (options.param_layout != ParamLayout::kOps && options.param_layout != ParamLayout::kTorch) {
+    check.fail("param_layout must be kOps or kTorch, got " +
+               std::to_string(static_cast<int>(options.param_layout)));
+  }
+  if (options.param_layout == ParamLayout::kTorch && options.mode != RNNMode::kLSTMV2 &&
+      options.mode != RNNMode::kGRUResetAfter) {
+    check.fail(std::string("param_layout kTorch (torch.nn's parameters) is for the torch.nn "
+                           "variants, modes kLSTMV2 and kGRUResetAfter; got mode ") +
+               (options.mode == RNNMode::kLSTM ? "kLSTM" : "kGRU"));
+  }
   if (options.num_layers < 1) {
     check.fail("num_layers must be >= 1, got " + std::to_string(options.num_layers));
   }
@@ -330,7 +425,7 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
   m.L = options.num_layers;
   m.H = options.hidden_size;
   m.A = num_acts(options.mode);
-  m.P = is_lstm(options.mode) ? 5 : 4;
+  m.P = m.torch_layout() ? (is_lstm(options.mode) ? 7 : 4) : (is_lstm(options.mode) ? 5 : 4);
   m.o.lstm.v2 = options.mode == RNNMode::kLSTMV2;
   // Counts and sizes that are products of the options, before any bound on them: each in checked
   // arithmetic (the RNN fuzzer found both overflowing int64).
@@ -371,6 +466,10 @@ RNN::RNN(const RNNOptions& options) : impl_(std::make_unique<Impl>()) {
   m.layers.reserve(static_cast<std::size_t>(m.L * m.D));
   for (std::int64_t k = 0; k < m.L * m.D * m.P; ++k) {
     m.param_names.push_back("params[" + std::to_string(k) + "]");
+    if (m.torch_layout()) {
+      m.torch_names.push_back(torch_param_name(k, m.D, m.P));
+      m.param_names.back() += " (" + m.torch_names.back() + ")";
+    }
   }
   for (std::int64_t l = 0; l < m.L; ++l) {
     for (std::int64_t d = 0; d < m.D; ++d) {
@@ -402,7 +501,8 @@ void RNN::Impl::prepare(const Check& check, std::int64_t T_, std::int64_t B, boo
                         {&cg, backward ? TB * H : 0},
                         {&dx, backward ? TB * F : 0},
                         {&dy, backward ? TB * F : 0},
-                        {&xg_rev, backward ? TB * F : 0}};
+                        {&xg_rev, backward ? TB * F : 0},
+                        {&ops_params, backward && torch_layout() ? torch_layout(F).elems() : 0}};
   double grown = 0.0;
   for (const Need& n : needs) {
     if (n.buffer->num_elements() < n.elems) grown += double(n.elems) * double(dtype_size(dt));
@@ -462,13 +562,93 @@ void RNN::set_weights(std::int64_t layer, std::int64_t direction, std::span<cons
                std::to_string(direction) + ")");
   }
   const bool lstm = is_lstm(m.o.mode);
-  if (!(p.size() == std::size_t(m.P) || (lstm && p.size() == 2))) {
+  // Without peepholes an LSTM may leave out their three views: w, b (kOps) or weight_ih,
+  // weight_hh, bias_ih, bias_hh (kTorch).
+  const std::size_t short_lstm = m.torch_layout() ? 4 : 2;
+  if (!(p.size() == std::size_t(m.P) || (lstm && p.size() == short_lstm))) {
     check.fail(std::string(mode_name(m.o.mode)) + " layers take " + std::to_string(m.P) +
-               " parameters" + (lstm ? " (or 2: w, b without peepholes)" : "") + ", got " +
-               std::to_string(p.size()));
+               " parameters" +
+               (!lstm              ? ""
+                : m.torch_layout() ? " (or 4: weight_ih, weight_hh, bias_ih, bias_hh without "
+                                     "peepholes)"
+                                   : " (or 2: w, b without peepholes)") +
+               ", got " + std::to_string(p.size()));
   }
+  if (m.torch_layout()) return m.set_torch_weights(check, layer * m.D + direction, p);
   SequenceLayer& s = *m.layers[static_cast<std::size_t>(layer * m.D + direction)];
   with_layer(m.o.mode, [&]<class L>() { Stacked<L>::set_weights(static_cast<L&>(s), p); });
+}
+
+void RNN::Impl::set_torch_weights(const Check& check, std::int64_t ld,
+                                  std::span<const TensorView> p) {
+  const TorchLayout t = torch_layout(in_size(ld / D));
+  const std::string* const names = &torch_names[static_cast<std::size_t>(ld * P)];
+  // Every view is checked before anything is written: a refused call leaves the layer's weights
+  // as they were.
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    if (is_absent_input(p[k])) {
+      if (k < 2) check.fail(names[k] + " is required (absent: only the biases and peepholes)");
+      if (k >= 4 && o.lstm.use_peephole) {
+        check.fail(names[k] + " is required (the LSTM was created with use_peephole)");
+      }
+      continue;
+    }
+    check.tensor(names[k].c_str(), p[k], t.shape(k), t.dims(k), o.dtype);
+  }
+  if (ops_params.num_elements() < t.elems()) {
+    const ExtraBytes staging{"the stack's staging of one layer's parameters in the layers' layout",
+                             layer::clamp_bytes(double(t.elems()) * double(dtype_size(o.dtype)))};
+    layer::check_allocation(check, {&staging, 1});
+    layer::grow(ops_params, o.dtype, t.elems());
+  }
+  const std::array<MutableTensorView, 5> ops = ops_views(t);
+  with_element(o.dtype, [&]<typename T>() {
+    T* const w = layer::data<T>(ops[0]);
+    transpose(t.G, t.I, layer::data<T>(p[0]), t.I, w, t.G);
+    transpose(t.G, H, layer::data<T>(p[1]), H, w + t.I * t.G, t.G);
+    auto bias = [&](std::size_t k) {
+      return k < p.size() && !is_absent_input(p[k]) ? layer::data<T>(p[k]) : nullptr;
+    };
+    const T *const b_ih = bias(2), *const b_hh = bias(3);
+    T* const b = w + t.bias_offset();
+    for (std::int64_t j = 0; j < t.G; ++j) {
+      if (t.lstm) {  // b = bias_ih + bias_hh, one addition in the dtype as torch.nn's
+        b[j] = b_ih ? b_ih[j] : b_hh ? b_hh[j] : T{};
+        if (b_ih && b_hh) add_to(b[j], b_hh[j]);
+      } else {
+        b[j] = b_ih ? b_ih[j] : T{};
+        b[t.G + j] = b_hh ? b_hh[j] : T{};
+      }
+    }
+  });
+  // The layers' order: LSTM w, b, then the caller's peepholes as they are; GRU w_i, w_h, b_i, b_h.
+  std::array<TensorView, 5> views;
+  for (std::size_t k = 0; k < views.size(); ++k) views[k] = TensorView(ops[k]);
+  if (t.lstm) {
+    for (std::size_t k = 4; k < p.size(); ++k) views[k - 2] = p[k];
+  }
+  const std::size_t n = t.lstm ? (p.size() > 4 ? 5 : 2) : 4;
+  SequenceLayer& s = *layers[static_cast<std::size_t>(ld)];
+  with_layer(o.mode, [&]<class L>() {
+    Stacked<L>::set_weights(static_cast<L&>(s), std::span<const TensorView>(views.data(), n));
+  });
+}
+
+template <typename T>
+void RNN::Impl::torch_grads(const TorchLayout& t, std::span<const MutableTensorView> out) const {
+  const T* const w = ops_params.data_as<T>();
+  const T* const b = w + t.bias_offset();
+  auto to = [&](std::size_t k) {
+    return is_absent_input(out[k]) ? nullptr : layer::data<T>(out[k]);
+  };
+  if (T* const d = to(0)) transpose(t.I, t.G, w, t.G, d, t.I);
+  if (T* const d = to(1)) transpose(H, t.G, w + t.I * t.G, t.G, d, H);
+  // The LSTM's two biases have b's gradient each; the GRU's b_i's and b_h's.
+  if (T* const d = to(2)) std::copy_n(b, t.G, d);
+  if (T* const d = to(3)) std::copy_n(t.lstm ? b : b + t.G, t.G, d);
+  for (std::size_t k = 4; t.lstm && k < out.size(); ++k) {
+    if (T* const d = to(k)) std::copy_n(b + t.G + std::int64_t(k - 4) * H, H, d);
+  }
 }
 
 void RNN::Impl::layer_forward(std::int64_t ld, const TensorView& x, const TensorView& h0,
@@ -643,11 +823,16 @@ void RNN::Impl::backward_t(const RNNInputs& x, const RNNGradInputs& g, const RNN
       auto view_bh = [&](T* p) {
         return p ? MutableTensorView(p, o.dtype, Shape{B, H}) : MutableTensorView();
       };
-      layer_backward(
-          ld, src, h0, c0, x.seq_lengths, tbh, res + ld * A * lay.TBH,
-          xg ? MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}) : MutableTensorView(),
-          view_bh(h0g), view_bh(c0g),
-          go.params.subspan(static_cast<std::size_t>(ld * P), static_cast<std::size_t>(P)));
+      const std::span<const MutableTensorView> params =
+          go.params.subspan(static_cast<std::size_t>(ld * P), static_cast<std::size_t>(P));
+      const TorchLayout torch = torch_layout(I_l);
+      const std::array<MutableTensorView, 5> ops =
+          torch_layout() ? ops_views(torch) : std::array<MutableTensorView, 5>{};
+      layer_backward(ld, src, h0, c0, x.seq_lengths, tbh, res + ld * A * lay.TBH,
+                     xg ? MutableTensorView(xg, o.dtype, Shape{T_, B, I_l}) : MutableTensorView(),
+                     view_bh(h0g), view_bh(c0g),
+                     torch_layout() ? std::span<const MutableTensorView>(ops) : params);
+      if (torch_layout()) torch_grads<T>(torch, params);
       // An example with no step returns its final state's gradient to its initial state.
       for (std::int64_t b = 0; b < B; ++b) {
         if (lens[static_cast<std::size_t>(b)] > 0) continue;
@@ -854,7 +1039,16 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   if (!is_absent_input(out.x_grad)) args.output("x_grad", out.x_grad);
   if (!is_absent_input(out.h0_grad)) args.output("h0_grad", out.h0_grad);
   if (lstm && !is_absent_input(out.c0_grad)) args.output("c0_grad", out.c0_grad);
+  // kTorch: the stack writes the caller's views (the layers write the kOps layout's); absent
+  // ones are not written.
+  for (std::size_t k = 0; k < out.params.size() && m.torch_layout(); ++k) {
+    if (is_absent_input(out.params[k])) continue;
+    const std::int64_t l = std::int64_t(k) / (m.D * m.P);
+    check.output(m.param_names[k].c_str(), out.params[k],
+                 m.torch_layout(m.in_size(l)).shape(k % std::size_t(m.P)), dt);
+  }
   for (std::size_t k = 0; k < out.params.size(); ++k) {
+    if (m.torch_layout() && is_absent_input(out.params[k])) continue;
     args.output(m.param_names[k].c_str(), out.params[k]);
   }
   args.check_no_alias(check);

@@ -277,6 +277,47 @@ TEST(Gemm, BetaZeroNeverReadsC) {
   });
 }
 
+// transpose: dst[c·ldd + r] = src[r·lds + c] on every path and thread count, for sizes with and
+// without whole 8 × 8 blocks and 64 × 64 tiles, row strides past the rows; dst's padding is never
+// written.
+template <typename T>
+void check_transpose(Isa isa, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t lds = cols + 3, ldd = rows + 5;
+  std::vector<T> src(static_cast<std::size_t>(rows * lds)),
+      dst(static_cast<std::size_t>(cols * ldd), T(7));
+  for (std::size_t e = 0; e < src.size(); ++e) src[e] = static_cast<T>(e % 1000 + 1);
+  gemm::transpose(rows, cols, src.data(), lds, dst.data(), ldd);
+  for (std::int64_t c = 0; c < cols; ++c) {
+    for (std::int64_t r = 0; r < ldd; ++r) {
+      const T want = r < rows ? src[r * lds + c] : T(7);
+      ASSERT_EQ(dst[c * ldd + r], want)
+          << isa_name(isa) << " " << rows << "x" << cols << " at " << r << "," << c;
+    }
+  }
+}
+
+TEST(Gemm, TransposeMovesEveryValueAndNothingElse) {
+  PathGuard guard;
+  on_every_path([&](Isa isa, bool) {
+    for (const int threads : {1, 3}) {  // 3: bands of rows split unevenly over the team
+      set_num_threads(threads);
+      check_transpose<float>(isa, 700, 300);
+      check_transpose<std::uint16_t>(isa, 700, 300);
+    }
+    for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1},
+                                     {7, 9},
+                                     {8, 8},
+                                     {64, 64},
+                                     {67, 130},
+                                     {0, 5},
+                                     {16, 200}}) {
+      check_transpose<float>(isa, rows, cols);
+      check_transpose<double>(isa, rows, cols);
+      check_transpose<std::uint16_t>(isa, rows, cols);
+    }
+  });
+}
+
 TEST(Gemm, DegenerateSizes) {
   std::vector<float> c = {1, 2, 3, 4};
   const float a = 1, b = 1;

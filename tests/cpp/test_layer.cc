@@ -975,6 +975,253 @@ INSTANTIATE_TEST_SUITE_P(Cases, StackWithoutSomeGradsTest,
                                             ::testing::Values(DType::kFloat64, DType::kFloat32,
                                                               DType::kFloat16, DType::kBFloat16)));
 
+// ---- RNN with torch.nn's parameter layout ----------------------------------------------------
+
+// One (layer, direction)'s parameters in torch.nn's layout (weight_ih [G, I], weight_hh [G, H],
+// bias_ih, bias_hh [G], and for an LSTM with peepholes wci, wcf, wco [H]), random in dt, the
+// biases multiples of 1/64 so that their sum is exact in every dtype; and the same parameters in
+// the ops' layout, built here one value at a time.
+struct TorchParams {
+  std::vector<Tensor> torch, ops;
+};
+TorchParams torch_params(bool lstm, bool peepholes, std::int64_t I, std::int64_t H, DType dt,
+                         std::mt19937_64& rng) {
+  const std::int64_t G = (lstm ? 4 : 3) * H;
+  TorchParams p;
+  p.torch.reserve(7);  // the references below stay valid
+  auto random_in = [&](Shape shape, bool bias) {
+    Tensor t = random_tensor(DType::kFloat64, shape, rng, -0.5, 0.5);
+    if (bias) {
+      for (std::int64_t e = 0; e < t.num_elements(); ++e)
+        set(t, e, std::round(get(t, e) * 64) / 64);
+    }
+    return converted(t, dt);
+  };
+  const Tensor& w_ih = p.torch.emplace_back(random_in(Shape{G, I}, false));
+  const Tensor& w_hh = p.torch.emplace_back(random_in(Shape{G, H}, false));
+  const Tensor& b_ih = p.torch.emplace_back(random_in(Shape{G}, true));
+  const Tensor& b_hh = p.torch.emplace_back(random_in(Shape{G}, true));
+  for (int k = 0; lstm && peepholes && k < 3; ++k) p.torch.push_back(random_in(Shape{H}, false));
+  // [weight_ihᵀ; weight_hhᵀ]: the LSTM's w, or the GRU's w_i and w_h.
+  Tensor w(dt, Shape{I + H, G});
+  for (std::int64_t r = 0; r < I + H; ++r) {
+    for (std::int64_t g = 0; g < G; ++g) {
+      set(w, r * G + g, r < I ? get(w_ih, g * I + r) : get(w_hh, g * H + r - I));
+    }
+  }
+  if (lstm) {
+    Tensor b(dt, Shape{G});
+    for (std::int64_t g = 0; g < G; ++g) set(b, g, get(b_ih, g) + get(b_hh, g));
+    p.ops.push_back(std::move(w));
+    p.ops.push_back(std::move(b));
+    for (int k = 0; k < 3; ++k)
+      p.ops.push_back(peepholes ? converted(p.torch[4 + k], dt) : Tensor(dt, Shape{H}));
+    return p;
+  }
+  Tensor w_i(dt, Shape{I, G}), w_h(dt, Shape{H, G});
+  std::memcpy(w_i.data(), w.data(), w_i.num_bytes());
+  std::memcpy(w_h.data(), static_cast<const char*>(w.data()) + w_i.num_bytes(), w_h.num_bytes());
+  p.ops.push_back(std::move(w_i));
+  p.ops.push_back(std::move(w_h));
+  p.ops.push_back(converted(b_ih, dt));
+  p.ops.push_back(converted(b_hh, dt));
+  return p;
+}
+
+// The gradients of one (layer, direction) in the ops' layout, in torch.nn's (the order of
+// torch_params' `torch`; an LSTM without peepholes: empty tensors for theirs), built here one
+// value at a time.
+std::vector<Tensor> ops_grads_in_torch_layout(bool lstm, bool peepholes, std::int64_t I,
+                                              std::int64_t H, std::span<const Tensor> g) {
+  const std::int64_t G = (lstm ? 4 : 3) * H;
+  const DType dt = g[0].dtype();
+  Tensor w_ih(dt, Shape{G, I}), w_hh(dt, Shape{G, H});
+  for (std::int64_t gate = 0; gate < G; ++gate) {
+    for (std::int64_t i = 0; i < I; ++i) set(w_ih, gate * I + i, get(g[0], i * G + gate));
+    for (std::int64_t j = 0; j < H; ++j) {
+      set(w_hh, gate * H + j, lstm ? get(g[0], (I + j) * G + gate) : get(g[1], j * G + gate));
+    }
+  }
+  std::vector<Tensor> r;
+  r.push_back(std::move(w_ih));
+  r.push_back(std::move(w_hh));
+  r.push_back(converted(g[lstm ? 1 : 2], dt));
+  r.push_back(converted(g[lstm ? 1 : 3], dt));
+  for (int k = 0; lstm && k < 3; ++k) r.push_back(peepholes ? converted(g[2 + k], dt) : Tensor());
+  return r;
+}
+
+class StackTorchLayoutTest
+    : public ::testing::TestWithParam<std::tuple<int, DType, bool /* bias */>> {};
+
+// An RNN created with ParamLayout::kTorch and given torch.nn's tensors computes what the kOps
+// RNN computes with the same parameters in the ops' layout, bit for bit: the forward's outputs,
+// and every gradient (the weights' transposed back to torch.nn's layout, the LSTM's bias
+// gradient twice), in every dtype, with lengths, dropout and a reverse direction, on the fast
+// path and the reference; an LSTM with peepholes; without biases (bias=False: absent views,
+// zeros), and with absent gradient views (not written, the others unchanged).
+TEST_P(StackTorchLayoutTest, GivesTheOpsLayoutsBitsInTorchNnsLayout) {
+  const StackCase& c = kStackCases[std::get<0>(GetParam())];
+  const DType dt = std::get<1>(GetParam());
+  const bool bias = std::get<2>(GetParam());
+  const std::int64_t T = 4, B = 3, I = 20, H = 12, D = c.bidirectional ? 2 : 1, L = c.layers;
+  const bool lstm = is_lstm(c.mode), peepholes = lstm && bias;  // without: the short form
+  std::mt19937_64 rng(97 + std::get<0>(GetParam()));
+  RNNOptions options = stack_options(c, I, H, dt, T, B);
+  options.lstm.use_peephole = peepholes;
+  RNN ops_rnn(options);
+  options.param_layout = ParamLayout::kTorch;
+  RNN torch_rnn(options);
+  ASSERT_EQ(torch_rnn.params_per_layer(), lstm ? 7 : 4);
+  std::vector<TorchParams> params;
+  for (std::int64_t l = 0; l < L; ++l) {
+    for (std::int64_t d = 0; d < D; ++d) {
+      TorchParams& p =
+          params.emplace_back(torch_params(lstm, peepholes, l == 0 ? I : D * H, H, dt, rng));
+      if (!bias) {  // torch.nn's bias=False: no bias tensors, zeros in the ops' layout
+        p.torch[2] = Tensor();
+        p.torch[3] = Tensor();
+        for (std::size_t k : lstm ? std::vector<std::size_t>{1} : std::vector<std::size_t>{2, 3}) {
+          p.ops[k] = Tensor(dt, p.ops[k].shape());
+        }
+      }
+      std::vector<TensorView> ops_views(p.ops.begin(), p.ops.end()), torch_views;
+      for (const Tensor& t : p.torch)
+        torch_views.push_back(t.num_elements() ? t.view() : TensorView());
+      ops_rnn.set_weights(l, d, ops_views);
+      torch_rnn.set_weights(l, d, torch_views);
+    }
+  }
+  const StackCall call(c, dt, T, B, I, H, 2.0, rng);
+  const RNNInputs& in = call.in;
+  for (const bool reference : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "reference " << reference);
+    const ReferenceMode mode(reference);
+    std::vector<Tensor> outs;
+    outs.reserve(6);  // the references below stay valid
+    for (RNN* rnn : {&ops_rnn, &torch_rnn}) {
+      Tensor& y = outs.emplace_back(poisoned(dt, {T, B, D * H}));
+      Tensor& h_n = outs.emplace_back(poisoned(dt, {L * D, B, H}));
+      Tensor& c_n = outs.emplace_back(poisoned(dt, {L * D, B, H}));
+      rnn->forward(in, {y.mutable_view(), h_n.mutable_view(), c_n.mutable_view()});
+    }
+    for (int k = 0; k < 3; ++k) EXPECT_TRUE(bitwise(outs[k], outs[3 + k])) << "output " << k;
+    const TensorView g_c_n = lstm ? TensorView(call.g_c_n) : TensorView();
+    // The kOps RNN's gradients, then converted to torch.nn's layout.
+    Tensor x_grad = poisoned(dt, call.x.shape()), h0_grad = poisoned(dt, call.h0.shape());
+    std::vector<Tensor> ops_grads;
+    std::vector<MutableTensorView> ops_views;
+    for (const TorchParams& p : params) {
+      for (const Tensor& t : p.ops)
+        ops_views.push_back(ops_grads.emplace_back(poisoned(dt, t.shape())).mutable_view());
+    }
+    ops_rnn.backward(in, {call.gy, call.g_h_n, g_c_n},
+                     {x_grad.mutable_view(), h0_grad.mutable_view(), {}, ops_views});
+    std::vector<Tensor> want;
+    const std::size_t Q = lstm ? 5 : 4;
+    for (std::size_t ld = 0; ld < params.size(); ++ld) {
+      const std::int64_t I_l = ld < std::size_t(D) ? I : D * H;
+      for (Tensor& t : ops_grads_in_torch_layout(
+               lstm, peepholes, I_l, H, std::span<const Tensor>(ops_grads).subspan(ld * Q, Q))) {
+        want.push_back(std::move(t));
+      }
+    }
+    // The kTorch RNN's, every view given, then without the bias gradients.
+    for (const bool bias_grads : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "bias gradients " << bias_grads);
+      Tensor x_grad2 = poisoned(dt, call.x.shape()), h0_grad2 = poisoned(dt, call.h0.shape());
+      std::vector<Tensor> got;
+      std::vector<MutableTensorView> got_views;
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        const bool is_bias = k % std::size_t(torch_rnn.params_per_layer()) - 2 < 2;
+        got.push_back(poisoned(dt, want[k].shape()));
+        const bool absent = (is_bias && !bias_grads) || want[k].num_elements() == 0;
+        got_views.push_back(absent ? MutableTensorView() : got.back().mutable_view());
+      }
+      torch_rnn.backward(in, {call.gy, call.g_h_n, g_c_n},
+                         {x_grad2.mutable_view(), h0_grad2.mutable_view(), {}, got_views});
+      EXPECT_TRUE(bitwise(x_grad, x_grad2));
+      EXPECT_TRUE(bitwise(h0_grad, h0_grad2));
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        if (is_absent_input(got_views[k])) continue;
+        EXPECT_TRUE(bitwise(want[k], got[k])) << "params[" << k << "]";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StackTorchLayoutTest,
+                         ::testing::Combine(::testing::Values(0, 3, 4),
+                                            ::testing::Values(DType::kFloat64, DType::kFloat32,
+                                                              DType::kFloat16, DType::kBFloat16),
+                                            ::testing::Bool()));
+
+TEST(RNNTorchLayout, RefusesByName) {
+  expect_invalid(
+      [] {
+        RNN r({.mode = RNNMode::kGRU,
+               .input_size = 3,
+               .hidden_size = 2,
+               .param_layout = ParamLayout::kTorch});
+      },
+      "RNN.create: param_layout kTorch (torch.nn's parameters) is for the torch.nn variants, "
+      "modes kLSTMV2 and kGRUResetAfter; got mode kGRU");
+  RNN rnn({.mode = RNNMode::kGRUResetAfter,
+           .input_size = 3,
+           .hidden_size = 2,
+           .num_layers = 2,
+           .bidirectional = true,
+           .max_time = 2,
+           .max_batch = 2,
+           .param_layout = ParamLayout::kTorch});
+  std::mt19937_64 rng(5);
+  const TorchParams p = torch_params(false, false, 4, 2, DType::kFloat32, rng);
+  std::vector<TensorView> v(p.torch.begin(), p.torch.end());
+  // The ops' layout's w_h ([H, 3H]) where torch.nn's weight_hh ([3H, H]) belongs.
+  std::vector<TensorView> ops_w_h = v;
+  ops_w_h[1] = p.ops[1];
+  expect_invalid([&] { rnn.set_weights(1, 1, ops_w_h); },
+                 "RNN.set_weights: weight_hh_l1_reverse must have shape [6, 2] (3 * hidden_size, "
+                 "hidden_size), got [2, 6]");
+  std::vector<TensorView> no_w_ih = v;
+  no_w_ih[0] = TensorView();
+  expect_invalid([&] { rnn.set_weights(1, 0, no_w_ih); },
+                 "RNN.set_weights: weight_ih_l1 is required");
+  expect_invalid([&] { rnn.set_weights(1, 0, std::span(v).first(2)); },
+                 "RNN.set_weights: BlockGRUResetAfter layers take 4 parameters, got 2");
+  RNN lstm({.mode = RNNMode::kLSTMV2,
+            .input_size = 3,
+            .hidden_size = 2,
+            .lstm = {.use_peephole = true},
+            .param_layout = ParamLayout::kTorch});
+  const TorchParams q = torch_params(true, true, 3, 2, DType::kFloat32, rng);
+  std::vector<TensorView> no_wcf(q.torch.begin(), q.torch.end());
+  no_wcf[5] = TensorView();
+  expect_invalid([&] { lstm.set_weights(0, 0, no_wcf); },
+                 "RNN.set_weights: wcf_l0 is required (the LSTM was created with use_peephole)");
+  // A gradient view of the ops' layout in the backward.
+  for (std::int64_t l = 0; l < 2; ++l) {
+    for (std::int64_t d = 0; d < 2; ++d) {
+      const TorchParams first = torch_params(false, false, 3, 2, DType::kFloat32, rng);
+      const TorchParams& pl = l == 0 ? first : p;
+      rnn.set_weights(l, d, std::vector<TensorView>(pl.torch.begin(), pl.torch.end()));
+    }
+  }
+  const Tensor x = random_tensor(DType::kFloat32, {2, 2, 3}, rng);
+  Tensor y(DType::kFloat32, {2, 2, 4}), h_n(DType::kFloat32, {4, 2, 2});
+  rnn.forward({.x = x}, {y.mutable_view(), h_n.mutable_view(), {}});
+  std::vector<Tensor> grads;
+  std::vector<MutableTensorView> gv;
+  for (int k = 0; k < 16; ++k) gv.push_back(MutableTensorView());
+  Tensor wrong(DType::kFloat32, {2, 6});
+  gv[1] = wrong.mutable_view();
+  expect_invalid(
+      [&] {
+        rnn.backward({.x = x}, {y}, {{}, {}, {}, gv});
+      },
+      "RNN.backward: output params[1] (weight_hh_l0) must have shape [6, 2], got [2, 6]");
+}
+
 class LazyTransposedPacksTest : public ::testing::TestWithParam<std::tuple<int, DType>> {};
 
 // A layer packs its weights transposed (for the backward's d_x and carry products) only at the

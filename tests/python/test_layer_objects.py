@@ -478,3 +478,67 @@ def test_layers_classes_in_16bit_run_the_layer_objects_as_the_raw_ops(name):
                                  r=want.r, u=want.u, c=want.c, h=want.h, h_grad=hg)
     _equal(dx, gwant.x_grad)
     _equal(gru.grads["w_ru"], gwant.w_ru_grad)
+
+
+@pytest.mark.parametrize("mode", ["lstm_v2", "gru_reset_after"])
+def test_rnn_takes_torch_nn_parameters_as_they_are(mode):
+    # param_layout "torch": a torch.nn layer's tensors as they are (None for bias=False), the
+    # weight gradients written in that layout; the values are the ops layout's, bit for bit.
+    rng = np.random.default_rng(12)
+    T, B, I, H = 3, 2, 5, 4
+    G = (4 if mode == "lstm_v2" else 3) * H
+    w_ih, w_hh = _rand(rng, (G, I), np.float32), _rand(rng, (G, H), np.float32)
+    b_ih = (np.round(_rand(rng, (G,), np.float32) * 64) / 64).astype(np.float32)
+    b_hh = (np.round(_rand(rng, (G,), np.float32) * 64) / 64).astype(np.float32)
+    x, gy = _rand(rng, (T, B, I), np.float32), _rand(rng, (T, B, H), np.float32)
+    h0 = _rand(rng, (1, B, H), np.float32)
+    lstm = mode == "lstm_v2"
+    c0 = _rand(rng, (1, B, H), np.float32) if lstm else None
+    if lstm:
+        ops_params = [np.ascontiguousarray(np.concatenate([w_ih.T, w_hh.T])), b_ih + b_hh]
+    else:
+        ops_params = [np.ascontiguousarray(w_ih.T), np.ascontiguousarray(w_hh.T), b_ih, b_hh]
+    results = []
+    for layout, params in (("ops", ops_params), ("torch", [w_ih, w_hh, b_ih, b_hh])):
+        rnn = _core.RNN(mode, I, H, 1, False, "float32", T, B, param_layout=layout)
+        rnn.set_weights(0, 0, params)
+        y, hn = np.empty((T, B, H), np.float32), np.empty((1, B, H), np.float32)
+        cn = np.empty((1, B, H), np.float32) if lstm else None
+        rnn.forward(x, h0, c0, None, None, y, hn, cn)
+        shapes = [p.shape for p in params] + ([(H,)] * 3 if lstm and layout == "ops" else [])
+        if lstm and layout == "torch":
+            shapes += [None] * 3  # no peepholes: their gradients not asked for
+        grads = [None if s is None else np.empty(s, np.float32) for s in shapes]
+        xg = np.empty_like(x)
+        rnn.backward(x, h0, c0, None, None, gy, None, None, xg, None, None, grads)
+        results.append((y, xg, grads))
+    (y_ops, xg_ops, g_ops), (y_t, xg_t, g_t) = results
+    np.testing.assert_array_equal(y_ops, y_t)
+    np.testing.assert_array_equal(xg_ops, xg_t)
+    if lstm:
+        want = [g_ops[0][:I].T, g_ops[0][I:].T, g_ops[1], g_ops[1]]
+    else:
+        want = [g_ops[0].T, g_ops[1].T, g_ops[2], g_ops[3]]
+    for w, g in zip(want, g_t):
+        np.testing.assert_array_equal(w, g)
+        assert g.flags.c_contiguous
+    # bias=False: absent biases are zeros
+    rnn = _core.RNN(mode, I, H, 1, False, "float32", T, B, param_layout="torch")
+    rnn.set_weights(0, 0, [w_ih, w_hh, None, None])
+    zero_bias = _core.RNN(mode, I, H, 1, False, "float32", T, B)
+    zero_bias.set_weights(0, 0, [p if p.ndim == 2 else np.zeros_like(p) for p in ops_params])
+    ys = []
+    for r in (rnn, zero_bias):
+        ys.append(np.empty((T, B, H), np.float32))
+        r.forward(x, h0, c0, None, None, ys[-1], np.empty((1, B, H), np.float32),
+                  np.empty((1, B, H), np.float32) if lstm else None)
+    np.testing.assert_array_equal(ys[0], ys[1])
+    with pytest.raises(blockrnn.InvalidArgumentError,
+                       match=r"RNN.set_weights: weight_hh_l0 must have shape \[%d, 4\]" % G):
+        rnn.set_weights(0, 0, [w_ih, np.ascontiguousarray(w_hh.T), None, None])
+    with pytest.raises(blockrnn.InvalidArgumentError,
+                       match="RNN.create: param_layout must be 'ops' or 'torch', got 'nn'"):
+        _core.RNN(mode, I, H, 1, False, "float32", T, B, param_layout="nn")
+    with pytest.raises(blockrnn.InvalidArgumentError,
+                       match="param_layout kTorch .* got mode kGRU"):
+        _core.RNN("gru", I, H, 1, False, "float32", T, B, param_layout="torch")

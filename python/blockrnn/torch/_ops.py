@@ -359,10 +359,29 @@ def _config(layout, mode, x, h0, num_layers, bidirectional, has_bias, forget_bia
                    bool(has_bias), _bits(forget_bias), _bits(cell_clip), bool(use_peephole))
 
 
+def _torch_layout(cfg: _Config) -> bool:
+    """Whether the plan's RNN takes torch.nn's tensors as they are and writes their gradients
+    in torch.nn's layout (the library's param_layout "torch"): torch.nn's own variants, the
+    IFCO LSTM and the reset-after GRU. The other modes' parameters are rearranged here."""
+    return cfg.layout == "nn" and cfg.mode in ("lstm_v2", "gru_reset_after")
+
+
+def _torch_slots(cfg: _Config, group) -> list:
+    """One (layer, direction)'s torch.nn tensors, or their gradients, in the order the
+    library's torch layout takes them: weight_ih, weight_hh, bias_ih, bias_hh (None:
+    bias=False), then an LSTM's three peepholes (None without)."""
+    w_ih, w_hh, b_ih, b_hh, peepholes = _nn_group(cfg, group)
+    slots = [w_ih, w_hh, b_ih, b_hh]
+    if cfg.mode == "lstm_v2":
+        slots += list(peepholes) if cfg.use_peephole else [None, None, None]
+    return slots
+
+
 def _new_rnn(cfg: _Config, T: int, B: int):
     return _core.RNN(cfg.mode, cfg.I, cfg.H, cfg.L, cfg.bidirectional, cfg.dtype, T, B,
                      None if cfg.mode != "lstm" else _unbits(cfg.forget_bias),
-                     _unbits(cfg.cell_clip), cfg.use_peephole, caller_reserve=True)
+                     _unbits(cfg.cell_clip), cfg.use_peephole, caller_reserve=True,
+                     param_layout="torch" if _torch_layout(cfg) else "ops")
 
 
 @functools.lru_cache(maxsize=32)
@@ -546,33 +565,21 @@ def _nn_group(cfg: _Config, g):
     return g[0], g[1], None, None, g[2:]
 
 
-def _own(t: Tensor) -> Tensor:
-    """A contiguous copy of t, always a new tensor (t.contiguous() returns t itself where a
-    dimension of size 1 makes the transposed view contiguous already)."""
-    return t.clone(memory_format=torch.contiguous_format)
-
-
 def _ops_grads_to_nn(cfg: _Config, I_l: int, g) -> List[Tensor]:
     """One (layer, direction)'s gradients in the ops' layout -> torch.nn's layout, contiguous
-    (torch.nn's strides): weight_ih_grad, weight_hh_grad, (bias_ih_grad, bias_hh_grad),
-    (peephole grads). The weight matrices come back as new tensors, never views of g's
-    (_ops_layout_grads reuses those)."""
+    (torch.nn's strides), for the TensorFlow variants ("lstm", "gru"; the library writes torch.nn's
+    own variants' in their layout): weight_ih_grad, weight_hh_grad, (bias_ih_grad,
+    bias_hh_grad), (peephole grads). The weight matrices come back as new tensors, never views
+    of g's (_ops_layout_grads reuses those)."""
     H = cfg.H
-    if cfg.mode.startswith("lstm"):
+    if cfg.mode == "lstm":
         gw, gb = g[0], g[1]
-        w_ih, w_hh = gw[:I_l].t(), gw[I_l:].t()
-        if cfg.mode == "lstm":  # indexing copies
-            perm = _tf_gate_order(H)
-            w_ih, w_hh, gb = w_ih[perm], w_hh[perm], gb[perm]
-            out = [w_ih.contiguous(), w_hh.contiguous()]
-        else:
-            out = [_own(w_ih), _own(w_hh)]
+        perm = _tf_gate_order(H)  # indexing copies
+        out = [gw[:I_l].t()[perm].contiguous(), gw[I_l:].t()[perm].contiguous()]
         if cfg.has_bias:
-            out += [gb.contiguous(), gb.clone()]  # b = b_ih + b_hh: the same gradient twice
+            gb = gb[perm]
+            out += [gb, gb.clone()]  # b = b_ih + b_hh: the same gradient twice
         return out + (list(g[2:5]) if cfg.use_peephole else [])
-    if cfg.mode == "gru_reset_after":
-        out = [_own(g[0].t()), _own(g[1].t())]
-        return out + ([g[2], g[3]] if cfg.has_bias else [])
     gw_ru, gw_c, gb_ru, gb_c = g
     out = [torch.cat([gw_ru[:I_l].t(), gw_c[:I_l].t()], 0),
            torch.cat([gw_ru[I_l:].t(), gw_c[I_l:].t()], 0)]
@@ -583,13 +590,12 @@ def _ops_grads_to_nn(cfg: _Config, I_l: int, g) -> List[Tensor]:
 
 
 def _ops_shapes(cfg: _Config, I_l: int) -> List[Tuple[int, ...]]:
-    """Shapes of one (layer, direction)'s parameters in the ops' layout (LSTM with the three
-    peephole vectors, which the backward fills with or without peepholes)."""
+    """Shapes of one (layer, direction)'s parameters in the ops' layout, for the TensorFlow
+    variants ("lstm" with the three peephole vectors, which the backward fills with or without
+    peepholes; "gru")."""
     H = cfg.H
-    if cfg.mode.startswith("lstm"):
+    if cfg.mode == "lstm":
         return [(I_l + H, 4 * H), (4 * H,), (H,), (H,), (H,)]
-    if cfg.mode == "gru_reset_after":
-        return [(I_l, 3 * H), (H, 3 * H), (3 * H,), (3 * H,)]
     return [(I_l + H, 2 * H), (I_l + H, H), (2 * H,), (H,)]
 
 
@@ -599,7 +605,8 @@ def _layer_input_size(cfg: _Config, layer: int) -> int:
 
 def _nn_weights_to_pack(plan: _Plan, cfg: _Config, group: List[Tensor]) -> List[Tensor]:
     """One (layer, direction)'s torch.nn parameters in the ops' layout, contiguous, for
-    set_weights, which copies them (plan.lock held, under no_grad): the values of
+    set_weights of the TensorFlow variants ("lstm", "gru"; torch.nn's own take the tensors as
+    they are, _torch_slots), which copies them (plan.lock held, under no_grad): the values of
     nn_to_ops_layout, with the transposed weight matrices written into buffers of the plan
     kept between packs. A training loop packs at every step, and there fresh buffers of
     megabytes cost page faults, and torch.cat of transposed views is several times slower than
@@ -620,18 +627,6 @@ def _nn_weights_to_pack(plan: _Plan, cfg: _Config, group: List[Tensor]) -> List[
     def bias(a: Optional[Tensor], b: Optional[Tensor], rows: slice) -> Tensor:
         G = int(w_ih[rows].shape[0])
         return w_ih.new_zeros(G) if a is None else a[rows] + b[rows]
-    every = slice(None)
-    if cfg.mode == "lstm_v2":
-        return [joined(0, w_ih, w_hh), bias(b_ih, b_hh, every),
-                *[t.contiguous() for t in peepholes]]
-    if cfg.mode == "gru_reset_after":
-        w_i = _pack_buffer(plan, 0, (I_l, 3 * H), w_ih)
-        w_h = _pack_buffer(plan, 1, (H, 3 * H), w_hh)
-        w_i.copy_(w_ih.t())
-        w_h.copy_(w_hh.t())
-        zeros = w_ih.new_zeros(3 * H)
-        return [w_i, w_h, zeros if b_ih is None else b_ih.contiguous(),
-                zeros if b_hh is None else b_hh.contiguous()]
     ru, c = slice(0, 2 * H), slice(2 * H, 3 * H)
     return [joined(0, w_ih[ru], w_hh[ru]), joined(1, w_ih[c], w_hh[c]), bias(b_ih, b_hh, ru),
             bias(b_ih, b_hh, c)]
@@ -661,9 +656,12 @@ def _pack(plan: _Plan, cfg: _Config, params: List[Tensor], op: str,
     with torch.no_grad():
         for k in range(cfg.L * D):
             group = params[k * P:(k + 1) * P]
-            if cfg.layout == "nn":
+            if _torch_layout(cfg):
+                group = [None if t is None else t.contiguous() for t in _torch_slots(cfg, group)]
+            elif cfg.layout == "nn":
                 group = _nn_weights_to_pack(plan, cfg, group)
-            plan.rnn.set_weights(k // D, k % D, [_core_np(t, op, "params") for t in group])
+            plan.rnn.set_weights(k // D, k % D,
+                                 [None if t is None else _core_np(t, op, "params") for t in group])
     plan.stamp = _stamp(params, old_values)
     with _PLANS_LOCK:
         _PACKS[0] += 1
@@ -778,11 +776,19 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
     c0_grad = x.new_empty(tuple(h0.shape) if c0_wanted else (0,))
     owner = "flat" if flat else (id(params[0]) if layout == "nn" else None)
     plan = _plan(cfg, owner, T, B)
-    if layout == "ops":
+    # The gradients in the parameters' own layout, which the library writes (the ops' layout,
+    # and torch.nn's own variants); the other torch.nn modes' are rearranged below.
+    rearranged = layout == "nn" and not _torch_layout(cfg)
+    if not rearranged:
         grads = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
+        views = grads
+        if _torch_layout(cfg):  # in the library's slots per (layer, direction), None: absent
+            P = _per_direction(cfg)
+            views = [g for k in range(num_layers * D)
+                     for g in _torch_slots(cfg, grads[k * P:(k + 1) * P])]
     with plan.lock:
-        if layout == "nn":  # the ops' layout first; torch.nn's below
-            grads = _ops_layout_grads(plan, cfg, x)
+        if rearranged:  # the ops' layout first; torch.nn's below
+            grads = views = _ops_layout_grads(plan, cfg, x)
         _pack(plan, cfg, params, op, by_value=flat)
         plan.rnn.backward(_core_np(x, op, "x"), _core_np(h0, op, "h0"), _opt(c0, op, "c0"),
                           lens, _opt(dropout_mask, op, "dropout_mask"),
@@ -791,9 +797,9 @@ def _stack_backward(op, layout, x, h0, c0, params, seq_lengths, dropout_mask, re
                           _out_np(x_grad) if x_grad_wanted else None,
                           _out_np(h0_grad) if states_grad_wanted else None,
                           _out_np(c0_grad) if c0_wanted else None,
-                          [_out_np(g) for g in grads],
+                          [None if g is None else _out_np(g) for g in views],
                           _core_np(reserve, op, "reserve"))
-        if layout == "nn":  # while the plan's buffers are ours
+        if rearranged:  # while the plan's buffers are ours
             Q = 5 if lstm_ else 4
             grads = [g for k in range(num_layers * D)
                      for g in _ops_grads_to_nn(cfg, _layer_input_size(cfg, k // D),
