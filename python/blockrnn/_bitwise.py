@@ -4,15 +4,20 @@ the layers that keep packed weights (blockrnn.layers) and the torch ops' plans
 bit from the values it packed."""
 import numpy as np
 
+from . import _core
+
 _UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """a and b have one dtype and shape and hold the same bit patterns (NaN equals itself,
-    -0.0 differs from 0.0: equal bits are equal packed weights). Compares unsigned-integer
-    views of the two buffers: no copies."""
+    -0.0 differs from 0.0: equal bits are equal packed weights). Compares the two buffers'
+    bytes (one memcmp, C-contiguous arrays) or unsigned-integer views of them: no copies."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
+    if a.flags.c_contiguous and b.flags.c_contiguous and a.dtype.itemsize in _UINT_OF_SIZE:
+        u = _UINT_OF_SIZE[a.dtype.itemsize]  # (a view nanobind takes for any 16-bit dtype)
+        return _core.same_bytes(a.view(u), b.view(u))
     u = _UINT_OF_SIZE.get(a.dtype.itemsize)
     if u is None:
         return bool(np.array_equal(a, b))

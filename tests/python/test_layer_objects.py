@@ -542,3 +542,26 @@ def test_rnn_takes_torch_nn_parameters_as_they_are(mode):
     with pytest.raises(blockrnn.InvalidArgumentError,
                        match="param_layout kTorch .* got mode kGRU"):
         _core.RNN("gru", I, H, 1, False, "float32", T, B, param_layout="torch")
+
+
+
+def test_same_bits_compares_bit_patterns_of_every_layout():
+    # blockrnn._bitwise.same_bits: what the layers and the torch plans compare their kept copy
+    # of the parameters by (one memcmp for C-contiguous arrays, numpy's views otherwise)
+    from blockrnn import _bitwise
+    rng = np.random.default_rng(13)
+    for dtype in (np.float16, np.float32, np.float64, _dtype("bfloat16")):
+        a = _rand(rng, (70, 33), np.float32).astype(dtype)
+        assert _bitwise.same_bits(a, a.copy())
+        assert _bitwise.same_bits(a.T, a.copy().T)  # not C-contiguous: numpy's path
+        b = a.copy()
+        b[69, 32] = b[69, 32] * 2 + 1  # the last element
+        assert not _bitwise.same_bits(a, b)
+        assert not _bitwise.same_bits(a.T, b.T)
+        zeros, signed = np.zeros(4, dtype), np.zeros(4, dtype)
+        signed[2] = -0.0
+        assert not _bitwise.same_bits(zeros, signed)  # -0.0 differs from 0.0
+        nan = np.full(3, np.nan, dtype)
+        assert _bitwise.same_bits(nan, nan.copy())  # NaN equals itself
+        assert not _bitwise.same_bits(a, a[:, :32].copy())  # shapes differ
+    assert not _core.same_bytes(np.zeros(4, np.float32), np.zeros(5, np.float32))
