@@ -120,17 +120,37 @@ typedef struct blockrnn_rnn_grad_outputs {
 
 typedef struct blockrnn_rnn blockrnn_rnn; /* opaque */
 
+/* How blockrnn_rnn_set_weights takes each (layer, direction)'s parameters and the backward
+ * writes their gradients. */
+typedef enum blockrnn_param_layout {
+  BLOCKRNN_PARAMS_OPS = 0, /* the layers': see blockrnn_rnn_params_per_layer */
+  /* torch.nn's, for BLOCKRNN_RNN_LSTM_V2 and BLOCKRNN_RNN_GRU_RESET_AFTER only: the tensors of a
+   * torch.nn.LSTM / GRU layer as they are, weight_ih [G, K], weight_hh [G, H], bias_ih [G],
+   * bias_hh [G] (G = 4H or 3H; absent biases are zeros), then the LSTM's wci, wcf, wco [H].
+   * The handle transposes them (and sums the LSTM's two biases) into the layers' layout and
+   * writes the weight gradients back in torch.nn's: the same values, bit for bit. An absent
+   * gradient tensor in the backward is not written. */
+  BLOCKRNN_PARAMS_TORCH = 1
+} blockrnn_param_layout;
+
 /* Validates the options and creates a handle (its workspace and, unless caller_reserve, its
- * reserve allocated now). *out is set only on success. */
+ * reserve allocated now), taking its parameters in BLOCKRNN_PARAMS_OPS's layout. *out is set
+ * only on success. */
 BLOCKRNN_API blockrnn_status blockrnn_rnn_create(const blockrnn_rnn_options* options,
                                                  blockrnn_rnn** out);
+/* The same with its parameters in `param_layout` (a blockrnn_param_layout). */
+BLOCKRNN_API blockrnn_status blockrnn_rnn_create_with_layout(const blockrnn_rnn_options* options,
+                                                             int32_t param_layout,
+                                                             blockrnn_rnn** out);
 /* Frees the handle; NULL is a no-op. */
 BLOCKRNN_API void blockrnn_rnn_free(blockrnn_rnn* rnn);
 
 /* Parameters per (layer, direction): LSTM modes 5 (w, b, wci, wcf, wco), GRU 4 (w_ru, w_c, b_ru,
  * b_c), GRU reset-after 4 (w_i, w_h, b_i, b_h). Shapes, with K the layer's input size (I for
  * layer 0, D*H above): LSTM w [K+H, 4H], b [4H], peepholes [H]; GRU w_ru [K+H, 2H], w_c
- * [K+H, H], b_ru [2H], b_c [H]; GRU reset-after w_i [K, 3H], w_h [H, 3H], b_i [3H], b_h [3H]. */
+ * [K+H, H], b_ru [2H], b_c [H]; GRU reset-after w_i [K, 3H], w_h [H, 3H], b_i [3H], b_h [3H].
+ * BLOCKRNN_PARAMS_TORCH: LSTM V2 7 (weight_ih, weight_hh, bias_ih, bias_hh, wci, wcf, wco),
+ * GRU reset-after 4 (weight_ih, weight_hh, bias_ih, bias_hh), shaped as above. */
 BLOCKRNN_API blockrnn_status blockrnn_rnn_params_per_layer(const blockrnn_rnn* rnn, int32_t* n);
 
 /* The shape of parameter k (0 <= k < params_per_layer, in the order above) of `layer` (the
@@ -140,7 +160,8 @@ BLOCKRNN_API blockrnn_status blockrnn_rnn_param_shape(const blockrnn_rnn* rnn, i
                                                       int32_t k, blockrnn_shape* shape);
 
 /* Copies (and packs) the parameters of (layer, direction) from `params`, in the order above; an
- * LSTM without peepholes passes 2 (w, b). Every layer's weights must be set before a forward. */
+ * LSTM without peepholes passes 2 (w, b; BLOCKRNN_PARAMS_TORCH: 4, the weights and biases).
+ * Every layer's weights must be set before a forward. */
 BLOCKRNN_API blockrnn_status blockrnn_rnn_set_weights(blockrnn_rnn* rnn, int64_t layer,
                                                       int64_t direction,
                                                       const blockrnn_tensor* params,

@@ -103,6 +103,11 @@ Shape param_shape(const RNN& rnn, std::int64_t layer, int k) {
   const RNNOptions& o = rnn.options();
   const std::int64_t H = o.hidden_size;
   const std::int64_t K = layer == 0 ? o.input_size : rnn.num_directions() * H;
+  if (o.param_layout == ParamLayout::kTorch) {  // weight_ih, weight_hh, bias_ih, bias_hh, peepholes
+    const std::int64_t G = (o.mode == RNNMode::kLSTMV2 ? 4 : 3) * H;
+    const Shape shapes[] = {{G, K}, {G, H}, {G}, {G}, {H}, {H}, {H}};
+    return shapes[k];
+  }
   switch (o.mode) {
     case RNNMode::kLSTM:
     case RNNMode::kLSTMV2: {
@@ -130,11 +135,31 @@ using namespace blockrnn::capi;  // NOLINT
 extern "C" {
 
 blockrnn_status blockrnn_rnn_create(const blockrnn_rnn_options* options, blockrnn_rnn** out) {
+  return blockrnn_rnn_create_with_layout(options, BLOCKRNN_PARAMS_OPS, out);
+}
+
+blockrnn_status blockrnn_rnn_create_with_layout(const blockrnn_rnn_options* options,
+                                                int32_t param_layout, blockrnn_rnn** out) {
   return guarded([&] {
-    const char* fn = "blockrnn_rnn_create";
+    const char* fn = param_layout == BLOCKRNN_PARAMS_OPS ? "blockrnn_rnn_create"
+                                                         : "blockrnn_rnn_create_with_layout";
     require(options, fn, "options");
     require(out, fn, "out");
     RNNOptions o;
+    if (param_layout != BLOCKRNN_PARAMS_OPS && param_layout != BLOCKRNN_PARAMS_TORCH) {
+      invalid(std::string(fn) +
+              ": param_layout must be BLOCKRNN_PARAMS_OPS (0) or BLOCKRNN_PARAMS_TORCH (1), got " +
+              std::to_string(param_layout));
+    }
+    if (param_layout == BLOCKRNN_PARAMS_TORCH && options->mode != BLOCKRNN_RNN_LSTM_V2 &&
+        options->mode != BLOCKRNN_RNN_GRU_RESET_AFTER) {
+      invalid(std::string(fn) +
+              ": BLOCKRNN_PARAMS_TORCH (torch.nn's parameters) is for the torch.nn variants, "
+              "modes BLOCKRNN_RNN_LSTM_V2 and BLOCKRNN_RNN_GRU_RESET_AFTER; got mode " +
+              std::to_string(options->mode));
+    }
+    o.param_layout =
+        param_layout == BLOCKRNN_PARAMS_TORCH ? ParamLayout::kTorch : ParamLayout::kOps;
     o.mode = checked_mode(options->mode);
     o.dtype = checked_dtype(options->dtype, std::string(fn) + ": options->dtype");
     o.input_size = options->input_size;

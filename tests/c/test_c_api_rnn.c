@@ -614,8 +614,139 @@ static void test_errors(void) {
   blockrnn_rnn_free(NULL);
 }
 
+/* BLOCKRNN_PARAMS_TORCH: an LSTM V2 handle given torch.nn's tensors (weight_ih [4H, I],
+ * weight_hh [4H, H], bias_ih, bias_hh) computes what the BLOCKRNN_PARAMS_OPS handle computes
+ * with w = [weight_ihᵀ; weight_hhᵀ] and b = bias_ih + bias_hh, bit for bit, and writes the
+ * weight gradients transposed (the bias gradient twice); an absent gradient is not written;
+ * param_shape gives torch.nn's shapes; a bad layout or mode is refused by name. */
+static void test_torch_layout(void) {
+  enum { G = 4 * H };
+  static const int64_t s_wih[] = {G, I}, s_whh[] = {G, H};
+  static float w_ih[G * I], w_hh[G * H], b_ih[G], b_hh[G], w_ops[K * G], b_ops[G];
+  static float y[2][T * B * H], h_n[2][B * H], c_n[2][B * H], dx[2][T * B * I];
+  static float dw_ops[K * G], db_ops[G], dpeep[3 * H];
+  static float dw_ih[G * I], dw_hh[G * H], db_ih[G], db_hh[G];
+  blockrnn_rnn_options o = blockrnn_rnn_default_options();
+  blockrnn_rnn* rnn[2] = {NULL, NULL};
+  blockrnn_rnn* refused = NULL;
+  blockrnn_tensor params[4], gparams[7];
+  blockrnn_rnn_inputs in;
+  blockrnn_rnn_outputs out;
+  blockrnn_rnn_grad_inputs gin;
+  blockrnn_rnn_grad_outputs gout;
+  blockrnn_shape shape;
+  int32_t per_layer = 0;
+  int g, i, k;
+
+  o.mode = BLOCKRNN_RNN_LSTM_V2;
+  o.input_size = I;
+  o.hidden_size = H;
+  o.max_time = T;
+  o.max_batch = B;
+  CHECK(blockrnn_rnn_create(&o, &rnn[0]) == BLOCKRNN_OK, "create (ops layout)");
+  CHECK(blockrnn_rnn_create_with_layout(&o, BLOCKRNN_PARAMS_TORCH, &rnn[1]) == BLOCKRNN_OK,
+        "create (torch layout)");
+  if (rnn[0] == NULL || rnn[1] == NULL) return;
+  CHECK(blockrnn_rnn_params_per_layer(rnn[1], &per_layer) == BLOCKRNN_OK && per_layer == 7,
+        "params_per_layer (torch layout)");
+  CHECK(blockrnn_rnn_param_shape(rnn[1], 0, 0, &shape) == BLOCKRNN_OK && shape.rank == 2 &&
+            shape.dims[0] == G && shape.dims[1] == I,
+        "param_shape: weight_ih [4H, I]");
+  CHECK(blockrnn_rnn_param_shape(rnn[1], 0, 3, &shape) == BLOCKRNN_OK && shape.rank == 1 &&
+            shape.dims[0] == G,
+        "param_shape: bias_hh [4H]");
+
+  fill(w_ih, G * I, 7.0, 0.4);
+  fill(w_hh, G * H, 8.0, 0.4);
+  fill(b_ih, G, 9.0, 0.2);
+  fill(b_hh, G, 10.0, 0.2);
+  for (g = 0; g < G; ++g) {
+    for (i = 0; i < K; ++i) w_ops[i * G + g] = i < I ? w_ih[g * I + i] : w_hh[g * H + i - I];
+    b_ops[g] = b_ih[g] + b_hh[g];
+  }
+  params[0] = tensor(2, s_w, w_ops);
+  params[1] = tensor(1, s_b4, b_ops);
+  CHECK(blockrnn_rnn_set_weights(rnn[0], 0, 0, params, 2) == BLOCKRNN_OK, "set_weights (ops)");
+  params[0] = tensor(2, s_wih, w_ih);
+  params[1] = tensor(2, s_whh, w_hh);
+  params[2] = tensor(1, s_b4, b_ih);
+  params[3] = tensor(1, s_b4, b_hh);
+  CHECK(blockrnn_rnn_set_weights(rnn[1], 0, 0, params, 4) == BLOCKRNN_OK, "set_weights (torch)");
+
+  fill(x, T * B * I, 11.0, 1.0);
+  fill(h0, B * H, 12.0, 0.5);
+  fill(c0, B * H, 13.0, 0.5);
+  fill(y_grad, T * B * H, 14.0, 1.0);
+  memset(&in, 0, sizeof in);
+  in.x = tensor(3, s_x, x);
+  in.h0 = tensor(3, s_lbh, h0);
+  in.c0 = tensor(3, s_lbh, c0);
+  memset(&gin, 0, sizeof gin);
+  gin.y_grad = tensor(3, s_tbh, y_grad);
+  for (k = 0; k < 2; ++k) {
+    out.y = tensor(3, s_tbh, y[k]);
+    out.h_n = tensor(3, s_lbh, h_n[k]);
+    out.c_n = tensor(3, s_lbh, c_n[k]);
+    CHECK(blockrnn_rnn_forward(rnn[k], &in, &out, NULL) == BLOCKRNN_OK, "forward");
+    memset(&gout, 0, sizeof gout);
+    gout.x_grad = tensor(3, s_x, dx[k]);
+    if (k == 0) {
+      gparams[0] = tensor(2, s_w, dw_ops);
+      gparams[1] = tensor(1, s_b4, db_ops);
+      gparams[2] = tensor(1, s_h, dpeep);
+      gparams[3] = tensor(1, s_h, dpeep + H);
+      gparams[4] = tensor(1, s_h, dpeep + 2 * H);
+    } else {
+      gparams[0] = tensor(2, s_wih, dw_ih);
+      gparams[1] = tensor(2, s_whh, dw_hh);
+      gparams[2] = tensor(1, s_b4, db_ih);
+      gparams[3] = tensor(1, s_b4, db_hh);
+      gparams[4] = gparams[5] = gparams[6] = absent(); /* no peepholes: not asked for */
+    }
+    gout.params = gparams;
+    gout.num_params = k == 0 ? 5 : 7;
+    CHECK(blockrnn_rnn_backward(rnn[k], &in, &gin, &gout, NULL) == BLOCKRNN_OK, "backward");
+  }
+  CHECK(same(y[0], y[1], sizeof y[0]) && same(h_n[0], h_n[1], sizeof h_n[0]) &&
+            same(c_n[0], c_n[1], sizeof c_n[0]),
+        "torch layout: the forward's bits");
+  CHECK(same(dx[0], dx[1], sizeof dx[0]), "torch layout: x_grad's bits");
+  for (g = 0; g < G; ++g) {
+    int ok = db_ih[g] == db_ops[g] && db_hh[g] == db_ops[g];
+    for (i = 0; i < K; ++i) {
+      const float got = i < I ? dw_ih[g * I + i] : dw_hh[g * H + i - I];
+      ok = ok && same(&got, &dw_ops[i * G + g], sizeof got);
+    }
+    CHECK(ok, "torch layout: the weight gradients transposed, the bias gradient twice");
+  }
+  /* A backward without the bias gradients leaves those buffers alone. */
+  memset(db_ih, 0x7f, sizeof db_ih);
+  gparams[2] = absent();
+  CHECK(blockrnn_rnn_backward(rnn[1], &in, &gin, &gout, NULL) == BLOCKRNN_OK,
+        "backward without bias_ih's gradient");
+  CHECK(db_ih[0] > 1e38f, "absent gradient: not written");
+  CHECK(db_hh[G - 1] == db_ops[G - 1], "absent gradient: the others as before");
+
+  expect_error(blockrnn_rnn_create_with_layout(&o, 7, &refused), BLOCKRNN_INVALID_ARGUMENT,
+               "blockrnn_rnn_create_with_layout: param_layout must be BLOCKRNN_PARAMS_OPS (0) or "
+               "BLOCKRNN_PARAMS_TORCH (1), got 7",
+               "bad param_layout");
+  o.mode = BLOCKRNN_RNN_GRU;
+  expect_error(blockrnn_rnn_create_with_layout(&o, BLOCKRNN_PARAMS_TORCH, &refused),
+               BLOCKRNN_INVALID_ARGUMENT,
+               "BLOCKRNN_PARAMS_TORCH (torch.nn's parameters) is for the torch.nn variants",
+               "torch layout for TensorFlow's GRU");
+  CHECK(refused == NULL, "refused: *out untouched");
+  params[1] = tensor(2, s_w, w_ops); /* the ops' w where weight_hh belongs */
+  expect_error(blockrnn_rnn_set_weights(rnn[1], 0, 0, params, 4), BLOCKRNN_INVALID_ARGUMENT,
+               "RNN.set_weights: weight_hh_l0 must have shape [12, 3]", "ops w as weight_hh");
+  blockrnn_rnn_free(rnn[0]);
+  blockrnn_rnn_free(rnn[1]);
+}
+
 int main(void) {
   test_lstm_v2();
+  test_torch_layout();
   test_gru_reset_after();
   test_stack();
   test_one_call_at_a_time();

@@ -30,7 +30,7 @@ JNIEXPORT jlong JNICALL Java_org_blockrnn_RNN_createNative(
     JNIEnv* env, jclass, jint mode, jboolean double_precision, jlong input_size, jlong hidden_size,
     jlong num_layers, jboolean bidirectional, jlong max_time, jlong max_batch,
     jboolean has_forget_bias, jdouble forget_bias, jboolean has_cell_clip, jdouble cell_clip,
-    jboolean use_peephole) {
+    jboolean use_peephole, jboolean torch_layout) {
   return guarded<jlong>(env, 0, [&] {
     blockrnn_rnn_options o = blockrnn_rnn_default_options();
     o.mode = mode;
@@ -47,7 +47,8 @@ JNIEXPORT jlong JNICALL Java_org_blockrnn_RNN_createNative(
     o.cell_clip = cell_clip;
     o.use_peephole = use_peephole ? 1 : 0;
     blockrnn_rnn* rnn = nullptr;
-    check(env, blockrnn_rnn_create(&o, &rnn));
+    check(env, blockrnn_rnn_create_with_layout(
+                   &o, torch_layout ? BLOCKRNN_PARAMS_TORCH : BLOCKRNN_PARAMS_OPS, &rnn));
     return static_cast<jlong>(reinterpret_cast<intptr_t>(rnn));
   });
 }
@@ -83,13 +84,9 @@ JNIEXPORT void JNICALL Java_org_blockrnn_RNN_setWeightsNative(JNIEnv* env, jclas
     for (jsize k = 0; k < n; ++k) names.push_back("params[" + std::to_string(k) + "]");
     std::vector<NativeTensor> params = read_inputs(env, fn, data, shapes, names);
     std::vector<blockrnn_tensor> c;
-    for (NativeTensor& t : params) {
-      if (t.absent) {
-        throw_java(env, "java/lang/IllegalArgumentException",
-                   std::string(fn) + ": a param is null");
-      }
-      c.push_back(t.c());
-    }
+    // A null one is absent (RNN.java lets only torch.nn's biases and peepholes be): the library
+    // names a required one.
+    for (NativeTensor& t : params) c.push_back(t.c());
     check(env, blockrnn_rnn_set_weights(handle_of(h), layer, direction, c.data(), c.size()));
     return 0;
   });

@@ -41,7 +41,7 @@ public final class RNN implements AutoCloseable {
     Mode mode = Mode.LSTM_V2;
     boolean doublePrecision = false;
     long inputSize, hiddenSize, numLayers = 1, maxTime = 1, maxBatch = 1;
-    boolean bidirectional = false, usePeephole = false;
+    boolean bidirectional = false, usePeephole = false, torchLayout = false;
     Double forgetBias, cellClip;
 
     /**
@@ -139,6 +139,21 @@ public final class RNN implements AutoCloseable {
       usePeephole = on;
       return this;
     }
+
+    /**
+     * Takes the parameters in torch.nn's layout (modes LSTM_V2 and GRU_RESET_AFTER only): a
+     * torch.nn.LSTM / GRU layer's weight_ih [G, K], weight_hh [G, H], bias_ih, bias_hh [G]
+     * (null for bias=False: zeros), then the LSTM's peepholes wci, wcf, wco [H]; the backward
+     * returns their gradients in that layout. The values are those of the default layout, bit
+     * for bit (the C API's BLOCKRNN_PARAMS_TORCH).
+     *
+     * @param on whether the handle takes torch.nn's layout
+     * @return this
+     */
+    public Options torchLayout(boolean on) {
+      torchLayout = on;
+      return this;
+    }
   }
 
   /** The forward's outputs. */
@@ -181,6 +196,7 @@ public final class RNN implements AutoCloseable {
 
   private long handle; // the native blockrnn_rnn*, 0 once closed
   private final boolean lstm;
+  private final boolean torchLayout; // Options.torchLayout: null biases and peepholes allowed
   private final long states, hidden, directions, inputSize; // L*D, H, D, I
   private final long maxTime, maxBatch; // the handle's bounds of a call's T and B
   private final int numParams; // L * D * paramsPerLayer
@@ -195,11 +211,13 @@ public final class RNN implements AutoCloseable {
       throw new IllegalArgumentException("RNN: options is null");
     }
     lstm = options.mode == Mode.LSTM || options.mode == Mode.LSTM_V2;
+    torchLayout = options.torchLayout;
     handle = createNative(options.mode.ordinal(), options.doublePrecision, options.inputSize,
         options.hiddenSize, options.numLayers, options.bidirectional, options.maxTime,
         options.maxBatch, options.forgetBias != null,
         options.forgetBias != null ? options.forgetBias : 0.0, options.cellClip != null,
-        options.cellClip != null ? options.cellClip : 0.0, options.usePeephole);
+        options.cellClip != null ? options.cellClip : 0.0, options.usePeephole,
+        options.torchLayout);
     directions = options.bidirectional ? 2 : 1;
     states = options.numLayers * directions;
     hidden = options.hiddenSize;
@@ -245,7 +263,8 @@ public final class RNN implements AutoCloseable {
 
   /**
    * Copies and packs the parameters of (layer, direction), in {@link #paramsPerLayer()}' order
-   * (an LSTM without peepholes may pass only w and b). Shapes as the C API's {@code
+   * (an LSTM without peepholes may pass only w and b; with {@link Options#torchLayout} the four
+   * weights and biases, and a null bias is zeros). Shapes as the C API's {@code
    * blockrnn_rnn_param_shape}, e.g. LSTM w [K+H, 4H] with K = I for layer 0, D*H above.
    *
    * @param layer in [0, numLayers)
@@ -261,7 +280,12 @@ public final class RNN implements AutoCloseable {
     long[][] shapes = new long[params.length][];
     for (int k = 0; k < params.length; ++k) {
       if (params[k] == null) {
-        throw new IllegalArgumentException("RNN.setWeights: params[" + k + "] is null");
+        // torch.nn's layout: absent biases (bias=False) and peepholes; the library names a
+        // weight that is required
+        if (!torchLayout || k < 2) {
+          throw new IllegalArgumentException("RNN.setWeights: params[" + k + "] is null");
+        }
+        continue;
       }
       data[k] = params[k].array();
       shapes[k] = params[k].shape();
@@ -406,7 +430,7 @@ public final class RNN implements AutoCloseable {
   private static native long createNative(int mode, boolean doublePrecision, long inputSize,
       long hiddenSize, long numLayers, boolean bidirectional, long maxTime, long maxBatch,
       boolean hasForgetBias, double forgetBias, boolean hasCellClip, double cellClip,
-      boolean usePeephole);
+      boolean usePeephole, boolean torchLayout);
 
   private static native void freeNative(long handle);
 

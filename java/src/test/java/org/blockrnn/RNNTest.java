@@ -76,6 +76,66 @@ class RNNTest {
     }
   }
 
+  /**
+   * Options.torchLayout: a torch.nn.LSTM layer's tensors as they are give the default layout's
+   * bits (w = [weight_ihᵀ; weight_hhᵀ], b = bias_ih + bias_hh), and the gradients come back in
+   * torch.nn's layout (the bias gradient twice); null biases are zeros, a null weight is refused.
+   */
+  @Test
+  void torchLayoutTakesTorchNnTensorsAsTheyAre() {
+    java.util.Random rng = new java.util.Random(9);
+    final int g4 = 4 * H;
+    FloatTensor wIh = random(rng, 0.5f, g4, I), wHh = random(rng, 0.5f, g4, H);
+    FloatTensor bIh = random(rng, 0.2f, g4), bHh = random(rng, 0.2f, g4);
+    float[] w = new float[(I + H) * g4], b = new float[g4];
+    for (int g = 0; g < g4; ++g) {
+      for (int i = 0; i < I + H; ++i) {
+        w[i * g4 + g] = i < I ? wIh.data()[g * I + i] : wHh.data()[g * H + i - I];
+      }
+      b[g] = bIh.data()[g] + bHh.data()[g];
+    }
+    try (RNN ops = new RNN(new RNN.Options(RNN.Mode.LSTM_V2, I, H).max(T, B));
+         RNN torch =
+             new RNN(new RNN.Options(RNN.Mode.LSTM_V2, I, H).max(T, B).torchLayout(true))) {
+      assertEquals(7, torch.paramsPerLayer());
+      ops.setWeights(0, 0, FloatTensor.of(w, I + H, g4), FloatTensor.of(b, g4));
+      torch.setWeights(0, 0, wIh, wHh, bIh, bHh);
+      FloatTensor x = random(rng, 1, T, B, I), h0 = random(rng, 0.5f, 1, B, H),
+                  c0 = random(rng, 0.5f, 1, B, H), yGrad = random(rng, 1, T, B, H);
+      RNN.Outputs a = ops.forward(x, h0, c0, null, null);
+      RNN.Outputs t = torch.forward(x, h0, c0, null, null);
+      assertEquals(a.y, t.y, "y");
+      assertEquals(a.cN, t.cN, "c_n");
+      RNN.Gradients ga = ops.backward(x, h0, c0, null, null, yGrad, null, null);
+      RNN.Gradients gt = torch.backward(x, h0, c0, null, null, yGrad, null, null);
+      assertEquals(ga.xGrad, gt.xGrad, "x_grad");
+      assertEquals(7, gt.params.length);
+      float[] dw = ((FloatTensor) ga.params[0]).data();
+      float[] dIh = new float[g4 * I], dHh = new float[g4 * H];
+      for (int g = 0; g < g4; ++g) {
+        for (int i = 0; i < I + H; ++i) {
+          if (i < I) {
+            dIh[g * I + i] = dw[i * g4 + g];
+          } else {
+            dHh[g * H + i - I] = dw[i * g4 + g];
+          }
+        }
+      }
+      assertEquals(FloatTensor.of(dIh, g4, I), gt.params[0], "weight_ih's gradient");
+      assertEquals(FloatTensor.of(dHh, g4, H), gt.params[1], "weight_hh's gradient");
+      assertEquals(ga.params[1], gt.params[2], "bias_ih's gradient");
+      assertEquals(ga.params[1], gt.params[3], "bias_hh's gradient");
+
+      ops.setWeights(0, 0, FloatTensor.of(w, I + H, g4), FloatTensor.zeros(g4));
+      torch.setWeights(0, 0, wIh, wHh, null, null); // bias=False
+      assertEquals(ops.forward(x, h0, c0, null, null).y, torch.forward(x, h0, c0, null, null).y,
+          "y without biases");
+      IllegalArgumentException e = assertThrows(
+          IllegalArgumentException.class, () -> torch.setWeights(0, 0, wIh, null, bIh, bHh));
+      assertTrue(e.getMessage().contains("params[1] is null"), e.getMessage());
+    }
+  }
+
   @Test
   void gruResetAfterMatchesTheOneShotOps() {
     java.util.Random rng = new java.util.Random(5);
