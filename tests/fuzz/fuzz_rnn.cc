@@ -10,7 +10,8 @@
 // refused.
 //
 // Input layout (missing bytes read as 0):
-//   u8 mode (mod 4: LSTM, LSTMV2, GRU, GRUResetAfter)
+//   u8 mode (mod 4: LSTM, LSTMV2, GRU, GRUResetAfter); bit2 param_layout kTorch (torch.nn's
+//             tensors; refused but for LSTMV2 and GRUResetAfter), bit3 then the biases absent
 //   u8 flags: bit0 bidirectional; bit1 caller reserve; bit2 float64 (else float32); bit3
 //             float16 (computed in float32) or int64 (refused), bit2 picks; bit4 use_peephole; bit5
 //             sizes from kSizes (huge ones); bit6 reference mode; bit7 the backward's x has T − 1
@@ -103,8 +104,14 @@ class Arena {
 };
 
 // The parameters of a layer with input size Il, in set_weights' order (blockrnn/layer.h).
-std::vector<Shape> param_shapes(blockrnn::RNNMode mode, std::int64_t Il, std::int64_t H) {
-  switch (mode) {
+std::vector<Shape> param_shapes(const blockrnn::RNNOptions& o, std::int64_t Il, std::int64_t H) {
+  if (o.param_layout == blockrnn::ParamLayout::kTorch) {  // weight_ih, weight_hh, biases, peepholes
+    const std::int64_t G = (o.mode == blockrnn::RNNMode::kLSTMV2 ? 4 : 3) * H;
+    if (o.mode != blockrnn::RNNMode::kLSTMV2)
+      return {Shape{G, Il}, Shape{G, H}, Shape{G}, Shape{G}};
+    return {Shape{G, Il}, Shape{G, H}, Shape{G}, Shape{G}, Shape{H}, Shape{H}, Shape{H}};
+  }
+  switch (o.mode) {
     case blockrnn::RNNMode::kLSTM:
     case blockrnn::RNNMode::kLSTMV2:
       return {Shape{Il + H, 4 * H}, Shape{4 * H}, Shape{H}, Shape{H}, Shape{H}};
@@ -142,7 +149,10 @@ void mutate(View& v, int kind, const TensorView& x) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
   blockrnn::RNNOptions o;
-  o.mode = static_cast<blockrnn::RNNMode>(in.u8() % 4);
+  const std::uint8_t mode = in.u8();
+  o.mode = static_cast<blockrnn::RNNMode>(mode % 4);
+  if (mode & 4) o.param_layout = blockrnn::ParamLayout::kTorch;
+  const bool torch = mode & 4, no_biases = torch && (mode & 8);
   const std::uint8_t flags = in.u8();
   o.bidirectional = flags & 1;
   o.caller_reserve = flags & 2;
@@ -181,7 +191,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Weights of every (layer, direction), in set_weights' order.
   for (std::int64_t l = 0; l < L; ++l) {
-    const std::vector<Shape> shapes = param_shapes(o.mode, l == 0 ? I : D * H, H);
+    const std::vector<Shape> shapes = param_shapes(o, l == 0 ? I : D * H, H);
     for (std::int64_t d = 0; d < D; ++d) {
       std::vector<TensorView> params;
       for (const Shape& s : shapes) {
@@ -189,7 +199,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (t == nullptr) return 0;
         params.push_back(t->view());
       }
-      if (lstm && !o.lstm.use_peephole) params.resize(2);
+      if (lstm && !o.lstm.use_peephole) params.resize(torch ? 4 : 2);
+      if (no_biases) params[2] = params[3] = TensorView{};  // torch.nn's bias=False
       try {
         rnn->set_weights(l, d, params);
       } catch (const blockrnn::Error&) {
@@ -284,7 +295,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<MutableTensorView> param_grads;
   // Parameter gradients with the weights' shapes (set_weights' order, layer-major).
   for (std::int64_t l = 0; l < L; ++l) {
-    const std::vector<Shape> shapes = param_shapes(o.mode, l == 0 ? I : D * H, H);
+    const std::vector<Shape> shapes = param_shapes(o, l == 0 ? I : D * H, H);
     for (std::int64_t d = 0; d < D; ++d) {
       for (const Shape& s : shapes) {
         Tensor* t = arena.make(o.dtype, s);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the RNN fuzzer's seed corpus (tests/fuzz/corpus_rnn/): for every mode, well-formed
 stacks (one and two layers, bidirectional, peepholes, lengths, dropout masks, a caller reserve,
-the reference path), and from them the hostile cases: huge sizes, unsupported dtypes, NaN and
+the reference path, torch.nn's parameter layout), and from them the hostile cases: huge sizes, unsupported dtypes, NaN and
 huge attrs, every view mutation, a backward with one step fewer, a small memory limit. The
 byte layout is documented at the top of tests/fuzz/fuzz_rnn.cc.
 Usage: python3 tests/fuzz/make_rnn_seeds.py"""
@@ -12,6 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus_rnn")
 BIDIR, RESERVE, F64, BAD_DTYPE, PEEP, HUGE, REF, SHORTER = 1, 2, 4, 8, 16, 32, 64, 128
 MODES = {"lstm": 0, "lstm_v2": 1, "gru": 2, "gru_reset_after": 3}
+TORCH, NO_BIAS = 4, 8  # bits of the mode byte
 
 
 def seed(mode, flags=0, I=3, H=2, L=1, max_time=5, max_batch=4, T=4, B=3, forget_bias=0,
@@ -41,6 +42,13 @@ def main():
     seeds["lstm_peephole_attrs_nan"] = seed(0, PEEP, forget_bias=5, cell_clip=5)
     seeds["lstm_attrs_float_max"] = seed(0, PEEP, forget_bias=7, cell_clip=7)
     seeds["lstm_v2_forget_bias"] = seed(1, forget_bias=2)
+    # torch.nn's parameter layout (mode bit 2; bit 3: the biases absent), and its refusal for
+    # TensorFlow's variants
+    for name, m in MODES.items():
+        seeds[f"{name}_torch_layout"] = seed(m | TORCH, BIDIR, L=2, lengths=3)
+    seeds["lstm_v2_torch_layout_peephole_no_bias"] = seed(1 | TORCH | NO_BIAS, PEEP | RESERVE)
+    seeds["gru_reset_after_torch_layout_f64_no_bias"] = seed(3 | TORCH | NO_BIAS, F64, L=2)
+    seeds["gru_reset_after_torch_layout_mutation"] = seed(3 | TORCH, mutation=160 + 9 + 12)
     for name, data in seeds.items():
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)
