@@ -595,6 +595,10 @@ void RNN::Impl::set_torch_weights(const Check& check, std::int64_t ld,
     }
     check.tensor(names[k].c_str(), p[k], t.shape(k), t.dims(k), o.dtype);
   }
+  if (t.lstm && o.lstm.use_peephole && p.size() < 7) {
+    check.fail(names[4] + " is required (the LSTM was created with use_peephole), got " +
+               std::to_string(p.size()) + " parameters");
+  }
   if (ops_params.num_elements() < t.elems()) {
     const ExtraBytes staging{"the stack's staging of one layer's parameters in the layers' layout",
                              layer::clamp_bytes(double(t.elems()) * double(dtype_size(o.dtype)))};

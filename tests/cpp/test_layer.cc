@@ -1199,6 +1199,9 @@ TEST(RNNTorchLayout, RefusesByName) {
   no_wcf[5] = TensorView();
   expect_invalid([&] { lstm.set_weights(0, 0, no_wcf); },
                  "RNN.set_weights: wcf_l0 is required (the LSTM was created with use_peephole)");
+  expect_invalid([&] { lstm.set_weights(0, 0, std::span(no_wcf).first(4)); },
+                 "RNN.set_weights: wci_l0 is required (the LSTM was created with use_peephole), "
+                 "got 4 parameters");
   // A gradient view of the ops' layout in the backward.
   for (std::int64_t l = 0; l < 2; ++l) {
     for (std::int64_t d = 0; d < 2; ++d) {
