@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <limits>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "blockrnn/error.h"
 #include "core/isa.h"
+#include "core/kept_buffer.h"
 #include "core/parallel.h"
 #include "gemm/bf16.h"
 #include "gemm/kernels.h"
@@ -229,12 +231,18 @@ void PackedBBf16::pack_to(Trans tb, int64_t k, int64_t n, const TB* b, int64_t l
   const bool trans = tb == Trans::kYes;
   if (kernel == Bf16Kernel::kWidened) {
     // op(B) rounded and widened, stored as B is (so the float32 pack reads it the same way):
-    // into the first k·n floats of the storage, packed into the rest.
-    std::vector<float> own;
+    // into the first k·n floats of the storage, packed into the rest; without storage into the
+    // thread's kept buffer (a layer packs its bfloat16 weights again at every training step).
+    std::optional<core::KeptBuffer> kept;
     float* wide = storage;
     if (wide == nullptr) {
-      own = make_buffer<float>(k * n, "widened operand");
-      wide = own.data();
+      try {
+        kept.emplace(static_cast<std::size_t>(std::max<int64_t>(k * n, 1)) * sizeof(float));
+      } catch (const std::bad_alloc&) {
+        throw Error(ErrorCode::kResourceExhausted,
+                    "gemm_bf16: cannot allocate the widened operand");
+      }
+      wide = static_cast<float*>(kept->data());
     }
     if (trans) {
       widen(false, n, k, b, ldb, wide);  // B [N, K] as is
@@ -254,11 +262,19 @@ void PackedBBf16::pack_to(Trans tb, int64_t k, int64_t n, const TB* b, int64_t l
     if (kp > 0 && panels > std::numeric_limits<int64_t>::max() / 8 / kp / nr) {
       throw Error(ErrorCode::kResourceExhausted, "gemm_bf16: packed matrix too large");
     }
-    // kp·NR pairs a panel: packed_floats(k, n, kDpbf16) floats (NR = 32 divides 64).
-    std::uint16_t* mem = storage != nullptr ? reinterpret_cast<std::uint16_t*>(storage)
-                                            : allocate_bits(panels * kp * nr * 2, "packed matrix");
-    pairs_.reset(mem);
-    pairs_.get_deleter().owned = storage == nullptr;
+    // kp·NR pairs a panel: packed_floats(k, n, kDpbf16) floats (NR = 32 divides 64). A repack
+    // that fits the pairs this PackedBBf16 owns reuses them (PackedB::pack does the same).
+    const int64_t bits = panels * kp * nr * 2;
+    if (storage != nullptr) {
+      pairs_.reset(reinterpret_cast<std::uint16_t*>(storage));
+      pairs_.get_deleter().owned = false;
+    } else if (!pairs_ || !pairs_.get_deleter().owned || pairs_capacity_ < bits) {
+      pairs_.reset();  // free first: the peak is the new pairs, not both
+      pairs_.reset(allocate_bits(bits, "packed matrix"));
+      pairs_.get_deleter().owned = true;
+      pairs_capacity_ = bits;
+    }
+    std::uint16_t* const mem = pairs_.get();
     widened_ = PackedB<float>();
     const int threads = team_size(panels, double(panels) * double(kp) * nr);
     core::run_team(threads, [&](int id, int nt) {

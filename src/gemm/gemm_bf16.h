@@ -94,6 +94,7 @@ class PackedBBf16 {
   void pack_to(Trans tb, std::int64_t k, std::int64_t n, const TB* b, std::int64_t ldb, Isa isa,
                Bf16Kernel kernel, float* storage);
   std::unique_ptr<std::uint16_t, Free> pairs_;
+  std::int64_t pairs_capacity_ = 0;  // bfloat16 values at pairs_ when owned
   PackedB<float> widened_;
   std::int64_t k_ = 0, n_ = 0;
   Isa isa_ = Isa::kBaseline;

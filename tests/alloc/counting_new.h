@@ -16,11 +16,25 @@
 
 namespace blockrnn::alloc_counter {
 
-// operator new calls so far (every form: plain, array, aligned).
+// operator new calls so far (every form: plain, array, aligned), and the most bytes one of them
+// asked for since reset_largest().
 inline std::atomic<long> allocations{0};
+inline std::atomic<std::size_t> largest_bytes{0};
 
 inline long count() {
   return allocations.load();
+}
+inline std::size_t largest() {
+  return largest_bytes.load();
+}
+inline void reset_largest() {
+  largest_bytes.store(0);
+}
+inline void record(std::size_t n) {
+  ++allocations;
+  std::size_t seen = largest_bytes.load();
+  while (n > seen && !largest_bytes.compare_exchange_weak(seen, n)) {
+  }
 }
 
 }  // namespace blockrnn::alloc_counter
@@ -28,7 +42,7 @@ inline long count() {
 // The replacements (not inline: the language requires replacement functions to be plain
 // definitions, hence one including source file per program).
 void* operator new(std::size_t n) {
-  ++blockrnn::alloc_counter::allocations;
+  blockrnn::alloc_counter::record(n);
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
@@ -36,7 +50,7 @@ void* operator new[](std::size_t n) {
   return operator new(n);
 }
 void* operator new(std::size_t n, std::align_val_t a) {
-  ++blockrnn::alloc_counter::allocations;
+  blockrnn::alloc_counter::record(n);
   void* p = nullptr;
   const std::size_t al = std::max(std::size_t(a), sizeof(void*));
   if (posix_memalign(&p, al, n ? n : 1) != 0) throw std::bad_alloc();
