@@ -349,7 +349,8 @@ void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t 
                        r1 = std::min(rows, bands * (id + 1) / nt * kBand);
     if (r0 >= r1) return;
     if constexpr (sizeof(T) == 2) {
-      // 16-bit values: tiles of 64 × 64, one value at a time (no register transpose of halves).
+      // 16-bit values: the band 64 columns at a time, one value at a time (no register
+      // transpose of halves).
       for (std::int64_t c0 = 0; c0 < cols; c0 += kBand) {
         for (std::int64_t r = r0; r < r1; ++r) {
           for (std::int64_t c = c0; c < std::min(cols, c0 + kBand); ++c) {

@@ -104,7 +104,7 @@ void gemm_panels(std::int64_t m, const T* a, std::int64_t lda, const PackedB<T>&
 // dst = srcᵀ: src [rows, cols] (row stride lds) into dst [cols, rows] (row stride ldd),
 // threaded over bands of rows, allocating nothing (copies only: the same values on every path
 // and thread count). float and double on the active ISA path's kernels; 16-bit values (float16
-// and bfloat16 bits) one at a time in tiles.
+// and bfloat16 bits) one at a time, 64 columns at a time.
 template <typename T>
 void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t lds, T* dst,
                std::int64_t ldd);

@@ -1043,16 +1043,15 @@ void RNN::backward(const RNNInputs& in, const RNNGradInputs& g, const RNNGradOut
   if (!is_absent_input(out.x_grad)) args.output("x_grad", out.x_grad);
   if (!is_absent_input(out.h0_grad)) args.output("h0_grad", out.h0_grad);
   if (lstm && !is_absent_input(out.c0_grad)) args.output("c0_grad", out.c0_grad);
-  // kTorch: the stack writes the caller's views (the layers write the kOps layout's); absent
-  // ones are not written.
-  for (std::size_t k = 0; k < out.params.size() && m.torch_layout(); ++k) {
-    if (is_absent_input(out.params[k])) continue;
-    const std::int64_t l = std::int64_t(k) / (m.D * m.P);
-    check.output(m.param_names[k].c_str(), out.params[k],
-                 m.torch_layout(m.in_size(l)).shape(k % std::size_t(m.P)), dt);
-  }
   for (std::size_t k = 0; k < out.params.size(); ++k) {
-    if (m.torch_layout() && is_absent_input(out.params[k])) continue;
+    if (m.torch_layout()) {
+      // The stack writes the caller's views (the layers write the kOps layout's, and check
+      // those); absent ones are not written.
+      if (is_absent_input(out.params[k])) continue;
+      const std::int64_t l = std::int64_t(k) / (m.D * m.P);
+      check.output(m.param_names[k].c_str(), out.params[k],
+                   m.torch_layout(m.in_size(l)).shape(k % std::size_t(m.P)), dt);
+    }
     args.output(m.param_names[k].c_str(), out.params[k]);
   }
   args.check_no_alias(check);
